@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# ngx_signin build driver.
+#   ./build.sh          install what is missing (apt-get), build the core and the nginx module
+#   ./build.sh test     the same, then the core unit tests (ctest) and the nginx tests (prove t/)
+#   ./build.sh run      the same as a plain build, then serve nginx.conf.example on 127.0.0.1:$PORT
+#   ./build.sh bench    the same as a plain build, then the benchmarks (bench/run)
+# NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of Debian's nginx-dev.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD="$ROOT/build"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+cmd="${1:-build}"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- dependencies
+DEB_PACKAGES=(
+    nginx nginx-dev                       # the stock binary the module loads into, and its headers
+    g++ make cmake pkg-config             # toolchain
+    libsodium-dev libcjson-dev libicu-dev liblmdb-dev lmdb-utils
+    libgtest-dev                          # core unit tests
+    libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
+    perl libjson-pp-perl                  # prove and the t/*.t harness (core modules)
+    python3 python3-argon2                # cross-checks of password hashes by another implementation
+    wrk                                   # ./build.sh bench
+    nodejs npm                            # OpenAPI validation in t/ (npm package, installed locally)
+    curl ca-certificates procps
+)
+
+install_deps() {
+    local missing=()
+    local p
+    for p in "${DEB_PACKAGES[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$p")
+        fi
+    done
+    if ((${#missing[@]})); then
+        log "installing: ${missing[*]}"
+        local sudo=""
+        [ "$(id -u)" = 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+# ---------------------------------------------------------------- build
+build_core() {
+    log "building the core (CMake)"
+    cmake -S "$ROOT" -B "$BUILD/core" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+        ${SIGNIN_SANITIZE:+-DSIGNIN_SANITIZE=ON} >/dev/null
+    cmake --build "$BUILD/core" -j "$JOBS"
+}
+
+build_module() {
+    local src flags
+    if [ -n "${NGINX_SRC:-}" ]; then
+        src="$(cd "$NGINX_SRC" && pwd)"
+        flags=(--with-compat --with-threads --with-http_realip_module --with-http_auth_request_module)
+    else
+        src=/usr/share/nginx/src
+        # shellcheck disable=SC1091
+        . /usr/share/nginx/src/conf_flags
+        flags=("${NGX_CONF_FLAGS[@]}")
+    fi
+    local tree="$BUILD/nginx"
+    # configure records the list of module sources, so a new file or a new config means reconfigure
+    local stamp
+    stamp="$( { echo "$src"; printf '%s\n' "${flags[@]}"; cat "$ROOT/config"; ls "$ROOT"/src/ngx; } | sha256sum | cut -c1-16)"
+    if [ ! -f "$tree/.stamp" ] || [ "$(cat "$tree/.stamp")" != "$stamp" ]; then
+        log "configuring nginx from $src"
+        rm -rf "$tree"
+        mkdir -p "$tree"
+        cp -a "$src/." "$tree/"
+        rm -rf "$tree/objs" "$tree/Makefile"
+        (cd "$tree" && ./configure "${flags[@]}" --add-dynamic-module="$ROOT" >"$tree/configure.log" 2>&1) || {
+            tail -30 "$tree/configure.log" >&2
+            exit 1
+        }
+        echo "$stamp" >"$tree/.stamp"
+    fi
+    log "building the nginx module"
+    rm -f "$tree/objs/ngx_http_signin_module.so"
+    make -C "$tree" -j "$JOBS" -f objs/Makefile modules >"$tree/make.log" 2>&1 || {
+        grep -E "error|Error" -A3 "$tree/make.log" | head -60 >&2
+        exit 1
+    }
+    mkdir -p "$BUILD/modules"
+    cp "$tree/objs/ngx_http_signin_module.so" "$BUILD/modules/"
+    log "module: $BUILD/modules/ngx_http_signin_module.so"
+}
+
+nginx_bin() {
+    if [ -n "${NGINX_BIN:-}" ]; then echo "$NGINX_BIN";
+    elif [ -n "${NGINX_SRC:-}" ]; then echo "$BUILD/nginx/objs/nginx";
+    else echo /usr/sbin/nginx; fi
+}
+
+build_all() {
+    install_deps
+    build_core
+    build_module
+}
+
+# ---------------------------------------------------------------- commands
+run_tests() {
+    log "unit tests (ctest)"
+    (cd "$BUILD/core" && ctest --output-on-failure -j "$JOBS")
+    log "nginx tests (prove t/)"
+    export NGINX_BIN="$(nginx_bin)"
+    export SIGNIN_MODULE="$BUILD/modules/ngx_http_signin_module.so"
+    export SIGNIN_ADMIN="$BUILD/core/signin-admin"
+    export SIGNIN_ROOT="$ROOT"
+    prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" "$ROOT"/t/*.t
+}
+
+serve_example() {
+    local port="${PORT:-8080}"
+    local prefix
+    prefix="$(mktemp -d /tmp/ngx_signin_run.XXXXXX)"
+    chmod 755 "$prefix"
+    mkdir -p "$prefix/modules" "$prefix/logs" "$prefix/temp"
+    ln -s "$BUILD/modules/ngx_http_signin_module.so" "$prefix/modules/"
+    cp -r "$ROOT/examples/." "$prefix/html/" 2>/dev/null || true
+    sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$port/g" "$ROOT/nginx.conf.example" >"$prefix/nginx.conf"
+    "$(nginx_bin)" -p "$prefix" -c "$prefix/nginx.conf" -t -q
+    cat >&2 <<EOF
+
+ngx_signin is serving nginx.conf.example at http://127.0.0.1:$port/   (prefix $prefix)
+  sign in:   open http://127.0.0.1:$port/ and follow the page, or with curl:
+    curl -si -H 'content-type: application/json' -d '{"email":"you@example.com"}' http://127.0.0.1:$port/auth/register
+    curl -s http://127.0.0.1:$port/_dev/mailbox          # the emails the dev mailbox received (token inside)
+    curl -si -H 'content-type: application/json' -H 'origin: http://127.0.0.1:$port' \\
+         -d '{"token":"TOKEN"}' http://127.0.0.1:$port/auth/session
+  Ctrl-C stops it.
+EOF
+    exec "$(nginx_bin)" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;'
+}
+
+case "$cmd" in
+    build) build_all ;;
+    test) build_all; run_tests ;;
+    run) build_all; serve_example ;;
+    bench) build_all; export NGINX_BIN="$(nginx_bin)"; exec "$ROOT/bench/run" ;;
+    deps) install_deps ;;
+    *) echo "usage: $0 [build|test|run|bench]" >&2; exit 2 ;;
+esac
