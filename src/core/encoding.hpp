@@ -1,0 +1,24 @@
+// Small encodings used by the core: base64url without padding, hex, RFC 3339 time, ids.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace signin::enc {
+
+std::string base64url(const unsigned char *data, std::size_t len);
+std::optional<std::string> base64url_decode(std::string_view text);
+std::string hex(const unsigned char *data, std::size_t len);
+
+// Milliseconds since the Unix epoch as RFC 3339 UTC with millisecond precision.
+std::string rfc3339(std::int64_t unix_ms);
+
+// A UUIDv7 (time-ordered, random) in its 36-character text form.
+std::string uuid7(std::int64_t unix_ms);
+
+// A fresh random secret of `bytes` bytes, base64url text (at least 16 bytes = 128 bits).
+std::string random_secret(std::size_t bytes = 32);
+
+}  // namespace signin::enc

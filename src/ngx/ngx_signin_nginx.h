@@ -1,0 +1,40 @@
+// The only place the glue includes nginx's headers: C linkage, before anything else.
+#pragma once
+
+extern "C" {
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
+}
+
+#include <string_view>
+
+namespace signin_ngx {
+
+inline std::string_view sv(const ngx_str_t &s) {
+    return {reinterpret_cast<const char *>(s.data), s.len};
+}
+
+// A view into memory that outlives the call (a literal or a pool copy).
+inline ngx_str_t ngx_view(std::string_view s) {
+    ngx_str_t r;
+    r.len = s.size();
+    r.data = reinterpret_cast<u_char *>(const_cast<char *>(s.data()));
+    return r;
+}
+
+// Copies s into pool memory; data == nullptr on allocation failure.
+inline ngx_str_t pool_copy(ngx_pool_t *pool, std::string_view s) {
+    ngx_str_t r;
+    r.len = s.size();
+    r.data = static_cast<u_char *>(ngx_pnalloc(pool, s.size() ? s.size() : 1));
+    if (r.data && s.size()) {
+        ngx_memcpy(r.data, s.data(), s.size());
+    }
+    return r;
+}
+
+}  // namespace signin_ngx
