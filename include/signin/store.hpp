@@ -1,0 +1,79 @@
+// The one persistence interface of the engine. LMDB implements it (src/store); another backend
+// (a distributed one) can implement it without touching the engine or the nginx glue.
+//
+// Every method may throw signin::StoreError; the engine maps it to a Code at its API boundary.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signin/types.hpp"
+
+namespace signin {
+
+class StoreError : public std::runtime_error {
+public:
+    StoreError(Code code, const std::string &what) : std::runtime_error(what), code_(code) {}
+    Code code() const { return code_; }
+
+private:
+    Code code_;  // StorageFull or StorageError
+};
+
+// A consistent snapshot. Values are copied out; nothing refers into the store after a call.
+class ReadTxn {
+public:
+    virtual ~ReadTxn() = default;
+    virtual std::optional<User> user_by_id(std::string_view id) = 0;
+    virtual std::optional<User> user_by_email(std::string_view group_id, std::string_view email) = 0;
+    virtual std::optional<TokenRecord> token(std::string_view hash) = 0;
+    // Every token recorded for an address, oldest first.
+    virtual std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) = 0;
+    virtual std::optional<SessionRecord> session(std::string_view hash) = 0;
+    virtual std::optional<SessionRecord> session_by_id(std::string_view id) = 0;
+    virtual std::vector<SessionRecord> sessions_of(std::string_view user_id) = 0;
+    // The newest `limit` audit entries, newest first.
+    virtual std::vector<AuditEntry> audit(std::size_t limit) = 0;
+    virtual std::size_t user_count() = 0;
+};
+
+// One atomic, serialized write. Destroying it without commit() aborts it.
+class WriteTxn : public ReadTxn {
+public:
+    // Inserts or replaces a user and its (group, email) index entry.
+    virtual void put_user(const User &u) = 0;
+    virtual void put_token(const TokenRecord &t) = 0;
+    virtual void del_token(std::string_view hash) = 0;
+    virtual void put_session(const SessionRecord &s) = 0;
+    virtual void del_session(std::string_view hash) = 0;
+    virtual void append_audit(const AuditEntry &e) = 0;
+    // Deletes expired tokens and sessions (at most `budget` records); returns how many.
+    virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
+    // Durable when it returns (the backend's strongest setting).
+    virtual void commit() = 0;
+};
+
+class Store {
+public:
+    virtual ~Store() = default;
+    virtual std::unique_ptr<ReadTxn> read() = 0;
+    virtual std::unique_ptr<WriteTxn> write() = 0;
+};
+
+struct LmdbOptions {
+    std::string path;                     // a directory; created if missing
+    std::size_t map_size = 1ull << 30;    // bytes (the file grows sparsely up to this)
+    unsigned max_readers = 256;
+};
+
+// Opens (creating if needed) an LMDB environment and its tables, checking the schema version.
+// Throws StoreError. Open it after fork, once per process.
+std::unique_ptr<Store> open_lmdb_store(const LmdbOptions &opts);
+
+inline constexpr unsigned kSchemaVersion = 1;
+
+}  // namespace signin
