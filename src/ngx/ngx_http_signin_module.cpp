@@ -1,21 +1,424 @@
-// ngx_http_signin_module: directives, configuration and process hooks of the sign-in half.
-#include "ngx/ngx_signin_nginx.h"
+// ngx_http_signin_module: directives, configuration, process hooks and variables of the sign-in
+// half. The engine is the core (include/signin); this file only translates.
+#include "ngx/signin_glue.h"
 
-static ngx_command_t ngx_http_signin_commands[] = {
-    ngx_null_command
-};
+#include <sys/stat.h>
+#include <unistd.h>
 
-static ngx_http_module_t ngx_http_signin_module_ctx = {
-    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr
-};
+#include <new>
+
+using namespace signin_ngx;
+
+static void *create_main_conf(ngx_conf_t *cf);
+static char *init_main_conf(ngx_conf_t *cf, void *conf);
+static void *create_loc_conf(ngx_conf_t *cf);
+static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);
+static ngx_int_t preconfiguration(ngx_conf_t *cf);
+static ngx_int_t postconfiguration(ngx_conf_t *cf);
+static ngx_int_t init_module(ngx_cycle_t *cycle);
+static ngx_int_t init_process(ngx_cycle_t *cycle);
+static void exit_process(ngx_cycle_t *cycle);
+static char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_origin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_passwords(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_require(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
+
+static ngx_command_t commands[] = {
+    {ngx_string("signin_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_store, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("signin_origin"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_origin, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("signin_registration"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, registration), nullptr},
+    {ngx_string("signin_passwords"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, set_passwords, NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, passwords), nullptr},
+    {ngx_string("signin_email"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, email), nullptr},
+    {ngx_string("signin_delivery"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_uri), nullptr},
+    {ngx_string("signin_client"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_http_set_complex_value_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, client), nullptr},
+    {ngx_string("signin_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, thread_pool_name), nullptr},
+    {ngx_string("signin_token_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, token_ttl), nullptr},
+    {ngx_string("signin_token_resend"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, token_resend), nullptr},
+    {ngx_string("signin_tokens_per_address"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, tokens_per_address), &tokens_bounds},
+    {ngx_string("signin_session_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_ttl), nullptr},
+    {ngx_string("signin_session_idle"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_idle), nullptr},
+    {ngx_string("signin_bearer_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, bearer_ttl), nullptr},
+    {ngx_string("signin_body_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, body_max), nullptr},
+    {ngx_string("signin_api"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_require"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+     set_require, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, require), nullptr},
+    {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
+     nullptr},
+    ngx_null_command};
+
+static ngx_http_module_t module_ctx = {
+    preconfiguration, postconfiguration, create_main_conf, init_main_conf, nullptr, nullptr, create_loc_conf,
+    merge_loc_conf};
 
 extern "C" {
-ngx_module_t ngx_http_signin_module = {
-    NGX_MODULE_V1,
-    &ngx_http_signin_module_ctx,
-    ngx_http_signin_commands,
-    NGX_HTTP_MODULE,
-    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-    NGX_MODULE_V1_PADDING
+ngx_module_t ngx_http_signin_module = {NGX_MODULE_V1,
+                                       &module_ctx,
+                                       commands,
+                                       NGX_HTTP_MODULE,
+                                       nullptr,
+                                       init_module,
+                                       init_process,
+                                       nullptr,
+                                       nullptr,
+                                       exit_process,
+                                       nullptr,
+                                       NGX_MODULE_V1_PADDING};
+}
+
+// ---------------------------------------------------------------- configuration
+
+template <class T>
+static T *pool_object(ngx_pool_t *pool) {
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(pool, sizeof(T));
+    if (cln == nullptr) return nullptr;
+    T *obj = new (cln->data) T();
+    cln->handler = [](void *p) { static_cast<T *>(p)->~T(); };
+    return obj;
+}
+
+static void *create_main_conf(ngx_conf_t *cf) {
+    auto *m = static_cast<MainConf *>(ngx_pcalloc(cf->pool, sizeof(MainConf)));
+    if (m == nullptr) return nullptr;
+    m->store_size = NGX_CONF_UNSET_SIZE;
+    m->registration = NGX_CONF_UNSET;
+    m->passwords = NGX_CONF_UNSET;
+    m->email = NGX_CONF_UNSET;
+    m->token_ttl = NGX_CONF_UNSET_MSEC;
+    m->token_resend = NGX_CONF_UNSET_MSEC;
+    m->tokens_per_address = NGX_CONF_UNSET_UINT;
+    m->session_ttl = NGX_CONF_UNSET_MSEC;
+    m->session_idle = NGX_CONF_UNSET_MSEC;
+    m->bearer_ttl = NGX_CONF_UNSET_MSEC;
+    m->body_max = NGX_CONF_UNSET_SIZE;
+    return m;
+}
+
+static char *init_main_conf(ngx_conf_t *cf, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    ngx_conf_init_size_value(m->store_size, 1024 * 1024 * 1024);
+    ngx_conf_init_value(m->registration, 0);
+    ngx_conf_init_value(m->passwords, 0);
+    ngx_conf_init_value(m->email, 1);
+    ngx_conf_init_msec_value(m->token_ttl, 10 * 60 * 1000);
+    ngx_conf_init_msec_value(m->token_resend, 60 * 1000);
+    ngx_conf_init_uint_value(m->tokens_per_address, 3);
+    ngx_conf_init_msec_value(m->session_ttl, 30ULL * 24 * 3600 * 1000);
+    ngx_conf_init_msec_value(m->session_idle, 7ULL * 24 * 3600 * 1000);
+    ngx_conf_init_msec_value(m->bearer_ttl, 3600 * 1000);
+    ngx_conf_init_size_value(m->body_max, 4096);
+    if (m->thread_pool_name.len == 0) ngx_str_set(&m->thread_pool_name, "default");
+
+    if (!m->used) return NGX_CONF_OK;
+
+    if (m->store_path.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_store\"");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->origin == nullptr) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_origin\"");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->delivery_uri.len == 0 && m->email) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "email sign-in needs \"signin_delivery\" (or \"signin_email off\")");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->body_max > 64 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_body_max\" must not exceed 64k");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    m->thread_pool = ngx_thread_pool_add(cf, &m->thread_pool_name);
+    if (m->thread_pool == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+
+    m->policy = pool_object<signin::Policy>(cf->pool);
+    if (m->policy == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+    m->policy->token_ttl = static_cast<signin::Millis>(m->token_ttl);
+    m->policy->token_resend = static_cast<signin::Millis>(m->token_resend);
+    m->policy->tokens_per_address = static_cast<unsigned>(m->tokens_per_address);
+    m->policy->session_ttl = static_cast<signin::Millis>(m->session_ttl);
+    m->policy->session_idle = static_cast<signin::Millis>(m->session_idle);
+    m->policy->bearer_ttl = static_cast<signin::Millis>(m->bearer_ttl);
+    m->policy->allow_registration = m->registration != 0;
+    m->policy->with_email = m->email != 0;
+    m->policy->with_passwords = m->passwords != 0;
+    return NGX_CONF_OK;
+}
+
+static void *create_loc_conf(ngx_conf_t *cf) {
+    auto *l = static_cast<LocConf *>(ngx_pcalloc(cf->pool, sizeof(LocConf)));
+    if (l == nullptr) return nullptr;
+    l->api = NGX_CONF_UNSET;
+    l->require = NGX_CONF_UNSET;
+    l->mailbox = NGX_CONF_UNSET;
+    return l;
+}
+
+static char *merge_loc_conf(ngx_conf_t *, void *parent, void *child) {
+    auto *prev = static_cast<LocConf *>(parent);
+    auto *conf = static_cast<LocConf *>(child);
+    ngx_conf_merge_value(conf->require, prev->require, 0);
+    ngx_conf_init_value(conf->api, 0);
+    ngx_conf_init_value(conf->mailbox, 0);
+    return NGX_CONF_OK;
+}
+
+static char *set_store(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (m->store_path.len) return const_cast<char *>("is duplicate");
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    m->store_path = value[1];
+    if (ngx_conf_full_name(cf->cycle, &m->store_path, 0) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
+    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+        if (ngx_strncmp(value[i].data, "size=", 5) == 0) {
+            ngx_str_t s = {value[i].len - 5, value[i].data + 5};
+            ssize_t size = ngx_parse_size(&s);
+            if (size == NGX_ERROR || size < 1024 * 1024) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid store size \"%V\" (at least 1m)", &value[i]);
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+            m->store_size = static_cast<size_t>(size);
+            continue;
+        }
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", &value[i]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
+static char *set_origin(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (m->origin) return const_cast<char *>("is duplicate");
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    std::string why;
+    std::optional<signin::Origin> o;
+    try {
+        o = signin::parse_origin(sv(value[1]), &why);
+    } catch (...) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (!o) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid signin_origin \"%V\": %s", &value[1], why.c_str());
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    m->origin = pool_object<signin::Origin>(cf->pool);
+    if (m->origin == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+    *m->origin = std::move(*o);
+    m->origin_text = value[1];
+    return NGX_CONF_OK;
+}
+
+static char *set_passwords(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    char *rv = ngx_conf_set_flag_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) return rv;
+    if (static_cast<MainConf *>(conf)->passwords) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"signin_passwords on\" is not available in this build yet (password sign-in is "
+                           "not built); password endpoints answer 403");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
+static char *set_api(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *l = static_cast<LocConf *>(conf);
+    if (l->api != NGX_CONF_UNSET) return const_cast<char *>("is duplicate");
+    l->api = 1;
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = api_handler;
+    auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    m->used = 1;
+    return NGX_CONF_OK;
+}
+
+static char *set_require(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    char *rv = ngx_conf_set_flag_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) return rv;
+    if (static_cast<LocConf *>(conf)->require) {
+        auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+        m->used = 1;
+    }
+    return NGX_CONF_OK;
+}
+
+static ngx_str_t mailbox_zone_name = ngx_string("signin_dev_mailbox");
+
+static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *l = static_cast<LocConf *>(conf);
+    if (l->mailbox != NGX_CONF_UNSET) return const_cast<char *>("is duplicate");
+    l->mailbox = 1;
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = mailbox_handler;
+    auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    if (m->mailbox == nullptr) {
+        m->mailbox = ngx_shared_memory_add(cf, &mailbox_zone_name, 256 * 1024, &ngx_http_signin_module);
+        if (m->mailbox == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+        m->mailbox->init = mailbox_init_zone;
+        m->mailbox->data = m;
+    }
+    return NGX_CONF_OK;
+}
+
+// ---------------------------------------------------------------- variables
+
+enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson };
+
+static ngx_int_t get_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data) {
+    v->not_found = 1;
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx == nullptr) return NGX_OK;
+    const std::string *s = nullptr;
+    switch (data) {
+    case VarUserId: s = ctx->principal ? &ctx->principal->user.id : nullptr; break;
+    case VarUserEmail: s = ctx->principal ? &ctx->principal->user.email : nullptr; break;
+    case VarSessionId: s = ctx->principal ? &ctx->principal->session.id : nullptr; break;
+    case VarDeliveryJson: s = ctx->delivery_json.empty() ? nullptr : &ctx->delivery_json; break;
+    default: break;
+    }
+    if (s == nullptr) return NGX_OK;
+    v->data = reinterpret_cast<u_char *>(const_cast<char *>(s->data()));
+    v->len = static_cast<unsigned>(s->size());
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
+static ngx_http_variable_t variables[] = {
+    {ngx_string("signin_user_id"), nullptr, get_variable, VarUserId, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("signin_user_email"), nullptr, get_variable, VarUserEmail, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("signin_session_id"), nullptr, get_variable, VarSessionId, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("signin_delivery_json"), nullptr, get_variable, VarDeliveryJson, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_null_string, nullptr, nullptr, 0, 0, 0}};
+
+static ngx_int_t preconfiguration(ngx_conf_t *cf) {
+    for (ngx_http_variable_t *v = variables; v->name.len; v++) {
+        ngx_http_variable_t *var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == nullptr) return NGX_ERROR;
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+    return NGX_OK;
+}
+
+static ngx_int_t postconfiguration(ngx_conf_t *cf) {
+    auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    if (!m->used) return NGX_OK;
+    auto *cmcf =
+        static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers));
+    if (h == nullptr) return NGX_ERROR;
+    *h = require_handler;
+    return NGX_OK;
+}
+
+// ---------------------------------------------------------------- processes
+
+static MainConf *cycle_main_conf(ngx_cycle_t *cycle) {
+    auto *hc = reinterpret_cast<ngx_http_conf_ctx_t *>(cycle->conf_ctx[ngx_http_module.index]);
+    if (hc == nullptr) return nullptr;
+    return static_cast<MainConf *>(hc->main_conf[ngx_http_signin_module.ctx_index]);
+}
+
+// In the master: create the store directory and give it to the worker user, as nginx does for
+// its temp paths, so that workers (not root) can open it.
+static ngx_int_t init_module(ngx_cycle_t *cycle) {
+    MainConf *m = cycle_main_conf(cycle);
+    if (m == nullptr || !m->used || m->store_path.len == 0) return NGX_OK;
+    std::string path(sv(m->store_path));
+    for (std::size_t i = 1; i <= path.size(); i++) {
+        if (i == path.size() || path[i] == '/') {
+            std::string part = path.substr(0, i);
+            if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+                ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: mkdir \"%s\" failed",
+                              part.c_str());
+                return NGX_ERROR;
+            }
+        }
+    }
+    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
+    if (geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {
+        for (const char *f : {"", "/data.mdb", "/lock.mdb"}) {
+            std::string p = path + f;
+            if (chown(p.c_str(), ccf->user, static_cast<gid_t>(-1)) != 0 && errno != ENOENT) {
+                ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chown \"%s\" failed", p.c_str());
+                return NGX_ERROR;
+            }
+        }
+    }
+    return NGX_OK;
+}
+
+static std::unique_ptr<signin::Identity> g_identity;
+static ngx_event_t purge_event;
+static ngx_connection_t purge_dummy;
+
+namespace signin_ngx {
+signin::Identity *identity() { return g_identity.get(); }
+}  // namespace signin_ngx
+
+struct PurgeJob final : Job {
+    void run() override {
+        if (auto *id = identity()) (void)id->purge_expired(10000);
+    }
+    void finish(ngx_http_request_t *) override {}
 };
+
+static void purge_tick(ngx_event_t *ev) {
+    if (ngx_exiting || ngx_quit || ngx_terminate) return;
+    try {
+        (void)post_detached_job(ev->log, std::make_unique<PurgeJob>());
+    } catch (...) {
+    }
+    ngx_add_timer(ev, 60000);
+}
+
+static ngx_int_t init_process(ngx_cycle_t *cycle) {
+    MainConf *m = cycle_main_conf(cycle);
+    if (m == nullptr || !m->used) return NGX_OK;
+    try {
+        signin::LmdbOptions opts;
+        opts.path = std::string(sv(m->store_path));
+        opts.map_size = m->store_size;
+        std::shared_ptr<signin::Store> store = signin::open_lmdb_store(opts);
+        g_identity = std::make_unique<signin::Identity>(std::move(store), *m->origin, *m->policy);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &m->store_path,
+                      e.what());
+        return NGX_OK;  // requests answer 503 storage_unavailable; the worker keeps serving the rest
+    }
+    if (ngx_worker == 0) {
+        purge_dummy.fd = -1;
+        purge_event.handler = purge_tick;
+        purge_event.log = cycle->log;
+        purge_event.data = &purge_dummy;
+        purge_event.cancelable = 1;
+        ngx_add_timer(&purge_event, 5000);
+    }
+    return NGX_OK;
+}
+
+static void exit_process(ngx_cycle_t *) {
+    try {
+        g_identity.reset();
+    } catch (...) {
+    }
 }

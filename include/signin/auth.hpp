@@ -1,0 +1,147 @@
+// The sign-in engine: SPEC §4 "Operations without HTTP". No exceptions cross this API; every
+// operation returns a Result. Thread-safe: one Identity serves every thread of a process.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signin/store.hpp"
+#include "signin/types.hpp"
+
+namespace signin {
+
+class Clock {
+public:
+    virtual ~Clock() = default;
+    virtual Millis now() const = 0;
+};
+
+// Every limit of SPEC §8 with the spec's value as default (DESIGN §3 rule 8).
+struct Policy {
+    Millis token_ttl = 10 * 60 * 1000;          // a token is valid ten minutes
+    unsigned tokens_per_address = 3;            // the three most recent stay valid
+    Millis token_resend = 60 * 1000;            // "usable token already waiting" window
+    Millis session_ttl = 30LL * 24 * 3600 * 1000;
+    Millis session_idle = 7LL * 24 * 3600 * 1000;
+    Millis session_touch = 60 * 1000;           // last_seen_at is written at most this often
+    Millis bearer_ttl = 3600 * 1000;
+    Millis fresh_window = 10 * 60 * 1000;       // a fresh session for POST /password
+    bool allow_registration = false;            // auth.allow_registration
+    bool with_email = true;                     // off = auth.new_without_email
+    bool with_passwords = false;                // auth.with_passwords
+};
+
+// A configured origin: "https://app.example.com" or a loopback "http://127.0.0.1:8080".
+struct Origin {
+    std::string text;  // normalized: lowercase scheme and host, no default port, no trailing slash
+    bool https = false;
+    bool loopback = false;
+};
+// Parses and normalizes an origin; nullopt with `why` set when it is not one (an http origin
+// that is not loopback is refused: its session cookie could not be Secure).
+std::optional<Origin> parse_origin(std::string_view text, std::string *why);
+
+// Lowercased, validated address, or nullopt.
+std::optional<std::string> normalize_email(std::string_view email);
+// "" → "default"; otherwise [a-z0-9][a-z0-9._-]{0,63}, or nullopt.
+std::optional<std::string> normalize_group(std::string_view group);
+
+// Caller-supplied delivery (auth.Delivery). An error cancels the token.
+using DeliveryFn = std::function<Status(const Delivery &)>;
+
+// What the first half of a token request decided: a delivery to make, or nothing to send.
+struct TokenIssue {
+    std::optional<Delivery> delivery;
+};
+
+class Identity {
+public:
+    Identity(std::shared_ptr<Store> store, Origin origin, Policy policy, DeliveryFn deliver = {},
+             std::shared_ptr<const Clock> clock = nullptr);
+
+    const Policy &policy() const { return policy_; }
+    const Origin &origin() const { return origin_; }
+    Store &store() { return *store_; }
+    Millis now() const;
+
+    // auth.request_token_from: issues a token and calls the delivery function; a delivery error
+    // cancels the token and is returned as Code::DeliveryFailed. Unknown address on Login, or a
+    // usable token already waiting: nothing is sent and the result is success.
+    Status request_token_from(Intent intent, std::string_view email, std::string_view group,
+                              std::string_view client);
+    Status request_token(Intent intent, std::string_view email, std::string_view group) {
+        return request_token_from(intent, email, group, {});
+    }
+
+    // The two halves of request_token_from, for transports that deliver asynchronously.
+    Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
+                                   std::string_view client);
+    Status cancel_token(const Secret &token, std::string_view client);
+
+    // auth.exchange_from: spends the token (even when the exchange then fails) and makes a
+    // session of `kind`. Registration tokens create the account here.
+    Result<Session> exchange_from(const Secret &token, std::string_view client,
+                                  SessionKind kind = SessionKind::Cookie,
+                                  std::string_view user_agent = {});
+    Result<Session> exchange(const Secret &token, SessionKind kind = SessionKind::Cookie) {
+        return exchange_from(token, {}, kind, {});
+    }
+
+    // auth.authenticate_from: the principal behind a live session token of `kind`. Read-only.
+    Result<Principal> authenticate_from(const Secret &token, std::string_view client,
+                                        SessionKind kind = SessionKind::Cookie);
+    // Whether last_seen_at is old enough to be written again, and the write itself.
+    bool needs_touch(const Principal &p) const;
+    Status touch(const Principal &p);
+
+    Result<std::vector<SessionInfo>> sessions(const Principal &p);
+    Status revoke_session(const Principal &p, std::string_view session_id, std::string_view client);
+    Status logout(const Principal &p, std::string_view client);
+
+    // auth.check_origin: a present origin must match; a cookie write must carry one.
+    Status check_origin(std::optional<std::string_view> origin, bool cookie_write) const;
+    // auth.cookie_name: __Host-svc_session on https, svc_dev_session on a loopback origin.
+    std::string_view cookie_name() const;
+
+    // Administration (signin-admin): suspend or restore an account.
+    Status set_suspended(std::string_view group, std::string_view email, bool suspended);
+
+    // Deletes expired tokens and sessions, at most `budget`; returns how many.
+    Result<std::size_t> purge_expired(std::size_t budget);
+
+private:
+    template <class F>
+    auto guarded(const char *what, F &&f) -> decltype(f());
+
+    std::shared_ptr<Store> store_;
+    Origin origin_;
+    Policy policy_;
+    DeliveryFn deliver_;
+    std::shared_ptr<const Clock> clock_;
+};
+
+// The token and session secret digest used as store keys (BLAKE2b-256, 32 raw bytes).
+std::string secret_hash(std::string_view secret);
+// Whether text has the shape of a token or session secret this engine makes.
+bool plausible_secret(std::string_view text);
+
+// SPEC-named free functions (auth.*), for callers who prefer the spec's spelling.
+namespace auth {
+inline Status request_token_from(Identity &id, std::string_view email, Intent intent,
+                                 std::string_view client, std::string_view group = {}) {
+    return id.request_token_from(intent, email, group, client);
+}
+inline Result<Session> exchange_from(Identity &id, const Secret &token, std::string_view client) {
+    return id.exchange_from(token, client);
+}
+inline Result<Principal> authenticate_from(Identity &id, const Secret &token, std::string_view client) {
+    return id.authenticate_from(token, client);
+}
+inline std::string_view cookie_name(const Identity &id) { return id.cookie_name(); }
+}  // namespace auth
+
+}  // namespace signin

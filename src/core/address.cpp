@@ -1,0 +1,138 @@
+// Email address, group and origin validation.
+#include <cctype>
+
+#include "signin/auth.hpp"
+
+namespace signin {
+namespace {
+
+char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// RFC 5322 dot-atom local part (no quoted strings: no mail system a site uses needs them).
+bool valid_local(std::string_view s) {
+    if (s.empty() || s.size() > 64 || s.front() == '.' || s.back() == '.') return false;
+    static constexpr std::string_view specials = "!#$%&'*+-/=?^_`{|}~.";
+    char prev = 0;
+    for (char c : s) {
+        if (!(is_alnum(c) || specials.find(c) != std::string_view::npos)) return false;
+        if (c == '.' && prev == '.') return false;
+        prev = c;
+    }
+    return true;
+}
+
+// LDH labels, at least two, the last alphabetic or an IDN A-label.
+bool valid_domain(std::string_view s) {
+    if (s.empty() || s.size() > 253) return false;
+    std::size_t labels = 0;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        std::size_t dot = s.find('.', start);
+        std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
+        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+        for (char c : label) {
+            if (!(is_alnum(c) || c == '-')) return false;
+        }
+        ++labels;
+        if (dot == std::string_view::npos) {
+            bool alpha = true;
+            for (char c : label) alpha = alpha && (std::isalpha(static_cast<unsigned char>(c)) != 0);
+            if (!alpha && label.substr(0, 4) != "xn--") return false;
+            break;
+        }
+        start = dot + 1;
+    }
+    return labels >= 2;
+}
+
+bool is_loopback_host(std::string_view host) {
+    if (host == "localhost" || host == "[::1]") return true;
+    if (host.substr(0, 4) != "127.") return false;
+    int parts = 0;
+    std::size_t i = 0;
+    while (i <= host.size()) {
+        std::size_t dot = host.find('.', i);
+        std::string_view p = host.substr(i, dot == std::string_view::npos ? host.npos : dot - i);
+        if (p.empty() || p.size() > 3) return false;
+        int v = 0;
+        for (char c : p) {
+            if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+            v = v * 10 + (c - '0');
+        }
+        if (v > 255) return false;
+        ++parts;
+        if (dot == std::string_view::npos) break;
+        i = dot + 1;
+    }
+    return parts == 4;
+}
+
+}  // namespace
+
+std::optional<std::string> normalize_email(std::string_view email) {
+    if (email.size() < 3 || email.size() > 254) return std::nullopt;
+    std::size_t at = email.rfind('@');
+    if (at == std::string_view::npos || email.find('@') != at) return std::nullopt;
+    std::string out;
+    out.reserve(email.size());
+    for (char c : email) out.push_back(lower(c));
+    std::string_view v(out);
+    if (!valid_local(v.substr(0, at)) || !valid_domain(v.substr(at + 1))) return std::nullopt;
+    return out;
+}
+
+std::optional<std::string> normalize_group(std::string_view group) {
+    if (group.empty()) return std::string("default");
+    if (group.size() > 64 || !is_alnum(group.front())) return std::nullopt;
+    std::string out;
+    for (char c : group) {
+        if (!(is_alnum(c) || c == '.' || c == '_' || c == '-')) return std::nullopt;
+        out.push_back(lower(c));
+    }
+    return out;
+}
+
+std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
+    auto fail = [&](const char *m) -> std::optional<Origin> {
+        if (why) *why = m;
+        return std::nullopt;
+    };
+    Origin o;
+    std::string t;
+    for (char c : text) t.push_back(lower(c));
+    while (!t.empty() && t.back() == '/') t.pop_back();
+    std::string_view rest;
+    if (t.rfind("https://", 0) == 0) {
+        o.https = true;
+        rest = std::string_view(t).substr(8);
+    } else if (t.rfind("http://", 0) == 0) {
+        rest = std::string_view(t).substr(7);
+    } else {
+        return fail("an origin starts with https:// (or http:// on loopback)");
+    }
+    if (rest.empty() || rest.find_first_of("/?#@ ") != std::string_view::npos) {
+        return fail("an origin is scheme://host[:port] with no path");
+    }
+    std::string_view host = rest, port;
+    std::size_t colon = rest.rfind(':');
+    if (colon != std::string_view::npos && rest.find(']', colon) == std::string_view::npos) {
+        host = rest.substr(0, colon);
+        port = rest.substr(colon + 1);
+        if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) {
+            return fail("invalid port in origin");
+        }
+    }
+    if (host.empty()) return fail("an origin needs a host");
+    o.loopback = is_loopback_host(host);
+    if (!o.https && !o.loopback) {
+        return fail("an http:// origin must be loopback (127.0.0.1, localhost or [::1]); use https://");
+    }
+    bool default_port = (o.https && port == "443") || (!o.https && port == "80");
+    o.text = std::string(o.https ? "https://" : "http://") + std::string(host);
+    if (!port.empty() && !default_port) o.text += ":" + std::string(port);
+    return o;
+}
+
+}  // namespace signin

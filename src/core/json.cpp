@@ -1,0 +1,266 @@
+#include "core/json.hpp"
+
+#include <cjson/cJSON.h>
+
+#include <memory>
+
+#include "core/encoding.hpp"
+
+namespace signin::json {
+
+bool valid_utf8(std::string_view s) {
+    const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+    std::size_t n = s.size(), i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t len;
+        std::uint32_t cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+            len = 2;
+            cp = c & 0x1fu;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            len = 3;
+            cp = c & 0x0fu;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            len = 4;
+            cp = c & 0x07u;
+        } else {
+            return false;
+        }
+        if (i + len > n) return false;
+        for (std::size_t k = 1; k < len; ++k) {
+            if ((p[i + k] & 0xc0) != 0x80) return false;
+            cp = (cp << 6) | (p[i + k] & 0x3fu);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff)) {
+            return false;  // overlong, out of range, or a surrogate
+        }
+        i += len;
+    }
+    return true;
+}
+
+Result<std::map<std::string, std::string>> parse_object(std::string_view body,
+                                                        std::initializer_list<Field> fields,
+                                                        std::size_t max_string) {
+    auto bad = [](std::string m) { return Error{Code::InvalidRequest, std::move(m)}; };
+    if (!valid_utf8(body)) return bad("the body is not valid UTF-8");
+    const char *end = nullptr;
+    std::unique_ptr<cJSON, void (*)(cJSON *)> root(
+        cJSON_ParseWithLengthOpts(body.data(), body.size(), &end, false), cJSON_Delete);
+    if (!root) return bad("the body is not valid JSON");
+    for (const char *p = end; p && p < body.data() + body.size(); ++p) {
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') return bad("the body is not valid JSON");
+    }
+    if (!cJSON_IsObject(root.get())) return bad("the body must be a JSON object");
+    std::map<std::string, std::string> out;
+    for (cJSON *item = root->child; item; item = item->next) {
+        std::string_view name = item->string ? item->string : "";
+        const Field *f = nullptr;
+        for (const auto &candidate : fields) {
+            if (candidate.name == name) f = &candidate;
+        }
+        if (!f) return bad("unknown field \"" + std::string(name.substr(0, 40)) + "\"");
+        if (out.count(std::string(name))) return bad("field \"" + std::string(name) + "\" given twice");
+        if (!cJSON_IsString(item) || !item->valuestring) {
+            return bad("field \"" + std::string(name) + "\" must be a string");
+        }
+        std::string_view v(item->valuestring);
+        // cJSON stops a string at an escaped NUL (\u0000): compare with what it parsed
+        if (v.size() > max_string) return bad("field \"" + std::string(name) + "\" is too long");
+        if (!valid_utf8(v)) return bad("field \"" + std::string(name) + "\" is not valid UTF-8");
+        out.emplace(std::string(name), std::string(v));
+    }
+    for (const auto &f : fields) {
+        if (f.required && !out.count(std::string(f.name))) {
+            return bad("field \"" + std::string(f.name) + "\" is required");
+        }
+    }
+    if (body.find("\\u0000") != std::string_view::npos) return bad("a string holds a NUL character");
+    return out;
+}
+
+void append_escaped(std::string &out, std::string_view s) {
+    static const char hexd[] = "0123456789abcdef";
+    out.push_back('"');
+    for (char ch : s) {
+        auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '<': out += "\\u003c"; break;  // safe inside HTML too
+        case '>': out += "\\u003e"; break;
+        case '&': out += "\\u0026"; break;
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                out += "\\u00";
+                out.push_back(hexd[c >> 4]);
+                out.push_back(hexd[c & 15]);
+            } else {
+                out.push_back(ch);
+            }
+        }
+    }
+    out.push_back('"');
+}
+
+void Writer::sep() {
+    if (after_key_) {
+        after_key_ = false;
+        return;
+    }
+    if (!first_.empty()) {
+        if (!first_.back()) out_.push_back(',');
+        first_.back() = false;
+    }
+}
+Writer &Writer::begin_object() {
+    sep();
+    out_.push_back('{');
+    first_.push_back(true);
+    return *this;
+}
+Writer &Writer::end_object() {
+    out_.push_back('}');
+    first_.pop_back();
+    return *this;
+}
+Writer &Writer::begin_array() {
+    sep();
+    out_.push_back('[');
+    first_.push_back(true);
+    return *this;
+}
+Writer &Writer::end_array() {
+    out_.push_back(']');
+    first_.pop_back();
+    return *this;
+}
+Writer &Writer::key(std::string_view k) {
+    sep();
+    append_escaped(out_, k);
+    out_.push_back(':');
+    after_key_ = true;  // the value that follows needs no separator
+    return *this;
+}
+Writer &Writer::value(std::string_view s) {
+    sep();
+    append_escaped(out_, s);
+    return *this;
+}
+Writer &Writer::value(std::int64_t n) {
+    sep();
+    out_ += std::to_string(n);
+    return *this;
+}
+Writer &Writer::value(bool b) {
+    sep();
+    out_ += b ? "true" : "false";
+    return *this;
+}
+Writer &Writer::null() {
+    sep();
+    out_ += "null";
+    return *this;
+}
+Writer &Writer::time(Millis ms) { return value(enc::rfc3339(ms)); }
+
+void write_user(Writer &w, const User &u) {
+    w.begin_object()
+        .key("id").value(u.id)
+        .key("email").value(u.email)
+        .key("group_id").value(u.group_id)
+        .key("created_at").time(u.created_at)
+        .key("updated_at").time(u.updated_at)
+        .end_object();
+}
+
+std::string user(const User &u) {
+    Writer w;
+    write_user(w, u);
+    return w.take();
+}
+
+std::string error(Code c, std::string_view message) {
+    Writer w;
+    w.begin_object().key("error").value(message).key("code").value(code_name(c)).end_object();
+    return w.take();
+}
+
+std::string sessions(const std::vector<SessionInfo> &list) {
+    Writer w;
+    w.begin_object().key("sessions").begin_array();
+    for (const auto &s : list) {
+        w.begin_object()
+            .key("id").value(s.id)
+            .key("created_at").time(s.created_at)
+            .key("last_seen_at").time(s.last_seen_at)
+            .key("expires_at").time(s.expires_at)
+            .key("client").value(s.client)
+            .key("user_agent").value(s.user_agent)
+            .key("current").value(s.current)
+            .key("kind").value(kind_name(s.kind))
+            .key("fresh").value(s.fresh)
+            .end_object();
+    }
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string bearer(const Session &s, Millis now) {
+    Writer w;
+    w.begin_object()
+        .key("access_token").value(s.token.reveal())
+        .key("token_type").value("Bearer")
+        .key("expires_in").value(static_cast<std::int64_t>((s.expires_at - now) / 1000))
+        .key("user");
+    write_user(w, s.user);
+    w.end_object();
+    return w.take();
+}
+
+std::string delivery(const Delivery &d, std::string_view origin) {
+    std::string subject, text;
+    const std::string_view token = d.token.reveal();
+    switch (d.purpose) {
+    case Purpose::SignIn:
+    case Purpose::AlreadyRegistered:
+        subject = "Your sign-in code";
+        text = std::string(d.purpose == Purpose::AlreadyRegistered
+                               ? "Someone tried to register this address, which already has an account.\n"
+                               : "") +
+               "Use this code to sign in to " + std::string(origin) + ":\n\n" + std::string(token) +
+               "\n\nIt is valid for 10 minutes and can be used once. If you did not ask for it, ignore this email.\n";
+        break;
+    case Purpose::Registration:
+        subject = "Confirm your address";
+        text = "Use this code to finish creating your account on " + std::string(origin) + ":\n\n" +
+               std::string(token) + "\n\nIt is valid for 10 minutes and can be used once.\n";
+        break;
+    default:
+        subject = "Account notice";
+        text = "There was a change to your account on " + std::string(origin) + ".\n";
+        break;
+    }
+    Writer w;
+    w.begin_object()
+        .key("email").value(d.email)
+        .key("token").value(token)
+        .key("purpose").value(purpose_name(d.purpose))
+        .key("tag").value("auth." + std::string(purpose_tag(d.purpose)))
+        .key("group").value(d.group_id)
+        .key("subject").value(subject)
+        .key("text").value(text)
+        .end_object();
+    return w.take();
+}
+
+}  // namespace signin::json

@@ -1,0 +1,67 @@
+// Strict JSON request bodies and the JSON answers of the sign-in API. Valid C++17 (the glue
+// includes it).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signin/types.hpp"
+
+namespace signin::json {
+
+bool valid_utf8(std::string_view s);
+
+struct Field {
+    std::string_view name;
+    bool required;
+};
+
+// A flat JSON object of string fields. Refuses: invalid UTF-8, malformed JSON, a non-object,
+// a field not in `fields`, a field given twice, a non-string value, a missing required field,
+// a string longer than `max_string` bytes or holding a NUL.
+Result<std::map<std::string, std::string>> parse_object(std::string_view body,
+                                                        std::initializer_list<Field> fields,
+                                                        std::size_t max_string = 1024);
+
+// An append-only JSON text builder (no intermediate tree).
+class Writer {
+public:
+    Writer &begin_object();
+    Writer &end_object();
+    Writer &begin_array();
+    Writer &end_array();
+    Writer &key(std::string_view k);
+    Writer &value(std::string_view s);
+    Writer &value(const char *s) { return value(std::string_view(s)); }
+    Writer &value(std::int64_t n);
+    Writer &value(bool b);
+    Writer &null();
+    Writer &time(Millis ms);  // RFC 3339
+    const std::string &str() const { return out_; }
+    std::string take() { return std::move(out_); }
+
+private:
+    void sep();
+    std::string out_;
+    std::vector<bool> first_;
+    bool after_key_ = false;
+};
+
+void append_escaped(std::string &out, std::string_view s);
+
+// {"id", "email", "group_id", "created_at", "updated_at"} (SPEC §2 User).
+void write_user(Writer &w, const User &u);
+std::string user(const User &u);
+// {"error": message, "code": code_name(c)}
+std::string error(Code c, std::string_view message);
+std::string sessions(const std::vector<SessionInfo> &list);
+// {"access_token", "token_type": "Bearer", "expires_in", "user"}
+std::string bearer(const Session &s, Millis now);
+// The body given to the delivery location: {email, token, purpose, tag, group, subject, text}.
+std::string delivery(const Delivery &d, std::string_view origin);
+
+}  // namespace signin::json

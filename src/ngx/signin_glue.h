@@ -1,0 +1,103 @@
+// Shared declarations of the sign-in glue: configuration, per-request context, thread-pool jobs,
+// JSON answers. Only translates between nginx and the core (include/signin).
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "signin/auth.hpp"
+
+extern "C" {
+extern ngx_module_t ngx_http_signin_module;
+}
+
+namespace signin_ngx {
+
+struct MainConf {
+    ngx_str_t store_path;
+    size_t store_size;
+    ngx_str_t origin_text;
+    ngx_flag_t registration;
+    ngx_flag_t passwords;
+    ngx_flag_t email;
+    ngx_str_t delivery_uri;
+    ngx_http_complex_value_t *client;
+    ngx_str_t thread_pool_name;
+    ngx_thread_pool_t *thread_pool;
+    ngx_msec_t token_ttl;
+    ngx_msec_t token_resend;
+    ngx_uint_t tokens_per_address;
+    ngx_msec_t session_ttl;
+    ngx_msec_t session_idle;
+    ngx_msec_t bearer_ttl;
+    size_t body_max;
+    ngx_flag_t used;         // some location uses signin_api or signin_require
+    ngx_shm_zone_t *mailbox;  // dev mailbox zone, when signin_dev_mailbox is used
+    signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
+    signin::Policy *policy;
+};
+
+struct LocConf {
+    ngx_flag_t api;
+    ngx_flag_t require;
+    ngx_flag_t mailbox;
+};
+
+// The per-process engine, opened in init_process; nullptr when the store could not be opened.
+signin::Identity *identity();
+
+// Per-request state (trivially owns C++ members; destroyed by a pool cleanup).
+struct RequestCtx {
+    std::optional<signin::Principal> principal;  // who is signed in, for $signin_user_*
+    std::string delivery_json;                    // the body of a delivery subrequest
+    std::string client;                           // the evaluated signin_client value
+    struct Job *job = nullptr;
+    bool job_done = false;
+};
+RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
+
+// Work for the thread pool: run() in a pool thread, finish() back on the event loop.
+struct Job {
+    virtual ~Job() = default;
+    virtual void run() = 0;
+    virtual void finish(ngx_http_request_t *r) = 0;
+};
+// Posts a job tied to request r: the request stays alive (r->main->blocked) until finish() ran.
+// The caller holds a request reference (body reading, or count++ and NGX_DONE).
+ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
+// Posts work that needs no request (it outlives it): run() then the job is deleted.
+ngx_int_t post_detached_job(ngx_log_t *log, std::unique_ptr<Job> job);
+
+// Answers: JSON body, cache-control: no-store; returns the output filter's rc.
+ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
+ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message);
+ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
+bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
+
+// Credentials of a request (SPEC §5 rules 2, 4; DESIGN §5 cookie tossing).
+struct Credentials {
+    enum State { None, Cookie, Bearer, Ambiguous, Malformed } state = None;
+    signin::Secret secret;
+};
+Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name);
+std::optional<std::string_view> header_value(ngx_http_request_t *r, std::string_view name);
+
+// Authenticates a request; sets ctx->principal on success.
+signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Credentials &c);
+
+std::string client_of(ngx_http_request_t *r);
+
+// Content handlers installed by directives.
+ngx_int_t api_handler(ngx_http_request_t *r);
+ngx_int_t require_handler(ngx_http_request_t *r);
+ngx_int_t mailbox_handler(ngx_http_request_t *r);
+ngx_int_t mailbox_init_zone(ngx_shm_zone_t *zone, void *data);
+void mailbox_store(ngx_http_request_t *r, const std::string &json);
+
+MainConf *main_conf(ngx_http_request_t *r);
+
+}  // namespace signin_ngx
