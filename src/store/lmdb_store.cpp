@@ -231,7 +231,7 @@ TokenRecord decode_token(std::string_view key, std::string_view data) {
     t.hash = std::string(key);
     t.group_id = r.str();
     t.email = r.str();
-    t.purpose = r.enumeration<Purpose>(1, 7);
+    t.purpose = r.enumeration<Purpose>(1, 7);  // Purpose::SignIn .. Purpose::PasswordChanged
     t.created_at = r.i64();
     t.expires_at = r.i64();
     t.password_hash = r.str();
@@ -602,6 +602,7 @@ private:
     }
 };
 
+// Transactions refer to the store's environment: they must end before the Store is destroyed.
 class LmdbStore final : public Store {
 public:
     explicit LmdbStore(const LmdbOptions &opts);
