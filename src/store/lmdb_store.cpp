@@ -1,0 +1,719 @@
+// The LMDB backend of signin::Store (DESIGN §3 rules 2, 3, 7).
+//
+// Layout: one environment (a directory), named databases opened once at open_lmdb_store():
+//   meta           "schema_version" -> decimal text
+//   users          user id -> user record
+//   user_email     group_id '\0' email -> user id
+//   tokens         token hash (32 bytes) -> token record
+//   addr_tokens    (DUPSORT) group_id '\0' email -> created_at (8 bytes BE) + token hash
+//   sessions       session hash (32 bytes) -> session record
+//   session_ids    session id -> session hash
+//   user_sessions  (DUPSORT) user id -> session id
+//   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
+//
+// Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
+// fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
+// for times), strings are a u32 little-endian length followed by the bytes. The key of a record is
+// not repeated inside it (a token's or session's hash is the key). Decoding checks every length and
+// throws StoreError(StorageError) on a corrupt record rather than reading past its end.
+//
+// Transactions are move-free RAII objects holding an MDB_txn*: destroying one that was not committed
+// aborts it; values are copied out before a call returns. The environment is opened with MDB_NOTLS
+// (read transactions run on nginx's event-loop thread, write transactions on thread-pool threads)
+// and with full durability: commit() returns after the data is on disk.
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <lmdb.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/encoding.hpp"
+#include "signin/store.hpp"
+
+namespace signin {
+namespace {
+
+constexpr unsigned char kRecordFormat = 1;
+constexpr std::string_view kSchemaKey = "schema_version";
+
+// ---- errors ----------------------------------------------------------------------------------
+
+[[noreturn]] void throw_rc(MDB_env *env, int rc, std::string_view context) {
+    if (rc == MDB_MAP_FULL) {
+        MDB_envinfo info{};
+        std::size_t size = 0;
+        if (env != nullptr && mdb_env_info(env, &info) == 0) size = info.me_mapsize;
+        throw StoreError(Code::StorageFull, "the store is full (map size " + std::to_string(size) +
+                                                " bytes): raise signin_store size=");
+    }
+    throw StoreError(Code::StorageError, std::string(context) + ": " + mdb_strerror(rc));
+}
+
+inline void check(MDB_env *env, int rc, std::string_view context) {
+    if (rc != 0) throw_rc(env, rc, context);
+}
+
+[[noreturn]] void corrupt(std::string_view what) {
+    throw StoreError(Code::StorageError, "corrupt record in the store: " + std::string(what));
+}
+
+// ---- MDB_val helpers -------------------------------------------------------------------------
+
+inline MDB_val val(std::string_view s) {
+    return MDB_val{s.size(), const_cast<char *>(s.data())};  // LMDB never writes through a key
+}
+inline std::string_view view(const MDB_val &v) {
+    return std::string_view(static_cast<const char *>(v.mv_data), v.mv_size);
+}
+
+// group_id '\0' email: the key of user_email and addr_tokens.
+std::string addr_key(std::string_view group_id, std::string_view email) {
+    std::string k;
+    k.reserve(group_id.size() + 1 + email.size());
+    k.append(group_id);
+    k.push_back('\0');
+    k.append(email);
+    return k;
+}
+
+void put_be64(unsigned char *out, std::uint64_t v) {
+    for (int i = 7; i >= 0; --i) {
+        out[i] = static_cast<unsigned char>(v & 0xff);
+        v >>= 8;
+    }
+}
+std::uint64_t get_be64(const unsigned char *in) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | in[i];
+    return v;
+}
+
+// created_at (BE, so dupsort order is oldest first) + token hash: an addr_tokens value.
+std::string addr_token_value(const TokenRecord &t) {
+    std::string v(8, '\0');
+    put_be64(reinterpret_cast<unsigned char *>(v.data()), static_cast<std::uint64_t>(t.created_at));
+    v.append(t.hash);
+    return v;
+}
+
+// ---- record codec ----------------------------------------------------------------------------
+
+class Writer {
+public:
+    explicit Writer(std::size_t reserve) { buf_.reserve(reserve); }
+    void u8(std::uint8_t v) { buf_.push_back(static_cast<char>(v)); }
+    void i64(std::int64_t v) {
+        auto u = static_cast<std::uint64_t>(v);
+        for (int i = 0; i < 8; ++i) {
+            buf_.push_back(static_cast<char>(u & 0xff));
+            u >>= 8;
+        }
+    }
+    void str(std::string_view s) {
+        if (s.size() > 0xffffffffu) throw StoreError(Code::StorageError, "string too long to store");
+        auto n = static_cast<std::uint32_t>(s.size());
+        for (int i = 0; i < 4; ++i) {
+            buf_.push_back(static_cast<char>(n & 0xff));
+            n >>= 8;
+        }
+        buf_.append(s);
+    }
+    const std::string &data() const { return buf_; }
+
+private:
+    std::string buf_;
+};
+
+class Reader {
+public:
+    Reader(std::string_view data, const char *what) : p_(data), what_(what) {
+        if (u8() != kRecordFormat) corrupt(std::string(what_) + ": unknown format version");
+    }
+    std::uint8_t u8() {
+        need(1);
+        auto v = static_cast<std::uint8_t>(p_[0]);
+        p_.remove_prefix(1);
+        return v;
+    }
+    std::int64_t i64() {
+        need(8);
+        std::uint64_t u = 0;
+        for (int i = 7; i >= 0; --i) u = (u << 8) | static_cast<unsigned char>(p_[i]);
+        p_.remove_prefix(8);
+        return static_cast<std::int64_t>(u);
+    }
+    std::string str() {
+        need(4);
+        std::uint32_t n = 0;
+        for (int i = 3; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(p_[i]);
+        p_.remove_prefix(4);
+        need(n);
+        std::string s(p_.substr(0, n));
+        p_.remove_prefix(n);
+        return s;
+    }
+    bool boolean() {
+        auto v = u8();
+        if (v > 1) corrupt(std::string(what_) + ": bad boolean");
+        return v == 1;
+    }
+    template <class E>
+    E enumeration(std::uint8_t lo, std::uint8_t hi) {
+        auto v = u8();
+        if (v < lo || v > hi) corrupt(std::string(what_) + ": bad enumeration value");
+        return static_cast<E>(v);
+    }
+    void done() const {
+        if (!p_.empty()) corrupt(std::string(what_) + ": trailing bytes");
+    }
+
+private:
+    void need(std::size_t n) const {
+        if (p_.size() < n) corrupt(std::string(what_) + ": truncated");
+    }
+    std::string_view p_;
+    const char *what_;
+};
+
+std::string encode_user(const User &u) {
+    Writer w(1 + 4 * 4 + 8 * 2 + 1 + u.id.size() + u.email.size() + u.group_id.size() +
+             u.password_hash.size());
+    w.u8(kRecordFormat);
+    w.str(u.id);
+    w.str(u.email);
+    w.str(u.group_id);
+    w.i64(u.created_at);
+    w.i64(u.updated_at);
+    w.u8(u.suspended ? 1 : 0);
+    w.str(u.password_hash);
+    return w.data();
+}
+
+User decode_user(std::string_view data) {
+    Reader r(data, "user");
+    User u;
+    u.id = r.str();
+    u.email = r.str();
+    u.group_id = r.str();
+    u.created_at = r.i64();
+    u.updated_at = r.i64();
+    u.suspended = r.boolean();
+    u.password_hash = r.str();
+    r.done();
+    return u;
+}
+
+std::string encode_token(const TokenRecord &t) {
+    Writer w(1 + 4 * 3 + 1 + 8 * 2 + t.group_id.size() + t.email.size() + t.password_hash.size());
+    w.u8(kRecordFormat);
+    w.str(t.group_id);
+    w.str(t.email);
+    w.u8(static_cast<std::uint8_t>(t.purpose));
+    w.i64(t.created_at);
+    w.i64(t.expires_at);
+    w.str(t.password_hash);
+    return w.data();
+}
+
+TokenRecord decode_token(std::string_view key, std::string_view data) {
+    Reader r(data, "token");
+    TokenRecord t;
+    t.hash = std::string(key);
+    t.group_id = r.str();
+    t.email = r.str();
+    t.purpose = r.enumeration<Purpose>(1, 7);  // Purpose::SignIn .. Purpose::PasswordChanged
+    t.created_at = r.i64();
+    t.expires_at = r.i64();
+    t.password_hash = r.str();
+    r.done();
+    return t;
+}
+
+std::string encode_session(const SessionRecord &s) {
+    Writer w(1 + 4 * 4 + 2 + 8 * 3 + s.id.size() + s.user_id.size() + s.client.size() +
+             s.user_agent.size());
+    w.u8(kRecordFormat);
+    w.str(s.id);
+    w.str(s.user_id);
+    w.u8(static_cast<std::uint8_t>(s.kind));
+    w.u8(static_cast<std::uint8_t>(s.method));
+    w.i64(s.created_at);
+    w.i64(s.last_seen_at);
+    w.i64(s.expires_at);
+    w.str(s.client);
+    w.str(s.user_agent);
+    return w.data();
+}
+
+SessionRecord decode_session(std::string_view key, std::string_view data) {
+    Reader r(data, "session");
+    SessionRecord s;
+    s.hash = std::string(key);
+    s.id = r.str();
+    s.user_id = r.str();
+    s.kind = r.enumeration<SessionKind>(1, 2);
+    s.method = r.enumeration<SignInMethod>(1, 2);
+    s.created_at = r.i64();
+    s.last_seen_at = r.i64();
+    s.expires_at = r.i64();
+    s.client = r.str();
+    s.user_agent = r.str();
+    r.done();
+    return s;
+}
+
+// ---- audit JSON ------------------------------------------------------------------------------
+
+struct JsonDeleter {
+    void operator()(cJSON *j) const { cJSON_Delete(j); }
+};
+using Json = std::unique_ptr<cJSON, JsonDeleter>;
+struct CharDeleter {
+    void operator()(char *p) const { cJSON_free(p); }
+};
+
+std::string encode_audit(const AuditEntry &e) {
+    Json obj(cJSON_CreateObject());
+    if (!obj) throw std::bad_alloc();
+    auto add = [&](const char *name, const std::string &v) {
+        if (!cJSON_AddStringToObject(obj.get(), name, v.c_str())) throw std::bad_alloc();
+    };
+    add("at", enc::rfc3339(e.at));
+    add("kind", e.kind);
+    add("email", e.email);
+    add("client", e.client);
+    add("user_id", e.user_id);
+    add("detail", e.detail);
+    std::unique_ptr<char, CharDeleter> text(cJSON_PrintUnformatted(obj.get()));
+    if (!text) throw std::bad_alloc();
+    return std::string(text.get());
+}
+
+AuditEntry decode_audit(std::string_view key, std::string_view data) {
+    if (key.size() != 16) corrupt("audit: bad key");
+    AuditEntry e;
+    // The key holds the exact millisecond; the JSON "at" is the same instant for a person to read.
+    e.at = static_cast<Millis>(get_be64(reinterpret_cast<const unsigned char *>(key.data())));
+    Json obj(cJSON_ParseWithLength(data.data(), data.size()));
+    if (!obj || !cJSON_IsObject(obj.get())) corrupt("audit: not a JSON object");
+    auto get = [&](const char *name) -> std::string {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj.get(), name);
+        if (item == nullptr) return {};
+        if (!cJSON_IsString(item) || item->valuestring == nullptr) corrupt("audit: field not a string");
+        return item->valuestring;
+    };
+    e.kind = get("kind");
+    e.email = get("email");
+    e.client = get("client");
+    e.user_id = get("user_id");
+    e.detail = get("detail");
+    return e;
+}
+
+// ---- environment -----------------------------------------------------------------------------
+
+struct Dbis {
+    MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
+            session_ids = 0, user_sessions = 0, audit = 0;
+};
+
+struct Env {
+    MDB_env *env = nullptr;
+    Dbis dbi;
+};
+
+// Begins a transaction; a full reader table is first cleared of dead processes' slots, once.
+MDB_txn *begin_txn(MDB_env *env, unsigned flags) {
+    MDB_txn *txn = nullptr;
+    int rc = mdb_txn_begin(env, nullptr, flags, &txn);
+    if (rc == MDB_READERS_FULL) {
+        int dead = 0;
+        mdb_reader_check(env, &dead);
+        rc = mdb_txn_begin(env, nullptr, flags, &txn);
+    }
+    check(env, rc, flags & MDB_RDONLY ? "begin read transaction" : "begin write transaction");
+    return txn;
+}
+
+class Cursor {
+public:
+    Cursor(MDB_env *env, MDB_txn *txn, MDB_dbi dbi) {
+        check(env, mdb_cursor_open(txn, dbi, &c_), "open cursor");
+    }
+    ~Cursor() { mdb_cursor_close(c_); }
+    Cursor(const Cursor &) = delete;
+    Cursor &operator=(const Cursor &) = delete;
+    MDB_cursor *get() const { return c_; }
+
+private:
+    MDB_cursor *c_ = nullptr;
+};
+
+// The read operations, shared by both transaction kinds.
+template <class Iface>
+class TxnBase : public Iface {
+public:
+    TxnBase(const Env &env, MDB_txn *txn) : env_(env), txn_(txn) {}
+    TxnBase(const TxnBase &) = delete;
+    TxnBase &operator=(const TxnBase &) = delete;
+
+    std::optional<User> user_by_id(std::string_view id) override {
+        auto v = get(env_.dbi.users, id, "read user");
+        if (!v) return std::nullopt;
+        return decode_user(*v);
+    }
+
+    std::optional<User> user_by_email(std::string_view group_id, std::string_view email) override {
+        auto id = get(env_.dbi.user_email, addr_key(group_id, email), "read user by email");
+        if (!id) return std::nullopt;
+        return user_by_id(*id);
+    }
+
+    std::optional<TokenRecord> token(std::string_view hash) override {
+        auto v = get(env_.dbi.tokens, hash, "read token");
+        if (!v) return std::nullopt;
+        return decode_token(hash, *v);
+    }
+
+    std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
+        std::vector<TokenRecord> out;
+        std::string key = addr_key(group_id, email);
+        if (!key_ok(key)) return out;
+        Cursor c(env_.env, live(), env_.dbi.addr_tokens);
+        MDB_val k = val(key), d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
+            check(env_.env, rc, "read tokens of an address");
+            if (d.mv_size <= 8) corrupt("addr_tokens: bad value");
+            auto hash = view(d).substr(8);
+            if (auto t = token(hash)) out.push_back(std::move(*t));
+        }
+        return out;
+    }
+
+    std::optional<SessionRecord> session(std::string_view hash) override {
+        auto v = get(env_.dbi.sessions, hash, "read session");
+        if (!v) return std::nullopt;
+        return decode_session(hash, *v);
+    }
+
+    std::optional<SessionRecord> session_by_id(std::string_view id) override {
+        auto hash = get(env_.dbi.session_ids, id, "read session by id");
+        if (!hash) return std::nullopt;
+        return session(*hash);
+    }
+
+    std::vector<SessionRecord> sessions_of(std::string_view user_id) override {
+        std::vector<SessionRecord> out;
+        if (!key_ok(user_id)) return out;
+        Cursor c(env_.env, live(), env_.dbi.user_sessions);
+        MDB_val k = val(user_id), d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
+            check(env_.env, rc, "read sessions of a user");
+            if (auto s = session_by_id(view(d))) out.push_back(std::move(*s));
+        }
+        return out;
+    }
+
+    std::vector<AuditEntry> audit(std::size_t limit) override {
+        std::vector<AuditEntry> out;
+        if (limit == 0) return out;
+        Cursor c(env_.env, live(), env_.dbi.audit);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_LAST);
+             rc != MDB_NOTFOUND && out.size() < limit;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_PREV)) {
+            check(env_.env, rc, "read audit");
+            out.push_back(decode_audit(view(k), view(d)));
+        }
+        return out;
+    }
+
+    std::size_t user_count() override {
+        MDB_stat st{};
+        check(env_.env, mdb_stat(live(), env_.dbi.users, &st), "count users");
+        return st.ms_entries;
+    }
+
+protected:
+    MDB_txn *live() const {
+        if (txn_ == nullptr) throw StoreError(Code::StorageError, "transaction already ended");
+        return txn_;
+    }
+
+    // LMDB rejects empty keys and keys over its limit (511 bytes); no record can have such a key.
+    bool key_ok(std::string_view key) const {
+        return !key.empty() && key.size() <= static_cast<std::size_t>(mdb_env_get_maxkeysize(env_.env));
+    }
+
+    // The value under `key`, pointing into the map: valid until the next write or the txn's end,
+    // so every caller copies (decodes) it at once.
+    std::optional<std::string_view> get(MDB_dbi dbi, std::string_view key, const char *context) {
+        MDB_txn *txn = live();
+        if (!key_ok(key)) return std::nullopt;
+        MDB_val k = val(key), d{};
+        int rc = mdb_get(txn, dbi, &k, &d);
+        if (rc == MDB_NOTFOUND) return std::nullopt;
+        check(env_.env, rc, context);
+        return view(d);
+    }
+
+    const Env &env_;
+    MDB_txn *txn_;
+};
+
+class LmdbReadTxn final : public TxnBase<ReadTxn> {
+public:
+    using TxnBase::TxnBase;
+    ~LmdbReadTxn() override {
+        if (txn_ != nullptr) mdb_txn_abort(txn_);
+    }
+};
+
+class LmdbWriteTxn final : public TxnBase<WriteTxn> {
+public:
+    using TxnBase::TxnBase;
+    ~LmdbWriteTxn() override {
+        if (txn_ != nullptr) mdb_txn_abort(txn_);
+    }
+
+    void put_user(const User &u) override {
+        if (auto old = user_by_id(u.id); old && (old->email != u.email || old->group_id != u.group_id)) {
+            // Only the entry that still names this user: never remove someone else's.
+            std::string old_key = addr_key(old->group_id, old->email);
+            if (auto owner = get(env_.dbi.user_email, old_key, "read user by email"); owner && *owner == u.id)
+                del(env_.dbi.user_email, old_key, nullptr, "delete old email index");
+        }
+        put(env_.dbi.users, u.id, encode_user(u), 0, "write user");
+        put(env_.dbi.user_email, addr_key(u.group_id, u.email), u.id, 0, "write email index");
+    }
+
+    void put_token(const TokenRecord &t) override {
+        if (auto old = token(t.hash)) {
+            std::string old_dup = addr_token_value(*old);
+            del(env_.dbi.addr_tokens, addr_key(old->group_id, old->email), &old_dup, "delete token index");
+        }
+        put(env_.dbi.tokens, t.hash, encode_token(t), 0, "write token");
+        put(env_.dbi.addr_tokens, addr_key(t.group_id, t.email), addr_token_value(t), MDB_NODUPDATA,
+            "write token index");
+    }
+
+    void del_token(std::string_view hash) override {
+        auto t = token(hash);
+        if (!t) return;
+        std::string dup = addr_token_value(*t);
+        del(env_.dbi.addr_tokens, addr_key(t->group_id, t->email), &dup, "delete token index");
+        del(env_.dbi.tokens, hash, nullptr, "delete token");
+    }
+
+    void put_session(const SessionRecord &s) override {
+        auto old = session(s.hash);
+        // The common update (last_seen_at) keeps id and user: its index entries stay as they are.
+        bool same_index = old && old->id == s.id && old->user_id == s.user_id;
+        if (old && !same_index) drop_session_index(*old);
+        put(env_.dbi.sessions, s.hash, encode_session(s), 0, "write session");
+        if (!same_index) {
+            put(env_.dbi.session_ids, s.id, s.hash, 0, "write session id");
+            put(env_.dbi.user_sessions, s.user_id, s.id, MDB_NODUPDATA, "write user's sessions");
+        }
+    }
+
+    void del_session(std::string_view hash) override {
+        auto s = session(hash);
+        if (!s) return;
+        drop_session_index(*s);
+        del(env_.dbi.sessions, hash, nullptr, "delete session");
+    }
+
+    void append_audit(const AuditEntry &e) override {
+        std::array<unsigned char, 16> key{};
+        put_be64(key.data(), static_cast<std::uint64_t>(e.at));
+        randombytes_buf(key.data() + 8, 8);
+        put(env_.dbi.audit,
+            std::string_view(reinterpret_cast<const char *>(key.data()), key.size()), encode_audit(e),
+            MDB_NOOVERWRITE, "write audit entry");
+    }
+
+    // A plain full scan of tokens and sessions: both tables are small (live tokens expire in
+    // minutes, sessions are bounded per user), and the budget bounds the deletions per call.
+    std::size_t purge_expired(Millis now, std::size_t budget) override {
+        std::vector<std::string> tokens = expired(env_.dbi.tokens, now, budget, true);
+        for (const auto &h : tokens) del_token(h);
+        std::vector<std::string> sessions = expired(env_.dbi.sessions, now, budget - tokens.size(), false);
+        for (const auto &h : sessions) del_session(h);
+        return tokens.size() + sessions.size();
+    }
+
+    void commit() override {
+        MDB_txn *txn = live();
+        txn_ = nullptr;  // mdb_txn_commit frees the transaction even when it fails
+        check(env_.env, mdb_txn_commit(txn), "commit");
+    }
+
+private:
+    void put(MDB_dbi dbi, std::string_view key, std::string_view data, unsigned flags,
+             const char *context) {
+        MDB_val k = val(key), d = val(data);
+        int rc = mdb_put(live(), dbi, &k, &d, flags);
+        if (rc == MDB_KEYEXIST && (flags & MDB_NODUPDATA)) return;  // that exact pair is there
+        check(env_.env, rc, context);
+    }
+
+    // Deletes key (or the one duplicate `data`); a missing entry is not an error.
+    void del(MDB_dbi dbi, std::string_view key, const std::string *data, const char *context) {
+        if (!key_ok(key)) return;
+        MDB_val k = val(key), d{};
+        if (data != nullptr) d = val(*data);
+        int rc = mdb_del(live(), dbi, &k, data != nullptr ? &d : nullptr);
+        if (rc == MDB_NOTFOUND) return;
+        check(env_.env, rc, context);
+    }
+
+    void drop_session_index(const SessionRecord &s) {
+        if (auto h = get(env_.dbi.session_ids, s.id, "read session by id"); h && *h == s.hash)
+            del(env_.dbi.session_ids, s.id, nullptr, "delete session id");
+        del(env_.dbi.user_sessions, s.user_id, &s.id, "delete user's session");
+    }
+
+    std::vector<std::string> expired(MDB_dbi dbi, Millis now, std::size_t budget, bool is_token) {
+        std::vector<std::string> out;
+        if (budget == 0) return out;
+        Cursor c(env_.env, live(), dbi);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc != MDB_NOTFOUND && out.size() < budget;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            check(env_.env, rc, "scan for expired records");
+            Millis exp = is_token ? decode_token(view(k), view(d)).expires_at
+                                  : decode_session(view(k), view(d)).expires_at;
+            if (exp <= now) out.emplace_back(view(k));
+        }
+        return out;
+    }
+};
+
+// Transactions refer to the store's environment: they must end before the Store is destroyed.
+class LmdbStore final : public Store {
+public:
+    explicit LmdbStore(const LmdbOptions &opts);
+    ~LmdbStore() override {
+        if (env_.env != nullptr) mdb_env_close(env_.env);
+    }
+    LmdbStore(const LmdbStore &) = delete;
+    LmdbStore &operator=(const LmdbStore &) = delete;
+
+    std::unique_ptr<ReadTxn> read() override {
+        MDB_txn *txn = begin_txn(env_.env, MDB_RDONLY);
+        try {
+            return std::make_unique<LmdbReadTxn>(env_, txn);
+        } catch (...) {
+            mdb_txn_abort(txn);
+            throw;
+        }
+    }
+
+    std::unique_ptr<WriteTxn> write() override {
+        MDB_txn *txn = begin_txn(env_.env, 0);
+        try {
+            return std::make_unique<LmdbWriteTxn>(env_, txn);
+        } catch (...) {
+            mdb_txn_abort(txn);
+            throw;
+        }
+    }
+
+private:
+    void open_tables();
+    Env env_;
+};
+
+// mkdir -p with mode 0700 for every directory it creates.
+void make_dirs(const std::string &path) {
+    if (path.empty()) throw StoreError(Code::StorageError, "the store path is empty");
+    for (std::size_t pos = 1;; ++pos) {
+        pos = path.find('/', pos);
+        std::string part = path.substr(0, pos);
+        if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
+            throw StoreError(Code::StorageError,
+                             "cannot create the store directory " + part + ": " + std::strerror(errno));
+        if (pos == std::string::npos) break;
+    }
+}
+
+LmdbStore::LmdbStore(const LmdbOptions &opts) {
+    if (sodium_init() < 0) throw StoreError(Code::StorageError, "libsodium failed to initialize");
+    make_dirs(opts.path);
+    check(nullptr, mdb_env_create(&env_.env), "create the LMDB environment");
+    try {
+        MDB_env *e = env_.env;
+        check(e, mdb_env_set_mapsize(e, opts.map_size), "set the map size");
+        check(e, mdb_env_set_maxreaders(e, opts.max_readers), "set the reader count");
+        check(e, mdb_env_set_maxdbs(e, 16), "set the table count");
+        // No MDB_NOSYNC / MDB_NOMETASYNC: a commit is durable when it returns (DESIGN §3 rule 2).
+        check(e, mdb_env_open(e, opts.path.c_str(), MDB_NOTLS, 0600),
+              "open the store at " + opts.path);
+        int dead = 0;
+        check(e, mdb_reader_check(e, &dead), "clear stale readers");
+        open_tables();
+    } catch (...) {
+        mdb_env_close(env_.env);
+        env_.env = nullptr;
+        throw;
+    }
+}
+
+void LmdbStore::open_tables() {
+    MDB_env *e = env_.env;
+    MDB_txn *txn = begin_txn(e, 0);
+    try {
+        auto open = [&](const char *name, unsigned flags, MDB_dbi &dbi) {
+            check(e, mdb_dbi_open(txn, name, flags | MDB_CREATE, &dbi),
+                  std::string("open table ") + name);
+        };
+        Dbis &d = env_.dbi;
+        open("meta", 0, d.meta);
+        open("users", 0, d.users);
+        open("user_email", 0, d.user_email);
+        open("tokens", 0, d.tokens);
+        open("addr_tokens", MDB_DUPSORT, d.addr_tokens);
+        open("sessions", 0, d.sessions);
+        open("session_ids", 0, d.session_ids);
+        open("user_sessions", MDB_DUPSORT, d.user_sessions);
+        open("audit", 0, d.audit);
+
+        MDB_val k = val(kSchemaKey), v{};
+        int rc = mdb_get(txn, d.meta, &k, &v);
+        std::string mine = std::to_string(kSchemaVersion);
+        if (rc == MDB_NOTFOUND) {
+            MDB_val nv = val(mine);
+            check(e, mdb_put(txn, d.meta, &k, &nv, 0), "write the schema version");
+        } else {
+            check(e, rc, "read the schema version");
+            if (view(v) != mine)
+                throw StoreError(Code::StorageError, "store schema version " + std::string(view(v)) +
+                                                         ", this build reads " + mine);
+        }
+    } catch (...) {
+        mdb_txn_abort(txn);
+        throw;
+    }
+    check(e, mdb_txn_commit(txn), "commit the table setup");
+}
+
+}  // namespace
+
+std::unique_ptr<Store> open_lmdb_store(const LmdbOptions &opts) {
+    return std::make_unique<LmdbStore>(opts);
+}
+
+}  // namespace signin
