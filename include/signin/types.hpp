@@ -139,6 +139,11 @@ enum class Code : std::uint8_t {
     StorageError,          // 503 storage_unavailable
     DeliveryFailed,        // the delivery function failed (never told to an HTTP client)
     Internal,              // 500 internal
+    AmbiguousCredentials,  // 400 ambiguous_credentials: cookie and bearer, or two session cookies
+    UnsupportedMediaType,  // 415 unsupported_media_type
+    PayloadTooLarge,       // 413 payload_too_large
+    MethodNotAllowed,      // 405 method_not_allowed
+    PasswordsDisabled,     // 403 passwords_disabled
 };
 std::string_view code_name(Code c);
 int code_status(Code c);

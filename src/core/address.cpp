@@ -123,6 +123,8 @@ std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
         if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) {
             return fail("invalid port in origin");
         }
+        const long n = std::stol(std::string(port));
+        if (n < 1 || n > 65535) return fail("invalid port in origin");
     }
     if (host.empty()) return fail("an origin needs a host");
     o.loopback = is_loopback_host(host);

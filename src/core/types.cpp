@@ -51,6 +51,11 @@ std::string_view code_name(Code c) {
     case Code::StorageError: return "storage_unavailable";
     case Code::DeliveryFailed: return "delivery_failed";
     case Code::Internal: return "internal";
+    case Code::AmbiguousCredentials: return "ambiguous_credentials";
+    case Code::UnsupportedMediaType: return "unsupported_media_type";
+    case Code::PayloadTooLarge: return "payload_too_large";
+    case Code::MethodNotAllowed: return "method_not_allowed";
+    case Code::PasswordsDisabled: return "passwords_disabled";
     }
     return "internal";
 }
@@ -72,6 +77,11 @@ int code_status(Code c) {
     case Code::StorageError: return 503;
     case Code::DeliveryFailed:
     case Code::Internal: return 500;
+    case Code::AmbiguousCredentials: return 400;
+    case Code::UnsupportedMediaType: return 415;
+    case Code::PayloadTooLarge: return 413;
+    case Code::MethodNotAllowed: return 405;
+    case Code::PasswordsDisabled: return 403;
     }
     return 500;
 }

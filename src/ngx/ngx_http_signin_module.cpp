@@ -125,7 +125,9 @@ static char *init_main_conf(ngx_conf_t *cf, void *conf) {
     ngx_conf_init_msec_value(m->session_idle, 7ULL * 24 * 3600 * 1000);
     ngx_conf_init_msec_value(m->bearer_ttl, 3600 * 1000);
     ngx_conf_init_size_value(m->body_max, 4096);
-    if (m->thread_pool_name.len == 0) ngx_str_set(&m->thread_pool_name, "default");
+    if (m->thread_pool_name.len == 0) {
+        ngx_str_set(&m->thread_pool_name, "default");
+    }
 
     if (!m->used) return NGX_CONF_OK;
 
@@ -400,6 +402,7 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
         opts.map_size = m->store_size;
         std::shared_ptr<signin::Store> store = signin::open_lmdb_store(opts);
         g_identity = std::make_unique<signin::Identity>(std::move(store), *m->origin, *m->policy);
+        g_thread_pool = m->thread_pool;
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &m->store_path,
                       e.what());

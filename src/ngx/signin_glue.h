@@ -50,27 +50,31 @@ struct LocConf {
 // The per-process engine, opened in init_process; nullptr when the store could not be opened.
 signin::Identity *identity();
 
-// Per-request state (trivially owns C++ members; destroyed by a pool cleanup).
-struct RequestCtx {
-    std::optional<signin::Principal> principal;  // who is signed in, for $signin_user_*
-    std::string delivery_json;                    // the body of a delivery subrequest
-    std::string client;                           // the evaluated signin_client value
-    struct Job *job = nullptr;
-    bool job_done = false;
-};
-RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
-
 // Work for the thread pool: run() in a pool thread, finish() back on the event loop.
 struct Job {
     virtual ~Job() = default;
     virtual void run() = 0;
     virtual void finish(ngx_http_request_t *r) = 0;
 };
+
+// Per-request state (owns C++ members; destroyed by a pool cleanup).
+struct RequestCtx {
+    std::optional<signin::Principal> principal;  // who is signed in, for $signin_user_*
+    std::string delivery_json;                    // the body of a delivery subrequest
+    std::string client;                           // the evaluated signin_client value
+    bool client_set = false;
+    std::unique_ptr<Job> job;
+    bool job_done = false;
+    int endpoint = -1;
+};
+RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
+
 // Posts a job tied to request r: the request stays alive (r->main->blocked) until finish() ran.
 // The caller holds a request reference (body reading, or count++ and NGX_DONE).
 ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
-// Posts work that needs no request (it outlives it): run() then the job is deleted.
+// Posts work that needs no request (it may outlive it): run(), then the job is deleted.
 ngx_int_t post_detached_job(ngx_log_t *log, std::unique_ptr<Job> job);
+extern ngx_thread_pool_t *g_thread_pool;
 
 // Answers: JSON body, cache-control: no-store; returns the output filter's rc.
 ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);

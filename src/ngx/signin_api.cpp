@@ -1,0 +1,413 @@
+// The signin_api content handler (SPEC §4 email-token endpoints) and the signin_require gate.
+// Request rules run on the event loop; every write runs in the thread pool (DESIGN §3 rule 1).
+#include "ngx/signin_glue.h"
+
+#include <array>
+#include <map>
+
+#include "core/json.hpp"
+
+namespace signin_ngx {
+namespace {
+
+using signin::Code;
+
+enum Endpoint { Register, Login, SessionEp, Token, Me, Sessions, Revoke, Logout, PasswordEp };
+
+struct Route {
+    std::string_view path;
+    ngx_uint_t method;
+    Endpoint ep;
+};
+
+constexpr std::array<Route, 13> kRoutes = {{
+    {"register", NGX_HTTP_POST, Register},
+    {"login", NGX_HTTP_POST, Login},
+    {"session", NGX_HTTP_POST, SessionEp},
+    {"token", NGX_HTTP_POST, Token},
+    {"me", NGX_HTTP_GET, Me},
+    {"sessions", NGX_HTTP_GET, Sessions},
+    {"sessions/revoke", NGX_HTTP_POST, Revoke},
+    {"logout", NGX_HTTP_POST, Logout},
+    {"password", NGX_HTTP_POST, PasswordEp},
+    {"password/register", NGX_HTTP_POST, PasswordEp},
+    {"password/session", NGX_HTTP_POST, PasswordEp},
+    {"password/token", NGX_HTTP_POST, PasswordEp},
+    {"password/change", NGX_HTTP_POST, PasswordEp},
+}};
+
+signin::Identity &id() { return *identity(); }
+
+// The path below the location: "/auth/" + "register" → "register".
+std::optional<std::string_view> sub_path(ngx_http_request_t *r) {
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+    std::string_view uri = sv(r->uri), name = sv(clcf->name);
+    if (uri.substr(0, name.size()) != name) return std::nullopt;
+    std::string_view rest = uri.substr(name.size());
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    return rest;
+}
+
+bool is_json_content_type(ngx_http_request_t *r) {
+    if (r->headers_in.content_type == nullptr) return false;
+    std::string_view v = sv(r->headers_in.content_type->value);
+    std::string_view base = v.substr(0, v.find(';'));
+    while (!base.empty() && base.back() == ' ') base.remove_suffix(1);
+    return base.size() == 16 &&
+           ngx_strncasecmp(reinterpret_cast<u_char *>(const_cast<char *>(base.data())),
+                           reinterpret_cast<u_char *>(const_cast<char *>("application/json")), 16) == 0;
+}
+
+ngx_int_t finish_with(ngx_http_request_t *r, ngx_int_t rc) {
+    ngx_http_finalize_request(r, rc);
+    return NGX_DONE;
+}
+
+std::string cookie_header(std::string_view name, std::string_view value, long long max_age) {
+    std::string h(name);
+    h += "=";
+    h += value;
+    h += "; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=" + std::to_string(max_age);
+    return h;
+}
+
+ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bool cookie_request) {
+    if (!cookie_request) add_header(r, "WWW-Authenticate", "Bearer");
+    return send_error(r, e.code, e.message);
+}
+
+// ---------------------------------------------------------------- jobs
+
+struct IssueJob final : Job {
+    signin::Intent intent;
+    std::string email, group, client;
+    std::optional<signin::Result<signin::TokenIssue>> result;
+
+    void run() override { result = id().issue_token(intent, email, group, client); }
+    void finish(ngx_http_request_t *r) override;
+};
+
+struct CancelJob final : Job {
+    signin::Secret token;
+    std::string client;
+    void run() override { (void)id().cancel_token(token, client); }
+    void finish(ngx_http_request_t *) override {}
+};
+
+struct DeliveryState {
+    signin::Secret token;
+    std::string client;
+    bool handled = false;
+};
+
+ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
+    auto *st = static_cast<DeliveryState *>(data);
+    if (st->handled) return rc;
+    st->handled = true;
+    ngx_uint_t status = sr->headers_out.status;
+    bool ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
+    if (ok) return rc;
+    ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0,
+                  "signin: delivery subrequest \"%V\" failed (rc %i, status %ui); the token is cancelled", &sr->uri,
+                  rc, status);
+    try {
+        auto job = std::make_unique<CancelJob>();
+        job->token = std::move(st->token);
+        job->client = st->client;
+        if (post_detached_job(sr->connection->log, std::move(job)) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, sr->connection->log, 0, "signin: could not cancel the undelivered token");
+        }
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, sr->connection->log, 0, "signin: could not cancel the undelivered token");
+    }
+    return rc;
+}
+
+// Starts the delivery subrequest in the background: the client's answer does not wait for it,
+// so every address gets its 202 after the same work.
+ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::string &client) {
+    MainConf *m = main_conf(r);
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(DeliveryState));
+    if (cln == nullptr) return NGX_ERROR;
+    auto *st = new (cln->data) DeliveryState();
+    cln->handler = [](void *p) { static_cast<DeliveryState *>(p)->~DeliveryState(); };
+    st->client = client;
+    auto *ps = static_cast<ngx_http_post_subrequest_t *>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
+    if (ps == nullptr) return NGX_ERROR;
+    ps->handler = delivery_done;
+    ps->data = st;
+    ngx_http_request_t *sr = nullptr;
+    if (ngx_http_subrequest(r, &m->delivery_uri, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    sr->header_only = 1;  // the mailer's answer body is not needed, only its status
+    sr->method = NGX_HTTP_POST;
+    ngx_str_set(&sr->method_name, "POST");
+    // the mailer must not see the visitor's cookies or authorization
+    if (ngx_list_init(&sr->headers_in.headers, sr->pool, 2, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
+    sr->headers_in.authorization = nullptr;
+#if defined(nginx_version) && nginx_version >= 1023000
+    sr->headers_in.cookie = nullptr;
+#else
+    sr->headers_in.cookies.nelts = 0;
+#endif
+    RequestCtx *sctx = get_ctx(sr, true);
+    if (sctx == nullptr) return NGX_ERROR;
+    sctx->delivery_json = signin::json::delivery(d, id().origin().text);
+    st->token = std::move(d.token);
+    return NGX_OK;
+}
+
+void IssueJob::finish(ngx_http_request_t *r) {
+    if (!result || !*result) {
+        const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+        ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+        return;
+    }
+    if ((*result)->delivery) {
+        if (start_delivery(r, *(*result)->delivery, client) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not start the delivery subrequest");
+            auto job = std::make_unique<CancelJob>();
+            job->token = std::move((*result)->delivery->token);
+            job->client = client;
+            (void)post_detached_job(r->connection->log, std::move(job));
+        }
+    }
+    ngx_http_finalize_request(r, send_json(r, 202, "{\"status\":\"sent\"}"));
+}
+
+struct ExchangeJob final : Job {
+    signin::Secret token;
+    std::string client, user_agent;
+    signin::SessionKind kind = signin::SessionKind::Cookie;
+    std::optional<signin::Result<signin::Session>> result;
+
+    void run() override { result = id().exchange_from(token, client, kind, user_agent); }
+    void finish(ngx_http_request_t *r) override {
+        if (!result || !*result) {
+            const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+            return;
+        }
+        signin::Session &s = result->value();
+        if (kind == signin::SessionKind::Bearer) {
+            ngx_http_finalize_request(r, send_json(r, 200, signin::json::bearer(s, id().now())));
+            return;
+        }
+        long long max_age = (s.expires_at - id().now()) / 1000;
+        add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), s.token.reveal(), max_age));
+        ngx_http_finalize_request(r, send_json(r, 200, signin::json::user(s.user)));
+    }
+};
+
+struct SessionWriteJob final : Job {
+    enum { RevokeOne, LogoutThis } what = RevokeOne;
+    signin::Principal principal;
+    std::string session_id, client;
+    bool cookie = false;
+    std::optional<signin::Status> result;
+
+    void run() override {
+        result = what == RevokeOne ? id().revoke_session(principal, session_id, client)
+                                   : id().logout(principal, client);
+    }
+    void finish(ngx_http_request_t *r) override {
+        if (!result || !*result) {
+            const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+            return;
+        }
+        if (what == LogoutThis && cookie) add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0));
+        ngx_http_finalize_request(r, send_empty(r, 204));
+    }
+};
+
+// ---------------------------------------------------------------- request flow
+
+std::string read_body(ngx_http_request_t *r, bool &too_large) {
+    std::string body;
+    too_large = false;
+    if (r->request_body == nullptr) return body;
+    if (r->request_body->temp_file) {
+        too_large = true;
+        return body;
+    }
+    size_t max = main_conf(r)->body_max;
+    for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
+        ngx_buf_t *b = cl->buf;
+        if (b->in_file || !ngx_buf_in_memory(b)) {
+            too_large = true;
+            return body;
+        }
+        body.append(reinterpret_cast<const char *>(b->pos), static_cast<size_t>(b->last - b->pos));
+        if (body.size() > max) {
+            too_large = true;
+            return body;
+        }
+    }
+    return body;
+}
+
+ngx_int_t post_or_fail(ngx_http_request_t *r, std::unique_ptr<Job> job) {
+    if (post_request_job(r, std::move(job)) != NGX_OK) {
+        return send_error(r, Code::Internal, "could not queue the request to the thread pool");
+    }
+    return NGX_DONE;
+}
+
+// Handles a POST once its body is read; returns an rc for ngx_http_finalize_request, or NGX_DONE.
+ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
+    bool too_large = false;
+    std::string body = read_body(r, too_large);
+    if (too_large) return send_error(r, Code::PayloadTooLarge, "the request body is too large");
+    const std::string client = client_of(r);
+    auto user_agent = [r]() {
+        return r->headers_in.user_agent ? std::string(sv(r->headers_in.user_agent->value)) : std::string();
+    };
+
+    switch (ep) {
+    case Register:
+    case Login: {
+        auto f = signin::json::parse_object(body, {{"email", true}, {"group", false}});
+        if (!f) return send_error(r, f.error().code, f.error().message);
+        auto job = std::make_unique<IssueJob>();
+        job->intent = ep == Register ? signin::Intent::Register : signin::Intent::Login;
+        job->email = f.value()["email"];
+        job->group = f.value()["group"];
+        job->client = client;
+        return post_or_fail(r, std::move(job));
+    }
+    case SessionEp:
+    case Token: {
+        auto f = signin::json::parse_object(body, {{"token", true}});
+        if (!f) return send_error(r, f.error().code, f.error().message);
+        auto job = std::make_unique<ExchangeJob>();
+        job->token = signin::Secret(std::move(f.value()["token"]));
+        job->client = client;
+        job->user_agent = user_agent();
+        job->kind = ep == Token ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+        return post_or_fail(r, std::move(job));
+    }
+    case Revoke:
+    case Logout: {
+        Credentials c = read_credentials(r, id().cookie_name());
+        auto p = authenticate(r, c);
+        if (!p) return send_unauthenticated(r, p.error(), c.state == Credentials::Cookie);
+        auto f = ep == Revoke ? signin::json::parse_object(body, {{"id", true}})
+                              : signin::json::parse_object(body.empty() ? std::string_view("{}") : body, {});
+        if (!f) return send_error(r, f.error().code, f.error().message);
+        auto job = std::make_unique<SessionWriteJob>();
+        job->what = ep == Revoke ? SessionWriteJob::RevokeOne : SessionWriteJob::LogoutThis;
+        job->principal = p.value();
+        job->session_id = f.value()["id"];
+        job->client = client;
+        job->cookie = c.state == Credentials::Cookie;
+        return post_or_fail(r, std::move(job));
+    }
+    default:
+        return send_error(r, Code::NotFound, "not found");
+    }
+}
+
+void body_ready(ngx_http_request_t *r) {
+    ngx_int_t rc;
+    try {
+        RequestCtx *ctx = get_ctx(r, false);
+        rc = ctx ? handle_post(r, static_cast<Endpoint>(ctx->endpoint)) : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: request failed");
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
+}
+
+ngx_int_t handle_get(ngx_http_request_t *r, Endpoint ep) {
+    if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    Credentials c = read_credentials(r, id().cookie_name());
+    auto p = authenticate(r, c);
+    if (!p) return send_unauthenticated(r, p.error(), c.state == Credentials::Cookie);
+    if (ep == Me) return send_json(r, 200, signin::json::user(p->user));
+    auto list = id().sessions(p.value());
+    if (!list) return send_error(r, list.error().code, list.error().message);
+    return send_json(r, 200, signin::json::sessions(list.value()));
+}
+
+ngx_int_t api(ngx_http_request_t *r) {
+    if (identity() == nullptr) return send_error(r, Code::StorageError, "the sign-in store is not open");
+    auto path = sub_path(r);
+    const Route *route = nullptr;
+    for (const auto &candidate : kRoutes) {
+        if (path && candidate.path == *path) route = &candidate;
+    }
+    if (route == nullptr) return send_error(r, Code::NotFound, "not found");
+    if (route->ep == PasswordEp) return send_error(r, Code::PasswordsDisabled, "password sign-in is not enabled");
+    bool method_ok = r->method == route->method || (route->method == NGX_HTTP_GET && r->method == NGX_HTTP_HEAD);
+    if (!method_ok) {
+        add_header(r, "Allow", route->method == NGX_HTTP_GET ? "GET, HEAD" : "POST");
+        return send_error(r, Code::MethodNotAllowed, "method not allowed");
+    }
+    // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need one
+    auto origin = header_value(r, "Origin");
+    if (auto ok = id().check_origin(origin, route->ep == SessionEp); !ok) {
+        return send_error(r, ok.error().code, ok.error().message);
+    }
+    Credentials c = read_credentials(r, id().cookie_name());
+    if (c.state == Credentials::Ambiguous) {
+        return send_error(r, Code::AmbiguousCredentials,
+                          "send one credential: a session cookie or a bearer token, not both");
+    }
+    if (route->method == NGX_HTTP_GET) return handle_get(r, route->ep);
+
+    if (!is_json_content_type(r)) {
+        return send_error(r, Code::UnsupportedMediaType, "the request body must be application/json");
+    }
+    if (r->headers_in.content_length_n > static_cast<off_t>(main_conf(r)->body_max)) {
+        return send_error(r, Code::PayloadTooLarge, "the request body is too large");
+    }
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ctx->endpoint = route->ep;
+    r->request_body_in_single_buf = 1;
+    ngx_int_t rc = ngx_http_read_client_request_body(r, body_ready);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
+    return NGX_DONE;
+}
+
+}  // namespace
+
+ngx_int_t api_handler(ngx_http_request_t *r) {
+    try {
+        return api(r);
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: request failed");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+// Access phase: signin_require on → a live session or bearer token, or 401 (JSON, unless the
+// location has error_page, which then decides what the visitor sees).
+ngx_int_t require_handler(ngx_http_request_t *r) {
+    auto *l = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_signin_module));
+    if (!l->require || r != r->main) return NGX_DECLINED;
+    try {
+        RequestCtx *ctx = get_ctx(r, false);
+        if (ctx && ctx->principal) return NGX_DECLINED;  // already checked (phases re-run)
+        if (identity() == nullptr) {
+            return finish_with(r, send_error(r, Code::StorageError, "the sign-in store is not open"));
+        }
+        Credentials c = read_credentials(r, identity()->cookie_name());
+        auto p = authenticate(r, c);
+        if (p) return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
+        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+        if (clcf->error_pages && signin::code_status(p.error().code) == 401) {
+            return NGX_HTTP_UNAUTHORIZED;
+        }
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: access check failed");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+}  // namespace signin_ngx
