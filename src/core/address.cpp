@@ -1,5 +1,6 @@
 // Email address, group and origin validation.
 #include <cctype>
+#include <string>
 
 #include "signin/auth.hpp"
 
@@ -116,6 +117,7 @@ std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
         return fail("an origin is scheme://host[:port] with no path");
     }
     std::string_view host = rest, port;
+    std::string port_text;
     std::size_t colon = rest.rfind(':');
     if (colon != std::string_view::npos && rest.find(']', colon) == std::string_view::npos) {
         host = rest.substr(0, colon);
@@ -125,15 +127,16 @@ std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
         }
         const long n = std::stol(std::string(port));
         if (n < 1 || n > 65535) return fail("invalid port in origin");
+        port_text = std::to_string(n);  // no leading zeros: the form a browser sends
     }
     if (host.empty()) return fail("an origin needs a host");
     o.loopback = is_loopback_host(host);
     if (!o.https && !o.loopback) {
         return fail("an http:// origin must be loopback (127.0.0.1, localhost or [::1]); use https://");
     }
-    bool default_port = (o.https && port == "443") || (!o.https && port == "80");
+    bool default_port = (o.https && port_text == "443") || (!o.https && port_text == "80");
     o.text = std::string(o.https ? "https://" : "http://") + std::string(host);
-    if (!port.empty() && !default_port) o.text += ":" + std::string(port);
+    if (!port_text.empty() && !default_port) o.text += ":" + port_text;
     return o;
 }
 
