@@ -45,6 +45,20 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
+namespace {
+// Whether the (valid) JSON text holds the escape \u0000: a backslash that is not itself escaped,
+// i.e. the odd member of a run of backslashes, followed by u0000.
+bool has_nul_escape(std::string_view body) {
+    for (std::size_t at = body.find("\\u0000"); at != std::string_view::npos;
+         at = body.find("\\u0000", at + 1)) {
+        std::size_t run = 1;
+        while (at >= run && body[at - run] == '\\') ++run;
+        if (run % 2 == 1) return true;
+    }
+    return false;
+}
+}  // namespace
+
 Result<std::map<std::string, std::string>> parse_object(std::string_view body,
                                                         std::initializer_list<Field> fields,
                                                         std::size_t max_string) {
@@ -81,7 +95,7 @@ Result<std::map<std::string, std::string>> parse_object(std::string_view body,
             return bad("field \"" + std::string(f.name) + "\" is required");
         }
     }
-    if (body.find("\\u0000") != std::string_view::npos) return bad("a string holds a NUL character");
+    if (has_nul_escape(body)) return bad("a string holds a NUL character");
     return out;
 }
 
