@@ -131,6 +131,13 @@ TEST(Origin, RefusesPortOutOfRange) {
     auto ok = parse_origin("https://app.example.com:65535", &why);
     ASSERT_TRUE(ok) << why;
     EXPECT_EQ(ok->text, "https://app.example.com:65535");
+    // leading zeros are dropped, as in the Origin a browser sends
+    ok = parse_origin("https://app.example.com:0443", &why);
+    ASSERT_TRUE(ok) << why;
+    EXPECT_EQ(ok->text, "https://app.example.com");
+    ok = parse_origin("http://127.0.0.1:08080", &why);
+    ASSERT_TRUE(ok) << why;
+    EXPECT_EQ(ok->text, "http://127.0.0.1:8080");
 }
 
 TEST(Origin, Normalizes) {
