@@ -122,7 +122,7 @@ serve_example() {
     local prefix
     prefix="$(mktemp -d /tmp/ngx_signin_run.XXXXXX)"
     chmod 755 "$prefix"
-    mkdir -p "$prefix/modules" "$prefix/logs" "$prefix/temp"
+    mkdir -p "$prefix/modules" "$prefix/logs" "$prefix/temp" "$prefix/html"
     ln -s "$BUILD/modules/ngx_http_signin_module.so" "$prefix/modules/"
     cp -r "$ROOT/examples/." "$prefix/html/" 2>/dev/null || true
     sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$port/g" "$ROOT/nginx.conf.example" >"$prefix/nginx.conf"

@@ -1,11 +1,105 @@
-// signin-admin: operate on an ngx_signin LMDB store from the shell (while nginx runs).
+// signin-admin: operate on an ngx_signin LMDB store from the shell, also while nginx runs
+// (LMDB serializes writers across processes). Run it as the nginx worker user, or as root on a
+// store nginx has not opened yet (nginx gives the directory to its worker user at start).
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/encoding.hpp"
+#include "core/json.hpp"
+#include "signin/auth.hpp"
+
+namespace {
+
+int usage() {
+    std::fprintf(stderr,
+                 "usage: signin-admin --store DIR COMMAND [ARGS]\n"
+                 "commands:\n"
+                 "  suspend EMAIL [GROUP]   suspend an account (its sessions stop working)\n"
+                 "  restore EMAIL [GROUP]   lift a suspension\n"
+                 "  user EMAIL [GROUP]      print an account as JSON\n"
+                 "  audit [N]               print the newest N audit entries (default 20), JSON lines\n"
+                 "  stats                   counts of users\n"
+                 "  purge                   delete expired tokens and sessions now\n");
+    return 2;
+}
+
+int fail(const signin::Error &e) {
+    std::fprintf(stderr, "signin-admin: %s (%s)\n", e.message.c_str(), std::string(signin::code_name(e.code)).c_str());
+    return 1;
+}
+
+}  // namespace
 
 int main(int argc, char **argv) {
-    if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-        std::fprintf(stderr, "usage: signin-admin --store DIR COMMAND ...\n");
-        return 2;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    std::string store;
+    if (args.size() >= 2 && args[0] == "--store") {
+        store = args[1];
+        args.erase(args.begin(), args.begin() + 2);
     }
-    return 2;
+    if (store.empty() || args.empty()) return usage();
+    try {
+        signin::LmdbOptions opts;
+        opts.path = store;
+        std::shared_ptr<signin::Store> st = signin::open_lmdb_store(opts);
+        std::string why;
+        auto origin = signin::parse_origin("http://127.0.0.1", &why);
+        signin::Identity id(st, *origin, signin::Policy{});
+        const std::string &cmd = args[0];
+        std::string group = args.size() > 2 ? args[2] : "";
+        if ((cmd == "suspend" || cmd == "restore") && args.size() >= 2) {
+            auto r = id.set_suspended(group, args[1], cmd == "suspend");
+            if (!r) return fail(r.error());
+            std::printf("%s: %s\n", args[1].c_str(), cmd == "suspend" ? "suspended" : "restored");
+            return 0;
+        }
+        if (cmd == "user" && args.size() >= 2) {
+            auto email = signin::normalize_email(args[1]);
+            auto g = signin::normalize_group(group);
+            if (!email || !g) return fail({signin::Code::InvalidEmail, "that is not an email address"});
+            auto u = st->read()->user_by_email(*g, *email);
+            if (!u) return fail({signin::Code::NotFound, "no such account"});
+            signin::json::Writer w;
+            w.begin_object().key("user");
+            signin::json::write_user(w, *u);
+            w.key("suspended").value(u->suspended).key("has_password").value(!u->password_hash.empty()).end_object();
+            std::printf("%s\n", w.str().c_str());
+            return 0;
+        }
+        if (cmd == "audit") {
+            std::size_t n = args.size() > 1 ? std::stoul(args[1]) : 20;
+            for (const auto &e : st->read()->audit(n)) {
+                signin::json::Writer w;
+                w.begin_object()
+                    .key("at").time(e.at)
+                    .key("kind").value(e.kind)
+                    .key("email").value(e.email)
+                    .key("client").value(e.client)
+                    .key("user_id").value(e.user_id)
+                    .key("detail").value(e.detail)
+                    .end_object();
+                std::printf("%s\n", w.str().c_str());
+            }
+            return 0;
+        }
+        if (cmd == "stats") {
+            std::printf("{\"users\":%zu}\n", st->read()->user_count());
+            return 0;
+        }
+        if (cmd == "purge") {
+            auto n = id.purge_expired(static_cast<std::size_t>(-1));
+            if (!n) return fail(n.error());
+            std::printf("purged %zu expired records\n", n.value());
+            return 0;
+        }
+        return usage();
+    } catch (const signin::StoreError &e) {
+        std::fprintf(stderr, "signin-admin: %s\n", e.what());
+        return 1;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "signin-admin: %s\n", e.what());
+        return 1;
+    }
 }
