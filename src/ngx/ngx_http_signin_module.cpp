@@ -192,7 +192,7 @@ static char *set_store(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
         if (ngx_strncmp(value[i].data, "size=", 5) == 0) {
             ngx_str_t s = {value[i].len - 5, value[i].data + 5};
-            ssize_t size = ngx_parse_size(&s);
+            off_t size = ngx_parse_offset(&s);  // accepts k, m and g
             if (size == NGX_ERROR || size < 1024 * 1024) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid store size \"%V\" (at least 1m)", &value[i]);
                 return static_cast<char *>(NGX_CONF_ERROR);
