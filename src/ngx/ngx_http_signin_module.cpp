@@ -370,16 +370,25 @@ static ngx_int_t init_module(ngx_cycle_t *cycle) {
 }
 
 static std::unique_ptr<signin::Identity> g_identity;
+static std::shared_ptr<signin::Store> g_store;
+static std::unique_ptr<signin::GroupCommitter> g_committer;
 static ngx_event_t purge_event;
 static ngx_connection_t purge_dummy;
 
 namespace signin_ngx {
 signin::Identity *identity() { return g_identity.get(); }
+
+signin::Status durable(const std::function<void()> &op) {
+    if (!g_committer) return signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
+    return g_committer->run(op);
+}
 }  // namespace signin_ngx
 
 struct PurgeJob final : Job {
     void run() override {
-        if (auto *id = identity()) (void)id->purge_expired(10000);
+        (void)durable([] {
+            if (auto *id = identity()) (void)id->purge_expired(10000);
+        });
     }
     void finish(ngx_http_request_t *) override {}
 };
@@ -400,8 +409,9 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
         signin::LmdbOptions opts;
         opts.path = std::string(sv(m->store_path));
         opts.map_size = m->store_size;
-        std::shared_ptr<signin::Store> store = signin::open_lmdb_store(opts);
-        g_identity = std::make_unique<signin::Identity>(std::move(store), *m->origin, *m->policy);
+        g_store = signin::open_lmdb_store(opts);
+        g_committer = std::make_unique<signin::GroupCommitter>(*g_store);
+        g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
         g_thread_pool = m->thread_pool;
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &m->store_path,
@@ -422,6 +432,8 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
 static void exit_process(ngx_cycle_t *) {
     try {
         g_identity.reset();
+        g_committer.reset();
+        g_store.reset();
     } catch (...) {
     }
 }

@@ -83,14 +83,18 @@ struct IssueJob final : Job {
     std::string email, group, client;
     std::optional<signin::Result<signin::TokenIssue>> result;
 
-    void run() override { result = id().issue_token(intent, email, group, client); }
+    void run() override {
+        run_durable(result, [this] { return id().issue_token(intent, email, group, client); });
+    }
     void finish(ngx_http_request_t *r) override;
 };
 
 struct CancelJob final : Job {
     signin::Secret token;
     std::string client;
-    void run() override { (void)id().cancel_token(token, client); }
+    void run() override {
+        (void)durable([this] { (void)id().cancel_token(token, client); });
+    }
     void finish(ngx_http_request_t *) override {}
 };
 
@@ -182,7 +186,9 @@ struct ExchangeJob final : Job {
     signin::SessionKind kind = signin::SessionKind::Cookie;
     std::optional<signin::Result<signin::Session>> result;
 
-    void run() override { result = id().exchange_from(token, client, kind, user_agent); }
+    void run() override {
+        run_durable(result, [this] { return id().exchange_from(token, client, kind, user_agent); });
+    }
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
@@ -208,8 +214,10 @@ struct SessionWriteJob final : Job {
     std::optional<signin::Status> result;
 
     void run() override {
-        result = what == RevokeOne ? id().revoke_session(principal, session_id, client)
-                                   : id().logout(principal, client);
+        run_durable(result, [this] {
+            return what == RevokeOne ? id().revoke_session(principal, session_id, client)
+                                     : id().logout(principal, client);
+        });
     }
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
