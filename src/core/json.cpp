@@ -236,7 +236,8 @@ std::string bearer(const Session &s, Millis now) {
     w.begin_object()
         .key("access_token").value(s.token.reveal())
         .key("token_type").value("Bearer")
-        .key("expires_in").value(static_cast<std::int64_t>((s.expires_at - now) / 1000))
+        // whole seconds left, rounded up: a token issued with a 90 s lifetime says 90
+        .key("expires_in").value(static_cast<std::int64_t>((s.expires_at - now + 999) / 1000))
         .key("user");
     write_user(w, s.user);
     w.end_object();

@@ -243,6 +243,7 @@ std::string read_body(ngx_http_request_t *r, bool &too_large) {
     size_t max = main_conf(r)->body_max;
     for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
         ngx_buf_t *b = cl->buf;
+        if (ngx_buf_special(b)) continue;  // the empty end-of-body marker
         if (b->in_file || !ngx_buf_in_memory(b)) {
             too_large = true;
             return body;
