@@ -329,6 +329,9 @@ static ngx_int_t postconfiguration(ngx_conf_t *cf) {
     auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers));
     if (h == nullptr) return NGX_ERROR;
     *h = require_handler;
+    h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers));
+    if (h == nullptr) return NGX_ERROR;
+    *h = require_subrequest_handler;
     return NGX_OK;
 }
 

@@ -394,23 +394,33 @@ ngx_int_t api_handler(ngx_http_request_t *r) {
 }
 
 // Access phase: signin_require on → a live session or bearer token, or 401 (JSON, unless the
-// location has error_page, which then decides what the visitor sees).
+// location has error_page, which then decides what the visitor sees). nginx skips the access
+// phase for subrequests, so the same check also runs in the precontent phase for them
+// (require_subrequest_handler): an SSI include or auth_request cannot bypass the gate.
+ngx_int_t require_subrequest_handler(ngx_http_request_t *r) {
+    if (r == r->main) return NGX_DECLINED;
+    return require_handler(r);
+}
+
 ngx_int_t require_handler(ngx_http_request_t *r) {
     auto *l = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_signin_module));
-    if (!l->require || r != r->main) return NGX_DECLINED;
+    if (!l->require) return NGX_DECLINED;
     try {
         RequestCtx *ctx = get_ctx(r, false);
         if (ctx && ctx->principal) return NGX_DECLINED;  // already checked (phases re-run)
+        // A subrequest (SSI include, auth_request, ...) carries the client's headers and is
+        // checked the same way; it fails with a bare status for its parent to act on.
+        const bool sub = r != r->main;
         if (identity() == nullptr) {
+            if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;
             return finish_with(r, send_error(r, Code::StorageError, "the sign-in store is not open"));
         }
         Credentials c = read_credentials(r, identity()->cookie_name());
         auto p = authenticate(r, c);
         if (p) return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
         auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
-        if (clcf->error_pages && signin::code_status(p.error().code) == 401) {
-            return NGX_HTTP_UNAUTHORIZED;
-        }
+        auto status = static_cast<ngx_int_t>(signin::code_status(p.error().code));
+        if (sub || (clcf->error_pages && status == NGX_HTTP_UNAUTHORIZED)) return status;
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
     } catch (...) {

@@ -110,6 +110,7 @@ std::string client_of(ngx_http_request_t *r);
 // Content handlers installed by directives.
 ngx_int_t api_handler(ngx_http_request_t *r);
 ngx_int_t require_handler(ngx_http_request_t *r);
+ngx_int_t require_subrequest_handler(ngx_http_request_t *r);
 ngx_int_t mailbox_handler(ngx_http_request_t *r);
 ngx_int_t mailbox_init_zone(ngx_shm_zone_t *zone, void *data);
 void mailbox_store(ngx_http_request_t *r, const std::string &json);
