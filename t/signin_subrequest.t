@@ -47,4 +47,28 @@ $r = $t->req(GET => '/via-auth-request', headers => { cookie => $cookie });
 is $r->{status}, 200, 'and allowed with one';
 like $r->{content}, qr/SECRET/, 'reaching the upstream';
 $t->done;
+
+# signin_require on for the whole server still lets visitors sign in: the API location and the
+# delivery location are not gated, everything else is.
+my $t2 = SigninTest->new;
+$t2->run(http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on;
+    signin_delivery /_signin/deliver;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        signin_require on;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+        location = /_dev/mailbox { signin_dev_mailbox; }
+        location / { proxy_pass http://127.0.0.1:%%PORT2%%; }
+    }
+    server { listen 127.0.0.1:%%PORT2%%; location / { return 200 "site"; } }
+});
+is $t2->req(GET => '/page')->{status}, 401, 'server-wide signin_require gates the site';
+my $c2 = $t2->sign_in('whole@example.com');   # dies unless register, delivery and session work
+ok $c2, 'and visitors can still sign in through the API and the delivery location';
+is $t2->req(GET => '/page', headers => { cookie => $c2 })->{status}, 200, 'then the site opens';
+$t2->done;
 done_testing;

@@ -404,10 +404,12 @@ ngx_int_t require_subrequest_handler(ngx_http_request_t *r) {
 
 ngx_int_t require_handler(ngx_http_request_t *r) {
     auto *l = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_signin_module));
-    if (!l->require) return NGX_DECLINED;
+    // the sign-in machinery itself is never gated (signin_require on at server level must not
+    // lock visitors out of signing in): the API, the dev mailbox and our delivery subrequest
+    if (!l->require || l->api == 1 || l->mailbox == 1) return NGX_DECLINED;
     try {
         RequestCtx *ctx = get_ctx(r, false);
-        if (ctx && ctx->principal) return NGX_DECLINED;  // already checked (phases re-run)
+        if (ctx && (ctx->principal || !ctx->delivery_json.empty())) return NGX_DECLINED;
         // A subrequest (SSI include, auth_request, ...) carries the client's headers and is
         // checked the same way; it fails with a bare status for its parent to act on.
         const bool sub = r != r->main;
