@@ -9,12 +9,13 @@
 //
 // The zone follows ngx_http_limit_req_module: a slab pool holding an rbtree and an LRU queue,
 // locked by the pool's shmtx, reused by init_zone across reloads. Every node has the same size
-// (the key is kept as a keyed BLAKE2b digest, never as text), so evicting the least recently used
+// (the key is kept as a keyed SipHash-128 digest, never as text), so evicting the least recently used
 // node always frees room for a new one: a full zone evicts and keeps answering.
 #include "ngx/signin_limits.h"
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -46,7 +47,7 @@ struct Shared {
     ngx_rbtree_t rbtree;
     ngx_rbtree_node_t sentinel;
     ngx_queue_t queue;  // most recently used first
-    u_char key[crypto_generichash_KEYBYTES];  // digest key, random per zone
+    u_char key[crypto_shorthash_siphashx24_KEYBYTES];  // digest key, random per zone
 };
 
 struct ZoneCtx {
@@ -68,6 +69,8 @@ struct LimitsConf {
     Rule exchange_failures;
 };
 
+static_assert(crypto_shorthash_siphashx24_BYTES == kDigest);
+static_assert(crypto_shorthash_siphashx24_KEYBYTES >= crypto_generichash_KEYBYTES_MIN);
 static_assert(std::is_trivially_copyable_v<throttle::WindowState>);
 static_assert(std::is_trivially_copyable_v<throttle::BackoffState>);
 static_assert(sizeof(throttle::WindowState) <= sizeof(Node::state));
@@ -146,14 +149,23 @@ struct Key {
     ngx_rbtree_key_t hash;
 };
 
+// SipHash-128 keyed with the zone's random key: fast on short keys, and nobody without the key
+// can make two keys collide (an address crafted to share a victim's counter).
 Key make_key(const Shared *sh, Bucket b, std::string_view key) {
     Key k;
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, sh->key, sizeof(sh->key), kDigest);
-    const u_char kind = static_cast<u_char>(b);
-    crypto_generichash_update(&st, &kind, 1);
-    crypto_generichash_update(&st, reinterpret_cast<const u_char *>(key.data()), key.size());
-    crypto_generichash_final(&st, k.digest, kDigest);
+    u_char buf[320];
+    const size_t len = std::min(key.size(), sizeof(buf) - 1);
+    buf[0] = static_cast<u_char>(b);
+    std::memcpy(buf + 1, key.data(), len);
+    if (key.size() == len) {
+        crypto_shorthash_siphashx24(k.digest, buf, len + 1, sh->key);
+    } else {  // a long key (never a client address): hash it whole
+        crypto_generichash_state st;
+        crypto_generichash_init(&st, sh->key, sizeof(sh->key), kDigest);
+        crypto_generichash_update(&st, buf, 1);
+        crypto_generichash_update(&st, reinterpret_cast<const u_char *>(key.data()), key.size());
+        crypto_generichash_final(&st, k.digest, kDigest);
+    }
     std::uint64_t h;
     std::memcpy(&h, k.digest, sizeof(h));
     k.hash = static_cast<ngx_rbtree_key_t>(h);
