@@ -15,6 +15,7 @@ $t->run(http => q{
     signin_origin http://127.0.0.1:%%PORT%%;
     signin_registration on;
     signin_delivery /_signin/deliver;
+    signin_limits zone=signin:1m;
     set_real_ip_from 127.0.0.1;
     real_ip_header X-Forwarded-For;
     server {

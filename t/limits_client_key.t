@@ -9,6 +9,7 @@ $t->run(http => q{
     signin_store %%STORE%%;
     signin_origin http://127.0.0.1:%%PORT%%;
     signin_delivery /_signin/deliver;
+    signin_limits zone=signin:1m;
     signin_client $http_x_client;
     signin_limit_sensitive 3r/m;
     server {

@@ -12,6 +12,7 @@ $t->run(http => q{
     signin_origin http://127.0.0.1:%%PORT%%;
     signin_registration on;
     signin_delivery /_signin/deliver;
+    signin_limits zone=signin:1m;
     signin_token_resend 0;
     signin_limit_exchange_failures 5r/10m;
     signin_limit_address 2r/h;

@@ -1,6 +1,6 @@
 # A full zone evicts the least recently used counters and keeps answering: the smallest zone,
 # many distinct clients, no alert or crit in error.log (one warning), and limits still apply.
-# `signin_limits off` turns every limit off.
+# `signin_limits off` turns every limit off; without `signin_limits` none applies and nginx -t warns.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -58,4 +58,25 @@ $u->run(http => q{
 my @s = map { $u->req(GET => '/auth/me')->{status} } 1 .. 10;
 is_deeply [grep { $_ != 401 } @s], [], 'signin_limits off: no limit applies';
 $u->done;
+
+# ---------------------------------------------------------------- no signin_limits: off, with a warning
+my $v = SigninTest->new;
+my %plain = (http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_delivery /_signin/deliver;
+    signin_limit_signed_in 3r/m;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+    }
+});
+my ($rc, $out) = $v->nginx_t(%plain);
+is $rc, 0, 'without signin_limits the configuration is valid';
+like $out, qr/\[warn\].*without "signin_limits": no request limit applies/, 'but nginx -t warns that no limit applies';
+$v->run(%plain);
+@s = map { $v->req(GET => '/auth/me')->{status} } 1 .. 10;
+is_deeply [grep { $_ != 401 } @s], [], 'and none does';
+$v->done;
 done_testing;

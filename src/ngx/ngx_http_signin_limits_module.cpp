@@ -1,7 +1,7 @@
 // ngx_http_signin_limits_module: the throttle zone and the request limits of SPEC §8.
 //
-//   signin_limits zone=NAME:SIZE | off;        (http) the shared zone; made automatically
-//                                              (signin_limits:10m) when signin_api/require is used
+//   signin_limits zone=NAME:SIZE | off;        (http) the shared zone; without it no limit applies
+//                                              (nginx -t warns when signin_api/require is used)
 //   signin_limit_sensitive          30r/m;     per client: /register /login /session /token /password*
 //   signin_limit_signed_in         300r/m;     per client: /me /sessions /sessions/revoke /logout, signin_require
 //   signin_limit_address             5r/h;     per address: token sends (over it: 202, nothing sent)
@@ -452,9 +452,6 @@ void init_rule(Rule &r, ngx_uint_t limit, ngx_msec_t window) {
     }
 }
 
-ngx_str_t default_zone_name = ngx_string("signin_limits");
-constexpr ssize_t kDefaultZoneSize = 10 * 1024 * 1024;
-
 ngx_shm_zone_t *add_zone(ngx_conf_t *cf, ngx_str_t *name, size_t size) {
     ngx_shm_zone_t *zone = ngx_shared_memory_add(cf, name, size, &ngx_http_signin_limits_module);
     if (zone == nullptr) return nullptr;
@@ -477,11 +474,15 @@ char *init_main_conf(ngx_conf_t *cf, void *conf) {
     init_rule(c->exchange_failures, 10, 10 * 60 * 1000);
     ngx_conf_init_value(c->off, 0);
     if (c->off || c->zone) return NGX_CONF_OK;
-    // secure by default: the spec's limits apply wherever the sign-in API or gate is used
+    // Like limit_req_zone, the zone is a memory reservation the operator sizes, so it is not
+    // made behind their back; but a sign-in service without limits is an open relay, so say so.
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
-    if (m == nullptr || !m->used) return NGX_CONF_OK;
-    c->zone = add_zone(cf, &default_zone_name, kDefaultZoneSize);
-    return c->zone ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
+    if (m && m->used) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "signin_api or signin_require without \"signin_limits\": no request limit applies; "
+                           "add \"signin_limits zone=signin:10m;\" (or \"signin_limits off;\" to mean it)");
+    }
+    return NGX_CONF_OK;
 }
 
 char *set_limits(ngx_conf_t *cf, ngx_command_t *, void *conf) {
