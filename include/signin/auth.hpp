@@ -78,8 +78,11 @@ public:
     }
 
     // The two halves of request_token_from, for transports that deliver asynchronously.
+    // may_send = false: the address is over its send limit (SPEC §8 rule 1, decided by the
+    // transport's throttle): the same reads, writes and answer as a send, but no token is made,
+    // nothing is delivered, and the audit trail records `throttled`.
     Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
-                                   std::string_view client);
+                                   std::string_view client, bool may_send = true);
     Status cancel_token(const Secret &token, std::string_view client);
 
     // auth.exchange_from: spends the token (even when the exchange then fails) and makes a
@@ -109,6 +112,10 @@ public:
 
     // Administration (signin-admin): suspend or restore an account.
     Status set_suspended(std::string_view group, std::string_view email, bool suspended);
+
+    // Appends one audit entry in its own write transaction (a transport's own decisions, such as
+    // a throttled request). The entry must not hold a secret.
+    Status record(const AuditEntry &entry);
 
     // Deletes expired tokens and sessions, at most `budget`; returns how many.
     Result<std::size_t> purge_expired(std::size_t budget);

@@ -79,7 +79,8 @@ auto Identity::guarded(const char *what, F &&f) -> decltype(f()) {
 }
 
 Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email_in,
-                                         std::string_view group_in, std::string_view client) {
+                                         std::string_view group_in, std::string_view client,
+                                         bool may_send) {
     if (!policy_.with_email) return Error{Code::EmailDisabled, "sign-in by email is not enabled"};
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
@@ -120,6 +121,13 @@ Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email_i
                 txn->commit();
                 return TokenIssue{};
             }
+        }
+        // Over the address's send limit: the same answer, nothing sent (SPEC §8 rule 1).
+        if (!may_send) {
+            txn->append_audit(audit(now, "throttled", *email, client, uid,
+                                    "address:" + std::string(intent_name(intent))));
+            txn->commit();
+            return TokenIssue{};
         }
         // The newest tokens stay valid: keep room for this one among tokens_per_address.
         const std::size_t keep = policy_.tokens_per_address > 0 ? policy_.tokens_per_address - 1 : 0;
@@ -350,6 +358,17 @@ Status Identity::set_suspended(std::string_view group, std::string_view email, b
         txn->put_user(*u);
         txn->append_audit(audit(u->updated_at, suspended ? "user.suspended" : "user.restored", u->email,
                                 "admin", u->id));
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Status Identity::record(const AuditEntry &entry) {
+    return guarded("audit", [&]() -> Status {
+        auto txn = store_->write();
+        AuditEntry e = entry;
+        if (e.at == 0) e.at = clock_->now();
+        txn->append_audit(e);
         txn->commit();
         return ok_status();
     });

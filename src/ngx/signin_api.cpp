@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/json.hpp"
+#include "ngx/signin_limits.h"
 
 namespace signin_ngx {
 namespace {
@@ -37,6 +38,22 @@ constexpr std::array<Route, 13> kRoutes = {{
 }};
 
 signin::Identity &id() { return *identity(); }
+
+// SPEC §8: which per-client request limit an endpoint counts against.
+Bucket bucket_of(Endpoint ep) {
+    switch (ep) {
+    case Me: case Sessions: case Revoke: case Logout: return Bucket::SignedIn;
+    default: return Bucket::Sensitive;  // sends email, exchanges tokens or checks passwords
+    }
+}
+
+// The per-address send counter: group + address as the engine normalizes them ("" if invalid).
+std::string address_key(std::string_view email, std::string_view group) {
+    auto e = signin::normalize_email(email);
+    auto g = signin::normalize_group(group);
+    if (!e || !g) return {};
+    return *g + "\n" + *e;
+}
 
 // The path below the location: "/auth/" + "register" → "register".
 std::optional<std::string_view> sub_path(ngx_http_request_t *r) {
@@ -81,10 +98,12 @@ ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bo
 struct IssueJob final : Job {
     signin::Intent intent;
     std::string email, group, client;
+    std::string address;  // the per-address send counter's key; counted = one send was taken
+    bool may_send = true, counted = false;
     std::optional<signin::Result<signin::TokenIssue>> result;
 
     void run() override {
-        run_durable(result, [this] { return id().issue_token(intent, email, group, client); });
+        run_durable(result, [this] { return id().issue_token(intent, email, group, client, may_send); });
     }
     void finish(ngx_http_request_t *r) override;
 };
@@ -163,6 +182,8 @@ ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::
 }
 
 void IssueJob::finish(ngx_http_request_t *r) {
+    // the address's send counter counts sends only: give back what turned out to send nothing
+    if (counted && !(result && *result && (*result)->delivery)) limit_refund(r, Bucket::Address, address);
     if (!result || !*result) {
         const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
         ngx_http_finalize_request(r, send_error(r, e.code, e.message));
@@ -192,6 +213,8 @@ struct ExchangeJob final : Job {
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            // failed exchanges per client bound token guessing (signin_limit_exchange_failures)
+            if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client);
             ngx_http_finalize_request(r, send_error(r, e.code, e.message));
             return;
         }
@@ -284,6 +307,12 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
         job->email = f.value()["email"];
         job->group = f.value()["group"];
         job->client = client;
+        // SPEC §8 rule 1: over the address's send limit, the same 202 and nothing sent
+        job->address = address_key(job->email, job->group);
+        if (!job->address.empty() && limits_on(r)) {
+            job->may_send = limit_take(r, Bucket::Address, job->address).allowed;
+            job->counted = job->may_send;
+        }
         return post_or_fail(r, std::move(job));
     }
     case SessionEp:
@@ -349,6 +378,15 @@ ngx_int_t api(ngx_http_request_t *r) {
         if (path && candidate.path == *path) route = &candidate;
     }
     if (route == nullptr) return send_error(r, Code::NotFound, "not found");
+    // SPEC §8 per-client request limits, before anything else
+    if (Verdict v = limit_take(r, bucket_of(route->ep), client_of(r)); !v.allowed) {
+        return send_rate_limited(r, bucket_of(route->ep), v, route->path);
+    }
+    if (route->ep == SessionEp || route->ep == Token) {  // too many failed exchanges: not even a look
+        if (Verdict v = limit_peek(r, Bucket::ExchangeFailure, client_of(r)); !v.allowed) {
+            return send_rate_limited(r, Bucket::ExchangeFailure, v, route->path);
+        }
+    }
     if (route->ep == PasswordEp) return send_error(r, Code::PasswordsDisabled, "password sign-in is not enabled");
     bool method_ok = r->method == route->method || (route->method == NGX_HTTP_GET && r->method == NGX_HTTP_HEAD);
     if (!method_ok) {
@@ -416,6 +454,10 @@ ngx_int_t require_handler(ngx_http_request_t *r) {
         if (identity() == nullptr) {
             if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;
             return finish_with(r, send_error(r, Code::StorageError, "the sign-in store is not open"));
+        }
+        // one client request counts once, however many subrequests it makes
+        if (Verdict v = sub ? Verdict{true, 0} : limit_take(r, Bucket::SignedIn, client_of(r)); !v.allowed) {
+            return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
         }
         Credentials c = read_credentials(r, identity()->cookie_name());
         auto p = authenticate(r, c);
