@@ -24,6 +24,7 @@ DEB_PACKAGES=(
     perl                                  # prove and the t/*.t harness (core modules only)
     python3 python3-argon2                # cross-checks of password hashes by another implementation
     wrk                                   # ./build.sh bench
+    chromium                              # the browser test of the demo page (t/signin_browser.t)
     curl ca-certificates procps
 )
 
