@@ -142,7 +142,8 @@ sub worker_pids {
         my ($pid, $comm, $state, $ppid) = $stat =~ /^(\d+) \((.*)\) (\S) (\d+)/ or next;
         push @pids, $pid if $ppid == $master;
     }
-    return sort { $a <=> $b } @pids;
+    my @sorted = sort { $a <=> $b } @pids;
+    return @sorted;    # a count in scalar context (wait_workers), where `return sort` gives undef
 }
 
 sub wait_workers {
@@ -204,7 +205,7 @@ sub done {
     my ($self) = @_;
     $self->stop;
     my $log = $self->error_log;
-    my @bad = grep { /\[(alert|emerg|crit)\]|AddressSanitizer|runtime error:|LeakSanitizer|signal \d+/ }
+    my @bad = grep { /\[(alert|emerg|crit)\]|AddressSanitizer|runtime error:|LeakSanitizer|exited on signal \d+/ }
         split /\n/, $log;
     ok(!@bad, 'error.log has no alert, emerg, crit or crash') or diag join "\n", @bad[0 .. ($#bad > 20 ? 20 : $#bad)];
 }
