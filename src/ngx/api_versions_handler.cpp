@@ -141,12 +141,13 @@ ngx_int_t route(ngx_http_request_t *r) {
 
     if (d.strip_len) {
         // the controller sees the path without the version segment; $request_uri keeps it
-        std::string rewritten(mount);
-        rewritten += d.route_path;
-        ngx_str_t u = signin_ngx::pool_copy(r->pool, rewritten);
+        ngx_str_t u;
+        u.len = mount.size() + d.route_path.size();
+        u.data = static_cast<u_char *>(ngx_pnalloc(r->pool, u.len));
         if (!u.data) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+        ngx_memcpy(ngx_cpymem(u.data, mount.data(), mount.size()), d.route_path.data(), d.route_path.size());
         r->uri = u;
         r->valid_unparsed_uri = 0;
         ngx_http_set_exten(r);
