@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <set>
 #include <unordered_map>
 
 #include "version/table.hpp"
@@ -15,17 +14,6 @@ struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
-
-int method_rank(std::string_view m) {
-    static constexpr std::string_view order[] = {"GET",   "HEAD",   "POST",    "PUT",
-                                                  "PATCH", "DELETE", "OPTIONS", "TRACE"};
-    for (int i = 0; i < 8; ++i) {
-        if (order[i] == m) {
-            return i;
-        }
-    }
-    return 8;
-}
 
 std::string route_key(std::string_view method, const Pattern &p) {
     return std::string(method) + ' ' + p.shape();
@@ -61,7 +49,8 @@ struct Group::Impl {
     std::string default_name;
     std::size_t default_index = npos;
     std::vector<VersionDecl> versions;
-    std::vector<std::set<std::string>> keys;  // per version: "METHOD /shape", while building
+    std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>> keys;  // "METHOD /shape" -> key
+    std::vector<std::size_t> last_declared;  // per key: the last version declaring it, while building
     std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>> index;
     std::vector<std::vector<Endpoint>> endpoints;
     std::vector<RouteTable> tables;
@@ -136,7 +125,6 @@ std::size_t Group::add_version(std::string name, std::optional<std::int64_t> dep
     std::size_t i = impl_->versions.size();
     impl_->index.emplace(name, i);
     impl_->versions.push_back(VersionDecl{std::move(name), deprecated, sunset, {}});
-    impl_->keys.emplace_back();
     return i;
 }
 
@@ -152,11 +140,17 @@ void Group::add_route(std::size_t version, std::string_view controller, std::str
     check_method(method);
     Pattern p = parse_pattern(pattern);
     auto &v = impl_->versions[version];
-    if (!impl_->keys[version].insert(route_key(method, p)).second) {
+    std::size_t key = impl_->keys.emplace(route_key(method, p), impl_->keys.size()).first->second;
+    auto &last = impl_->last_declared;
+    if (key == last.size()) {
+        last.push_back(npos);
+    }
+    if (last[key] == version) {
         throw ConfigError("duplicate route \"" + std::string(method) + " " + p.written + "\" in version \"" +
                           v.name + "\"");
     }
-    v.routes.push_back(RouteDecl{std::string(method), std::move(p), std::string(controller)});
+    last[key] = version;
+    v.routes.push_back(RouteDecl{std::string(method), std::move(p), std::string(controller), key});
 }
 
 void Group::finish() {
@@ -172,15 +166,18 @@ void Group::finish() {
         }
         g.default_index = it->second;
     }
+    const std::size_t nkeys = g.keys.size();
     g.keys.clear();
+    g.last_declared.clear();
     g.endpoints.resize(g.versions.size());
+    std::vector<std::size_t> seen(nkeys, npos);  // seen[key] == v: version v already answers it
     for (std::size_t v = 0; v < g.versions.size(); ++v) {
-        std::set<std::string, std::less<>> seen;
         auto &list = g.endpoints[v];
         // this version's own routes first, then each earlier version's, newest first, per route
         for (std::size_t from = v + 1; from-- > 0;) {
             for (const RouteDecl &r : g.versions[from].routes) {
-                if (seen.insert(route_key(r.method, r.pattern)).second) {
+                if (seen[r.key] != v) {
+                    seen[r.key] = v;
                     list.push_back(Endpoint{&r, from});
                 }
             }
@@ -188,23 +185,6 @@ void Group::finish() {
                 break;
             }
         }
-        std::vector<std::pair<std::string, std::size_t>> order;  // (shape, index) to sort once
-        order.reserve(list.size());
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            order.emplace_back(list[i].route->pattern.shape(), i);
-        }
-        std::sort(order.begin(), order.end(), [&list](const auto &a, const auto &b) {
-            if (a.first != b.first) {
-                return a.first < b.first;
-            }
-            return method_rank(list[a.second].route->method) < method_rank(list[b.second].route->method);
-        });
-        std::vector<Endpoint> sorted;
-        sorted.reserve(list.size());
-        for (const auto &o : order) {
-            sorted.push_back(list[o.second]);
-        }
-        list = std::move(sorted);
         g.tables.emplace_back(list);
     }
     g.finished = true;

@@ -21,6 +21,7 @@ struct RouteDecl {
     std::string method;
     Pattern pattern;
     std::string controller;  // the named location that answers, e.g. "@legacy_v1"
+    std::size_t key = 0;     // the same number for the same method and shape in every version
 };
 
 struct VersionDecl {
@@ -74,7 +75,8 @@ public:
     const std::vector<VersionDecl> &versions() const;
     std::size_t default_version() const;  // npos when there is none
     std::size_t find(std::string_view name) const;  // npos when not declared
-    // Every route version `v` answers, its own and inherited, sorted by path then method.
+    // Every route version `v` answers: its own in declaration order, then the inherited ones,
+    // newest version first.
     const std::vector<Endpoint> &endpoints(std::size_t v) const;
 
     // Path strategy: the first segment of `path` names the version only if it is declared.

@@ -1,6 +1,8 @@
 #include "version/openapi.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "version/dates.hpp"
 
@@ -27,6 +29,17 @@ std::size_t utf8_len(std::string_view s, std::size_t i) noexcept {
     }
     if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
     return n;
+}
+
+int method_rank(std::string_view m) {
+    static constexpr std::string_view order[] = {"GET",   "HEAD",   "POST",    "PUT",
+                                                  "PATCH", "DELETE", "OPTIONS", "TRACE"};
+    for (int i = 0; i < 8; ++i) {
+        if (order[i] == m) {
+            return i;
+        }
+    }
+    return 8;
 }
 
 std::string lower(std::string_view s) {
@@ -83,17 +96,28 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
         j += ",\"x-sunset\":" + json_quote(http_date(*version.sunset));
     }
     j += "},\"paths\":{";
-    const auto &list = group.endpoints(v);
+    // by path, then method, so that one shape is one path item
+    struct Row {
+        std::string shape;
+        int rank;
+        const Endpoint *e;
+    };
+    std::vector<Row> rows;
+    for (const Endpoint &e : group.endpoints(v)) {
+        rows.push_back(Row{e.route->pattern.shape(), method_rank(e.route->method), &e});
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) {
+        return a.shape != b.shape ? a.shape < b.shape : a.rank < b.rank;
+    });
     std::string shape;
     const Pattern *key = nullptr;  // the path item's template (its parameter names are used)
-    for (std::size_t i = 0; i < list.size(); ++i) {
-        const RouteDecl &r = *list[i].route;
-        std::string s = r.pattern.shape();
-        if (!key || s != shape) {
+    for (const Row &row : rows) {
+        const RouteDecl &r = *row.e->route;
+        if (!key || row.shape != shape) {
             if (key) {
                 j += "},";
             }
-            shape = std::move(s);
+            shape = row.shape;
             key = &r.pattern;
             j += json_quote(key->templated());
             j += ":{";
@@ -119,7 +143,7 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
             j += ",\"deprecated\":true";
         }
         j += ",\"x-answered-by-version\":";
-        j += json_quote(group.versions()[list[i].answered_by].name);
+        j += json_quote(group.versions()[row.e->answered_by].name);
         j += ",\"x-controller\":";
         j += json_quote(r.controller);
         j += '}';

@@ -46,38 +46,38 @@ namespace {
 
 using Node = RouteTable::Node;
 
-// A copy of `a` where `b` fills what `a` lacks (a's routes win, method by method).
-std::unique_ptr<Node> merged(const Node &a, const Node *b) {
-    auto m = std::make_unique<Node>();
-    m->methods = a.methods;
-    if (b) {
-        for (const Endpoint *e : b->methods) {
-            m->add(e);
+std::unique_ptr<Node> copy(const Node &n) {
+    auto c = std::make_unique<Node>();
+    c->methods = n.methods;
+    for (const auto &[key, child] : n.literal) {
+        c->literal.emplace(key, copy(*child));
+    }
+    if (n.param) {
+        c->param = copy(*n.param);
+    }
+    return c;
+}
+
+// Adds to `a` what `b` has and `a` lacks (a's routes win, method by method).
+void merge_into(Node &a, const Node &b) {
+    for (const Endpoint *e : b.methods) {
+        a.add(e);
+    }
+    for (const auto &[key, child] : b.literal) {
+        auto it = a.literal.find(key);
+        if (it == a.literal.end()) {
+            a.literal.emplace(key, copy(*child));
+        } else {
+            merge_into(*it->second, *child);
         }
     }
-    for (const auto &[key, child] : a.literal) {
-        const Node *other = nullptr;
-        if (b) {
-            auto it = b->literal.find(key);
-            if (it != b->literal.end()) {
-                other = it->second.get();
-            }
-        }
-        m->literal.emplace(key, merged(*child, other));
-    }
-    if (b) {
-        for (const auto &[key, child] : b->literal) {
-            if (!a.literal.count(key)) {
-                m->literal.emplace(key, merged(*child, nullptr));
-            }
+    if (b.param) {
+        if (a.param) {
+            merge_into(*a.param, *b.param);
+        } else {
+            a.param = copy(*b.param);
         }
     }
-    if (a.param) {
-        m->param = merged(*a.param, b ? b->param.get() : nullptr);
-    } else if (b && b->param) {
-        m->param = merged(*b->param, nullptr);
-    }
-    return m;
 }
 
 std::string allow_of(const Node &n) {
@@ -96,21 +96,19 @@ std::string allow_of(const Node &n) {
 
 // Makes matching deterministic: below every literal child, the routes the parameter child
 // would have matched are merged in with lower priority, so a walk never has to back up.
-std::unique_ptr<Node> compiled(const Node &n) {
-    auto out = std::make_unique<Node>();
-    out->methods = n.methods;
-    out->allow = allow_of(n);
-    if (n.param) {
-        out->param = compiled(*n.param);
+void compile(Node &n) {
+    if (!n.methods.empty()) {
+        n.allow = allow_of(n);
     }
-    for (const auto &[key, child] : n.literal) {
+    for (auto &[key, child] : n.literal) {
         if (n.param) {
-            out->literal.emplace(key, compiled(*merged(*child, n.param.get())));
-        } else {
-            out->literal.emplace(key, compiled(*child));
+            merge_into(*child, *n.param);
         }
+        compile(*child);
     }
-    return out;
+    if (n.param) {
+        compile(*n.param);
+    }
 }
 
 }  // namespace
@@ -121,9 +119,9 @@ RouteTable::RouteTable(RouteTable &&) noexcept = default;
 RouteTable &RouteTable::operator=(RouteTable &&) noexcept = default;
 
 RouteTable::RouteTable(const std::vector<Endpoint> &endpoints) {
-    Node raw;
+    root_ = std::make_unique<Node>();
     for (const Endpoint &e : endpoints) {
-        Node *n = &raw;
+        Node *n = root_.get();
         for (const Segment &s : e.route->pattern.segments) {
             if (s.param) {
                 if (!n->param) {
@@ -140,7 +138,7 @@ RouteTable::RouteTable(const std::vector<Endpoint> &endpoints) {
         }
         n->add(&e);
     }
-    root_ = compiled(raw);
+    compile(*root_);
 }
 
 RouteTable::Lookup RouteTable::match(std::string_view method, std::string_view path) const noexcept {
