@@ -1,6 +1,8 @@
-// The route table of one version: a trie on path segments, built once at configuration time.
-// Matching walks one node per segment (a hash lookup for the literal, else the one parameter
-// child), so its cost grows with the request path only, never with the number of routes.
+// The route table of one version: a trie on path segments, built once at configuration time and
+// then frozen into flat arrays (nodes, open-addressing literal slots with short keys inline,
+// methods), so that a request touches few cache lines. Matching walks one node per segment (a
+// hash lookup for the literal, else the one parameter child), so its cost grows with the
+// request path only, never with the number of routes.
 #pragma once
 
 #include <memory>
@@ -30,10 +32,9 @@ public:
     // HEAD is answered by the GET route when no HEAD route is declared.
     Lookup match(std::string_view method, std::string_view path) const noexcept;
 
-    struct Node;  // defined in table.cpp
-
 private:
-    std::unique_ptr<Node> root_;
+    struct Flat;
+    std::unique_ptr<Flat> flat_;
 };
 
 }  // namespace signin::version
