@@ -2,7 +2,7 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
+#include <deque>
 #include <string>
 #include <unordered_map>
 
@@ -10,19 +10,15 @@ namespace signin::version {
 
 namespace {
 
-struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 // The order methods are listed in an Allow header.
 constexpr std::array<std::string_view, 8> kMethodOrder = {"GET",    "HEAD",   "POST",    "PUT",
                                                            "PATCH",  "DELETE", "OPTIONS", "TRACE"};
 
-// The trie while it is built; frozen into RouteTable::Flat afterwards.
+// The trie while it is built (nodes live in the Builder; keys view the patterns' text, which
+// outlives the build); frozen into RouteTable::Flat afterwards.
 struct Node {
-    std::unordered_map<std::string, std::unique_ptr<Node>, StringHash, std::equal_to<>> literal;
-    std::unique_ptr<Node> param;
+    std::unordered_map<std::string_view, Node *> literal;
+    Node *param = nullptr;
     std::vector<const Endpoint *> methods;  // at most one per method
 
     const Endpoint *method(std::string_view m) const noexcept {
@@ -41,54 +37,59 @@ struct Node {
     }
 };
 
-std::unique_ptr<Node> copy(const Node &n) {
-    auto c = std::make_unique<Node>();
-    c->methods = n.methods;
-    for (const auto &[key, child] : n.literal) {
-        c->literal.emplace(key, copy(*child));
-    }
-    if (n.param) {
-        c->param = copy(*n.param);
-    }
-    return c;
-}
+struct Builder {
+    std::deque<Node> nodes;
 
-// Adds to `a` what `b` has and `a` lacks (a's routes win, method by method).
-void merge_into(Node &a, const Node &b) {
-    for (const Endpoint *e : b.methods) {
-        a.add(e);
-    }
-    for (const auto &[key, child] : b.literal) {
-        auto it = a.literal.find(key);
-        if (it == a.literal.end()) {
-            a.literal.emplace(key, copy(*child));
-        } else {
-            merge_into(*it->second, *child);
-        }
-    }
-    if (b.param) {
-        if (a.param) {
-            merge_into(*a.param, *b.param);
-        } else {
-            a.param = copy(*b.param);
-        }
-    }
-}
+    Node *make() { return &nodes.emplace_back(); }
 
-// Makes matching deterministic: below every literal child, the routes the parameter child
-// would have matched are merged in with lower priority, so a walk never has to back up.
-void compile(Node &n) {
-    for (auto &[key, child] : n.literal) {
+    Node *copy(const Node &n) {
+        Node *c = make();
+        c->methods = n.methods;
+        for (const auto &[key, child] : n.literal) {
+            c->literal.emplace(key, copy(*child));
+        }
         if (n.param) {
-            merge_into(*child, *n.param);
+            c->param = copy(*n.param);
         }
-        compile(*child);
+        return c;
     }
-    if (n.param) {
-        compile(*n.param);
-    }
-}
 
+    // Adds to `a` what `b` has and `a` lacks (a's routes win, method by method).
+    void merge_into(Node &a, const Node &b) {
+        for (const Endpoint *e : b.methods) {
+            a.add(e);
+        }
+        for (const auto &[key, child] : b.literal) {
+            auto it = a.literal.find(key);
+            if (it == a.literal.end()) {
+                a.literal.emplace(key, copy(*child));
+            } else {
+                merge_into(*it->second, *child);
+            }
+        }
+        if (b.param) {
+            if (a.param) {
+                merge_into(*a.param, *b.param);
+            } else {
+                a.param = copy(*b.param);
+            }
+        }
+    }
+
+    // Makes matching deterministic: below every literal child, the routes the parameter child
+    // would have matched are merged in with lower priority, so a walk never has to back up.
+    void compile(Node &n) {
+        for (auto &[key, child] : n.literal) {
+            if (n.param) {
+                merge_into(*child, *n.param);
+            }
+            compile(*child);
+        }
+        if (n.param) {
+            compile(*n.param);
+        }
+    }
+};
 
 constexpr std::uint32_t kNone = 0xffffffffu;
 
@@ -212,28 +213,30 @@ RouteTable::RouteTable(RouteTable &&) noexcept = default;
 RouteTable &RouteTable::operator=(RouteTable &&) noexcept = default;
 
 RouteTable::RouteTable(const std::vector<Endpoint> &endpoints) {
-    Node root;
+    Builder b;
+    Node *root = b.make();
     for (const Endpoint &e : endpoints) {
-        Node *n = &root;
+        Node *n = root;
         for (const Segment &s : e.route->pattern.segments) {
             if (s.param) {
                 if (!n->param) {
-                    n->param = std::make_unique<Node>();
+                    n->param = b.make();
                 }
-                n = n->param.get();
+                n = n->param;
             } else {
-                auto &child = n->literal[s.text];
+                Node *&child = n->literal[s.text];
                 if (!child) {
-                    child = std::make_unique<Node>();
+                    child = b.make();
                 }
-                n = child.get();
+                n = child;
             }
         }
         n->add(&e);
     }
-    compile(root);
+    b.compile(*root);
     flat_ = std::make_unique<Flat>();
-    flat_->freeze(root);
+    flat_->nodes.reserve(b.nodes.size());
+    flat_->freeze(*root);
 }
 
 RouteTable::Lookup RouteTable::match(std::string_view method, std::string_view path) const noexcept {
