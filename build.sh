@@ -108,10 +108,21 @@ build_all() {
     build_module
 }
 
+# ---------------------------------------------------------------- npm packages of the tests
+# t/package.json + t/package-lock.json (the OpenAPI validator of t/versions_openapi.t) into t/node_modules
+install_test_npm() {
+    [ -f "$ROOT/t/package-lock.json" ] || return 0
+    if [ ! -d "$ROOT/t/node_modules" ] || [ "$ROOT/t/package-lock.json" -nt "$ROOT/t/node_modules" ]; then
+        log "installing the tests' npm packages"
+        (cd "$ROOT/t" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    fi
+}
+
 # ---------------------------------------------------------------- commands
 run_tests() {
     log "unit tests (ctest)"
     (cd "$BUILD/core" && ctest --output-on-failure -j "$JOBS")
+    install_test_npm
     log "nginx tests (prove t/)"
     export NGINX_BIN="$(nginx_bin)"
     export SIGNIN_MODULE="$BUILD/modules/ngx_http_signin_module.so"

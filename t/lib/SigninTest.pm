@@ -190,9 +190,19 @@ sub stop {
     kill 'QUIT', $pid;
     for (1 .. 200) {
         last unless kill 0, $pid;
+        last if exited($pid);
         sleep 0.05;
     }
     kill 'KILL', $pid if kill 0, $pid;
+}
+
+# A daemonized master is reparented to init, which may reap it seconds after it exited:
+# a zombie has exited.
+sub exited {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or return 1;
+    my $stat = <$fh> // return 1;
+    return $stat =~ /^\d+ \(.*\) Z /;
 }
 
 sub error_log {

@@ -1,0 +1,112 @@
+// Shared by the files of ngx_http_api_versions_module: configuration, per-request state.
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "version/group.hpp"
+
+extern "C" {
+extern ngx_module_t ngx_http_api_versions_module;
+}
+
+namespace apiv {
+
+// Contexts of the directives inside `api_versions { }` and `version NAME { }` (bits no nginx
+// context uses; the route lines inside `controller @name { }` go to a custom handler).
+constexpr ngx_uint_t kGroupConf = 0x00100000;
+constexpr ngx_uint_t kVersionConf = 0x00200000;
+
+struct Where {
+    std::string file;
+    ngx_uint_t line = 0;
+};
+
+struct ControllerUse {
+    std::string name;      // "@legacy_v1"
+    std::string version;   // the version block it is declared in
+    Where where;
+};
+
+struct RouteUse {
+    ngx_http_core_srv_conf_t *server;
+    Where where;  // of api_versions_route
+};
+
+// The group and everything derived from it; lives in the configuration pool (cleanup runs the
+// destructor) and is read-only once the configuration is loaded, except the per-worker OpenAPI
+// cache, which only its own worker's single thread touches.
+struct State {
+    signin::version::Group group;
+    std::vector<ControllerUse> controllers;
+    std::vector<RouteUse> routes;
+    Where default_at;
+    std::string default_name;
+    bool has_strategy = false;
+    std::size_t current_version = signin::version::npos;
+    std::string current_controller;
+    std::size_t current_routes = 0;
+
+    std::string supported;                // "v1, v2, v3" for api-supported-versions
+    std::vector<std::string> deprecation;  // per version, "" when not deprecated
+    std::vector<std::string> sunset;       // per version, "" when no sunset
+    std::vector<std::string> openapi;      // per version, built on first request
+};
+
+enum class StrategyKind : ngx_uint_t { Path, Header, Accept, Custom };
+
+}  // namespace apiv
+
+struct ngx_http_api_versions_main_conf_t {
+    apiv::State *state;                // nullptr when the configuration has no group
+    ngx_flag_t fallback;
+    ngx_http_complex_value_t *custom;  // strategy custom
+    ngx_str_t header;                  // strategy header: the name, lower case
+    ngx_str_t vendor;                  // strategy accept
+    ngx_str_t vary;                    // the Vary token, empty for path and custom
+    apiv::StrategyKind strategy;
+    ngx_flag_t routing;                // some location has api_versions_route
+};
+
+struct ngx_http_api_versions_loc_conf_t {
+    ngx_flag_t route;      // api_versions_route here
+    ngx_str_t mount;       // the prefix routes are relative to, "/api"
+    u_char *route_file;
+    ngx_uint_t route_line;
+    ngx_flag_t openapi;    // api_versions_openapi here
+    ngx_str_t title;
+    u_char *openapi_file;
+    ngx_uint_t openapi_line;
+};
+
+// Per-request state. It lives in a request pool cleanup so that it can be found again after
+// ngx_http_named_location() clears the module contexts (as nginx's realip module does).
+struct ngx_http_api_versions_ctx_t {
+    ngx_http_request_t *request;
+    ngx_str_t version;             // $api_version: requested or default, "" when none
+    ngx_str_t controller_version;  // $api_controller_version
+    ngx_uint_t version_index;      // signin::version::npos when none
+};
+static_assert(std::is_trivially_destructible<ngx_http_api_versions_ctx_t>::value,
+              "the request ctx lives in pool memory");
+
+namespace apiv {
+
+// The request's ctx (found again after a named-location jump), or nullptr.
+ngx_http_api_versions_ctx_t *find_ctx(ngx_http_request_t *r);
+ngx_http_api_versions_ctx_t *create_ctx(ngx_http_request_t *r);
+
+// Phase handler, content handler, header filter and variables (api_versions_*.cpp).
+ngx_int_t rewrite_handler(ngx_http_request_t *r);
+ngx_int_t openapi_handler(ngx_http_request_t *r);
+ngx_int_t install_filter(ngx_conf_t *cf);
+ngx_int_t add_variables(ngx_conf_t *cf);
+
+// Sends {"error": ..., "code": ...} with content-type application/json and cache-control no-store.
+ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view error, std::string_view code,
+                     std::string_view allow = {});
+
+}  // namespace apiv

@@ -1,0 +1,313 @@
+// The rewrite-phase handler of api_versions_route (resolve the version, find the route, rewrite
+// $uri, jump to the controller's named location), JSON errors, and the OpenAPI content handler.
+#include "ngx/ngx_signin_nginx.h"
+
+#include <string>
+
+#include "ngx/api_versions_glue.h"
+#include "version/openapi.hpp"
+
+using signin::version::Decision;
+using signin::version::npos;
+using signin_ngx::sv;
+
+namespace apiv {
+
+namespace {
+
+using MainConf = ngx_http_api_versions_main_conf_t;
+using LocConf = ngx_http_api_versions_loc_conf_t;
+using Ctx = ngx_http_api_versions_ctx_t;
+
+// Marks the cleanup that holds a request's ctx; a finished request's ctx is never matched again.
+void ctx_cleanup(void *data) {
+    static_cast<Ctx *>(data)->request = nullptr;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+// Calls f(value) for each request header named `lowercase`, until f returns true.
+template <class F>
+void each_header(ngx_http_request_t *r, ngx_str_t lowercase, F &&f) {
+    for (ngx_list_part_t *part = &r->headers_in.headers.part; part; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts; ++i) {
+            if (h[i].key.len == lowercase.len &&
+                ngx_strncasecmp(h[i].key.data, lowercase.data, lowercase.len) == 0 && f(sv(h[i].value))) {
+                return;
+            }
+        }
+    }
+}
+
+ngx_table_elt_t *add_header(ngx_http_request_t *r, std::string_view name, std::string_view value) {
+    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
+    if (!h) {
+        return nullptr;
+    }
+    h->hash = 1;
+    h->key = signin_ngx::ngx_view(name);
+    h->value = signin_ngx::pool_copy(r->pool, value);
+    h->lowcase_key = nullptr;
+    return h->value.data ? h : nullptr;
+}
+
+ngx_int_t route(ngx_http_request_t *r) {
+    auto *lcf = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_api_versions_module));
+    if (!lcf->route) {
+        return NGX_DECLINED;
+    }
+    auto *mcf = static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_api_versions_module));
+    if (!mcf->state) {
+        return NGX_DECLINED;
+    }
+    const auto &group = mcf->state->group;
+    Ctx *ctx = find_ctx(r);
+    if (!ctx) {
+        ctx = create_ctx(r);
+        if (!ctx) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    ctx->version_index = npos;
+    ctx->version.len = 0;
+    ctx->controller_version.len = 0;
+
+    std::string_view uri = sv(r->uri);
+    std::string_view mount = sv(lcf->mount);
+    if (uri.substr(0, mount.size()) != mount || (uri.size() > mount.size() && uri[mount.size()] != '/')) {
+        return send_error(r, NGX_HTTP_NOT_FOUND, "not found", "not_found");
+    }
+    std::string_view path = uri.substr(mount.size());
+    std::string_view method = sv(r->method_name);
+
+    Decision d;
+    switch (mcf->strategy) {
+    case StrategyKind::Path:
+        d = group.decide_path(method, path);
+        break;
+    case StrategyKind::Header: {
+        std::string_view value;
+        each_header(r, mcf->header, [&](std::string_view v) {
+            value = trim(v);
+            return true;
+        });
+        d = group.decide(method, path, value);
+        break;
+    }
+    case StrategyKind::Accept: {
+        std::string_view value;
+        each_header(r, signin_ngx::ngx_view("accept"), [&](std::string_view v) {
+            value = signin::version::accept_version(v, sv(mcf->vendor));
+            return !value.empty();
+        });
+        d = group.decide(method, path, value);
+        break;
+    }
+    case StrategyKind::Custom: {
+        ngx_str_t value;
+        if (ngx_http_complex_value(r, mcf->custom, &value) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        d = group.decide(method, path, trim(sv(value)));
+        break;
+    }
+    }
+
+    if (d.version != npos) {
+        ctx->version_index = d.version;
+        ctx->version = signin_ngx::ngx_view(group.versions()[d.version].name);
+    }
+
+    switch (d.kind) {
+    case Decision::Kind::Route:
+        break;
+    case Decision::Kind::MethodNotAllowed:
+        return send_error(r, NGX_HTTP_NOT_ALLOWED, "method not allowed", "method_not_allowed", d.allow);
+    case Decision::Kind::NotFound:
+        return send_error(r, NGX_HTTP_NOT_FOUND, "not found", "not_found");
+    case Decision::Kind::MissingVersion:
+        return send_error(r, NGX_HTTP_BAD_REQUEST, "missing API version", "missing_api_version");
+    case Decision::Kind::UnknownVersion:
+        return send_error(r, NGX_HTTP_BAD_REQUEST, "unknown API version " + std::string(d.requested),
+                          "unknown_api_version");
+    }
+
+    ctx->controller_version = signin_ngx::ngx_view(group.versions()[d.endpoint->answered_by].name);
+
+    if (d.strip_len) {
+        // the controller sees the path without the version segment; $request_uri keeps it
+        ngx_str_t u;
+        u.len = mount.size() + d.route_path.size();
+        u.data = static_cast<u_char *>(ngx_pnalloc(r->pool, u.len));
+        if (!u.data) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_memcpy(ngx_cpymem(u.data, mount.data(), mount.size()), d.route_path.data(), d.route_path.size());
+        r->uri = u;
+        r->valid_unparsed_uri = 0;
+        ngx_http_set_exten(r);
+    }
+
+    ngx_str_t controller = signin_ngx::ngx_view(d.endpoint->route->controller);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "api_versions: %V answered by %V at %V",
+                   &ctx->version, &ctx->controller_version, &controller);
+    // ngx_http_named_location() takes a reference on the request (r->main->count++) and runs
+    // the controller's phases; finalizing with NGX_DONE gives that reference back, as the
+    // rewrite-phase checker does nothing for a handler's NGX_DONE
+    ngx_http_finalize_request(r, ngx_http_named_location(r, &controller));
+    return NGX_DONE;
+}
+
+ngx_int_t openapi(ngx_http_request_t *r) {
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        return send_error(r, NGX_HTTP_NOT_ALLOWED, "method not allowed", "method_not_allowed", "GET, HEAD");
+    }
+    auto *mcf = static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_api_versions_module));
+    auto *lcf = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_api_versions_module));
+    State &s = *mcf->state;
+    std::size_t v = s.group.default_version();
+    ngx_str_t arg;
+    if (ngx_http_arg(r, const_cast<u_char *>(reinterpret_cast<const u_char *>("version")), 7, &arg) == NGX_OK) {
+        auto *buf = static_cast<u_char *>(ngx_pnalloc(r->pool, arg.len + 1));
+        if (!buf) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        u_char *src = arg.data, *dst = buf;
+        ngx_unescape_uri(&dst, &src, arg.len, NGX_UNESCAPE_URI);
+        std::string_view name(reinterpret_cast<const char *>(buf), static_cast<std::size_t>(dst - buf));
+        v = s.group.find(name);
+        if (v == npos) {
+            return send_error(r, NGX_HTTP_NOT_FOUND, "unknown API version " + std::string(name),
+                              "unknown_api_version");
+        }
+    } else if (v == npos) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, "missing API version", "missing_api_version");
+    }
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+    std::string &doc = s.openapi[v];
+    if (doc.empty()) {
+        doc = signin::version::openapi_document(s.group, v, sv(lcf->title));
+    }
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_type = signin_ngx::ngx_view("application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = nullptr;
+    r->headers_out.content_length_n = static_cast<off_t>(doc.size());
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+    ngx_buf_t *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
+    if (!b) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    // the document is owned by the configuration and outlives the request
+    b->pos = reinterpret_cast<u_char *>(doc.data());
+    b->last = b->pos + doc.size();
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out{b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+}  // namespace
+
+Ctx *find_ctx(ngx_http_request_t *r) {
+    auto *ctx = static_cast<Ctx *>(ngx_http_get_module_ctx(r, ngx_http_api_versions_module));
+    if (ctx) {
+        return ctx;
+    }
+    // ngx_http_named_location() and error finalization clear r->ctx; the cleanup keeps it
+    for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ctx_cleanup && static_cast<Ctx *>(cln->data)->request == r) {
+            ctx = static_cast<Ctx *>(cln->data);
+            ngx_http_set_ctx(r, ctx, ngx_http_api_versions_module);
+            return ctx;
+        }
+    }
+    return nullptr;
+}
+
+Ctx *create_ctx(ngx_http_request_t *r) {
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(Ctx));
+    if (!cln) {
+        return nullptr;
+    }
+    auto *ctx = static_cast<Ctx *>(cln->data);
+    ngx_memzero(ctx, sizeof(Ctx));
+    ctx->request = r;
+    ctx->version_index = npos;
+    cln->handler = ctx_cleanup;
+    ngx_http_set_ctx(r, ctx, ngx_http_api_versions_module);
+    return ctx;
+}
+
+ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view error, std::string_view code,
+                     std::string_view allow) {
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+    std::string body = "{\"error\":" + signin::version::json_quote(error) + ",\"code\":\"" + std::string(code) +
+                       "\"}";
+    ngx_str_t text = signin_ngx::pool_copy(r->pool, body);
+    if (!text.data) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    r->headers_out.status = status;
+    r->headers_out.content_type = signin_ngx::ngx_view("application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = nullptr;
+    r->headers_out.content_length_n = static_cast<off_t>(text.len);
+    if (!add_header(r, "Cache-Control", "no-store") || (!allow.empty() && !add_header(r, "Allow", allow))) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+    ngx_buf_t *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
+    if (!b) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    b->pos = text.data;
+    b->last = text.data + text.len;
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out{b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t rewrite_handler(ngx_http_request_t *r) {
+    try {
+        return route(r);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions: %s", e.what());
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions: unexpected error");
+    }
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+ngx_int_t openapi_handler(ngx_http_request_t *r) {
+    try {
+        return openapi(r);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions_openapi: %s", e.what());
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions_openapi: unexpected error");
+    }
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+}  // namespace apiv

@@ -1,0 +1,98 @@
+// A version group (SPEC §4 "Version group configuration", §9): versions declared oldest first,
+// one strategy, a default, per-route fallback flattened into one route table per version.
+// Valid C++17 (the nginx glue includes it); no nginx header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "version/pattern.hpp"
+
+namespace signin::version {
+
+enum class Strategy { Path, Header, Accept, Custom };
+
+struct RouteDecl {
+    std::string method;
+    Pattern pattern;
+    std::string controller;  // the named location that answers, e.g. "@legacy_v1"
+    std::size_t key = 0;     // the same number for the same method and shape in every version
+};
+
+struct VersionDecl {
+    std::string name;
+    std::optional<std::int64_t> deprecated;  // Unix seconds (RFC 9745 Deprecation)
+    std::optional<std::int64_t> sunset;      // Unix seconds (RFC 8594 Sunset)
+    std::vector<RouteDecl> routes;           // in declaration order
+};
+
+// One route a version answers once fallback is applied.
+struct Endpoint {
+    const RouteDecl *route = nullptr;  // the declaration that answers (method, pattern, controller)
+    std::size_t answered_by = 0;       // index of the version that declared it
+};
+
+inline constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+// What to do with one request.
+struct Decision {
+    enum class Kind { Route, MethodNotAllowed, NotFound, MissingVersion, UnknownVersion };
+    Kind kind = Kind::NotFound;
+    std::size_t version = npos;        // the requested version, or the default; npos when none
+    const Endpoint *endpoint = nullptr;  // Route
+    std::string_view allow;            // MethodNotAllowed: "GET, HEAD, POST"
+    std::string_view route_path;       // the path matched against the routes
+    std::size_t strip_len = 0;         // path strategy: bytes of "/<version>" removed from the front
+    std::string_view requested;        // UnknownVersion: the name asked for
+};
+
+class Group {
+public:
+    Group();
+    ~Group();
+    Group(const Group &) = delete;
+    Group &operator=(const Group &) = delete;
+
+    // Building; each throws ConfigError with a message for `nginx -t`.
+    void set_strategy(Strategy strategy, std::string argument = {});
+    void set_default(std::string name);  // checked by finish(): the version must be declared
+    void set_fallback(bool on);
+    std::size_t add_version(std::string name, std::optional<std::int64_t> deprecated,
+                            std::optional<std::int64_t> sunset);
+    void add_route(std::size_t version, std::string_view controller, std::string_view method,
+                   std::string_view pattern);
+    // Checks the whole group and builds the route tables; nothing may be added afterwards.
+    void finish();
+
+    Strategy strategy() const;
+    const std::string &strategy_argument() const;
+    bool fallback() const;
+    const std::vector<VersionDecl> &versions() const;
+    std::size_t default_version() const;  // npos when there is none
+    std::size_t find(std::string_view name) const;  // npos when not declared
+    // Every route version `v` answers: its own in declaration order, then the inherited ones,
+    // newest version first.
+    const std::vector<Endpoint> &endpoints(std::size_t v) const;
+
+    // Path strategy: the first segment of `path` names the version only if it is declared.
+    Decision decide_path(std::string_view method, std::string_view path) const noexcept;
+    // Header, accept and custom strategies: `requested` is the value read ("" = none).
+    Decision decide(std::string_view method, std::string_view path,
+                    std::string_view requested) const noexcept;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// The version an Accept header names: the first media range of the form
+// application/vnd.<vendor>.<version>+json (type and vendor case-insensitive, version exact);
+// empty when there is none.
+std::string_view accept_version(std::string_view accept, std::string_view vendor) noexcept;
+
+}  // namespace signin::version

@@ -1,0 +1,200 @@
+// The version group: validation, fallback flattening and the decisions of SPEC §7/§9.
+#include <gtest/gtest.h>
+
+#include "version/group.hpp"
+
+using namespace signin::version;
+using Kind = Decision::Kind;
+
+namespace {
+
+// v1: GET /users, GET /users/{id}, POST /users; v2: GET /users/{id}, DELETE /users/{id};
+// v3: GET /orders
+void declare(Group &g) {
+    auto v1 = g.add_version("v1", std::nullopt, std::nullopt);
+    g.add_route(v1, "@legacy_v1", "GET", "/users");
+    g.add_route(v1, "@legacy_v1", "GET", "/users/:id");
+    g.add_route(v1, "@legacy_v1", "POST", "/users");
+    auto v2 = g.add_version("v2", std::nullopt, std::nullopt);
+    g.add_route(v2, "@users_v2", "GET", "/users/{id}");
+    g.add_route(v2, "@users_v2", "DELETE", "/users/{id}");
+    auto v3 = g.add_version("v3", std::nullopt, std::nullopt);
+    g.add_route(v3, "@orders_v3", "GET", "/orders");
+}
+
+std::string who(const Decision &d) {
+    if (d.kind != Kind::Route) return "-";
+    return d.endpoint->route->controller;
+}
+
+}  // namespace
+
+TEST(VersionGroup, ConfigurationErrors) {
+    Group g;
+    EXPECT_THROW(g.add_version("", std::nullopt, std::nullopt), ConfigError);
+    auto v1 = g.add_version("v1", std::nullopt, std::nullopt);
+    EXPECT_THROW(g.add_version("v1", std::nullopt, std::nullopt), ConfigError);
+    EXPECT_THROW(g.add_version("v 2", std::nullopt, std::nullopt), ConfigError);
+    EXPECT_THROW(g.add_version("a/b", std::nullopt, std::nullopt), ConfigError);
+    EXPECT_THROW(g.add_version("v9", 200, 100), ConfigError);  // sunset before deprecation
+    EXPECT_NO_THROW(g.add_version("v8", 100, 100));
+    g.add_route(v1, "@a", "GET", "/x/{id}");
+    EXPECT_THROW(g.add_route(v1, "@b", "GET", "/x/:other"), ConfigError);  // same route, other name
+    EXPECT_NO_THROW(g.add_route(v1, "@b", "POST", "/x/:other"));
+    EXPECT_THROW(g.add_route(v1, "legacy", "GET", "/y"), ConfigError);
+    EXPECT_THROW(g.add_route(v1, "@a", "FETCH", "/y"), ConfigError);
+    EXPECT_THROW(g.set_strategy(Strategy::Header, ""), ConfigError);
+    EXPECT_THROW(g.set_strategy(Strategy::Header, "x api"), ConfigError);
+    EXPECT_THROW(g.set_strategy(Strategy::Accept, ""), ConfigError);
+    g.set_default("v7");
+    EXPECT_THROW(g.finish(), ConfigError);  // default never declared
+    g.set_default("v1");
+    EXPECT_NO_THROW(g.finish());
+    EXPECT_THROW(g.add_version("v10", std::nullopt, std::nullopt), ConfigError);
+}
+
+TEST(VersionGroup, EmptyGroupIsAnError) {
+    Group g;
+    EXPECT_THROW(g.finish(), ConfigError);
+}
+
+TEST(VersionGroup, HeaderNameIsLowerCased) {
+    Group g;
+    g.set_strategy(Strategy::Header, "X-API-Version");
+    EXPECT_EQ(g.strategy_argument(), "x-api-version");
+}
+
+TEST(VersionGroup, FallbackIsPerRouteNewestFirst) {
+    Group g;
+    declare(g);
+    g.finish();
+    auto v3 = g.find("v3");
+    ASSERT_NE(v3, npos);
+    EXPECT_EQ(who(g.decide("GET", "/orders", "v3")), "@orders_v3");
+    EXPECT_EQ(who(g.decide("GET", "/users/7", "v3")), "@users_v2");    // from v2, the newest
+    EXPECT_EQ(who(g.decide("GET", "/users", "v3")), "@legacy_v1");     // only v1 has it
+    EXPECT_EQ(who(g.decide("DELETE", "/users/7", "v3")), "@users_v2");
+    EXPECT_EQ(who(g.decide("GET", "/users/7", "v1")), "@legacy_v1");
+    EXPECT_EQ(who(g.decide("GET", "/orders", "v2")), "-");             // never backwards
+    auto d = g.decide("GET", "/users/7", "v3");
+    EXPECT_EQ(d.version, v3);                                          // requested stays
+    EXPECT_EQ(d.endpoint->answered_by, g.find("v2"));
+    // the flattened table of v3 lists everything it answers
+    EXPECT_EQ(g.endpoints(v3).size(), 5u);
+}
+
+TEST(VersionGroup, NoFallbackAnswersOnlyOwnRoutes) {
+    Group g;
+    declare(g);
+    g.set_fallback(false);
+    g.finish();
+    EXPECT_EQ(who(g.decide("GET", "/orders", "v3")), "@orders_v3");
+    EXPECT_EQ(g.decide("GET", "/users/7", "v3").kind, Kind::NotFound);
+    EXPECT_EQ(g.decide("GET", "/users", "v2").kind, Kind::NotFound);
+    EXPECT_EQ(who(g.decide("GET", "/users/7", "v2")), "@users_v2");
+    EXPECT_EQ(g.endpoints(g.find("v3")).size(), 1u);
+}
+
+TEST(VersionGroup, MethodNotAllowedListsWhatTheVersionAnswers) {
+    Group g;
+    declare(g);
+    g.finish();
+    auto d = g.decide("PUT", "/users/7", "v2");
+    EXPECT_EQ(d.kind, Kind::MethodNotAllowed);
+    EXPECT_EQ(d.allow, "GET, HEAD, DELETE");
+    auto e = g.decide("DELETE", "/users", "v3");  // inherited GET and POST
+    EXPECT_EQ(e.kind, Kind::MethodNotAllowed);
+    EXPECT_EQ(e.allow, "GET, HEAD, POST");
+    EXPECT_EQ(who(g.decide("HEAD", "/users", "v3")), "@legacy_v1");
+}
+
+TEST(VersionGroup, MissingAndUnknownVersions) {
+    Group g;
+    declare(g);
+    g.set_strategy(Strategy::Header, "x-api-version");
+    g.finish();
+    EXPECT_EQ(g.decide("GET", "/users", "").kind, Kind::MissingVersion);
+    EXPECT_EQ(g.decide("GET", "/no/route", "").kind, Kind::MissingVersion);  // even with no route
+    auto u = g.decide("GET", "/users", "v9");
+    EXPECT_EQ(u.kind, Kind::UnknownVersion);
+    EXPECT_EQ(u.requested, "v9");
+    EXPECT_EQ(g.decide("GET", "/users", "V1").kind, Kind::UnknownVersion);  // case-sensitive
+    EXPECT_EQ(g.decide("GET", "/nothing", "v1").kind, Kind::NotFound);
+}
+
+TEST(VersionGroup, DefaultVersionAnswersWhenNoneIsNamed) {
+    Group g;
+    declare(g);
+    g.set_strategy(Strategy::Accept, "acme");
+    g.set_default("v2");
+    g.finish();
+    auto d = g.decide("GET", "/users/1", "");
+    EXPECT_EQ(d.version, g.find("v2"));
+    EXPECT_EQ(who(d), "@users_v2");
+    EXPECT_EQ(g.decide("GET", "/orders", "").kind, Kind::NotFound);
+}
+
+TEST(VersionGroup, PathStrategyStripsOnlyDeclaredVersions) {
+    Group g;
+    declare(g);
+    g.finish();
+    auto d = g.decide_path("GET", "/v2/users/7");
+    EXPECT_EQ(d.kind, Kind::Route);
+    EXPECT_EQ(d.version, g.find("v2"));
+    EXPECT_EQ(d.route_path, "/users/7");
+    EXPECT_EQ(d.strip_len, 3u);
+    auto root = g.decide_path("GET", "/v2");
+    EXPECT_EQ(root.route_path, "/");
+    EXPECT_EQ(root.version, g.find("v2"));
+    // no default: unversioned and unknown prefixes are 404, never 400
+    auto none = g.decide_path("GET", "/users");
+    EXPECT_EQ(none.kind, Kind::NotFound);
+    EXPECT_EQ(none.version, npos);
+    EXPECT_EQ(g.decide_path("GET", "/v9/users").kind, Kind::NotFound);
+    EXPECT_EQ(g.decide_path("GET", "/").kind, Kind::NotFound);
+}
+
+TEST(VersionGroup, PathStrategyWithDefault) {
+    Group g;
+    declare(g);
+    g.set_default("v1");
+    g.finish();
+    auto d = g.decide_path("GET", "/users");
+    EXPECT_EQ(who(d), "@legacy_v1");
+    EXPECT_EQ(d.strip_len, 0u);
+    EXPECT_EQ(d.route_path, "/users");
+    // "v9" is not a version, so it is an ordinary segment of the default version: no route
+    auto u = g.decide_path("GET", "/v9/users");
+    EXPECT_EQ(u.kind, Kind::NotFound);
+    EXPECT_EQ(u.version, g.find("v1"));
+    EXPECT_EQ(g.decide_path("GET", "/v3/orders").endpoint->route->controller, "@orders_v3");
+}
+
+TEST(VersionGroup, AcceptHeaderParsing) {
+    EXPECT_EQ(accept_version("application/vnd.acme.v2+json", "acme"), "v2");
+    EXPECT_EQ(accept_version("text/html, Application/VND.Acme.2024-01+JSON; q=0.9", "acme"), "2024-01");
+    EXPECT_EQ(accept_version("application/json, */*", "acme"), "");
+    EXPECT_EQ(accept_version("application/vnd.acme+json", "acme"), "");
+    EXPECT_EQ(accept_version("application/vnd.other.v2+json", "acme"), "");
+    EXPECT_EQ(accept_version("application/vnd.acmex.v2+json", "acme"), "");
+    EXPECT_EQ(accept_version("application/vnd.acme.v2+xml", "acme"), "");
+    EXPECT_EQ(accept_version("application/vnd.acme.v1+json,application/vnd.acme.v3+json", "acme"), "v1");
+    EXPECT_EQ(accept_version("", "acme"), "");
+}
+
+TEST(VersionGroup, ResolutionDoesNotDependOnGroupSize) {
+    // 20 versions of 1,000 routes each: still exact answers (speed is measured in bench/)
+    Group g;
+    for (int v = 1; v <= 20; ++v) {
+        auto i = g.add_version("v" + std::to_string(v), std::nullopt, std::nullopt);
+        for (int r = 0; r < 1000; ++r) {
+            int id = r < 500 ? r : v * 1000 + r;
+            g.add_route(i, "@c" + std::to_string(v), "GET", "/res" + std::to_string(id) + "/items/{id}");
+        }
+    }
+    g.finish();
+    EXPECT_EQ(g.endpoints(g.find("v20")).size(), 500u + 20u * 500u);
+    EXPECT_EQ(who(g.decide("GET", "/res3/items/9", "v20")), "@c20");
+    EXPECT_EQ(who(g.decide("GET", "/res1600/items/9", "v20")), "@c1");
+    EXPECT_EQ(g.decide("GET", "/res20600/items/9", "v19").kind, Kind::NotFound);
+}

@@ -1,0 +1,143 @@
+# Configuration errors of the version group stop `nginx -t` with the file and line
+# (SPEC §7 last note; DESIGN §3.6). Each case marks the offending line with "#here".
+use strict;
+use warnings;
+use Test::More;
+use SigninTest;
+
+my $t = SigninTest->new;
+
+my $servers = <<'END';
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /api/ { api_versions_route; }
+        location @a { return 200; }
+        location @b { return 200; }
+    }
+END
+
+sub check {
+    my ($name, $http, $message) = @_;
+    my ($status, $out) = $t->nginx_t(http => $http);
+    isnt $status, 0, "$name: nginx -t fails";
+    open my $fh, '<', $t->prefix . '/nginx.conf' or die $!;
+    my $line = 0;
+    my $at;
+    while (<$fh>) { $line++; $at = $line if /#here/ }
+    die "$name: no #here marker" unless $at;
+    like $out, qr/\[emerg\].*\Q$message\E.* in \S*nginx\.conf:$at\b/, "$name: message and line $at";
+}
+
+sub group { my ($body) = @_; "    api_versions {\n$body\n    }\n" . $servers }
+
+check('empty version name', group(<<'END'), 'empty version name');
+        version v1 { controller @a { GET /x; } }
+        version "" { controller @a { GET /y; } }   #here
+END
+
+check('version declared twice', group(<<'END'), 'version "v1" is declared twice');
+        version v1 { controller @a { GET /x; } }
+        version v1 { controller @a { GET /y; } }   #here
+END
+
+check('default never declared', group(<<'END'), 'default version "v3" is never declared');
+        default v3;   #here
+        version v1 { controller @a { GET /x; } }
+END
+
+check('unknown strategy', group(<<'END'), 'invalid strategy "query"');
+        strategy query v;   #here
+        version v1 { controller @a { GET /x; } }
+END
+
+check('header strategy without a name', group(<<'END'), 'invalid strategy "header"');
+        strategy header;   #here
+        version v1 { controller @a { GET /x; } }
+END
+
+check('duplicate route in one version', group(<<'END'), 'duplicate route "GET /users/{uid}" in version "v1"');
+        version v1 {
+            controller @a { GET /users/:id; }
+            controller @b { POST /users/:id; GET "/users/{uid}"; }   #here
+        }
+END
+
+check('unknown method', group(<<'END'), 'unknown method "FETCH"');
+        version v1 { controller @a {
+            FETCH /x;   #here
+        } }
+END
+
+check('route with an empty segment', group(<<'END'), 'route "/a//b" has an empty segment');
+        version v1 { controller @a {
+            GET /a//b;   #here
+        } }
+END
+
+check('sunset before deprecation', group(<<'END'), 'sunset is before deprecation');
+        version v1 deprecated=2026-06-01 sunset=2026-01-01 {   #here
+            controller @a { GET /x; }
+        }
+END
+
+check('invalid date', group(<<'END'), 'invalid date in "sunset=2026-02-30"');
+        version v1 sunset=2026-02-30 {   #here
+            controller @a { GET /x; }
+        }
+END
+
+check('controller that is not a named location', group(<<'END'), 'controller "legacy" must name a named location');
+        version v1 {
+            controller legacy { GET /x; }   #here
+        }
+END
+
+check('controller with no named location', group(<<'END'), 'controller "@missing" of version "v2" names no named location');
+        version v1 { controller @a { GET /x; } }
+        version v2 {
+            controller @missing { GET /y; }   #here
+        }
+END
+
+check('second group', group(<<'END') . <<'END2', 'a second "api_versions" block');
+        version v1 { controller @a { GET /x; } }
+END
+    api_versions {   #here
+        version v2 { controller @a { GET /x; } }
+    }
+END2
+
+check('group directive in the wrong block', group(<<'END'), '"strategy" directive is not allowed here');
+        version v1 {
+            strategy path;   #here
+            controller @a { GET /x; }
+        }
+END
+
+check('api_versions_route without a group', <<'END', '"api_versions_route" needs an "api_versions" block');
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /api/ { api_versions_route; }   #here
+    }
+END
+
+check('api_versions_route in a regex location without a mount',
+    group("        version v1 { controller \@a { GET /x; } }") =~ s/\z/    server { listen 127.0.0.1:%%PORT2%%; location ~ ^\/r\/ { api_versions_route; } }   #here\n/r,
+    'outside a prefix location needs the mount path');
+
+# a braced parameter must be quoted: nginx itself stops at the "{"
+my ($status, $out) = $t->nginx_t(http => group("        version v1 { controller \@a { GET /users/{id}; } }"));
+isnt $status, 0, 'an unquoted {param} fails nginx -t';
+like $out, qr/unexpected "\{"|unexpected "}"/, 'nginx names the brace';
+
+# and a correct group passes
+($status, $out) = $t->nginx_t(http => group(<<'END'));
+        strategy header X-API-Version;
+        default v2;
+        fallback off;
+        version v1 deprecated=2026-01-01 sunset=2026-12-31T12:00:00Z { controller @a { GET /x; GET "/x/{id}"; } }
+        version v2 { controller @b { GET /x/:id; DELETE /x/:id; } }
+END
+is $status, 0, 'a valid group passes nginx -t' or diag $out;
+
+done_testing;

@@ -1,0 +1,67 @@
+# OpenAPI 3.1 document per version (SPEC §9 item 11): every route the version answers, inherited
+# ones included and marked with the version that answers; validated by a third-party validator.
+use strict;
+use warnings;
+use Test::More;
+use SigninTest;
+use VersionsTest qw(group_http);
+
+my $root = $ENV{SIGNIN_ROOT} || '.';
+my $validator = "$root/t/tools/openapi_validate.mjs";
+ok -d "$root/t/node_modules/\@seriousme/openapi-schema-validator", 'the npm validator is installed (build.sh test installs it)';
+
+my $t = SigninTest->new;
+$t->run(http => group_http(strategy => 'path', default => 'v1'), wait_ports => [$t->port, $t->port2]);
+
+my %doc;
+for my $v (qw(v1 v2 v3)) {
+    my $r = $t->req(GET => "/openapi.json?version=$v");
+    is $r->{status}, 200, "$v: 200";
+    like $r->{headers}{'content-type'}, qr{^application/json}, "$v: JSON";
+    $doc{$v} = $r->{json};
+    my $file = $t->prefix . "/openapi-$v.json";
+    open my $fh, '>', $file or die $!;
+    print $fh $r->{content};
+    close $fh;
+    my $out = `node $validator $file 2>&1`;
+    is $?, 0, "$v: the validator accepts the document" or diag $out;
+    like $out, qr/valid 3\.1/, "$v: validated as OpenAPI 3.1";
+}
+
+my $p3 = $doc{v3}{paths};
+is $doc{v3}{openapi}, '3.1.0', 'openapi 3.1.0';
+is $doc{v3}{info}{version}, 'v3', 'info.version names the version';
+is $doc{v3}{info}{title}, 'Test API', 'title from the directive';
+is_deeply [sort keys %$p3], ['/', '/orders', '/orders/{id}/lines/{line}', '/users', '/users/{id}'],
+    'v3 lists its own and every inherited route';
+is $p3->{'/orders'}{get}{'x-answered-by-version'}, 'v3', 'own route marked v3';
+is $p3->{'/users/{id}'}{get}{'x-answered-by-version'}, 'v2', 'GET /users/{id} answered by v2';
+is $p3->{'/users/{id}'}{get}{'x-controller'}, '@users_v2', 'with its controller';
+is $p3->{'/users'}{post}{'x-answered-by-version'}, 'v1', 'POST /users answered by v1';
+is_deeply [map { $_->{name} } @{ $p3->{'/orders/{id}/lines/{line}'}{get}{parameters} }], ['id', 'line'],
+    'path parameters in order';
+is $p3->{'/orders/{id}/lines/{line}'}{get}{parameters}[0]{in}, 'path', 'in: path';
+ok !exists $doc{v1}{paths}{'/orders'}, 'v1 does not list newer routes';
+ok !exists $doc{v1}{paths}{'/users/{id}'}{delete}, 'v1 has no DELETE /users/{id}';
+ok $doc{v2}{paths}{'/users/{id}'}{delete}{deprecated}, 'operations of a deprecated version are deprecated';
+is $doc{v2}{info}{'x-sunset'}, 'Thu, 31 Dec 2026 00:00:00 GMT', 'the sunset date is in info';
+
+my $r = $t->req(GET => '/openapi.json');
+is $r->{json}{info}{version}, 'v1', 'no version argument: the default version';
+$r = $t->req(GET => '/openapi.json?version=v9');
+is $r->{status}, 404, 'unknown version: 404';
+is_deeply $r->{json}, {error => 'unknown API version v9', code => 'unknown_api_version'}, 'unknown version body';
+$r = $t->req(POST => '/openapi.json', json => {});
+is $r->{status}, 405, 'POST: 405';
+is $r->{headers}{allow}, 'GET, HEAD', 'Allow: GET, HEAD';
+$t->done;
+
+my $n = SigninTest->new;
+$n->run(http => group_http(strategy => 'header x-api-version'), wait_ports => [$n->port, $n->port2]);
+$r = $n->req(GET => '/openapi.json');
+is $r->{status}, 400, 'no version argument and no default: 400';
+is $r->{json}{error}, 'missing API version', 'missing body';
+is $n->req(GET => '/openapi.json?version=v2')->{json}{info}{version}, 'v2', 'explicit version without a default';
+$n->done;
+
+done_testing;
