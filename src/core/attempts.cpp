@@ -23,8 +23,9 @@ void pair_failed(Pair &p, Millis now, const AttemptLimits &l) {
     if (p.failures > 0 && now >= std::max(p.blocked_until, p.last) + l.backoff_max) p = Pair{};
     p.failures++;
     p.last = now;
-    if (p.failures > l.free_attempts) {
-        p.blocked_until = now + doubled(l.backoff, p.failures - l.free_attempts - 1, l.backoff_max);
+    // the free attempts used up, each failure makes the next attempt wait, doubling
+    if (p.failures >= l.free_attempts) {
+        p.blocked_until = now + doubled(l.backoff, p.failures - l.free_attempts, l.backoff_max);
     }
 }
 
