@@ -12,7 +12,10 @@ namespace {
 
 using signin::Code;
 
-enum Endpoint { Register, Login, SessionEp, Token, Me, Sessions, Revoke, Logout, PasswordEp };
+enum Endpoint { Register, Login, SessionEp, Token, Me, Sessions, Revoke, Logout, PwSet, PwRegister, PwSession, PwToken,
+                PwChange };
+
+bool is_password_endpoint(Endpoint ep) { return ep >= PwSet; }
 
 struct Route {
     std::string_view path;
@@ -29,11 +32,11 @@ constexpr std::array<Route, 13> kRoutes = {{
     {"sessions", NGX_HTTP_GET, Sessions},
     {"sessions/revoke", NGX_HTTP_POST, Revoke},
     {"logout", NGX_HTTP_POST, Logout},
-    {"password", NGX_HTTP_POST, PasswordEp},
-    {"password/register", NGX_HTTP_POST, PasswordEp},
-    {"password/session", NGX_HTTP_POST, PasswordEp},
-    {"password/token", NGX_HTTP_POST, PasswordEp},
-    {"password/change", NGX_HTTP_POST, PasswordEp},
+    {"password", NGX_HTTP_POST, PwSet},
+    {"password/register", NGX_HTTP_POST, PwRegister},
+    {"password/session", NGX_HTTP_POST, PwSession},
+    {"password/token", NGX_HTTP_POST, PwToken},
+    {"password/change", NGX_HTTP_POST, PwChange},
 }};
 
 signin::Identity &id() { return *identity(); }
@@ -81,9 +84,13 @@ ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bo
 struct IssueJob final : Job {
     signin::Intent intent;
     std::string email, group, client;
+    std::optional<signin::Secret> password;  // POST /password/register: Argon2id runs here, in the pool
     std::optional<signin::Result<signin::TokenIssue>> result;
 
-    void run() override { result = id().issue_token(intent, email, group, client); }
+    void run() override {
+        result = password ? id().issue_password_registration(email, *password, group, client)
+                          : id().issue_token(intent, email, group, client);
+    }
     void finish(ngx_http_request_t *r) override;
 };
 
@@ -104,6 +111,7 @@ ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
     auto *st = static_cast<DeliveryState *>(data);
     if (st->handled) return rc;
     st->handled = true;
+    if (st->token.empty()) return rc;  // a notice (PasswordChanged): no token to cancel
     ngx_uint_t status = sr->headers_out.status;
     bool ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
     if (ok) return rc;
@@ -161,7 +169,7 @@ ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::
 void IssueJob::finish(ngx_http_request_t *r) {
     if (!result || !*result) {
         const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
-        ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+        ngx_http_finalize_request(r, send_failure(r, e));
         return;
     }
     if ((*result)->delivery) {
@@ -176,6 +184,14 @@ void IssueJob::finish(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, send_json(r, 202, "{\"status\":\"sent\"}"));
 }
 
+// 200 with the bearer answer, or the user and the session cookie.
+ngx_int_t send_session(ngx_http_request_t *r, signin::Session &s) {
+    if (s.kind == signin::SessionKind::Bearer) return send_json(r, 200, signin::json::bearer(s, id().now()));
+    long long max_age = (s.expires_at - id().now()) / 1000;
+    add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), s.token.reveal(), max_age));
+    return send_json(r, 200, signin::json::user(s.user));
+}
+
 struct ExchangeJob final : Job {
     signin::Secret token;
     std::string client, user_agent;
@@ -186,17 +202,71 @@ struct ExchangeJob final : Job {
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
-            ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+            ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
-        signin::Session &s = result->value();
-        if (kind == signin::SessionKind::Bearer) {
-            ngx_http_finalize_request(r, send_json(r, 200, signin::json::bearer(s, id().now())));
+        ngx_http_finalize_request(r, send_session(r, result->value()));
+    }
+};
+
+// POST /password/session and /password/token: the whole sign-in (Argon2id verify, the session
+// write and its commit) runs in the pool.
+struct PasswordLoginJob final : Job {
+    std::string email, group, client, user_agent;
+    signin::Secret password;
+    signin::SessionKind kind = signin::SessionKind::Cookie;
+    std::optional<signin::Result<signin::SignInStep>> result;
+
+    void run() override { result = id().login_password_step(email, password, client, kind, user_agent, group); }
+    void finish(ngx_http_request_t *r) override {
+        if (!result || !*result) {
+            const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
-        long long max_age = (s.expires_at - id().now()) / 1000;
-        add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), s.token.reveal(), max_age));
-        ngx_http_finalize_request(r, send_json(r, 200, signin::json::user(s.user)));
+        signin::SignInStep &step = result->value();
+        if (!step.signed_in() || !step.session) {
+            ngx_http_finalize_request(r, send_json(r, 202, "{\"mfa_required\":true}"));
+            return;
+        }
+        ngx_http_finalize_request(r, send_session(r, *step.session));
+    }
+};
+
+// POST /password (set, change or reset from a fresh session) and POST /password/change.
+struct PasswordWriteJob final : Job {
+    bool change = false;
+    signin::Principal principal;
+    signin::Secret current, password;
+    std::string client;
+    std::optional<signin::Status> set_result;
+    std::optional<signin::Result<signin::PasswordChange>> change_result;
+
+    void run() override {
+        if (change) {
+            change_result = id().change_password(principal, current, password, client);
+        } else {
+            set_result = id().set_password(principal, password, client);
+        }
+    }
+    void finish(ngx_http_request_t *r) override {
+        const signin::Error *e = nullptr;
+        signin::Error none{Code::Internal, "no result"};
+        if (change) {
+            if (!change_result) e = &none;
+            else if (!*change_result) e = &change_result->error();
+        } else {
+            if (!set_result) e = &none;
+            else if (!*set_result) e = &set_result->error();
+        }
+        if (e) {
+            ngx_http_finalize_request(r, send_failure(r, *e));
+            return;
+        }
+        if (change && start_delivery(r, change_result->value().notice, client) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not send the PasswordChanged notice");
+        }
+        ngx_http_finalize_request(r, send_empty(r, 204));
     }
 };
 
@@ -214,7 +284,7 @@ struct SessionWriteJob final : Job {
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
-            ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+            ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
         if (what == LogoutThis && cookie) add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0));
@@ -304,6 +374,46 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
         job->cookie = c.state == Credentials::Cookie;
         return post_or_fail(r, std::move(job));
     }
+    case PwRegister:
+    case PwSession:
+    case PwToken: {
+        // passwords may be up to 1024 bytes after NFC; longer ones reach the policy's message
+        auto f = signin::json::parse_object(body, {{"email", true}, {"password", true}, {"group", false}}, 8192);
+        if (!f) return send_error(r, f.error().code, f.error().message);
+        if (ep == PwRegister) {
+            auto job = std::make_unique<IssueJob>();
+            job->intent = signin::Intent::Register;
+            job->email = f.value()["email"];
+            job->group = f.value()["group"];
+            job->client = client;
+            job->password.emplace(std::move(f.value()["password"]));
+            return post_or_fail(r, std::move(job));
+        }
+        auto job = std::make_unique<PasswordLoginJob>();
+        job->email = f.value()["email"];
+        job->group = f.value()["group"];
+        job->password = signin::Secret(std::move(f.value()["password"]));
+        job->client = client;
+        job->user_agent = user_agent();
+        job->kind = ep == PwToken ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+        return post_or_fail(r, std::move(job));
+    }
+    case PwSet:
+    case PwChange: {
+        Credentials c = read_credentials(r, id().cookie_name());
+        auto p = authenticate(r, c);
+        if (!p) return send_unauthenticated(r, p.error(), c.state == Credentials::Cookie);
+        auto f = ep == PwSet ? signin::json::parse_object(body, {{"password", true}}, 8192)
+                             : signin::json::parse_object(body, {{"current", true}, {"password", true}}, 8192);
+        if (!f) return send_error(r, f.error().code, f.error().message);
+        auto job = std::make_unique<PasswordWriteJob>();
+        job->change = ep == PwChange;
+        job->principal = p.value();
+        job->password = signin::Secret(std::move(f.value()["password"]));
+        if (ep == PwChange) job->current = signin::Secret(std::move(f.value()["current"]));
+        job->client = client;
+        return post_or_fail(r, std::move(job));
+    }
     default:
         return send_error(r, Code::NotFound, "not found");
     }
@@ -340,7 +450,13 @@ ngx_int_t api(ngx_http_request_t *r) {
         if (path && candidate.path == *path) route = &candidate;
     }
     if (route == nullptr) return send_error(r, Code::NotFound, "not found");
-    if (route->ep == PasswordEp) return send_error(r, Code::PasswordsDisabled, "password sign-in is not enabled");
+    // signin_passwords off: every password endpoint is this 403 and nothing else
+    if (is_password_endpoint(route->ep) && !id().policy().with_passwords) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return send_error(r, Code::PasswordsDisabled, "password sign-in is not enabled");
+    }
     bool method_ok = r->method == route->method || (route->method == NGX_HTTP_GET && r->method == NGX_HTTP_HEAD);
     if (!method_ok) {
         add_header(r, "Allow", route->method == NGX_HTTP_GET ? "GET, HEAD" : "POST");
@@ -348,7 +464,7 @@ ngx_int_t api(ngx_http_request_t *r) {
     }
     // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need one
     auto origin = header_value(r, "Origin");
-    if (auto ok = id().check_origin(origin, route->ep == SessionEp); !ok) {
+    if (auto ok = id().check_origin(origin, route->ep == SessionEp || route->ep == PwSession); !ok) {
         return send_error(r, ok.error().code, ok.error().message);
     }
     Credentials c = read_credentials(r, id().cookie_name());

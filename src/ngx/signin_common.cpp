@@ -178,6 +178,19 @@ ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string
     return send_json(r, status, signin::json::error(code, shown));
 }
 
+ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e) {
+    if (e.code != signin::Code::RateLimited) return send_error(r, e.code, e.message);
+    const long long seconds = e.retry_after > 0 ? (e.retry_after + 999) / 1000 : 1;
+    if (!add_header(r, "Retry-After", std::to_string(seconds))) return NGX_ERROR;
+    signin::json::Writer w;
+    w.begin_object()
+        .key("error").value(e.message)
+        .key("code").value(signin::code_name(e.code))
+        .key("retry_after").value(static_cast<std::int64_t>(seconds))
+        .end_object();
+    return send_json(r, 429, w.str());
+}
+
 // ---------------------------------------------------------------- request data
 
 std::optional<std::string_view> header_value(ngx_http_request_t *r, std::string_view name) {
