@@ -45,4 +45,15 @@ isnt $rc, 0, 'signin_password_hash t=0 fails nginx -t';
 is $rc, 0, 'a weaker hash setting is accepted ...';
 like $out, qr/weaker than Argon2id/, '... with a warning';
 
+# ---------------------------------------------------------------- passwords on, registration off
+my $n = SigninTest->new;
+(my $noreg = $n->password_http('')) =~ s/signin_registration on;//;
+$n->run(http => $noreg);
+my $r = $n->password_req(register => 'a@example.com', 'violet tractor hums quietly');
+is $r->{status}, 403, 'password registration follows signin_registration';
+is $r->{json}{code}, 'registration_disabled', '... registration_disabled';
+$r = $n->req(GET => '/auth/password/session');
+is $r->{status}, 405, 'with passwords on, GET on a password endpoint is 405';
+$n->done;
+
 done_testing;

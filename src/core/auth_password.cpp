@@ -117,7 +117,7 @@ Result<SignInStep> Identity::login_password_step(std::string_view email_in, cons
         const bool matches = password::verify(phc, candidate.reveal()) && usable;
 
         if (!matches) {
-            limiter_->login_failed(key, client, now);
+            limiter_->login_failed(key, client, clock_->now());  // the wait starts when the failure is known
             auto txn = store_->write();
             if (user) {
                 const char *why = user->suspended                 ? "suspended"
@@ -243,7 +243,7 @@ Result<PasswordChange> Identity::change_password(const Principal &p, const Secre
         if (current.reveal().size() <= password::kMaxBytes * 4) cur = password::normalize_nfc(current.reveal());
         Secret cur_held(cur ? std::move(*cur) : std::string());
         if (!cur || !password::verify(user->password_hash, cur_held.reveal())) {
-            limiter_->login_failed(key, client, now);
+            limiter_->login_failed(key, client, clock_->now());
             auto txn = store_->write();
             txn->append_audit(detail::audit(now, "login.failed", user->email, client, user->id, "password_change"));
             txn->commit();
