@@ -512,7 +512,10 @@ struct PurgeJob final : Job {
 
 struct WarmJob final : Job {
     explicit WarmJob(signin::password::HashParams p) : params(p) {}
-    void run() override { (void)signin::password::dummy_hash(params); }
+    void run() override {
+        lower_thread_priority();
+        (void)signin::password::dummy_hash(params);
+    }
     void finish(ngx_http_request_t *) override {}
     signin::password::HashParams params;
 };

@@ -88,6 +88,7 @@ struct IssueJob final : Job {
     std::optional<signin::Result<signin::TokenIssue>> result;
 
     void run() override {
+        if (password) lower_thread_priority();
         result = password ? id().issue_password_registration(email, *password, group, client)
                           : id().issue_token(intent, email, group, client);
     }
@@ -217,7 +218,10 @@ struct PasswordLoginJob final : Job {
     signin::SessionKind kind = signin::SessionKind::Cookie;
     std::optional<signin::Result<signin::SignInStep>> result;
 
-    void run() override { result = id().login_password_step(email, password, client, kind, user_agent, group); }
+    void run() override {
+        lower_thread_priority();
+        result = id().login_password_step(email, password, client, kind, user_agent, group);
+    }
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
@@ -243,6 +247,7 @@ struct PasswordWriteJob final : Job {
     std::optional<signin::Result<signin::PasswordChange>> change_result;
 
     void run() override {
+        lower_thread_priority();
         if (change) {
             change_result = id().change_password(principal, current, password, client);
         } else {

@@ -1,6 +1,10 @@
 // Request context, thread-pool jobs, JSON answers and credentials for the sign-in glue.
 #include "ngx/signin_glue.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <new>
 
 #include "core/json.hpp"
@@ -27,6 +31,16 @@ RequestCtx *get_ctx(ngx_http_request_t *r, bool create) {
 }
 
 // ---------------------------------------------------------------- jobs
+
+void lower_thread_priority() {
+    thread_local bool lowered = false;
+    if (lowered) return;
+    lowered = true;
+    // Linux: a thread id names one thread for setpriority; failure (no permission) changes nothing
+    auto tid = static_cast<id_t>(syscall(SYS_gettid));
+    int now = getpriority(PRIO_PROCESS, tid);
+    if (now < 10) (void)setpriority(PRIO_PROCESS, tid, 10);
+}
 
 static void job_thread(void *data, ngx_log_t *log) {
     Job *job = *static_cast<Job **>(data);

@@ -81,6 +81,10 @@ struct RequestCtx {
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 
+// Called at the start of CPU-heavy jobs (Argon2id): the pool thread drops to nice 10 once, so the
+// event loop (nice 0) is scheduled ahead of it when both want the CPU (DESIGN §3 rule 1).
+void lower_thread_priority();
+
 // Posts a job tied to request r: the request stays alive (r->main->blocked) until finish() ran.
 // The caller holds a request reference (body reading, or count++ and NGX_DONE).
 ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
