@@ -334,6 +334,21 @@ ngx_int_t post_or_fail(ngx_http_request_t *r, std::unique_ptr<Job> job) {
 ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
     bool too_large = false;
     std::string body = read_body(r, too_large);
+    // bodies carry passwords and tokens: wipe our copy and nginx's buffers once handled
+    struct Wipe {
+        std::string &s;
+        ngx_http_request_t *r;
+        ~Wipe() {
+            ngx_explicit_memzero(s.data(), s.size());
+            if (r->request_body == nullptr) return;
+            for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
+                ngx_buf_t *b = cl->buf;
+                if (b->temporary && !b->in_file && b->pos && b->last > b->pos) {  // our writable copies only
+                    ngx_explicit_memzero(b->pos, static_cast<size_t>(b->last - b->pos));
+                }
+            }
+        }
+    } wipe{body, r};
     if (too_large) return send_error(r, Code::PayloadTooLarge, "the request body is too large");
     const std::string client = client_of(r);
     auto user_agent = [r]() {
