@@ -89,7 +89,9 @@ build_module() {
         exit 1
     }
     mkdir -p "$BUILD/modules"
-    cp "$tree/objs/ngx_http_signin_module.so" "$BUILD/modules/"
+    # replace, never overwrite in place: a running nginx has the old file mapped
+    cp "$tree/objs/ngx_http_signin_module.so" "$BUILD/modules/.ngx_http_signin_module.so.new"
+    mv -f "$BUILD/modules/.ngx_http_signin_module.so.new" "$BUILD/modules/ngx_http_signin_module.so"
     log "module: $BUILD/modules/ngx_http_signin_module.so"
 }
 

@@ -1,7 +1,7 @@
 # SPEC §8 password attempt limits over HTTP, with the windows shortened by directive: 5 free per
 # (address, client) then a doubling wait (429 + Retry-After), per-address attempts per window from
 # any client, the repeated-registration backoff, success clearing the pair only, a reset clearing
-# the address. One worker: the counters are per worker until the shared-memory zone is wired.
+# the address. Two workers: the counters live in the signin_limits zone, shared by both.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -10,7 +10,10 @@ use Time::HiRes qw(sleep time);
 my $GOOD  = 'violet tractor hums quietly';
 my $WRONG = 'seven orange kettles whistle';
 my $t = SigninTest->new;
-$t->run(workers => 1, main => 'thread_pool default threads=2;', http => $t->password_http(q{
+$t->run(workers => 2, main => 'thread_pool default threads=2;', http => $t->password_http(q{
+    signin_limits zone=signin:1m;
+    signin_limit_sensitive 100000r/m;
+    signin_limit_address 1000r/h;
     signin_client $http_x_client;
     signin_password_backoff 2s;
     signin_password_backoff_max 4s;

@@ -97,8 +97,11 @@ public:
     }
 
     // The two halves of request_token_from, for transports that deliver asynchronously.
+    // may_send = false: the address is over its send limit (SPEC §8 rule 1, decided by the
+    // transport's throttle): the same reads, writes and answer as a send, but no token is made,
+    // nothing is delivered, and the audit trail records `throttled`.
     Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
-                                   std::string_view client);
+                                   std::string_view client, bool may_send = true);
     Status cancel_token(const Secret &token, std::string_view client);
 
     // auth.exchange_from: spends the token (even when the exchange then fails) and makes a
@@ -141,8 +144,10 @@ public:
     // auth.register_password_from, first half: a new address gets a Registration token whose
     // record keeps only the password hash; an address with an account gets AlreadyRegistered and
     // its password is never replaced nor attached. The caller delivers (or cancel_token).
+    // may_send = false: over the address's send limit (as for issue_token): nothing is sent.
     Result<TokenIssue> issue_password_registration(std::string_view email, const Secret &password,
-                                                   std::string_view group, std::string_view client);
+                                                   std::string_view group, std::string_view client,
+                                                   bool may_send = true);
     // auth.register_password_from: both halves, through the delivery function.
     Status register_password_from(std::string_view email, const Secret &password, std::string_view client,
                                   std::string_view group = {});
@@ -174,6 +179,10 @@ public:
     // Administration (signin-admin): suspend or restore an account.
     Status set_suspended(std::string_view group, std::string_view email, bool suspended);
 
+    // Appends one audit entry in its own write transaction (a transport's own decisions, such as
+    // a throttled request). The entry must not hold a secret.
+    Status record(const AuditEntry &entry);
+
     // Deletes expired tokens and sessions, at most `budget`; returns how many.
     Result<std::size_t> purge_expired(std::size_t budget);
 
@@ -190,7 +199,7 @@ private:
     std::shared_ptr<AttemptLimiter> limiter_;
 
     Result<TokenIssue> issue(Intent intent, std::string_view email, std::string_view group, std::string_view client,
-                             const std::string *password_hash);
+                             const std::string *password_hash, bool may_send = true);
 };
 
 // The token and session secret digest used as store keys (BLAKE2b-256, 32 raw bytes).

@@ -136,6 +136,17 @@ public:
     virtual Millis register_attempt(std::string_view address, Millis now) = 0;
 };
 
+// No limits in the engine: for transports that count attempts themselves (the nginx glue keeps
+// them in its shared-memory zone, on the event loop).
+class UnlimitedAttempts final : public AttemptLimiter {
+public:
+    Millis login_attempt(std::string_view, std::string_view, Millis) override { return 0; }
+    void login_failed(std::string_view, std::string_view, Millis) override {}
+    void login_succeeded(std::string_view, std::string_view) override {}
+    void reset_address(std::string_view) override {}
+    Millis register_attempt(std::string_view, Millis) override { return 0; }
+};
+
 // Counters in this process's memory (one nginx worker, a test, a custom transport with one
 // process). Bounded: idle records are dropped when it grows past `max_entries`.
 class MemoryAttemptLimiter final : public AttemptLimiter {

@@ -4,6 +4,7 @@
 // Every method may throw signin::StoreError; the engine maps it to a Code at its API boundary.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -62,6 +63,12 @@ public:
     virtual ~Store() = default;
     virtual std::unique_ptr<ReadTxn> read() = 0;
     virtual std::unique_ptr<WriteTxn> write() = 0;
+
+    // Group commit: runs fn, during which every write() on this thread is a nested transaction
+    // of one batch (its commit() is a savepoint, its abort leaves the rest of the batch alone),
+    // and makes the whole batch durable with one commit when fn returns. Throws StoreError if
+    // that commit fails. A backend without nested transactions runs fn with plain ones.
+    virtual void batch(const std::function<void()> &fn) { fn(); }
 };
 
 struct LmdbOptions {

@@ -55,13 +55,13 @@ Identity::Identity(std::shared_ptr<Store> store, Origin origin, Policy policy, D
 Millis Identity::now() const { return clock_->now(); }
 
 Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email, std::string_view group,
-                                         std::string_view client) {
-    return issue(intent, email, group, client, nullptr);
+                                         std::string_view client, bool may_send) {
+    return issue(intent, email, group, client, nullptr, may_send);
 }
 
 // A token request; a password registration passes the hash its Registration token keeps.
 Result<TokenIssue> Identity::issue(Intent intent, std::string_view email_in, std::string_view group_in,
-                                   std::string_view client, const std::string *password_hash) {
+                                   std::string_view client, const std::string *password_hash, bool may_send) {
     if (!policy_.with_email) return Error{Code::EmailDisabled, "sign-in by email is not enabled"};
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
@@ -102,6 +102,13 @@ Result<TokenIssue> Identity::issue(Intent intent, std::string_view email_in, std
                 txn->commit();
                 return TokenIssue{};
             }
+        }
+        // Over the address's send limit: the same answer, nothing sent (SPEC §8 rule 1).
+        if (!may_send) {
+            txn->append_audit(detail::audit(now, "throttled", *email, client, uid,
+                                    "address:" + std::string(intent_name(intent))));
+            txn->commit();
+            return TokenIssue{};
         }
         // The newest tokens stay valid: keep room for this one among tokens_per_address.
         const std::size_t keep = policy_.tokens_per_address > 0 ? policy_.tokens_per_address - 1 : 0;
@@ -335,6 +342,17 @@ Status Identity::set_suspended(std::string_view group, std::string_view email, b
         txn->put_user(*u);
         txn->append_audit(detail::audit(u->updated_at, suspended ? "user.suspended" : "user.restored", u->email,
                                 "admin", u->id));
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Status Identity::record(const AuditEntry &entry) {
+    return guarded("audit", [&]() -> Status {
+        auto txn = store_->write();
+        AuditEntry e = entry;
+        if (e.at == 0) e.at = clock_->now();
+        txn->append_audit(e);
         txn->commit();
         return ok_status();
     });

@@ -55,7 +55,8 @@ Result<std::string> Identity::check_new_password(std::string_view pw) const {
 }
 
 Result<TokenIssue> Identity::issue_password_registration(std::string_view email_in, const Secret &pw,
-                                                         std::string_view group_in, std::string_view client) {
+                                                         std::string_view group_in, std::string_view client,
+                                                         bool may_send) {
     if (!policy_.with_passwords) return disabled();
     if (!policy_.allow_registration) return Error{Code::RegistrationDisabled, "registration is not enabled"};
     auto email = normalize_email(email_in);
@@ -72,7 +73,7 @@ Result<TokenIssue> Identity::issue_password_registration(std::string_view email_
         // hashed whether or not the address has an account, so the answer takes the same time
         auto h = password::hash(held.reveal(), policy_.password_hash);
         if (!h) return h.error();
-        return issue(Intent::Register, *email, *group, client, &h.value());
+        return issue(Intent::Register, *email, *group, client, &h.value(), may_send);
     });
 }
 

@@ -46,19 +46,48 @@ std::string hex(const unsigned char *data, std::size_t len) {
     return out;
 }
 
+// Days since 1970-01-01 to a civil date (Howard Hinnant's public-domain algorithm).
+static void civil_from_days(std::int64_t z, std::int64_t &y, unsigned &m, unsigned &d) {
+    z += 719468;
+    const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const auto doe = static_cast<unsigned>(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    d = doy - (153 * mp + 2) / 5 + 1;
+    m = mp < 10 ? mp + 3 : mp - 9;
+    y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2 ? 1 : 0);
+}
+
 std::string rfc3339(std::int64_t unix_ms) {
-    std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
-    int ms = static_cast<int>(unix_ms % 1000);
-    if (ms < 0) {
-        ms += 1000;
-        secs -= 1;
+    std::int64_t days = unix_ms / 86400000, rem = unix_ms % 86400000;
+    if (rem < 0) {
+        rem += 86400000;
+        days -= 1;
     }
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[40];
-    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::snprintf(buf + n, sizeof buf - n, ".%03dZ", ms);
-    return buf;
+    std::int64_t y;
+    unsigned mo, d;
+    civil_from_days(days, y, mo, d);
+    auto secs = static_cast<unsigned>(rem / 1000), ms = static_cast<unsigned>(rem % 1000);
+    char buf[32];
+    auto put = [&buf](int at, unsigned v, int width) {
+        for (int i = width - 1; i >= 0; --i, v /= 10) buf[at + i] = static_cast<char>('0' + v % 10);
+    };
+    put(0, static_cast<unsigned>(y), 4);
+    buf[4] = '-';
+    put(5, mo, 2);
+    buf[7] = '-';
+    put(8, d, 2);
+    buf[10] = 'T';
+    put(11, secs / 3600, 2);
+    buf[13] = ':';
+    put(14, secs / 60 % 60, 2);
+    buf[16] = ':';
+    put(17, secs % 60, 2);
+    buf[19] = '.';
+    put(20, ms, 3);
+    buf[23] = 'Z';
+    return std::string(buf, 24);
 }
 
 std::string uuid7(std::int64_t unix_ms) {

@@ -101,9 +101,14 @@ Result<std::map<std::string, std::string>> parse_object(std::string_view body,
 
 void append_escaped(std::string &out, std::string_view s) {
     static const char hexd[] = "0123456789abcdef";
+    out.reserve(out.size() + s.size() + 2);
     out.push_back('"');
-    for (char ch : s) {
-        auto c = static_cast<unsigned char>(ch);
+    std::size_t run = 0;  // start of the pending run of characters that need no escape
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0x7f) continue;
+        out.append(s.data() + run, i - run);
+        run = i + 1;
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
@@ -114,15 +119,12 @@ void append_escaped(std::string &out, std::string_view s) {
         case '>': out += "\\u003e"; break;
         case '&': out += "\\u0026"; break;
         default:
-            if (c < 0x20 || c == 0x7f) {
-                out += "\\u00";
-                out.push_back(hexd[c >> 4]);
-                out.push_back(hexd[c & 15]);
-            } else {
-                out.push_back(ch);
-            }
+            out += "\\u00";
+            out.push_back(hexd[c >> 4]);
+            out.push_back(hexd[c & 15]);
         }
     }
+    out.append(s.data() + run, s.size() - run);
     out.push_back('"');
 }
 
@@ -234,7 +236,8 @@ std::string bearer(const Session &s, Millis now) {
     w.begin_object()
         .key("access_token").value(s.token.reveal())
         .key("token_type").value("Bearer")
-        .key("expires_in").value(static_cast<std::int64_t>((s.expires_at - now) / 1000))
+        // whole seconds left, rounded up: a token issued with a 90 s lifetime says 90
+        .key("expires_in").value(static_cast<std::int64_t>((s.expires_at - now + 999) / 1000))
         .key("user");
     write_user(w, s.user);
     w.end_object();

@@ -259,7 +259,7 @@ static char *set_store(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
         if (ngx_strncmp(value[i].data, "size=", 5) == 0) {
             ngx_str_t s = {value[i].len - 5, value[i].data + 5};
-            ssize_t size = ngx_parse_size(&s);
+            off_t size = ngx_parse_offset(&s);  // accepts k, m and g
             if (size == NGX_ERROR || size < 1024 * 1024) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid store size \"%V\" (at least 1m)", &value[i]);
                 return static_cast<char *>(NGX_CONF_ERROR);
@@ -455,6 +455,9 @@ static ngx_int_t postconfiguration(ngx_conf_t *cf) {
     auto *h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers));
     if (h == nullptr) return NGX_ERROR;
     *h = require_handler;
+    h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers));
+    if (h == nullptr) return NGX_ERROR;
+    *h = require_subrequest_handler;
     return NGX_OK;
 }
 
@@ -496,16 +499,25 @@ static ngx_int_t init_module(ngx_cycle_t *cycle) {
 }
 
 static std::unique_ptr<signin::Identity> g_identity;
+static std::shared_ptr<signin::Store> g_store;
+static std::unique_ptr<signin::GroupCommitter> g_committer;
 static ngx_event_t purge_event;
 static ngx_connection_t purge_dummy;
 
 namespace signin_ngx {
 signin::Identity *identity() { return g_identity.get(); }
+
+signin::Status durable(const std::function<void()> &op) {
+    if (!g_committer) return signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
+    return g_committer->run(op);
+}
 }  // namespace signin_ngx
 
 struct PurgeJob final : Job {
     void run() override {
-        if (auto *id = identity()) (void)id->purge_expired(10000);
+        (void)durable([] {
+            if (auto *id = identity()) (void)id->purge_expired(10000);
+        });
     }
     void finish(ngx_http_request_t *) override {}
 };
@@ -536,9 +548,13 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
         signin::LmdbOptions opts;
         opts.path = std::string(sv(m->store_path));
         opts.map_size = m->store_size;
-        std::shared_ptr<signin::Store> store = signin::open_lmdb_store(opts);
-        g_identity = std::make_unique<signin::Identity>(std::move(store), *m->origin, *m->policy);
+        g_store = signin::open_lmdb_store(opts);
+        g_committer = std::make_unique<signin::GroupCommitter>(*g_store);
+        g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
         if (m->blocklist) g_identity->with_password_check(signin::password::blocklist_checker(*m->blocklist));
+        // password attempt counters live in the signin_limits zone (signin_api.cpp), shared by
+        // every worker; like every other limit, none applies without the zone
+        g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
         g_thread_pool = m->thread_pool;
         // the dummy hash of failed sign-ins is made now, in the pool, not by the first failure
         if (m->passwords) (void)post_detached_job(cycle->log, std::make_unique<WarmJob>(m->policy->password_hash));
@@ -561,6 +577,8 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
 static void exit_process(ngx_cycle_t *) {
     try {
         g_identity.reset();
+        g_committer.reset();
+        g_store.reset();
     } catch (...) {
     }
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/json.hpp"
+#include "ngx/signin_limits.h"
 
 namespace signin_ngx {
 namespace {
@@ -40,6 +41,59 @@ constexpr std::array<Route, 13> kRoutes = {{
 }};
 
 signin::Identity &id() { return *identity(); }
+
+// SPEC §8: which per-client request limit an endpoint counts against.
+Bucket bucket_of(Endpoint ep) {
+    switch (ep) {
+    case Me: case Sessions: case Revoke: case Logout: return Bucket::SignedIn;
+    default: return Bucket::Sensitive;  // sends email, exchanges tokens or checks passwords
+    }
+}
+
+// The per-address send counter: group + address as the engine normalizes them ("" if invalid).
+std::string address_key(std::string_view email, std::string_view group) {
+    auto e = signin::normalize_email(email);
+    auto g = signin::normalize_group(group);
+    if (!e || !g) return {};
+    return *g + "\n" + *e;
+}
+
+// SPEC §8 password limits, from the signin_password_* directives; kept in the signin_limits zone.
+signin::throttle::BackoffRule pair_rule(const MainConf *m) {
+    signin::throttle::BackoffRule b;
+    b.free_failures = static_cast<std::uint32_t>(m->password_attempts);
+    b.base = static_cast<signin::throttle::Millis>(m->password_backoff);
+    b.max = static_cast<signin::throttle::Millis>(m->password_backoff_max);
+    return b;
+}
+signin::throttle::BackoffRule registration_rule(const MainConf *m) {
+    signin::throttle::BackoffRule b;
+    b.free_failures = 1;  // every registration counts: the first makes the next wait
+    b.base = static_cast<signin::throttle::Millis>(m->password_register_backoff);
+    b.max = static_cast<signin::throttle::Millis>(m->password_register_backoff_max);
+    return b;
+}
+signin::throttle::WindowRule address_rule(const MainConf *m) {
+    signin::throttle::WindowRule w;
+    w.limit = static_cast<std::uint32_t>(m->password_address_limit);
+    w.window = static_cast<signin::throttle::Millis>(m->password_address_window);
+    return w;
+}
+
+// The key of the (address, client) password backoff. It also names the tail of the address's
+// current password hash, so that a reset (a new hash) starts every client's history of that
+// address afresh (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe.
+std::string pair_key(const std::string &address, std::string_view email, std::string_view group,
+                     const std::string &client) {
+    std::string k = address + "\n" + client + "\n";
+    auto e = signin::normalize_email(email);
+    auto g = signin::normalize_group(group);
+    if (e && g) {
+        auto u = id().store().read()->user_by_email(*g, *e);
+        if (u && u->password_hash.size() > 16) k += u->password_hash.substr(u->password_hash.size() - 16);
+    }
+    return k;
+}
 
 // The path below the location: "/auth/" + "register" → "register".
 std::optional<std::string_view> sub_path(ngx_http_request_t *r) {
@@ -84,13 +138,18 @@ ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bo
 struct IssueJob final : Job {
     signin::Intent intent;
     std::string email, group, client;
+    std::string address;  // the per-address send counter's key; counted = one send was taken
+    bool may_send = true, counted = false;
     std::optional<signin::Secret> password;  // POST /password/register: Argon2id runs here, in the pool
+    bool registration_counted = false;        // the address's password-registration backoff applies
     std::optional<signin::Result<signin::TokenIssue>> result;
 
     void run() override {
         if (password) lower_thread_priority();
-        result = password ? id().issue_password_registration(email, *password, group, client)
-                          : id().issue_token(intent, email, group, client);
+        run_durable(result, [this] {
+            return password ? id().issue_password_registration(email, *password, group, client, may_send)
+                            : id().issue_token(intent, email, group, client, may_send);
+        });
     }
     void finish(ngx_http_request_t *r) override;
 };
@@ -98,7 +157,9 @@ struct IssueJob final : Job {
 struct CancelJob final : Job {
     signin::Secret token;
     std::string client;
-    void run() override { (void)id().cancel_token(token, client); }
+    void run() override {
+        (void)durable([this] { (void)id().cancel_token(token, client); });
+    }
     void finish(ngx_http_request_t *) override {}
 };
 
@@ -168,6 +229,12 @@ ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::
 }
 
 void IssueJob::finish(ngx_http_request_t *r) {
+    // the address's send counter counts sends only: give back what turned out to send nothing
+    if (counted && !(result && *result && (*result)->delivery)) limit_refund(r, Bucket::Address, address);
+    // a password registration that went through (not refused by the policy) makes the next wait
+    if (registration_counted && result && *result) {
+        backoff_fail(r, Bucket::PasswordRegistration, address, registration_rule(main_conf(r)));
+    }
     if (!result || !*result) {
         const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
         ngx_http_finalize_request(r, send_failure(r, e));
@@ -199,10 +266,14 @@ struct ExchangeJob final : Job {
     signin::SessionKind kind = signin::SessionKind::Cookie;
     std::optional<signin::Result<signin::Session>> result;
 
-    void run() override { result = id().exchange_from(token, client, kind, user_agent); }
+    void run() override {
+        run_durable(result, [this] { return id().exchange_from(token, client, kind, user_agent); });
+    }
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            // failed exchanges per client bound token guessing (signin_limit_exchange_failures)
+            if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client);
             ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
@@ -214,6 +285,7 @@ struct ExchangeJob final : Job {
 // write and its commit) runs in the pool.
 struct PasswordLoginJob final : Job {
     std::string email, group, client, user_agent;
+    std::string pair;  // the (address, client) backoff key, when the limits zone is on
     signin::Secret password;
     signin::SessionKind kind = signin::SessionKind::Cookie;
     std::optional<signin::Result<signin::SignInStep>> result;
@@ -225,9 +297,13 @@ struct PasswordLoginJob final : Job {
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            if (!pair.empty() && e.code == Code::InvalidCredentials) {
+                backoff_fail(r, Bucket::PasswordPair, pair, pair_rule(main_conf(r)));
+            }
             ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
+        if (!pair.empty()) backoff_clear(r, Bucket::PasswordPair, pair);  // a success clears this pair only
         signin::SignInStep &step = result->value();
         if (!step.signed_in() || !step.session) {
             ngx_http_finalize_request(r, send_json(r, 202, "{\"mfa_required\":true}"));
@@ -240,6 +316,7 @@ struct PasswordLoginJob final : Job {
 // POST /password (set, change or reset from a fresh session) and POST /password/change.
 struct PasswordWriteJob final : Job {
     bool change = false;
+    std::string pair;  // /password/change: the (address, client) backoff key, when the zone is on
     signin::Principal principal;
     signin::Secret current, password;
     std::string client;
@@ -265,9 +342,13 @@ struct PasswordWriteJob final : Job {
             else if (!*set_result) e = &set_result->error();
         }
         if (e) {
+            if (!pair.empty() && e->code == Code::WrongPassword) {
+                backoff_fail(r, Bucket::PasswordPair, pair, pair_rule(main_conf(r)));
+            }
             ngx_http_finalize_request(r, send_failure(r, *e));
             return;
         }
+        if (!pair.empty()) backoff_clear(r, Bucket::PasswordPair, pair);
         if (change && start_delivery(r, change_result->value().notice, client) != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not send the PasswordChanged notice");
         }
@@ -283,8 +364,10 @@ struct SessionWriteJob final : Job {
     std::optional<signin::Status> result;
 
     void run() override {
-        result = what == RevokeOne ? id().revoke_session(principal, session_id, client)
-                                   : id().logout(principal, client);
+        run_durable(result, [this] {
+            return what == RevokeOne ? id().revoke_session(principal, session_id, client)
+                                     : id().logout(principal, client);
+        });
     }
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
@@ -310,6 +393,7 @@ std::string read_body(ngx_http_request_t *r, bool &too_large) {
     size_t max = main_conf(r)->body_max;
     for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
         ngx_buf_t *b = cl->buf;
+        if (ngx_buf_special(b)) continue;  // the empty end-of-body marker
         if (b->in_file || !ngx_buf_in_memory(b)) {
             too_large = true;
             return body;
@@ -365,6 +449,12 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
         job->email = f.value()["email"];
         job->group = f.value()["group"];
         job->client = client;
+        // SPEC §8 rule 1: over the address's send limit, the same 202 and nothing sent
+        job->address = address_key(job->email, job->group);
+        if (!job->address.empty() && limits_on(r)) {
+            job->may_send = limit_take(r, Bucket::Address, job->address).allowed;
+            job->counted = job->may_send;
+        }
         return post_or_fail(r, std::move(job));
     }
     case SessionEp:
@@ -400,6 +490,9 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
         // passwords may be up to 1024 bytes after NFC; longer ones reach the policy's message
         auto f = signin::json::parse_object(body, {{"email", true}, {"password", true}, {"group", false}}, 8192);
         if (!f) return send_error(r, f.error().code, f.error().message);
+        const std::string address = address_key(f.value()["email"], f.value()["group"]);
+        const bool limited = limits_on(r) && !address.empty();
+        MainConf *m = main_conf(r);
         if (ep == PwRegister) {
             auto job = std::make_unique<IssueJob>();
             job->intent = signin::Intent::Register;
@@ -407,9 +500,28 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
             job->group = f.value()["group"];
             job->client = client;
             job->password.emplace(std::move(f.value()["password"]));
+            job->address = address;
+            if (limited) {
+                // repeated password registration of one address: 60 s after the first, doubling
+                Verdict v = backoff_check(r, Bucket::PasswordRegistration, address, registration_rule(m));
+                if (!v.allowed) return send_rate_limited(r, Bucket::PasswordRegistration, v, "password/register");
+                job->registration_counted = true;
+                // SPEC §8 rule 1 as for /register: over the address's send limit, nothing is sent
+                job->may_send = limit_take(r, Bucket::Address, address).allowed;
+                job->counted = job->may_send;
+            }
             return post_or_fail(r, std::move(job));
         }
+        std::string pair;
+        if (limited) {
+            pair = pair_key(address, f.value()["email"], f.value()["group"], client);
+            Verdict v = backoff_check(r, Bucket::PasswordPair, pair, pair_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordPair, v, "password");
+            v = limit_take_rule(r, Bucket::PasswordAddress, address, address_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordAddress, v, "password");
+        }
         auto job = std::make_unique<PasswordLoginJob>();
+        job->pair = std::move(pair);
         job->email = f.value()["email"];
         job->group = f.value()["group"];
         job->password = signin::Secret(std::move(f.value()["password"]));
@@ -428,6 +540,17 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
         if (!f) return send_error(r, f.error().code, f.error().message);
         auto job = std::make_unique<PasswordWriteJob>();
         job->change = ep == PwChange;
+        if (ep == PwChange && limits_on(r)) {
+            // a wrong `current` is a failed password attempt of this (address, client)
+            MainConf *m = main_conf(r);
+            const signin::User &u = p.value().user;
+            const std::string address = address_key(u.email, u.group_id);
+            job->pair = pair_key(address, u.email, u.group_id, client);
+            Verdict v = backoff_check(r, Bucket::PasswordPair, job->pair, pair_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordPair, v, "password/change");
+            v = limit_take_rule(r, Bucket::PasswordAddress, address, address_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordAddress, v, "password/change");
+        }
         job->principal = p.value();
         job->password = signin::Secret(std::move(f.value()["password"]));
         if (ep == PwChange) job->current = signin::Secret(std::move(f.value()["current"]));
@@ -470,6 +593,15 @@ ngx_int_t api(ngx_http_request_t *r) {
         if (path && candidate.path == *path) route = &candidate;
     }
     if (route == nullptr) return send_error(r, Code::NotFound, "not found");
+    // SPEC §8 per-client request limits, before anything else
+    if (Verdict v = limit_take(r, bucket_of(route->ep), client_of(r)); !v.allowed) {
+        return send_rate_limited(r, bucket_of(route->ep), v, route->path);
+    }
+    if (route->ep == SessionEp || route->ep == Token) {  // too many failed exchanges: not even a look
+        if (Verdict v = limit_peek(r, Bucket::ExchangeFailure, client_of(r)); !v.allowed) {
+            return send_rate_limited(r, Bucket::ExchangeFailure, v, route->path);
+        }
+    }
     // signin_passwords off: every password endpoint is this 403 and nothing else
     if (is_password_endpoint(route->ep) && !id().policy().with_passwords) {
         if (ngx_http_discard_request_body(r) != NGX_OK) {
@@ -521,23 +653,39 @@ ngx_int_t api_handler(ngx_http_request_t *r) {
 }
 
 // Access phase: signin_require on → a live session or bearer token, or 401 (JSON, unless the
-// location has error_page, which then decides what the visitor sees).
+// location has error_page, which then decides what the visitor sees). nginx skips the access
+// phase for subrequests, so the same check also runs in the precontent phase for them
+// (require_subrequest_handler): an SSI include or auth_request cannot bypass the gate.
+ngx_int_t require_subrequest_handler(ngx_http_request_t *r) {
+    if (r == r->main) return NGX_DECLINED;
+    return require_handler(r);
+}
+
 ngx_int_t require_handler(ngx_http_request_t *r) {
     auto *l = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_signin_module));
-    if (!l->require || r != r->main) return NGX_DECLINED;
+    // the sign-in machinery itself is never gated (signin_require on at server level must not
+    // lock visitors out of signing in): the API, the dev mailbox and our delivery subrequest
+    if (!l->require || l->api == 1 || l->mailbox == 1) return NGX_DECLINED;
     try {
         RequestCtx *ctx = get_ctx(r, false);
-        if (ctx && ctx->principal) return NGX_DECLINED;  // already checked (phases re-run)
+        if (ctx && (ctx->principal || !ctx->delivery_json.empty())) return NGX_DECLINED;
+        // A subrequest (SSI include, auth_request, ...) carries the client's headers and is
+        // checked the same way; it fails with a bare status for its parent to act on.
+        const bool sub = r != r->main;
         if (identity() == nullptr) {
+            if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;
             return finish_with(r, send_error(r, Code::StorageError, "the sign-in store is not open"));
+        }
+        // one client request counts once, however many subrequests it makes
+        if (Verdict v = sub ? Verdict{true, 0} : limit_take(r, Bucket::SignedIn, client_of(r)); !v.allowed) {
+            return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
         }
         Credentials c = read_credentials(r, identity()->cookie_name());
         auto p = authenticate(r, c);
         if (p) return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
         auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
-        if (clcf->error_pages && signin::code_status(p.error().code) == 401) {
-            return NGX_HTTP_UNAUTHORIZED;
-        }
+        auto status = static_cast<ngx_int_t>(signin::code_status(p.error().code));
+        if (sub || (clcf->error_pages && status == NGX_HTTP_UNAUTHORIZED)) return status;
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
     } catch (...) {

@@ -300,7 +300,9 @@ std::string client_of(ngx_http_request_t *r) {
 struct TouchJob final : Job {
     explicit TouchJob(signin::Principal p) : principal(std::move(p)) {}
     void run() override {
-        if (auto *id = identity()) (void)id->touch(principal);
+        (void)durable([this] {
+            if (auto *id = identity()) (void)id->touch(principal);
+        });
     }
     void finish(ngx_http_request_t *) override {}
     signin::Principal principal;

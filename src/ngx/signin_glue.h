@@ -10,6 +10,7 @@
 #include <string>
 
 #include "signin/auth.hpp"
+#include "signin/group_commit.hpp"
 
 extern "C" {
 extern ngx_module_t ngx_http_signin_module;
@@ -61,6 +62,17 @@ struct LocConf {
 
 // The per-process engine, opened in init_process; nullptr when the store could not be opened.
 signin::Identity *identity();
+
+// Runs engine writes (in a pool thread) as part of a group commit: returns once they are durable,
+// or the batch's commit error.
+signin::Status durable(const std::function<void()> &op);
+
+// result = f(), made durable; a failed batch commit replaces the result with its error.
+template <class R, class F>
+void run_durable(std::optional<R> &result, F &&f) {
+    signin::Status st = durable([&] { result.emplace(f()); });
+    if (!st) result.emplace(st.error());
+}
 
 // Work for the thread pool: run() in a pool thread, finish() back on the event loop.
 struct Job {
@@ -116,6 +128,7 @@ std::string client_of(ngx_http_request_t *r);
 // Content handlers installed by directives.
 ngx_int_t api_handler(ngx_http_request_t *r);
 ngx_int_t require_handler(ngx_http_request_t *r);
+ngx_int_t require_subrequest_handler(ngx_http_request_t *r);
 ngx_int_t mailbox_handler(ngx_http_request_t *r);
 ngx_int_t mailbox_init_zone(ngx_shm_zone_t *zone, void *data);
 void mailbox_store(ngx_http_request_t *r, const std::string &json);

@@ -120,6 +120,7 @@ void posted_email(ngx_http_request_t *r) {
     std::string body;
     bool ok = r->request_body && !r->request_body->temp_file;
     for (ngx_chain_t *cl = ok ? r->request_body->bufs : nullptr; cl; cl = cl->next) {
+        if (ngx_buf_special(cl->buf)) continue;
         if (!ngx_buf_in_memory(cl->buf)) {
             ok = false;
             break;

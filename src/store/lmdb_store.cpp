@@ -333,13 +333,13 @@ struct Env {
 };
 
 // Begins a transaction; a full reader table is first cleared of dead processes' slots, once.
-MDB_txn *begin_txn(MDB_env *env, unsigned flags) {
+MDB_txn *begin_txn(MDB_env *env, unsigned flags, MDB_txn *parent = nullptr) {
     MDB_txn *txn = nullptr;
-    int rc = mdb_txn_begin(env, nullptr, flags, &txn);
+    int rc = mdb_txn_begin(env, parent, flags, &txn);
     if (rc == MDB_READERS_FULL) {
         int dead = 0;
         mdb_reader_check(env, &dead);
-        rc = mdb_txn_begin(env, nullptr, flags, &txn);
+        rc = mdb_txn_begin(env, parent, flags, &txn);
     }
     check(env, rc, flags & MDB_RDONLY ? "begin read transaction" : "begin write transaction");
     return txn;
@@ -623,7 +623,9 @@ public:
     }
 
     std::unique_ptr<WriteTxn> write() override {
-        MDB_txn *txn = begin_txn(env_.env, 0);
+        // inside batch() on this thread: a nested transaction of the batch
+        MDB_txn *parent = t_batch.env == env_.env ? t_batch.txn : nullptr;
+        MDB_txn *txn = begin_txn(env_.env, 0, parent);
         try {
             return std::make_unique<LmdbWriteTxn>(env_, txn);
         } catch (...) {
@@ -632,10 +634,36 @@ public:
         }
     }
 
+    void batch(const std::function<void()> &fn) override {
+        if (t_batch.txn != nullptr) {  // already in a batch on this thread
+            fn();
+            return;
+        }
+        MDB_txn *parent = begin_txn(env_.env, 0);
+        t_batch = {env_.env, parent};
+        try {
+            fn();
+        } catch (...) {
+            t_batch = {};
+            mdb_txn_abort(parent);
+            throw;
+        }
+        t_batch = {};
+        check(env_.env, mdb_txn_commit(parent), "commit");
+    }
+
 private:
+    struct BatchSlot {
+        MDB_env *env = nullptr;
+        MDB_txn *txn = nullptr;
+    };
+    static thread_local BatchSlot t_batch;
+
     void open_tables();
     Env env_;
 };
+
+thread_local LmdbStore::BatchSlot LmdbStore::t_batch;
 
 // mkdir -p with mode 0700 for every directory it creates.
 void make_dirs(const std::string &path) {

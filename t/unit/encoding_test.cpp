@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <sodium.h>
 
+#include <ctime>
 #include <set>
 #include <sstream>
 
@@ -58,4 +59,16 @@ TEST(Secret, PrintsRedactedAndWipesOnMove) {
     Secret t(std::move(s));
     EXPECT_TRUE(s.empty());
     EXPECT_EQ(t.reveal(), "hunter2-very-secret");
+}
+
+TEST(Encoding, Rfc3339MatchesGmtimeAcrossCenturies) {
+    // leap days, century rules and the year 2000, against the C library's calendar
+    for (std::int64_t s : {951782400LL, 951868799LL, 4107542400LL, 1709164800LL, 86399LL, 253402300799LL}) {
+        std::time_t t = static_cast<std::time_t>(s);
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        char want[40];
+        std::strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%S", &tm);
+        EXPECT_EQ(enc::rfc3339(s * 1000 + 7), std::string(want) + ".007Z");
+    }
 }

@@ -1,0 +1,114 @@
+# What needs the signin-admin tool: a suspended account (SPEC §3: a token is spent even if the
+# exchange then fails) and the audit trail (SPEC §6: address and client of requests are recorded;
+# signin_client takes any nginx value).
+use strict; use warnings;
+use Test::More;
+use Time::HiRes qw(sleep);
+use JSON::PP;
+use lib 't/lib'; use SigninTest;
+
+my $t = SigninTest->new;
+plan skip_all => 'signin-admin is not built' unless $ENV{SIGNIN_ADMIN} && -x $ENV{SIGNIN_ADMIN};
+$t->run(http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on;
+    signin_delivery /_signin/deliver;
+    signin_client $http_x_test_client;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+        location = /_dev/mailbox { signin_dev_mailbox; }
+    }
+});
+my $O = $t->origin;
+
+sub session {
+    my ($tok, %h) = @_;
+    return $t->req(POST => '/auth/session', json => { token => $tok }, headers => { origin => $O, %h });
+}
+sub audit {
+    my ($rc, $out) = $t->admin('audit', 200);
+    is $rc, 0, 'signin-admin audit runs' or diag $out;
+    return map { my $e = eval { decode_json($_) }; $e ? ($e) : () } grep { /\S/ } split /\n/, $out;
+}
+
+# ---------------------------------------------------------------- a token is spent even if the exchange fails
+{
+    my $e = 'suspended@example.com';
+    my $r = session($t->request_token($e));
+    is $r->{status}, 200, 'account created';
+    my $cookie = SigninTest::set_cookie_pair($r);
+    my $tok = $t->request_token($e, login => 1);
+    my ($rc, $out) = $t->admin('suspend', $e);
+    is $rc, 0, 'signin-admin suspend' or diag $out;
+    $r = $t->req(GET => '/auth/me', headers => { cookie => $cookie });
+    is $r->{status}, 401, 'a suspended account\'s session stops working' or diag $r->{content};
+    $r = session($tok);
+    is $r->{status}, 403, 'exchange for a suspended account: 403' or diag $r->{content};
+    is(($r->{json} || {})->{code}, 'account_suspended', 'code account_suspended');
+    ok !$r->{headers}{'set-cookie'}, 'and no cookie';
+    ($rc, $out) = $t->admin('restore', $e);
+    is $rc, 0, 'signin-admin restore' or diag $out;
+    $r = session($tok);
+    is $r->{status}, 401, 'after the restore the same token is spent: 401' or diag $r->{content};
+    is(($r->{json} || {})->{code}, 'invalid_token', 'code invalid_token');
+    $r = $t->req(POST => '/auth/token', json => { token => $tok });
+    is $r->{status}, 401, 'and /token refuses it too';
+    $r = session($t->request_token($e, login => 1));
+    is $r->{status}, 200, 'a new token signs the restored account in' or diag $r->{content};
+}
+
+# ---------------------------------------------------------------- the audit trail records address and client
+{
+    my $e = 'audited@example.com';
+    my $r = $t->req(POST => '/auth/register', json => { email => $e }, headers => { 'x-test-client' => 'client-register-1' });
+    is $r->{status}, 202, 'register';
+    my $m = $t->last_email($e);
+    $r = session($m->{token}, 'x-test-client' => 'client-exchange-2');
+    is $r->{status}, 200, 'exchange';
+    my $cookie = SigninTest::set_cookie_pair($r);
+    $r = $t->req(POST => '/auth/login', json => { email => 'nobody-here@example.com' }, headers => { 'x-test-client' => 'client-unknown-3' });
+    is $r->{status}, 202, 'login for an unknown address';
+    $r = session('Z' x 43, 'x-test-client' => 'client-guess-4');
+    is $r->{status}, 401, 'a wrong token';
+    $r = $t->req(GET => '/auth/sessions', headers => { cookie => $cookie, 'x-test-client' => 'client-list-5' });
+    my ($cur) = grep { $_->{current} } @{ ($r->{json} || {})->{sessions} || [] };
+    is $cur && $cur->{client}, 'client-exchange-2', 'the session records the signin_client value of the exchange';
+    $r = $t->req(POST => '/auth/logout', json => {}, headers => { cookie => $cookie, 'x-test-client' => 'client-logout-6' });
+    is $r->{status}, 204, 'logout';
+
+    my @a = audit();
+    ok scalar(@a) > 0, 'the audit trail has entries';
+    for my $e (@a) { like $e->{at} // '', qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/, 'audit time is RFC 3339'; last }
+    ok((grep { ($_->{email} // '') eq $e && ($_->{client} // '') eq 'client-register-1' } @a), 'the registration request is recorded with its address and client')
+        or diag explain \@a;
+    ok((grep { ($_->{email} // '') eq $e && ($_->{client} // '') eq 'client-exchange-2' } @a), 'the exchange is recorded with its address and client');
+    ok((grep { ($_->{email} // '') eq 'nobody-here@example.com' && ($_->{client} // '') eq 'client-unknown-3' } @a), 'a login for an unknown address is recorded with address and client');
+    ok((grep { ($_->{client} // '') eq 'client-guess-4' } @a), 'a failed exchange is recorded with its client');
+    ok((grep { ($_->{email} // '') eq $e && ($_->{client} // '') eq 'client-logout-6' } @a), 'the logout is recorded with its address and client');
+    ok((grep { ($_->{email} // '') eq 'suspended@example.com' && ($_->{kind} // '') =~ /suspend/ } @a), 'the suspension is recorded');
+    my ($rc, $all) = $t->admin('audit', 200);
+    unlike $all, qr/\Q$m->{token}\E/, 'the audit trail holds no token';
+    (my $cookie_secret = $cookie) =~ s/^[^=]*=//;
+    ok index($all, $cookie_secret) < 0, 'nor a session secret';
+    ($rc, my $u) = $t->admin('user', $e);
+    is $rc, 0, 'signin-admin user finds the account';
+    unlike $u, qr/\Q$m->{token}\E/, 'and prints no token';
+}
+
+# ---------------------------------------------------------------- the account exists only after the exchange
+{
+    my $e = 'pending@example.com';
+    my $tok = $t->request_token($e);
+    my ($rc, $out) = $t->admin('user', $e);
+    isnt $rc, 0, 'before the exchange there is no account' or diag $out;
+    is session($tok)->{status}, 200, 'exchange';
+    ($rc, $out) = $t->admin('user', $e);
+    is $rc, 0, 'after the exchange the account exists' or diag $out;
+    like $out, qr/\Q$e\E/, 'with the address';
+}
+
+$t->done;
+done_testing;

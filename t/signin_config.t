@@ -1,0 +1,93 @@
+# Configuration errors stop `nginx -t` with a message naming the file and line (DESIGN §3 rule 6).
+use strict; use warnings;
+use Test::More;
+use lib 't/lib'; use SigninTest;
+
+my $server = q{
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+        location = /_dev/mailbox { signin_dev_mailbox; }
+    }
+};
+my $good = q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_delivery /_signin/deliver;
+};
+
+# nginx -t on a configuration in a fresh prefix: (exit status, output)
+sub nginx_t {
+    my ($http) = @_;
+    my $c = SigninTest->new;
+    my ($rc, $out) = $c->nginx_t(http => $http);
+    return ($rc, $out);
+}
+
+sub refused {
+    my ($http, $re, $name) = @_;
+    my ($rc, $out) = nginx_t($http);
+    isnt $rc, 0, "nginx -t fails: $name";
+    like $out, $re, "$name: the message says why" or diag $out;
+    like $out, qr/\[emerg\].*nginx\.conf:\d+/, "$name: the message names the file and line" or diag $out;
+}
+
+{
+    my ($rc, $out) = nginx_t($good . $server);
+    is $rc, 0, 'a valid configuration passes nginx -t' or diag $out;
+    like $out, qr/test is successful/, 'nginx -t says the test is successful';
+    ($rc, $out) = nginx_t(q{
+        signin_store %%STORE%% size=2m;
+        signin_origin https://app.example.com;
+        signin_registration off;
+        signin_email on;
+        signin_delivery /_signin/deliver;
+        signin_client $remote_addr;
+        signin_thread_pool default;
+        signin_token_ttl 10m; signin_token_resend 0; signin_tokens_per_address 3;
+        signin_session_ttl 30d; signin_session_idle 7d; signin_bearer_ttl 1h; signin_body_max 4k;
+        signin_passwords off;
+    } . $server);
+    is $rc, 0, 'every documented directive with a valid value passes nginx -t' or diag $out;
+    ($rc, $out) = nginx_t(q{ server { listen 127.0.0.1:%%PORT%%; location / { return 204; } } });
+    is $rc, 0, 'loading the module without using it needs no signin_store' or diag $out;
+}
+
+refused(q{ signin_origin http://127.0.0.1:%%PORT%%; signin_delivery /_signin/deliver; } . $server,
+        qr/signin_store/, 'signin_api without signin_store');
+refused(q{ signin_origin http://127.0.0.1:%%PORT%%; signin_delivery /_signin/deliver;
+           server { listen 127.0.0.1:%%PORT%%; location /app/ { signin_require on; } } },
+        qr/signin_store/, 'signin_require without signin_store');
+refused(q{ signin_store %%STORE%%; signin_delivery /_signin/deliver; } . $server,
+        qr/signin_origin/, 'signin_api without signin_origin');
+refused(q{ signin_store %%STORE%%; signin_origin http://app.example.com; signin_delivery /_signin/deliver; } . $server,
+        qr/origin/i, 'an http:// origin that is not loopback');
+refused(q{ signin_store %%STORE%%; signin_origin http://10.0.0.1:8080; signin_delivery /_signin/deliver; } . $server,
+        qr/origin/i, 'an http:// origin on a private (not loopback) address');
+refused(q{ signin_store %%STORE%%; signin_origin ftp://app.example.com; signin_delivery /_signin/deliver; } . $server,
+        qr/origin/i, 'an origin that is not http(s)');
+refused(q{ signin_store %%STORE%%; signin_origin https://app.example.com/login; signin_delivery /_signin/deliver; } . $server,
+        qr/origin/i, 'an origin with a path');
+refused($good . q{ signin_passwords on; signin_password_min_length 7; } . $server,
+        qr/signin_password_min_length/, 'a password minimum length below 8 (signin_passwords on itself is valid)');
+refused($good . q{ signin_tokens_per_address 0; } . $server, qr/signin_tokens_per_address|must be/i, 'signin_tokens_per_address 0');
+refused($good . q{ signin_token_ttl soon; } . $server, qr/signin_token_ttl|invalid/i, 'a token ttl that is not a time');
+refused(q{ signin_store %%STORE%% size=10k; signin_origin http://127.0.0.1:%%PORT%%; signin_delivery /_signin/deliver; } . $server,
+        qr/size/i, 'a store smaller than 1m');
+refused(q{ signin_store %%STORE%% colour=blue; signin_origin http://127.0.0.1:%%PORT%%; signin_delivery /_signin/deliver; } . $server,
+        qr/colour|invalid/i, 'an unknown signin_store parameter');
+refused($good . q{ signin_body_max 1m; } . $server, qr/signin_body_max/, 'signin_body_max above 64k');
+refused(q{ signin_store %%STORE%%; signin_origin http://127.0.0.1:%%PORT%%; } . $server,
+        qr/signin_delivery/, 'email sign-in without signin_delivery');
+refused($good . q{ signin_origin https://other.example.com; } . $server, qr/duplicate/, 'signin_origin twice');
+refused($good . q{ server { listen 127.0.0.1:%%PORT2%%; location / { signin_store /tmp/x; } } } . $server,
+        qr/not allowed|signin_store/, 'signin_store inside a location');
+
+# and a real start with the valid configuration, so the error log is checked too
+my $t = SigninTest->new;
+$t->run(http => $good . $server);
+my $r = $t->req(GET => '/auth/me');
+is $r->{status}, 401, 'the valid configuration serves the API';
+$t->done;
+done_testing;

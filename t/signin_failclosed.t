@@ -1,0 +1,41 @@
+# A storage error fails closed: when the store cannot be opened, the API and the gate answer
+# 503 storage_unavailable (never a 2xx, never the protected content), and the log says why.
+use strict; use warnings;
+use Test::More;
+use lib 't/lib'; use SigninTest;
+
+my $t = SigninTest->new;
+mkdir $t->store;
+open my $fh, '>', $t->store . '/data.mdb' or die;
+print $fh "this is not an LMDB file\n" x 512;   # LMDB refuses it: MDB_INVALID
+close $fh;
+$t->run(http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on;
+    signin_delivery /_signin/deliver;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+        location /app/ { signin_require on; proxy_pass http://127.0.0.1:%%PORT%%/_legacy/; }
+        location /_legacy/ { return 200 "protected content"; }
+    }
+});
+
+for my $case (['POST', '/auth/register', { email => 'a@example.com' }],
+              ['POST', '/auth/login', { email => 'a@example.com' }],
+              ['POST', '/auth/token', { token => 'A' x 43 }],
+              ['GET', '/auth/me', undef]) {
+    my ($m, $p, $j) = @$case;
+    my $r = $t->req($m, $p, defined $j ? (json => $j) : ());
+    is $r->{status}, 503, "$m $p answers 503 when the store cannot be opened";
+    is $r->{json}{code}, 'storage_unavailable', '... with code storage_unavailable';
+    like $r->{headers}{'cache-control'} // '', qr/no-store/, '... and no-store';
+}
+my $r = $t->req(GET => '/app/', headers => { cookie => 'svc_dev_session=' . ('A' x 43) });
+is $r->{status}, 503, 'the gate fails closed too';
+unlike $r->{content}, qr/protected content/, 'and never shows the protected content';
+$t->stop;
+like $t->error_log, qr/\[crit\].*signin_store .* could not be opened/, 'error.log says the store could not be opened';
+done_testing;

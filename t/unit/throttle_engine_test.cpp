@@ -1,0 +1,75 @@
+// The engine's side of throttling: issue_token with may_send = false (SPEC §8 rule 1: the
+// address is over its send limit) and Identity::record for a transport's `throttled` entries.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "signin/auth.hpp"
+#include "signin/store.hpp"
+
+using namespace signin;
+
+namespace {
+
+class ThrottleEngineTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/signin-throttle-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        root_ = tmpl;
+        LmdbOptions o;
+        o.path = root_ + "/db";
+        o.map_size = 1ull << 24;
+        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        Policy p;
+        p.allow_registration = true;
+        std::string why;
+        auto origin = parse_origin("http://127.0.0.1:8080", &why);
+        ASSERT_TRUE(origin) << why;
+        id_ = std::make_unique<Identity>(store_, *origin, p);
+    }
+    void TearDown() override {
+        id_.reset();
+        store_.reset();
+        std::filesystem::remove_all(root_);
+    }
+    std::string root_;
+    std::shared_ptr<Store> store_;
+    std::unique_ptr<Identity> id_;
+};
+
+TEST_F(ThrottleEngineTest, OverTheAddressLimitNothingIsIssuedAndThrottledIsAudited) {
+    auto r = id_->issue_token(Intent::Register, "New@Example.com", "", "198.51.100.7", false);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_FALSE(r->delivery.has_value());
+    auto audit = store_->read()->audit(10);
+    ASSERT_FALSE(audit.empty());
+    EXPECT_EQ(audit.front().kind, "throttled");
+    EXPECT_EQ(audit.front().email, "new@example.com");
+    EXPECT_EQ(audit.front().client, "198.51.100.7");
+    EXPECT_EQ(audit.front().detail, "address:register");
+    EXPECT_TRUE(store_->read()->tokens_for("default", "new@example.com").empty());
+
+    // the same request allowed to send makes a token
+    auto sent = id_->issue_token(Intent::Register, "new@example.com", "", "198.51.100.7", true);
+    ASSERT_TRUE(sent);
+    EXPECT_TRUE(sent->delivery.has_value());
+}
+
+TEST_F(ThrottleEngineTest, RecordAppendsOneEntry) {
+    AuditEntry e;
+    e.kind = "throttled";
+    e.client = "203.0.113.9";
+    e.detail = "sensitive:/login";
+    ASSERT_TRUE(id_->record(e));
+    auto audit = store_->read()->audit(10);
+    ASSERT_EQ(audit.size(), 1u);
+    EXPECT_EQ(audit[0].kind, "throttled");
+    EXPECT_EQ(audit[0].detail, "sensitive:/login");
+    EXPECT_GT(audit[0].at, 0);
+}
+
+}  // namespace
