@@ -69,7 +69,8 @@ refused(q{ signin_store %%STORE%%; signin_origin ftp://app.example.com; signin_d
         qr/origin/i, 'an origin that is not http(s)');
 refused(q{ signin_store %%STORE%%; signin_origin https://app.example.com/login; signin_delivery /_signin/deliver; } . $server,
         qr/origin/i, 'an origin with a path');
-refused($good . q{ signin_passwords on; } . $server, qr/signin_passwords|password/i, 'signin_passwords on (not built yet)');
+refused($good . q{ signin_passwords on; signin_password_min_length 7; } . $server,
+        qr/signin_password_min_length/, 'a password minimum length below 8 (signin_passwords on itself is valid)');
 refused($good . q{ signin_tokens_per_address 0; } . $server, qr/signin_tokens_per_address|must be/i, 'signin_tokens_per_address 0');
 refused($good . q{ signin_token_ttl soon; } . $server, qr/signin_token_ttl|invalid/i, 'a token ttl that is not a time');
 refused(q{ signin_store %%STORE%% size=10k; signin_origin http://127.0.0.1:%%PORT%%; signin_delivery /_signin/deliver; } . $server,

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "signin/password.hpp"
 #include "signin/store.hpp"
 #include "signin/types.hpp"
 
@@ -33,6 +34,9 @@ struct Policy {
     bool allow_registration = false;            // auth.allow_registration
     bool with_email = true;                     // off = auth.new_without_email
     bool with_passwords = false;                // auth.with_passwords
+    unsigned password_min_length = password::kDefaultMinLength;  // code points; not below 8
+    password::HashParams password_hash;         // Argon2id 19 MiB, 2 iterations
+    AttemptLimits attempts;                     // the default limiter's numbers (SPEC §8)
 };
 
 // A configured origin: "https://app.example.com" or a loopback "http://127.0.0.1:8080".
@@ -56,6 +60,21 @@ using DeliveryFn = std::function<Status(const Delivery &)>;
 // What the first half of a token request decided: a delivery to make, or nothing to send.
 struct TokenIssue {
     std::optional<Delivery> delivery;
+};
+
+// auth.login_password_step: where a password sign-in stands. Second factors are a later issue:
+// then a user with one gets SecondFactorPending (no session yet) and passes the factor to finish.
+struct SignInStep {
+    enum class State : std::uint8_t { SignedIn = 1, SecondFactorPending = 2 };
+    State state = State::SignedIn;
+    std::optional<Session> session;  // set when SignedIn
+    std::string pending_user_id;     // set when SecondFactorPending
+    bool signed_in() const { return state == State::SignedIn; }
+};
+
+// What a password change decided: the PasswordChanged notice to deliver (its token is empty).
+struct PasswordChange {
+    Delivery notice;
 };
 
 class Identity {
@@ -110,6 +129,53 @@ public:
     // auth.cookie_name: __Host-svc_session on https, svc_dev_session on a loopback origin.
     std::string_view cookie_name() const;
 
+    // ---------------------------------------------------------------- passwords (SPEC §4, §5 7-10, §8)
+    // Every password operation answers Code::PasswordsDisabled unless policy().with_passwords.
+    // Each hashes or verifies with Argon2id (~20 ms of CPU): call them off any event loop.
+
+    // auth.with_password_check: an extra check of every new password (a breached list, a
+    // function). Install checkers before serving; they run in order after the built-in policy.
+    void with_password_check(PasswordChecker checker);
+    // Where attempt counters live (default: this process's memory, SPEC §8 defaults).
+    void with_attempt_limiter(std::shared_ptr<AttemptLimiter> limiter);
+    // NFC, then the built-in policy and every checker: the NFC form, or Code::WeakPassword.
+    Result<std::string> check_new_password(std::string_view password) const;
+
+    // auth.register_password_from, first half: a new address gets a Registration token whose
+    // record keeps only the password hash; an address with an account gets AlreadyRegistered and
+    // its password is never replaced nor attached. The caller delivers (or cancel_token).
+    // may_send = false: over the address's send limit (as for issue_token): nothing is sent.
+    Result<TokenIssue> issue_password_registration(std::string_view email, const Secret &password,
+                                                   std::string_view group, std::string_view client,
+                                                   bool may_send = true);
+    // auth.register_password_from: both halves, through the delivery function.
+    Status register_password_from(std::string_view email, const Secret &password, std::string_view client,
+                                  std::string_view group = {});
+
+    // auth.login_password_step: a wrong password, an unknown address, an account without a
+    // password and a suspended account all give Code::InvalidCredentials after the same work.
+    Result<SignInStep> login_password_step(std::string_view email, const Secret &password,
+                                           std::string_view client, SessionKind kind = SessionKind::Cookie,
+                                           std::string_view user_agent = {}, std::string_view group = {});
+    // auth.login_password_from: a Session, for apps without second factors.
+    Result<Session> login_password_from(std::string_view email, const Secret &password, std::string_view client,
+                                        SessionKind kind = SessionKind::Cookie, std::string_view user_agent = {},
+                                        std::string_view group = {});
+
+    // auth.set_password: only from a session made by an email-token exchange within
+    // policy().fresh_window (else Code::FreshSessionRequired); sets, changes or resets the
+    // password, ends every other session of the user, clears the address's attempt history.
+    Status set_password(const Principal &p, const Secret &password, std::string_view client = {});
+
+    // auth.change_password_from, first half: the account must have a password (Code::NoPassword),
+    // `current` must match (Code::WrongPassword); ends every other session. Returns the notice.
+    Result<PasswordChange> change_password(const Principal &p, const Secret &current, const Secret &next,
+                                           std::string_view client);
+    // auth.change_password_from: both halves; the PasswordChanged notice goes through the
+    // delivery function (a failed notice is not an error: the password is changed).
+    Status change_password_from(const Principal &p, const Secret &current, const Secret &next,
+                                std::string_view client);
+
     // Administration (signin-admin): suspend or restore an account.
     Status set_suspended(std::string_view group, std::string_view email, bool suspended);
 
@@ -129,6 +195,11 @@ private:
     Policy policy_;
     DeliveryFn deliver_;
     std::shared_ptr<const Clock> clock_;
+    std::vector<PasswordChecker> checkers_;
+    std::shared_ptr<AttemptLimiter> limiter_;
+
+    Result<TokenIssue> issue(Intent intent, std::string_view email, std::string_view group, std::string_view client,
+                             const std::string *password_hash, bool may_send = true);
 };
 
 // The token and session secret digest used as store keys (BLAKE2b-256, 32 raw bytes).
@@ -149,6 +220,26 @@ inline Result<Principal> authenticate_from(Identity &id, const Secret &token, st
     return id.authenticate_from(token, client);
 }
 inline std::string_view cookie_name(const Identity &id) { return id.cookie_name(); }
+inline void with_password_check(Identity &id, PasswordChecker checker) { id.with_password_check(std::move(checker)); }
+inline Status register_password_from(Identity &id, std::string_view email, const Secret &password,
+                                     std::string_view client) {
+    return id.register_password_from(email, password, client);
+}
+inline Result<Session> login_password_from(Identity &id, std::string_view email, const Secret &password,
+                                           std::string_view client) {
+    return id.login_password_from(email, password, client);
+}
+inline Result<SignInStep> login_password_step(Identity &id, std::string_view email, const Secret &password,
+                                              std::string_view client) {
+    return id.login_password_step(email, password, client);
+}
+inline Status set_password(Identity &id, const Principal &p, const Secret &password) {
+    return id.set_password(p, password);
+}
+inline Status change_password_from(Identity &id, const Principal &p, const Secret &current, const Secret &next,
+                                   std::string_view client) {
+    return id.change_password_from(p, current, next, client);
+}
 }  // namespace auth
 
 }  // namespace signin

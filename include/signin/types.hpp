@@ -144,6 +144,11 @@ enum class Code : std::uint8_t {
     PayloadTooLarge,       // 413 payload_too_large
     MethodNotAllowed,      // 405 method_not_allowed
     PasswordsDisabled,     // 403 passwords_disabled
+    WeakPassword,          // 400 weak_password: refused by the policy or a custom checker
+    WrongPassword,         // 400 wrong_password: wrong `current` at /password/change
+    InvalidCredentials,    // 401 invalid_credentials: password sign-in failed, whatever the cause
+    FreshSessionRequired,  // 403 fresh_session_required: POST /password needs a fresh email-token session
+    NoPassword,            // 403 no_password: /password/change on an account without a password
 };
 std::string_view code_name(Code c);
 int code_status(Code c);
@@ -151,6 +156,7 @@ int code_status(Code c);
 struct Error {
     Code code = Code::Internal;
     std::string message;  // a sentence a person can read; never holds a secret
+    Millis retry_after = 0;  // RateLimited: how long to wait (ms)
 };
 
 // Success with a value, or an Error. No exceptions cross the API.

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "core/encoding.hpp"
+#include "core/engine_detail.hpp"
 
 namespace signin {
 namespace {
@@ -20,18 +21,6 @@ public:
 };
 
 std::string_view intent_name(Intent i) { return i == Intent::Register ? "register" : "login"; }
-
-AuditEntry audit(Millis at, std::string kind, std::string_view email, std::string_view client,
-                 std::string_view user_id = {}, std::string_view detail = {}) {
-    AuditEntry e;
-    e.at = at;
-    e.kind = std::move(kind);
-    e.email = std::string(email);
-    e.client = std::string(client);
-    e.user_id = std::string(user_id);
-    e.detail = std::string(detail);
-    return e;
-}
 
 }  // namespace
 
@@ -56,7 +45,8 @@ Identity::Identity(std::shared_ptr<Store> store, Origin origin, Policy policy, D
       origin_(std::move(origin)),
       policy_(policy),
       deliver_(std::move(deliver)),
-      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
+      limiter_(std::make_shared<MemoryAttemptLimiter>(policy_.attempts)) {
     if (sodium_init() < 0) {
         throw std::runtime_error("libsodium could not be initialised");
     }
@@ -64,23 +54,14 @@ Identity::Identity(std::shared_ptr<Store> store, Origin origin, Policy policy, D
 
 Millis Identity::now() const { return clock_->now(); }
 
-// Runs f and maps every exception to an Error: nothing escapes the API.
-template <class F>
-auto Identity::guarded(const char *what, F &&f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const StoreError &e) {
-        return Error{e.code(), std::string(what) + ": " + e.what()};
-    } catch (const std::bad_alloc &) {
-        return Error{Code::Internal, std::string(what) + ": out of memory"};
-    } catch (const std::exception &e) {
-        return Error{Code::Internal, std::string(what) + ": " + e.what()};
-    }
+Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email, std::string_view group,
+                                         std::string_view client, bool may_send) {
+    return issue(intent, email, group, client, nullptr, may_send);
 }
 
-Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email_in,
-                                         std::string_view group_in, std::string_view client,
-                                         bool may_send) {
+// A token request; a password registration passes the hash its Registration token keeps.
+Result<TokenIssue> Identity::issue(Intent intent, std::string_view email_in, std::string_view group_in,
+                                   std::string_view client, const std::string *password_hash, bool may_send) {
     if (!policy_.with_email) return Error{Code::EmailDisabled, "sign-in by email is not enabled"};
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
@@ -101,7 +82,7 @@ Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email_i
         }
         const std::string uid = user ? user->id : std::string();
         if (!purpose) {
-            txn->append_audit(audit(now, "token.requested", *email, client, uid, "login:no_account"));
+            txn->append_audit(detail::audit(now, "token.requested", *email, client, uid, "login:no_account"));
             txn->commit();
             return TokenIssue{};
         }
@@ -116,7 +97,7 @@ Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email_i
         }
         for (const auto &t : live) {
             if (purpose_signs_in(t.purpose) && now - t.created_at < policy_.token_resend) {
-                txn->append_audit(audit(now, "token.requested", *email, client, uid,
+                txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
                                         std::string(intent_name(intent)) + ":waiting"));
                 txn->commit();
                 return TokenIssue{};
@@ -124,7 +105,7 @@ Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email_i
         }
         // Over the address's send limit: the same answer, nothing sent (SPEC §8 rule 1).
         if (!may_send) {
-            txn->append_audit(audit(now, "throttled", *email, client, uid,
+            txn->append_audit(detail::audit(now, "throttled", *email, client, uid,
                                     "address:" + std::string(intent_name(intent))));
             txn->commit();
             return TokenIssue{};
@@ -141,9 +122,12 @@ Result<TokenIssue> Identity::issue_token(Intent intent, std::string_view email_i
         rec.purpose = *purpose;
         rec.created_at = now;
         rec.expires_at = now + policy_.token_ttl;
+        // only a new address keeps the hash: an existing account's password is never replaced
+        if (password_hash && *purpose == Purpose::Registration) rec.password_hash = *password_hash;
         txn->put_token(rec);
-        txn->append_audit(audit(now, "token.requested", *email, client, uid,
-                                std::string(intent_name(intent)) + ":" + std::string(purpose_tag(*purpose))));
+        txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
+                                std::string(password_hash ? "password_" : "") + std::string(intent_name(intent)) +
+                                    ":" + std::string(purpose_tag(*purpose))));
         txn->commit();
         Delivery d;
         d.email = *email;
@@ -161,7 +145,7 @@ Status Identity::cancel_token(const Secret &token, std::string_view client) {
         auto t = txn->token(hash);
         if (t) {
             txn->del_token(hash);
-            txn->append_audit(audit(clock_->now(), "delivery.failed", t->email, client, {},
+            txn->append_audit(detail::audit(clock_->now(), "delivery.failed", t->email, client, {},
                                     purpose_tag(t->purpose)));
             txn->commit();
         }
@@ -194,7 +178,7 @@ Result<Session> Identity::exchange_from(const Secret &token, std::string_view cl
         auto t = txn->token(hash);
         if (!t || t->expires_at <= now || !purpose_signs_in(t->purpose)) {
             if (t && t->expires_at <= now) txn->del_token(hash);
-            txn->append_audit(audit(now, "token.invalid", t ? t->email : std::string(), client));
+            txn->append_audit(detail::audit(now, "token.invalid", t ? t->email : std::string(), client));
             txn->commit();
             return Error{Code::InvalidToken, "the token is not valid"};
         }
@@ -209,16 +193,16 @@ Result<Session> Identity::exchange_from(const Secret &token, std::string_view cl
             u.updated_at = now;
             u.password_hash = t->password_hash;  // only a password registration carries one
             txn->put_user(u);
-            txn->append_audit(audit(now, "user.created", u.email, client, u.id));
+            txn->append_audit(detail::audit(now, "user.created", u.email, client, u.id));
             user = std::move(u);
         }
         if (!user) {
-            txn->append_audit(audit(now, "token.invalid", t->email, client, {}, "no_account"));
+            txn->append_audit(detail::audit(now, "token.invalid", t->email, client, {}, "no_account"));
             txn->commit();
             return Error{Code::InvalidToken, "the token is not valid"};
         }
         if (user->suspended) {
-            txn->append_audit(audit(now, "login.suspended", user->email, client, user->id));
+            txn->append_audit(detail::audit(now, "login.suspended", user->email, client, user->id));
             txn->commit();
             return Error{Code::Suspended, "this account is suspended"};
         }
@@ -235,7 +219,7 @@ Result<Session> Identity::exchange_from(const Secret &token, std::string_view cl
         s.client = std::string(client.substr(0, 64));
         s.user_agent = std::string(user_agent.substr(0, 256));
         txn->put_session(s);
-        txn->append_audit(audit(now, "session.created", user->email, client, user->id, kind_name(kind)));
+        txn->append_audit(detail::audit(now, "session.created", user->email, client, user->id, kind_name(kind)));
         txn->commit();
         Session out;
         out.user = std::move(*user);
@@ -316,7 +300,7 @@ Status Identity::revoke_session(const Principal &p, std::string_view session_id,
             return Error{Code::NotFound, "no such session"};  // aborted: nothing written
         }
         txn->del_session(s->hash);
-        txn->append_audit(audit(clock_->now(), "session.revoked", p.user.email, client, p.user.id, s->id));
+        txn->append_audit(detail::audit(clock_->now(), "session.revoked", p.user.email, client, p.user.id, s->id));
         txn->commit();
         return ok_status();
     });
@@ -326,7 +310,7 @@ Status Identity::logout(const Principal &p, std::string_view client) {
     return guarded("logout", [&]() -> Status {
         auto txn = store_->write();
         txn->del_session(p.session.hash);
-        txn->append_audit(audit(clock_->now(), "logout", p.user.email, client, p.user.id, p.session.id));
+        txn->append_audit(detail::audit(clock_->now(), "logout", p.user.email, client, p.user.id, p.session.id));
         txn->commit();
         return ok_status();
     });
@@ -356,7 +340,7 @@ Status Identity::set_suspended(std::string_view group, std::string_view email, b
         u->suspended = suspended;
         u->updated_at = clock_->now();
         txn->put_user(*u);
-        txn->append_audit(audit(u->updated_at, suspended ? "user.suspended" : "user.restored", u->email,
+        txn->append_audit(detail::audit(u->updated_at, suspended ? "user.suspended" : "user.restored", u->email,
                                 "admin", u->id));
         txn->commit();
         return ok_status();

@@ -262,6 +262,12 @@ std::string delivery(const Delivery &d, std::string_view origin) {
         text = "Use this code to finish creating your account on " + std::string(origin) + ":\n\n" +
                std::string(token) + "\n\nIt is valid for 10 minutes and can be used once.\n";
         break;
+    case Purpose::PasswordChanged:
+        subject = "Your password was changed";
+        text = "The password of your account on " + std::string(origin) +
+               " was just changed, and every other session was signed out.\n\nIf this was not you, sign in "
+               "with an email code and set a new password right away.\n";
+        break;
     default:
         subject = "Account notice";
         text = "There was a change to your account on " + std::string(origin) + ".\n";

@@ -56,6 +56,11 @@ std::string_view code_name(Code c) {
     case Code::PayloadTooLarge: return "payload_too_large";
     case Code::MethodNotAllowed: return "method_not_allowed";
     case Code::PasswordsDisabled: return "passwords_disabled";
+    case Code::WeakPassword: return "weak_password";
+    case Code::WrongPassword: return "wrong_password";
+    case Code::InvalidCredentials: return "invalid_credentials";
+    case Code::FreshSessionRequired: return "fresh_session_required";
+    case Code::NoPassword: return "no_password";
     }
     return "internal";
 }
@@ -82,6 +87,11 @@ int code_status(Code c) {
     case Code::PayloadTooLarge: return 413;
     case Code::MethodNotAllowed: return 405;
     case Code::PasswordsDisabled: return 403;
+    case Code::WeakPassword:
+    case Code::WrongPassword: return 400;
+    case Code::InvalidCredentials: return 401;
+    case Code::FreshSessionRequired:
+    case Code::NoPassword: return 403;
     }
     return 500;
 }

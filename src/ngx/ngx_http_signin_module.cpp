@@ -20,7 +20,9 @@ static ngx_int_t init_process(ngx_cycle_t *cycle);
 static void exit_process(ngx_cycle_t *cycle);
 static char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_origin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-static char *set_passwords(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_min_length(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_blocklist(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_hash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_require(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -34,8 +36,30 @@ static ngx_command_t commands[] = {
      nullptr},
     {ngx_string("signin_registration"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, registration), nullptr},
-    {ngx_string("signin_passwords"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, set_passwords, NGX_HTTP_MAIN_CONF_OFFSET,
-     offsetof(MainConf, passwords), nullptr},
+    {ngx_string("signin_passwords"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passwords), nullptr},
+    {ngx_string("signin_password_min_length"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_min_length,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_min_length), nullptr},
+    {ngx_string("signin_password_blocklist"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_blocklist,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_password_hash"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_hash, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("signin_password_attempts"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_attempts), nullptr},
+    {ngx_string("signin_password_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_backoff), nullptr},
+    {ngx_string("signin_password_backoff_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_backoff_max), nullptr},
+    {ngx_string("signin_password_address_limit"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_address_limit), nullptr},
+    {ngx_string("signin_password_address_window"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_address_window), nullptr},
+    {ngx_string("signin_password_register_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_register_backoff), nullptr},
+    {ngx_string("signin_password_register_backoff_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_register_backoff_max), nullptr},
+    {ngx_string("signin_password_fresh"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_fresh), nullptr},
     {ngx_string("signin_email"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, email), nullptr},
     {ngx_string("signin_delivery"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
@@ -109,6 +133,17 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->session_idle = NGX_CONF_UNSET_MSEC;
     m->bearer_ttl = NGX_CONF_UNSET_MSEC;
     m->body_max = NGX_CONF_UNSET_SIZE;
+    m->password_min_length = NGX_CONF_UNSET_UINT;
+    m->password_attempts = NGX_CONF_UNSET_UINT;
+    m->password_backoff = NGX_CONF_UNSET_MSEC;
+    m->password_backoff_max = NGX_CONF_UNSET_MSEC;
+    m->password_address_limit = NGX_CONF_UNSET_UINT;
+    m->password_address_window = NGX_CONF_UNSET_MSEC;
+    m->password_register_backoff = NGX_CONF_UNSET_MSEC;
+    m->password_register_backoff_max = NGX_CONF_UNSET_MSEC;
+    m->password_fresh = NGX_CONF_UNSET_MSEC;
+    m->password_hash_t = NGX_CONF_UNSET_UINT;
+    m->password_hash_m = NGX_CONF_UNSET_SIZE;
     return m;
 }
 
@@ -125,6 +160,17 @@ static char *init_main_conf(ngx_conf_t *cf, void *conf) {
     ngx_conf_init_msec_value(m->session_idle, 7ULL * 24 * 3600 * 1000);
     ngx_conf_init_msec_value(m->bearer_ttl, 3600 * 1000);
     ngx_conf_init_size_value(m->body_max, 4096);
+    ngx_conf_init_uint_value(m->password_min_length, signin::password::kDefaultMinLength);
+    ngx_conf_init_uint_value(m->password_attempts, 5);
+    ngx_conf_init_msec_value(m->password_backoff, 60 * 1000);
+    ngx_conf_init_msec_value(m->password_backoff_max, 3600 * 1000);
+    ngx_conf_init_uint_value(m->password_address_limit, 100);
+    ngx_conf_init_msec_value(m->password_address_window, 60 * 1000);
+    ngx_conf_init_msec_value(m->password_register_backoff, 60 * 1000);
+    ngx_conf_init_msec_value(m->password_register_backoff_max, 3600 * 1000);
+    ngx_conf_init_msec_value(m->password_fresh, 10 * 60 * 1000);
+    ngx_conf_init_uint_value(m->password_hash_t, 2);
+    ngx_conf_init_size_value(m->password_hash_m, 19456 * 1024);
     if (m->thread_pool_name.len == 0) {
         ngx_str_set(&m->thread_pool_name, "default");
     }
@@ -162,6 +208,27 @@ static char *init_main_conf(ngx_conf_t *cf, void *conf) {
     m->policy->allow_registration = m->registration != 0;
     m->policy->with_email = m->email != 0;
     m->policy->with_passwords = m->passwords != 0;
+    m->policy->fresh_window = static_cast<signin::Millis>(m->password_fresh);
+    m->policy->password_min_length = static_cast<unsigned>(m->password_min_length);
+    m->policy->password_hash.opslimit = m->password_hash_t;
+    m->policy->password_hash.memlimit = m->password_hash_m;
+    if (m->password_backoff > m->password_backoff_max ||
+        m->password_register_backoff > m->password_register_backoff_max) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "a signin_password_*backoff must not exceed its _max");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->password_address_window == 0 || m->password_backoff == 0 || m->password_register_backoff == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_password_* time windows must be longer than 0");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    signin::AttemptLimits &a = m->policy->attempts;
+    a.free_attempts = static_cast<unsigned>(m->password_attempts);
+    a.backoff = static_cast<signin::Millis>(m->password_backoff);
+    a.backoff_max = static_cast<signin::Millis>(m->password_backoff_max);
+    a.address_limit = static_cast<unsigned>(m->password_address_limit);
+    a.address_window = static_cast<signin::Millis>(m->password_address_window);
+    a.register_backoff = static_cast<signin::Millis>(m->password_register_backoff);
+    a.register_backoff_max = static_cast<signin::Millis>(m->password_register_backoff_max);
     return NGX_CONF_OK;
 }
 
@@ -228,14 +295,73 @@ static char *set_origin(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     return NGX_CONF_OK;
 }
 
-static char *set_passwords(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
-    char *rv = ngx_conf_set_flag_slot(cf, cmd, conf);
-    if (rv != NGX_CONF_OK) return rv;
-    if (static_cast<MainConf *>(conf)->passwords) {
+static char *set_min_length(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (m->password_min_length != NGX_CONF_UNSET_UINT) return const_cast<char *>("is duplicate");
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    ngx_int_t n = ngx_atoi(value[1].data, value[1].len);
+    if (n == NGX_ERROR || n < static_cast<ngx_int_t>(signin::password::kLowestMinLength) || n > 1024) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"signin_passwords on\" is not available in this build yet (password sign-in is "
-                           "not built); password endpoints answer 403");
+                           "invalid signin_password_min_length \"%V\": it must be a number from %d to 1024 "
+                           "(the password policy cannot go below 8)",
+                           &value[1], static_cast<int>(signin::password::kLowestMinLength));
         return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    m->password_min_length = static_cast<ngx_uint_t>(n);
+    return NGX_CONF_OK;
+}
+
+// Maps the breached-password digests now: the mapping is shared by every worker after fork.
+static char *set_blocklist(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (m->blocklist) return const_cast<char *>("is duplicate");
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    ngx_str_t path = value[1];
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
+    try {
+        auto list = signin::password::Blocklist::open(std::string(sv(path)));
+        if (!list) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid signin_password_blocklist: %s",
+                               list.error().message.c_str());
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->blocklist = pool_object<std::shared_ptr<const signin::password::Blocklist>>(cf->pool);
+        if (m->blocklist == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+        *m->blocklist = list.value();
+    } catch (...) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
+// signin_password_hash [t=N] [m=SIZE]: Argon2id settings (default t=2 m=19456k, SPEC §8). Lower
+// values exist for tests of the rehash on sign-in; nginx -t warns about them.
+static char *set_hash(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (m->password_hash_t != NGX_CONF_UNSET_UINT) return const_cast<char *>("is duplicate");
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    m->password_hash_t = 2;
+    m->password_hash_m = 19456 * 1024;
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        bool ok = false;
+        if (value[i].len > 2 && ngx_strncmp(value[i].data, "t=", 2) == 0) {
+            ngx_int_t n = ngx_atoi(value[i].data + 2, value[i].len - 2);
+            ok = n != NGX_ERROR && n >= 1 && n <= 16;
+            if (ok) m->password_hash_t = static_cast<ngx_uint_t>(n);
+        } else if (value[i].len > 2 && ngx_strncmp(value[i].data, "m=", 2) == 0) {
+            ngx_str_t v = {value[i].len - 2, value[i].data + 2};
+            ssize_t size = ngx_parse_size(&v);
+            ok = size != NGX_ERROR && size >= 8 * 1024 && size <= 1024 * 1024 * 1024;
+            if (ok) m->password_hash_m = static_cast<size_t>(size) / 1024 * 1024;
+        }
+        if (!ok) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid signin_password_hash parameter \"%V\"", &value[i]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+    if (m->password_hash_t < 2 || m->password_hash_m < 19456 * 1024) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "signin_password_hash is weaker than Argon2id t=2 m=19456k (SPEC §8); use it only in tests");
     }
     return NGX_CONF_OK;
 }
@@ -396,6 +522,16 @@ struct PurgeJob final : Job {
     void finish(ngx_http_request_t *) override {}
 };
 
+struct WarmJob final : Job {
+    explicit WarmJob(signin::password::HashParams p) : params(p) {}
+    void run() override {
+        lower_thread_priority();
+        (void)signin::password::dummy_hash(params);
+    }
+    void finish(ngx_http_request_t *) override {}
+    signin::password::HashParams params;
+};
+
 static void purge_tick(ngx_event_t *ev) {
     if (ngx_exiting || ngx_quit || ngx_terminate) return;
     try {
@@ -415,7 +551,13 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
         g_store = signin::open_lmdb_store(opts);
         g_committer = std::make_unique<signin::GroupCommitter>(*g_store);
         g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
+        if (m->blocklist) g_identity->with_password_check(signin::password::blocklist_checker(*m->blocklist));
+        // password attempt counters live in the signin_limits zone (signin_api.cpp), shared by
+        // every worker; like every other limit, none applies without the zone
+        g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
         g_thread_pool = m->thread_pool;
+        // the dummy hash of failed sign-ins is made now, in the pool, not by the first failure
+        if (m->passwords) (void)post_detached_job(cycle->log, std::make_unique<WarmJob>(m->policy->password_hash));
     } catch (const std::exception &e) {
         ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &m->store_path,
                       e.what());

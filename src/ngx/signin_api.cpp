@@ -13,7 +13,10 @@ namespace {
 
 using signin::Code;
 
-enum Endpoint { Register, Login, SessionEp, Token, Me, Sessions, Revoke, Logout, PasswordEp };
+enum Endpoint { Register, Login, SessionEp, Token, Me, Sessions, Revoke, Logout, PwSet, PwRegister, PwSession, PwToken,
+                PwChange };
+
+bool is_password_endpoint(Endpoint ep) { return ep >= PwSet; }
 
 struct Route {
     std::string_view path;
@@ -30,11 +33,11 @@ constexpr std::array<Route, 13> kRoutes = {{
     {"sessions", NGX_HTTP_GET, Sessions},
     {"sessions/revoke", NGX_HTTP_POST, Revoke},
     {"logout", NGX_HTTP_POST, Logout},
-    {"password", NGX_HTTP_POST, PasswordEp},
-    {"password/register", NGX_HTTP_POST, PasswordEp},
-    {"password/session", NGX_HTTP_POST, PasswordEp},
-    {"password/token", NGX_HTTP_POST, PasswordEp},
-    {"password/change", NGX_HTTP_POST, PasswordEp},
+    {"password", NGX_HTTP_POST, PwSet},
+    {"password/register", NGX_HTTP_POST, PwRegister},
+    {"password/session", NGX_HTTP_POST, PwSession},
+    {"password/token", NGX_HTTP_POST, PwToken},
+    {"password/change", NGX_HTTP_POST, PwChange},
 }};
 
 signin::Identity &id() { return *identity(); }
@@ -53,6 +56,43 @@ std::string address_key(std::string_view email, std::string_view group) {
     auto g = signin::normalize_group(group);
     if (!e || !g) return {};
     return *g + "\n" + *e;
+}
+
+// SPEC §8 password limits, from the signin_password_* directives; kept in the signin_limits zone.
+signin::throttle::BackoffRule pair_rule(const MainConf *m) {
+    signin::throttle::BackoffRule b;
+    b.free_failures = static_cast<std::uint32_t>(m->password_attempts);
+    b.base = static_cast<signin::throttle::Millis>(m->password_backoff);
+    b.max = static_cast<signin::throttle::Millis>(m->password_backoff_max);
+    return b;
+}
+signin::throttle::BackoffRule registration_rule(const MainConf *m) {
+    signin::throttle::BackoffRule b;
+    b.free_failures = 1;  // every registration counts: the first makes the next wait
+    b.base = static_cast<signin::throttle::Millis>(m->password_register_backoff);
+    b.max = static_cast<signin::throttle::Millis>(m->password_register_backoff_max);
+    return b;
+}
+signin::throttle::WindowRule address_rule(const MainConf *m) {
+    signin::throttle::WindowRule w;
+    w.limit = static_cast<std::uint32_t>(m->password_address_limit);
+    w.window = static_cast<signin::throttle::Millis>(m->password_address_window);
+    return w;
+}
+
+// The key of the (address, client) password backoff. It also names the tail of the address's
+// current password hash, so that a reset (a new hash) starts every client's history of that
+// address afresh (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe.
+std::string pair_key(const std::string &address, std::string_view email, std::string_view group,
+                     const std::string &client) {
+    std::string k = address + "\n" + client + "\n";
+    auto e = signin::normalize_email(email);
+    auto g = signin::normalize_group(group);
+    if (e && g) {
+        auto u = id().store().read()->user_by_email(*g, *e);
+        if (u && u->password_hash.size() > 16) k += u->password_hash.substr(u->password_hash.size() - 16);
+    }
+    return k;
 }
 
 // The path below the location: "/auth/" + "register" → "register".
@@ -100,10 +140,16 @@ struct IssueJob final : Job {
     std::string email, group, client;
     std::string address;  // the per-address send counter's key; counted = one send was taken
     bool may_send = true, counted = false;
+    std::optional<signin::Secret> password;  // POST /password/register: Argon2id runs here, in the pool
+    bool registration_counted = false;        // the address's password-registration backoff applies
     std::optional<signin::Result<signin::TokenIssue>> result;
 
     void run() override {
-        run_durable(result, [this] { return id().issue_token(intent, email, group, client, may_send); });
+        if (password) lower_thread_priority();
+        run_durable(result, [this] {
+            return password ? id().issue_password_registration(email, *password, group, client, may_send)
+                            : id().issue_token(intent, email, group, client, may_send);
+        });
     }
     void finish(ngx_http_request_t *r) override;
 };
@@ -127,6 +173,7 @@ ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
     auto *st = static_cast<DeliveryState *>(data);
     if (st->handled) return rc;
     st->handled = true;
+    if (st->token.empty()) return rc;  // a notice (PasswordChanged): no token to cancel
     ngx_uint_t status = sr->headers_out.status;
     bool ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
     if (ok) return rc;
@@ -184,9 +231,13 @@ ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::
 void IssueJob::finish(ngx_http_request_t *r) {
     // the address's send counter counts sends only: give back what turned out to send nothing
     if (counted && !(result && *result && (*result)->delivery)) limit_refund(r, Bucket::Address, address);
+    // a password registration that went through (not refused by the policy) makes the next wait
+    if (registration_counted && result && *result) {
+        backoff_fail(r, Bucket::PasswordRegistration, address, registration_rule(main_conf(r)));
+    }
     if (!result || !*result) {
         const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
-        ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+        ngx_http_finalize_request(r, send_failure(r, e));
         return;
     }
     if ((*result)->delivery) {
@@ -199,6 +250,14 @@ void IssueJob::finish(ngx_http_request_t *r) {
         }
     }
     ngx_http_finalize_request(r, send_json(r, 202, "{\"status\":\"sent\"}"));
+}
+
+// 200 with the bearer answer, or the user and the session cookie.
+ngx_int_t send_session(ngx_http_request_t *r, signin::Session &s) {
+    if (s.kind == signin::SessionKind::Bearer) return send_json(r, 200, signin::json::bearer(s, id().now()));
+    long long max_age = (s.expires_at - id().now()) / 1000;
+    add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), s.token.reveal(), max_age));
+    return send_json(r, 200, signin::json::user(s.user));
 }
 
 struct ExchangeJob final : Job {
@@ -215,17 +274,85 @@ struct ExchangeJob final : Job {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
             // failed exchanges per client bound token guessing (signin_limit_exchange_failures)
             if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client);
-            ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+            ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
-        signin::Session &s = result->value();
-        if (kind == signin::SessionKind::Bearer) {
-            ngx_http_finalize_request(r, send_json(r, 200, signin::json::bearer(s, id().now())));
+        ngx_http_finalize_request(r, send_session(r, result->value()));
+    }
+};
+
+// POST /password/session and /password/token: the whole sign-in (Argon2id verify, the session
+// write and its commit) runs in the pool.
+struct PasswordLoginJob final : Job {
+    std::string email, group, client, user_agent;
+    std::string pair;  // the (address, client) backoff key, when the limits zone is on
+    signin::Secret password;
+    signin::SessionKind kind = signin::SessionKind::Cookie;
+    std::optional<signin::Result<signin::SignInStep>> result;
+
+    void run() override {
+        lower_thread_priority();
+        result = id().login_password_step(email, password, client, kind, user_agent, group);
+    }
+    void finish(ngx_http_request_t *r) override {
+        if (!result || !*result) {
+            const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            if (!pair.empty() && e.code == Code::InvalidCredentials) {
+                backoff_fail(r, Bucket::PasswordPair, pair, pair_rule(main_conf(r)));
+            }
+            ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
-        long long max_age = (s.expires_at - id().now()) / 1000;
-        add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), s.token.reveal(), max_age));
-        ngx_http_finalize_request(r, send_json(r, 200, signin::json::user(s.user)));
+        if (!pair.empty()) backoff_clear(r, Bucket::PasswordPair, pair);  // a success clears this pair only
+        signin::SignInStep &step = result->value();
+        if (!step.signed_in() || !step.session) {
+            ngx_http_finalize_request(r, send_json(r, 202, "{\"mfa_required\":true}"));
+            return;
+        }
+        ngx_http_finalize_request(r, send_session(r, *step.session));
+    }
+};
+
+// POST /password (set, change or reset from a fresh session) and POST /password/change.
+struct PasswordWriteJob final : Job {
+    bool change = false;
+    std::string pair;  // /password/change: the (address, client) backoff key, when the zone is on
+    signin::Principal principal;
+    signin::Secret current, password;
+    std::string client;
+    std::optional<signin::Status> set_result;
+    std::optional<signin::Result<signin::PasswordChange>> change_result;
+
+    void run() override {
+        lower_thread_priority();
+        if (change) {
+            change_result = id().change_password(principal, current, password, client);
+        } else {
+            set_result = id().set_password(principal, password, client);
+        }
+    }
+    void finish(ngx_http_request_t *r) override {
+        const signin::Error *e = nullptr;
+        signin::Error none{Code::Internal, "no result"};
+        if (change) {
+            if (!change_result) e = &none;
+            else if (!*change_result) e = &change_result->error();
+        } else {
+            if (!set_result) e = &none;
+            else if (!*set_result) e = &set_result->error();
+        }
+        if (e) {
+            if (!pair.empty() && e->code == Code::WrongPassword) {
+                backoff_fail(r, Bucket::PasswordPair, pair, pair_rule(main_conf(r)));
+            }
+            ngx_http_finalize_request(r, send_failure(r, *e));
+            return;
+        }
+        if (!pair.empty()) backoff_clear(r, Bucket::PasswordPair, pair);
+        if (change && start_delivery(r, change_result->value().notice, client) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not send the PasswordChanged notice");
+        }
+        ngx_http_finalize_request(r, send_empty(r, 204));
     }
 };
 
@@ -245,7 +372,7 @@ struct SessionWriteJob final : Job {
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
             const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
-            ngx_http_finalize_request(r, send_error(r, e.code, e.message));
+            ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
         if (what == LogoutThis && cookie) add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0));
@@ -291,6 +418,21 @@ ngx_int_t post_or_fail(ngx_http_request_t *r, std::unique_ptr<Job> job) {
 ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
     bool too_large = false;
     std::string body = read_body(r, too_large);
+    // bodies carry passwords and tokens: wipe our copy and nginx's buffers once handled
+    struct Wipe {
+        std::string &s;
+        ngx_http_request_t *r;
+        ~Wipe() {
+            ngx_explicit_memzero(s.data(), s.size());
+            if (r->request_body == nullptr) return;
+            for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
+                ngx_buf_t *b = cl->buf;
+                if (b->temporary && !b->in_file && b->pos && b->last > b->pos) {  // our writable copies only
+                    ngx_explicit_memzero(b->pos, static_cast<size_t>(b->last - b->pos));
+                }
+            }
+        }
+    } wipe{body, r};
     if (too_large) return send_error(r, Code::PayloadTooLarge, "the request body is too large");
     const std::string client = client_of(r);
     auto user_agent = [r]() {
@@ -342,6 +484,79 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
         job->cookie = c.state == Credentials::Cookie;
         return post_or_fail(r, std::move(job));
     }
+    case PwRegister:
+    case PwSession:
+    case PwToken: {
+        // passwords may be up to 1024 bytes after NFC; longer ones reach the policy's message
+        auto f = signin::json::parse_object(body, {{"email", true}, {"password", true}, {"group", false}}, 8192);
+        if (!f) return send_error(r, f.error().code, f.error().message);
+        const std::string address = address_key(f.value()["email"], f.value()["group"]);
+        const bool limited = limits_on(r) && !address.empty();
+        MainConf *m = main_conf(r);
+        if (ep == PwRegister) {
+            auto job = std::make_unique<IssueJob>();
+            job->intent = signin::Intent::Register;
+            job->email = f.value()["email"];
+            job->group = f.value()["group"];
+            job->client = client;
+            job->password.emplace(std::move(f.value()["password"]));
+            job->address = address;
+            if (limited) {
+                // repeated password registration of one address: 60 s after the first, doubling
+                Verdict v = backoff_check(r, Bucket::PasswordRegistration, address, registration_rule(m));
+                if (!v.allowed) return send_rate_limited(r, Bucket::PasswordRegistration, v, "password/register");
+                job->registration_counted = true;
+                // SPEC §8 rule 1 as for /register: over the address's send limit, nothing is sent
+                job->may_send = limit_take(r, Bucket::Address, address).allowed;
+                job->counted = job->may_send;
+            }
+            return post_or_fail(r, std::move(job));
+        }
+        std::string pair;
+        if (limited) {
+            pair = pair_key(address, f.value()["email"], f.value()["group"], client);
+            Verdict v = backoff_check(r, Bucket::PasswordPair, pair, pair_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordPair, v, "password");
+            v = limit_take_rule(r, Bucket::PasswordAddress, address, address_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordAddress, v, "password");
+        }
+        auto job = std::make_unique<PasswordLoginJob>();
+        job->pair = std::move(pair);
+        job->email = f.value()["email"];
+        job->group = f.value()["group"];
+        job->password = signin::Secret(std::move(f.value()["password"]));
+        job->client = client;
+        job->user_agent = user_agent();
+        job->kind = ep == PwToken ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+        return post_or_fail(r, std::move(job));
+    }
+    case PwSet:
+    case PwChange: {
+        Credentials c = read_credentials(r, id().cookie_name());
+        auto p = authenticate(r, c);
+        if (!p) return send_unauthenticated(r, p.error(), c.state == Credentials::Cookie);
+        auto f = ep == PwSet ? signin::json::parse_object(body, {{"password", true}}, 8192)
+                             : signin::json::parse_object(body, {{"current", true}, {"password", true}}, 8192);
+        if (!f) return send_error(r, f.error().code, f.error().message);
+        auto job = std::make_unique<PasswordWriteJob>();
+        job->change = ep == PwChange;
+        if (ep == PwChange && limits_on(r)) {
+            // a wrong `current` is a failed password attempt of this (address, client)
+            MainConf *m = main_conf(r);
+            const signin::User &u = p.value().user;
+            const std::string address = address_key(u.email, u.group_id);
+            job->pair = pair_key(address, u.email, u.group_id, client);
+            Verdict v = backoff_check(r, Bucket::PasswordPair, job->pair, pair_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordPair, v, "password/change");
+            v = limit_take_rule(r, Bucket::PasswordAddress, address, address_rule(m));
+            if (!v.allowed) return send_rate_limited(r, Bucket::PasswordAddress, v, "password/change");
+        }
+        job->principal = p.value();
+        job->password = signin::Secret(std::move(f.value()["password"]));
+        if (ep == PwChange) job->current = signin::Secret(std::move(f.value()["current"]));
+        job->client = client;
+        return post_or_fail(r, std::move(job));
+    }
     default:
         return send_error(r, Code::NotFound, "not found");
     }
@@ -387,7 +602,13 @@ ngx_int_t api(ngx_http_request_t *r) {
             return send_rate_limited(r, Bucket::ExchangeFailure, v, route->path);
         }
     }
-    if (route->ep == PasswordEp) return send_error(r, Code::PasswordsDisabled, "password sign-in is not enabled");
+    // signin_passwords off: every password endpoint is this 403 and nothing else
+    if (is_password_endpoint(route->ep) && !id().policy().with_passwords) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return send_error(r, Code::PasswordsDisabled, "password sign-in is not enabled");
+    }
     bool method_ok = r->method == route->method || (route->method == NGX_HTTP_GET && r->method == NGX_HTTP_HEAD);
     if (!method_ok) {
         add_header(r, "Allow", route->method == NGX_HTTP_GET ? "GET, HEAD" : "POST");
@@ -395,7 +616,7 @@ ngx_int_t api(ngx_http_request_t *r) {
     }
     // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need one
     auto origin = header_value(r, "Origin");
-    if (auto ok = id().check_origin(origin, route->ep == SessionEp); !ok) {
+    if (auto ok = id().check_origin(origin, route->ep == SessionEp || route->ep == PwSession); !ok) {
         return send_error(r, ok.error().code, ok.error().message);
     }
     Credentials c = read_credentials(r, id().cookie_name());

@@ -1,6 +1,10 @@
 // Request context, thread-pool jobs, JSON answers and credentials for the sign-in glue.
 #include "ngx/signin_glue.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <new>
 
 #include "core/json.hpp"
@@ -27,6 +31,16 @@ RequestCtx *get_ctx(ngx_http_request_t *r, bool create) {
 }
 
 // ---------------------------------------------------------------- jobs
+
+void lower_thread_priority() {
+    thread_local bool lowered = false;
+    if (lowered) return;
+    lowered = true;
+    // Linux: a thread id names one thread for setpriority; failure (no permission) changes nothing
+    auto tid = static_cast<id_t>(syscall(SYS_gettid));
+    int now = getpriority(PRIO_PROCESS, tid);
+    if (now < 10) (void)setpriority(PRIO_PROCESS, tid, 10);
+}
 
 static void job_thread(void *data, ngx_log_t *log) {
     Job *job = *static_cast<Job **>(data);
@@ -176,6 +190,19 @@ ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string
                                                         : "the sign-in service is unavailable")
                                       : message;
     return send_json(r, status, signin::json::error(code, shown));
+}
+
+ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e) {
+    if (e.code != signin::Code::RateLimited) return send_error(r, e.code, e.message);
+    const long long seconds = e.retry_after > 0 ? (e.retry_after + 999) / 1000 : 1;
+    if (!add_header(r, "Retry-After", std::to_string(seconds))) return NGX_ERROR;
+    signin::json::Writer w;
+    w.begin_object()
+        .key("error").value(e.message)
+        .key("code").value(signin::code_name(e.code))
+        .key("retry_after").value(static_cast<std::int64_t>(seconds))
+        .end_object();
+    return send_json(r, 429, w.str());
 }
 
 // ---------------------------------------------------------------- request data

@@ -36,6 +36,18 @@ struct MainConf {
     ngx_msec_t session_idle;
     ngx_msec_t bearer_ttl;
     size_t body_max;
+    ngx_uint_t password_min_length;
+    ngx_uint_t password_attempts;
+    ngx_msec_t password_backoff;
+    ngx_msec_t password_backoff_max;
+    ngx_uint_t password_address_limit;
+    ngx_msec_t password_address_window;
+    ngx_msec_t password_register_backoff;
+    ngx_msec_t password_register_backoff_max;
+    ngx_msec_t password_fresh;
+    ngx_uint_t password_hash_t;
+    size_t password_hash_m;
+    std::shared_ptr<const signin::password::Blocklist> *blocklist;  // signin_password_blocklist
     ngx_flag_t used;         // some location uses signin_api or signin_require
     ngx_shm_zone_t *mailbox;  // dev mailbox zone, when signin_dev_mailbox is used
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
@@ -81,6 +93,10 @@ struct RequestCtx {
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 
+// Called at the start of CPU-heavy jobs (Argon2id): the pool thread drops to nice 10 once, so the
+// event loop (nice 0) is scheduled ahead of it when both want the CPU (DESIGN §3 rule 1).
+void lower_thread_priority();
+
 // Posts a job tied to request r: the request stays alive (r->main->blocked) until finish() ran.
 // The caller holds a request reference (body reading, or count++ and NGX_DONE).
 ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
@@ -91,6 +107,8 @@ extern ngx_thread_pool_t *g_thread_pool;
 // Answers: JSON body, cache-control: no-store; returns the output filter's rc.
 ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
 ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message);
+// An engine error: 429 adds Retry-After and "retry_after" (seconds) to the body.
+ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e);
 ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
 bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
 

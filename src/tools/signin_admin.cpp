@@ -19,6 +19,7 @@ int usage() {
                  "  suspend EMAIL [GROUP]   suspend an account (its sessions stop working)\n"
                  "  restore EMAIL [GROUP]   lift a suspension\n"
                  "  user EMAIL [GROUP]      print an account as JSON\n"
+                 "  password-hash EMAIL [GROUP]  print the account's Argon2id PHC string (empty: no password)\n"
                  "  audit [N]               print the newest N audit entries (default 20), JSON lines\n"
                  "  stats                   counts of users\n"
                  "  purge                   delete expired tokens and sessions now\n");
@@ -66,6 +67,17 @@ int main(int argc, char **argv) {
             signin::json::write_user(w, *u);
             w.key("suspended").value(u->suspended).key("has_password").value(!u->password_hash.empty()).end_object();
             std::printf("%s\n", w.str().c_str());
+            return 0;
+        }
+        if (cmd == "password-hash" && args.size() >= 2) {
+            // a one-way hash, not a secret: printed for audits of the hash settings and for
+            // checking it with another Argon2 implementation
+            auto email = signin::normalize_email(args[1]);
+            auto g = signin::normalize_group(group);
+            if (!email || !g) return fail({signin::Code::InvalidEmail, "that is not an email address"});
+            auto u = st->read()->user_by_email(*g, *email);
+            if (!u) return fail({signin::Code::NotFound, "no such account"});
+            std::printf("%s\n", u->password_hash.c_str());
             return 0;
         }
         if (cmd == "audit") {

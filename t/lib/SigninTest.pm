@@ -322,6 +322,55 @@ sub set_cookie_pair {
     return $pair;
 }
 
+# The http-level text of a sign-in server with passwords on (t/passwords_*.t): the API at /auth/,
+# the dev mailbox as delivery, `extra` directives at http level.
+sub password_http {
+    my ($self, $extra) = @_;
+    $extra //= '';
+    return qq{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on;
+    signin_passwords on;
+    signin_delivery /_signin/deliver;
+    $extra
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+        location = /_dev/mailbox { signin_dev_mailbox; }
+    }
+};
+}
+
+# POST /auth/password/<what> with {email, password}; extra headers in %h.
+sub password_req {
+    my ($self, $what, $email, $password, %h) = @_;
+    return $self->req(POST => "/auth/password/$what", json => { email => $email, password => $password },
+        headers => \%h);
+}
+
+# Registers with a password and exchanges the Registration token: the account exists.
+sub register_password {
+    my ($self, $email, $password) = @_;
+    my $before = () = $self->emails_to($email);
+    my $r = $self->password_req(register => $email, $password);
+    die "password register answered $r->{status}: $r->{content}" unless $r->{status} == 202;
+    my $m = $self->last_email($email, count => $before + 1) or die "no email reached $email";
+    die "expected Registration, got $m->{purpose}" unless $m->{purpose} eq 'Registration';
+    $r = $self->req(POST => '/auth/token', json => { token => $m->{token} });
+    die "exchange answered $r->{status}: $r->{content}" unless $r->{status} == 200;
+    return $r->{json}{access_token};
+}
+
+# The stored PHC string of an account (signin-admin password-hash).
+sub password_hash {
+    my ($self, $email) = @_;
+    my ($rc, $out) = $self->admin('password-hash', $email);
+    chomp $out;
+    return $rc == 0 ? $out : undef;
+}
+
 # Runs the signin-admin tool on this test's store; returns (exit status, output).
 sub admin {
     my ($self, @args) = @_;

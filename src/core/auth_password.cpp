@@ -1,0 +1,290 @@
+// The password operations of the engine (SPEC §3 password rows, §4, §5 rules 7-10, §8).
+#include "core/encoding.hpp"
+#include "core/engine_detail.hpp"
+#include "signin/auth.hpp"
+
+namespace signin {
+namespace {
+
+// The attempt limiter's name for an address: its group and its normalized form.
+std::string address_key(std::string_view group, std::string_view email) {
+    std::string k(group);
+    k.push_back(':');
+    k.append(email);
+    return k;
+}
+
+Error rate_limited(Millis wait) {
+    Millis seconds = (wait + 999) / 1000;
+    Error e{Code::RateLimited, "too many password attempts; try again in " + std::to_string(seconds) + " seconds"};
+    e.retry_after = wait;
+    return e;
+}
+
+// The one answer of every failed password sign-in (SPEC §5 rule 9).
+Error invalid_credentials() {
+    return Error{Code::InvalidCredentials, "the email address or the password is not right"};
+}
+
+Error disabled() { return Error{Code::PasswordsDisabled, "password sign-in is not enabled"}; }
+
+}  // namespace
+
+void Identity::with_password_check(PasswordChecker checker) {
+    if (checker) checkers_.push_back(std::move(checker));
+}
+
+void Identity::with_attempt_limiter(std::shared_ptr<AttemptLimiter> limiter) {
+    if (limiter) limiter_ = std::move(limiter);
+}
+
+Result<std::string> Identity::check_new_password(std::string_view pw) const {
+    if (pw.size() > password::kMaxBytes * 4) {  // far over the limit: not worth normalizing
+        return Error{Code::WeakPassword, "Use at most " + std::to_string(password::kMaxBytes) + " bytes."};
+    }
+    auto nfc = password::normalize_nfc(pw);
+    if (!nfc) return Error{Code::InvalidRequest, "the password is not valid UTF-8"};
+    Secret held(std::move(*nfc));  // wiped on every way out
+    Status st = password::check_policy(held.reveal(), policy_.password_min_length);
+    if (!st) return st.error();
+    for (const auto &check : checkers_) {
+        Status c = check(held.reveal());
+        if (!c) return Error{Code::WeakPassword, c.error().message};
+    }
+    return std::string(held.reveal());
+}
+
+Result<TokenIssue> Identity::issue_password_registration(std::string_view email_in, const Secret &pw,
+                                                         std::string_view group_in, std::string_view client,
+                                                         bool may_send) {
+    if (!policy_.with_passwords) return disabled();
+    if (!policy_.allow_registration) return Error{Code::RegistrationDisabled, "registration is not enabled"};
+    auto email = normalize_email(email_in);
+    if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto group = normalize_group(group_in);
+    if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    return guarded("password registration", [&]() -> Result<TokenIssue> {
+        auto nfc = check_new_password(pw.reveal());
+        if (!nfc) return nfc.error();
+        Secret held(std::move(nfc.value()));
+        if (Millis wait = limiter_->register_attempt(address_key(*group, *email), clock_->now())) {
+            return rate_limited(wait);
+        }
+        // hashed whether or not the address has an account, so the answer takes the same time
+        auto h = password::hash(held.reveal(), policy_.password_hash);
+        if (!h) return h.error();
+        return issue(Intent::Register, *email, *group, client, &h.value(), may_send);
+    });
+}
+
+Status Identity::register_password_from(std::string_view email, const Secret &pw, std::string_view client,
+                                        std::string_view group) {
+    auto issued = issue_password_registration(email, pw, group, client);
+    if (!issued) return issued.error();
+    if (!issued->delivery) return ok_status();
+    Status sent = deliver_ ? deliver_(*issued->delivery)
+                           : Status(Error{Code::DeliveryFailed, "no delivery function"});
+    if (!sent) {
+        auto cancelled = cancel_token(issued->delivery->token, client);
+        if (!cancelled) return cancelled.error();
+        return Error{Code::DeliveryFailed, "the email could not be delivered: " + sent.error().message};
+    }
+    return ok_status();
+}
+
+Result<SignInStep> Identity::login_password_step(std::string_view email_in, const Secret &pw,
+                                                 std::string_view client, SessionKind kind,
+                                                 std::string_view user_agent, std::string_view group_in) {
+    if (!policy_.with_passwords) return disabled();
+    auto email = normalize_email(email_in);
+    if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto group = normalize_group(group_in);
+    if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    const std::string key = address_key(*group, *email);
+    return guarded("password sign-in", [&]() -> Result<SignInStep> {
+        const Millis now = clock_->now();
+        if (Millis wait = limiter_->login_attempt(key, client, now)) return rate_limited(wait);
+
+        // Passwords are compared in NFC, untrimmed; one that could never have been set still
+        // costs a full verification.
+        std::optional<std::string> nfc;
+        if (pw.reveal().size() <= password::kMaxBytes * 4) nfc = password::normalize_nfc(pw.reveal());
+        const bool well_formed = nfc && nfc->size() <= password::kMaxBytes;
+        Secret candidate(nfc ? std::move(*nfc) : std::string());
+
+        std::optional<User> user = store_->read()->user_by_email(*group, *email);
+        const bool usable = well_formed && user && !user->suspended && !user->password_hash.empty();
+        const std::string &phc = usable ? user->password_hash : password::dummy_hash(policy_.password_hash);
+        const bool matches = password::verify(phc, candidate.reveal()) && usable;
+
+        if (!matches) {
+            limiter_->login_failed(key, client, clock_->now());  // the wait starts when the failure is known
+            auto txn = store_->write();
+            if (user) {
+                const char *why = user->suspended                 ? "suspended"
+                                  : user->password_hash.empty() ? "no_password"
+                                                                : "wrong_password";
+                txn->append_audit(detail::audit(now, "login.failed", *email, client, user->id, why));
+            } else {
+                txn->append_audit(detail::audit(now, "login.unknown_address", *email, client));
+            }
+            txn->commit();
+            return invalid_credentials();
+        }
+
+        // A hash made with other settings is upgraded now that the password is known.
+        std::optional<std::string> rehashed;
+        if (password::needs_rehash(user->password_hash, policy_.password_hash)) {
+            auto h = password::hash(candidate.reveal(), policy_.password_hash);
+            if (h) rehashed = std::move(h.value());
+        }
+
+        auto txn = store_->write();
+        auto fresh = txn->user_by_id(user->id);
+        if (!fresh || fresh->suspended || fresh->password_hash != user->password_hash) {
+            return invalid_credentials();  // changed while we verified: the old password no longer counts
+        }
+        if (rehashed) {
+            fresh->password_hash = *rehashed;
+            fresh->updated_at = now;
+            txn->put_user(*fresh);
+            txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, client, fresh->id));
+        }
+        std::string secret = enc::random_secret(32);
+        SessionRecord s;
+        s.hash = secret_hash(secret);
+        s.id = enc::uuid7(now);
+        s.user_id = fresh->id;
+        s.kind = kind;
+        s.method = SignInMethod::Password;
+        s.created_at = now;
+        s.last_seen_at = now;
+        s.expires_at = now + (kind == SessionKind::Bearer ? policy_.bearer_ttl : policy_.session_ttl);
+        s.client = std::string(client.substr(0, 64));
+        s.user_agent = std::string(user_agent.substr(0, 256));
+        txn->put_session(s);
+        txn->append_audit(detail::audit(now, "session.created", fresh->email, client, fresh->id,
+                                        "password:" + std::string(kind_name(kind))));
+        txn->commit();
+        limiter_->login_succeeded(key, client);
+
+        SignInStep step;
+        step.state = SignInStep::State::SignedIn;
+        Session out;
+        out.user = std::move(*fresh);
+        out.token = Secret(std::move(secret));
+        out.expires_at = s.expires_at;
+        out.id = s.id;
+        out.kind = kind;
+        step.session = std::move(out);
+        return step;
+    });
+}
+
+Result<Session> Identity::login_password_from(std::string_view email, const Secret &pw, std::string_view client,
+                                              SessionKind kind, std::string_view user_agent,
+                                              std::string_view group) {
+    auto step = login_password_step(email, pw, client, kind, user_agent, group);
+    if (!step) return step.error();
+    if (!step->signed_in() || !step->session) {
+        return Error{Code::Unauthenticated, "this account needs a second factor: use login_password_step"};
+    }
+    return std::move(*step->session);
+}
+
+Status Identity::set_password(const Principal &p, const Secret &pw, std::string_view client) {
+    if (!policy_.with_passwords) return disabled();
+    const Millis now = clock_->now();
+    if (p.session.method != SignInMethod::EmailToken || now - p.session.created_at >= policy_.fresh_window) {
+        return Error{Code::FreshSessionRequired,
+                     "setting a password needs a sign-in with an email code in the last " +
+                         std::to_string(policy_.fresh_window / 60000) +
+                         " minutes: sign in with a code again, then set it"};
+    }
+    return guarded("set password", [&]() -> Status {
+        auto nfc = check_new_password(pw.reveal());
+        if (!nfc) return nfc.error();
+        Secret held(std::move(nfc.value()));
+        auto h = password::hash(held.reveal(), policy_.password_hash);
+        if (!h) return h.error();
+        auto txn = store_->write();
+        auto user = txn->user_by_id(p.user.id);
+        if (!user || user->suspended || !txn->session(p.session.hash)) {
+            return Error{Code::Unauthenticated, "not signed in"};
+        }
+        const bool had = !user->password_hash.empty();
+        user->password_hash = h.value();
+        user->updated_at = clock_->now();
+        txn->put_user(*user);
+        for (const auto &s : txn->sessions_of(user->id)) {
+            if (s.hash != p.session.hash) txn->del_session(s.hash);
+        }
+        txn->append_audit(detail::audit(user->updated_at, had ? "password.reset" : "password.set", user->email,
+                                        client, user->id));
+        txn->commit();
+        limiter_->reset_address(address_key(user->group_id, user->email));
+        return ok_status();
+    });
+}
+
+Result<PasswordChange> Identity::change_password(const Principal &p, const Secret &current, const Secret &next,
+                                                 std::string_view client) {
+    if (!policy_.with_passwords) return disabled();
+    return guarded("change password", [&]() -> Result<PasswordChange> {
+        const Millis now = clock_->now();
+        auto user = store_->read()->user_by_id(p.user.id);
+        if (!user || user->suspended) return Error{Code::Unauthenticated, "not signed in"};
+        if (user->password_hash.empty()) {
+            return Error{Code::NoPassword,
+                         "this account has no password to change: set one from a fresh sign-in with POST /password"};
+        }
+        const std::string key = address_key(user->group_id, user->email);
+        if (Millis wait = limiter_->login_attempt(key, client, now)) return rate_limited(wait);
+        std::optional<std::string> cur;
+        if (current.reveal().size() <= password::kMaxBytes * 4) cur = password::normalize_nfc(current.reveal());
+        Secret cur_held(cur ? std::move(*cur) : std::string());
+        if (!cur || !password::verify(user->password_hash, cur_held.reveal())) {
+            limiter_->login_failed(key, client, clock_->now());
+            auto txn = store_->write();
+            txn->append_audit(detail::audit(now, "login.failed", user->email, client, user->id, "password_change"));
+            txn->commit();
+            return Error{Code::WrongPassword, "the current password is not right"};
+        }
+        limiter_->login_succeeded(key, client);
+        auto nfc = check_new_password(next.reveal());
+        if (!nfc) return nfc.error();
+        Secret held(std::move(nfc.value()));
+        auto h = password::hash(held.reveal(), policy_.password_hash);
+        if (!h) return h.error();
+
+        auto txn = store_->write();
+        auto fresh = txn->user_by_id(user->id);
+        if (!fresh || !txn->session(p.session.hash)) return Error{Code::Unauthenticated, "not signed in"};
+        if (fresh->password_hash != user->password_hash) {
+            return Error{Code::WrongPassword, "the password was changed meanwhile; try again"};
+        }
+        fresh->password_hash = h.value();
+        fresh->updated_at = clock_->now();
+        txn->put_user(*fresh);
+        for (const auto &s : txn->sessions_of(fresh->id)) {
+            if (s.hash != p.session.hash) txn->del_session(s.hash);
+        }
+        txn->append_audit(detail::audit(fresh->updated_at, "password.changed", fresh->email, client, fresh->id));
+        txn->commit();
+        PasswordChange out;
+        out.notice.email = fresh->email;
+        out.notice.purpose = Purpose::PasswordChanged;  // a notice: its token is empty
+        out.notice.group_id = fresh->group_id;
+        return out;
+    });
+}
+
+Status Identity::change_password_from(const Principal &p, const Secret &current, const Secret &next,
+                                      std::string_view client) {
+    auto changed = change_password(p, current, next, client);
+    if (!changed) return changed.error();
+    if (deliver_) (void)deliver_(changed->notice);  // the password is changed whether or not it arrives
+    return ok_status();
+}
+
+}  // namespace signin

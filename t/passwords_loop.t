@@ -1,0 +1,69 @@
+# DESIGN §3 rule 1: Argon2id runs in the thread pool, never on the event loop. One worker, a pool
+# of two threads saturated by concurrent password sign-ins: GET /auth/me stays fast meanwhile.
+use strict; use warnings;
+use Test::More;
+use lib 't/lib'; use SigninTest;
+use Time::HiRes qw(time sleep);
+use POSIX qw(_exit);
+
+my $GOOD = 'violet tractor hums quietly';
+my $t = SigninTest->new;
+$t->run(workers => 1, main => 'thread_pool default threads=2;', http => $t->password_http(q{
+    signin_password_address_limit 1000000;
+}));
+$t->register_password('load@example.com', $GOOD);
+my $bearer = $t->register_password('me@example.com', $GOOD);
+my %auth = (authorization => "Bearer $bearer");
+
+sub pct { my ($p, @v) = @_; my @s = sort { $a <=> $b } @v; return $s[int($p * $#s)] }
+sub me_times {
+    my ($n) = @_;
+    my @v;
+    for (1 .. $n) {
+        my $t0 = time;
+        my $r = $t->req(GET => '/auth/me', headers => \%auth);
+        die "me: $r->{status}" unless $r->{status} == 200;
+        push @v, time - $t0;
+        sleep 0.02;
+    }
+    return @v;
+}
+my @idle = me_times(30);
+
+# 6 clients signing in with the password as fast as they can: more than the 2 pool threads
+my $dir = $t->prefix;
+my @kids;
+for my $k (1 .. 6) {
+    my $pid = fork // die;
+    if (!$pid) {
+        my @lat;
+        my $end = time + 4;
+        while (time < $end) {
+            my $t0 = time;
+            my $r = $t->password_req(token => 'load@example.com', $GOOD);
+            push @lat, time - $t0 if $r->{status} == 200;
+        }
+        open my $fh, '>', "$dir/load.$k" or _exit(1);
+        print $fh join("\n", @lat), "\n";
+        close $fh;
+        _exit(0);
+    }
+    push @kids, $pid;
+}
+sleep 0.5;  # let the pool fill up
+my @busy = me_times(40);
+waitpid $_, 0 for @kids;
+my @pw;
+for my $k (1 .. 6) {
+    open my $fh, '<', "$dir/load.$k" or next;
+    push @pw, grep { length } map { chomp; $_ } <$fh>;
+}
+diag sprintf "GET /me idle: p50 %.1f ms p90 %.1f ms; under password load: p50 %.1f ms p90 %.1f ms",
+    map { 1000 * $_ } pct(0.5, @idle), pct(0.9, @idle), pct(0.5, @busy), pct(0.9, @busy);
+diag sprintf "password sign-ins: %d in 4 s, p50 %.1f ms", scalar(@pw), 1000 * pct(0.5, @pw);
+ok @pw >= 8, 'the password load ran (' . scalar(@pw) . ' sign-ins)';
+# were Argon2id on the event loop, /me would queue behind sign-ins and take about as long
+ok pct(0.5, @busy) < 0.25 * pct(0.5, @pw), 'GET /me p50 under load is a small fraction of a password sign-in';
+ok pct(0.5, @busy) < 0.1, 'GET /me p50 under load stays under 100 ms';
+$t->done;
+done_testing;
