@@ -585,14 +585,21 @@ ngx_int_t handle_get(ngx_http_request_t *r, Endpoint ep) {
     return send_json(r, 200, signin::json::sessions(list.value()));
 }
 
+// An error answered before the body was read: the body is discarded first, or its bytes would be
+// read as the next request on a keep-alive connection (request smuggling).
+ngx_int_t reject(ngx_http_request_t *r, Code code, const std::string &message) {
+    if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return send_error(r, code, message);
+}
+
 ngx_int_t api(ngx_http_request_t *r) {
-    if (identity() == nullptr) return send_error(r, Code::StorageError, "the sign-in store is not open");
+    if (identity() == nullptr) return reject(r, Code::StorageError, "the sign-in store is not open");
     auto path = sub_path(r);
     const Route *route = nullptr;
     for (const auto &candidate : kRoutes) {
         if (path && candidate.path == *path) route = &candidate;
     }
-    if (route == nullptr) return send_error(r, Code::NotFound, "not found");
+    if (route == nullptr) return reject(r, Code::NotFound, "not found");
     // SPEC §8 per-client request limits, before anything else
     if (Verdict v = limit_take(r, bucket_of(route->ep), client_of(r)); !v.allowed) {
         return send_rate_limited(r, bucket_of(route->ep), v, route->path);
@@ -607,30 +614,30 @@ ngx_int_t api(ngx_http_request_t *r) {
         if (ngx_http_discard_request_body(r) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-        return send_error(r, Code::PasswordsDisabled, "password sign-in is not enabled");
+        return reject(r, Code::PasswordsDisabled, "password sign-in is not enabled");
     }
     bool method_ok = r->method == route->method || (route->method == NGX_HTTP_GET && r->method == NGX_HTTP_HEAD);
     if (!method_ok) {
         add_header(r, "Allow", route->method == NGX_HTTP_GET ? "GET, HEAD" : "POST");
-        return send_error(r, Code::MethodNotAllowed, "method not allowed");
+        return reject(r, Code::MethodNotAllowed, "method not allowed");
     }
     // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need one
     auto origin = header_value(r, "Origin");
     if (auto ok = id().check_origin(origin, route->ep == SessionEp || route->ep == PwSession); !ok) {
-        return send_error(r, ok.error().code, ok.error().message);
+        return reject(r, ok.error().code, ok.error().message);
     }
     Credentials c = read_credentials(r, id().cookie_name());
     if (c.state == Credentials::Ambiguous) {
-        return send_error(r, Code::AmbiguousCredentials,
+        return reject(r, Code::AmbiguousCredentials,
                           "send one credential: a session cookie or a bearer token, not both");
     }
     if (route->method == NGX_HTTP_GET) return handle_get(r, route->ep);
 
     if (!is_json_content_type(r)) {
-        return send_error(r, Code::UnsupportedMediaType, "the request body must be application/json");
+        return reject(r, Code::UnsupportedMediaType, "the request body must be application/json");
     }
     if (r->headers_in.content_length_n > static_cast<off_t>(main_conf(r)->body_max)) {
-        return send_error(r, Code::PayloadTooLarge, "the request body is too large");
+        return reject(r, Code::PayloadTooLarge, "the request body is too large");
     }
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -674,7 +681,7 @@ ngx_int_t require_handler(ngx_http_request_t *r) {
         const bool sub = r != r->main;
         if (identity() == nullptr) {
             if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;
-            return finish_with(r, send_error(r, Code::StorageError, "the sign-in store is not open"));
+            return finish_with(r, reject(r, Code::StorageError, "the sign-in store is not open"));
         }
         // one client request counts once, however many subrequests it makes
         if (Verdict v = sub ? Verdict{true, 0} : limit_take(r, Bucket::SignedIn, client_of(r)); !v.allowed) {

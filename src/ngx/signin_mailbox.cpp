@@ -153,6 +153,7 @@ ngx_int_t mailbox(ngx_http_request_t *r) {
         return send_empty(r, NGX_HTTP_NO_CONTENT);
     }
     if (!loopback_client(r)) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return send_error(r, signin::Code::OriginMismatch, "the dev mailbox answers loopback clients only");
     }
     if (r->method == NGX_HTTP_POST) {
