@@ -145,6 +145,13 @@ public:
     // record keeps only the password hash; an address with an account gets AlreadyRegistered and
     // its password is never replaced nor attached. The caller delivers (or cancel_token).
     // may_send = false: over the address's send limit (as for issue_token): nothing is sent.
+    // The two halves of issue_password_registration, so that a transport can run the Argon2id
+    // hash (prepare) outside the write transaction and the group commit (issue ..._hashed).
+    Result<std::string> prepare_password_registration(std::string_view email, const Secret &password,
+                                                      std::string_view group);
+    Result<TokenIssue> issue_password_registration_hashed(std::string_view email, std::string_view group,
+                                                          std::string_view client,
+                                                          const std::string &password_hash, bool may_send = true);
     Result<TokenIssue> issue_password_registration(std::string_view email, const Secret &password,
                                                    std::string_view group, std::string_view client,
                                                    bool may_send = true);

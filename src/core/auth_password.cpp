@@ -54,16 +54,15 @@ Result<std::string> Identity::check_new_password(std::string_view pw) const {
     return std::string(held.reveal());
 }
 
-Result<TokenIssue> Identity::issue_password_registration(std::string_view email_in, const Secret &pw,
-                                                         std::string_view group_in, std::string_view client,
-                                                         bool may_send) {
+Result<std::string> Identity::prepare_password_registration(std::string_view email_in, const Secret &pw,
+                                                            std::string_view group_in) {
     if (!policy_.with_passwords) return disabled();
     if (!policy_.allow_registration) return Error{Code::RegistrationDisabled, "registration is not enabled"};
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
     auto group = normalize_group(group_in);
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
-    return guarded("password registration", [&]() -> Result<TokenIssue> {
+    return guarded("password registration", [&]() -> Result<std::string> {
         auto nfc = check_new_password(pw.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
@@ -73,8 +72,24 @@ Result<TokenIssue> Identity::issue_password_registration(std::string_view email_
         // hashed whether or not the address has an account, so the answer takes the same time
         auto h = password::hash(held.reveal(), policy_.password_hash);
         if (!h) return h.error();
-        return issue(Intent::Register, *email, *group, client, &h.value(), may_send);
+        return std::move(h.value());
     });
+}
+
+Result<TokenIssue> Identity::issue_password_registration_hashed(std::string_view email, std::string_view group,
+                                                                std::string_view client,
+                                                                const std::string &password_hash, bool may_send) {
+    return guarded("password registration", [&]() -> Result<TokenIssue> {
+        return issue(Intent::Register, email, group, client, &password_hash, may_send);
+    });
+}
+
+Result<TokenIssue> Identity::issue_password_registration(std::string_view email, const Secret &pw,
+                                                         std::string_view group, std::string_view client,
+                                                         bool may_send) {
+    auto hashed = prepare_password_registration(email, pw, group);
+    if (!hashed) return hashed.error();
+    return issue_password_registration_hashed(email, group, client, hashed.value(), may_send);
 }
 
 Status Identity::register_password_from(std::string_view email, const Secret &pw, std::string_view client,

@@ -145,10 +145,19 @@ struct IssueJob final : Job {
     std::optional<signin::Result<signin::TokenIssue>> result;
 
     void run() override {
-        if (password) lower_thread_priority();
-        run_durable(result, [this] {
-            return password ? id().issue_password_registration(email, *password, group, client, may_send)
-                            : id().issue_token(intent, email, group, client, may_send);
+        if (!password) {
+            run_durable(result, [this] { return id().issue_token(intent, email, group, client, may_send); });
+            return;
+        }
+        // Argon2id first, outside the batch: the batch holds LMDB's write lock for every worker
+        lower_thread_priority();
+        auto hashed = id().prepare_password_registration(email, *password, group);
+        if (!hashed) {
+            result.emplace(hashed.error());
+            return;
+        }
+        run_durable(result, [this, &hashed] {
+            return id().issue_password_registration_hashed(email, group, client, hashed.value(), may_send);
         });
     }
     void finish(ngx_http_request_t *r) override;
