@@ -5,6 +5,10 @@
 #include <string>
 
 #include "ngx/api_versions_glue.h"
+
+namespace signin_ngx {
+ngx_int_t require_handler(ngx_http_request_t *r);  // the signin_require gate (signin_api.cpp)
+}
 #include "version/openapi.hpp"
 
 using signin::version::Decision;
@@ -60,6 +64,11 @@ ngx_int_t route(ngx_http_request_t *r) {
     auto *lcf = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_api_versions_module));
     if (!lcf->route) {
         return NGX_DECLINED;
+    }
+    // The request leaves this location for a named controller in this phase, so this location's
+    // access phase never runs: a signin_require here is enforced now, before the jump.
+    if (ngx_int_t rc = signin_ngx::require_handler(r); rc != NGX_DECLINED) {
+        return rc;
     }
     auto *mcf = static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_api_versions_module));
     if (!mcf->state) {
