@@ -48,8 +48,12 @@ sub refused {
         signin_token_ttl 10m; signin_token_resend 0; signin_tokens_per_address 3;
         signin_session_ttl 30d; signin_session_idle 7d; signin_bearer_ttl 1h; signin_body_max 4k;
         signin_passwords off;
-    } . $server);
+    } . ($server =~ s/signin_dev_mailbox;/signin_dev_mailbox insecure;/gr));
     is $rc, 0, 'every documented directive with a valid value passes nginx -t' or diag $out;
+    ($rc, $out) = nginx_t($good =~ s{signin_origin [^;]+;}{signin_origin https://app.example.com;}r . $server);
+    isnt $rc, 0, 'the dev mailbox with a non-loopback origin fails nginx -t';
+    like $out, qr/signin_dev_mailbox \(in \S+nginx\.conf:\d+\) shows every sign-in code.*insecure/,
+        'and says where and how to mean it' or diag $out;
     ($rc, $out) = nginx_t(q{ server { listen 127.0.0.1:%%PORT%%; location / { return 204; } } });
     is $rc, 0, 'loading the module without using it needs no signin_store' or diag $out;
 }

@@ -13,6 +13,8 @@ my $RFC3339 = qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/;
 
 sub conf {
     my (%o) = @_;
+    # the dev mailbox with a non-loopback origin must be asked for on purpose
+    my $mb = ($o{origin} // '') =~ /^https:/ ? ' insecure' : '';
     return qq{
     signin_store %%STORE%%;
     signin_origin @{[ $o{origin} // 'http://127.0.0.1:%%PORT%%' ]};
@@ -23,8 +25,8 @@ sub conf {
         listen 127.0.0.1:%%PORT%% reuseport;
         add_header X-Pid \$pid always;
         location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
+        location = /_signin/deliver { internal; signin_dev_mailbox@{[ $mb ]}; }
+        location = /_dev/mailbox { signin_dev_mailbox@{[ $mb ]}; }
         # the gate runs in the access phase: a `return` (rewrite phase) would answer before it,
         # so the protected location proxies to a "legacy app" that echoes what it was told
         location /app/ {

@@ -85,7 +85,7 @@ static ngx_command_t commands[] = {
     {ngx_string("signin_api"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("signin_require"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      set_require, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, require), nullptr},
-    {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
+    {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
     ngx_null_command};
 
@@ -175,6 +175,16 @@ static char *init_main_conf(ngx_conf_t *cf, void *conf) {
         ngx_str_set(&m->thread_pool_name, "default");
     }
 
+    // The dev mailbox shows every sign-in code to loopback clients: with a site's real origin,
+    // a local TLS terminator or tunnel makes every visitor loopback. Only on purpose.
+    if (m->mailbox && !m->mailbox_insecure && (m->origin == nullptr || !m->origin->loopback)) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "signin_dev_mailbox (in %V:%ui) shows every sign-in code to loopback clients and is for "
+                      "development with a loopback signin_origin; with another origin write "
+                      "\"signin_dev_mailbox insecure;\" if you mean it",
+                      &m->mailbox_file, m->mailbox_line);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     if (!m->used) return NGX_CONF_OK;
 
     if (m->store_path.len == 0) {
@@ -396,6 +406,18 @@ static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
     clcf->handler = mailbox_handler;
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    if (cf->args->nelts == 2) {
+        if (sv(value[1]) != "insecure") {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", &value[1]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->mailbox_insecure = 1;
+    }
+    if (m->mailbox_line == 0) {
+        m->mailbox_line = cf->conf_file->line;
+        m->mailbox_file = cf->conf_file->file.name;
+    }
     if (m->mailbox == nullptr) {
         m->mailbox = ngx_shared_memory_add(cf, &mailbox_zone_name, 256 * 1024, &ngx_http_signin_module);
         if (m->mailbox == nullptr) return static_cast<char *>(NGX_CONF_ERROR);

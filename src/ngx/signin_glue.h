@@ -50,6 +50,9 @@ struct MainConf {
     std::shared_ptr<const signin::password::Blocklist> *blocklist;  // signin_password_blocklist
     ngx_flag_t used;         // some location uses signin_api or signin_require
     ngx_shm_zone_t *mailbox;  // dev mailbox zone, when signin_dev_mailbox is used
+    ngx_flag_t mailbox_insecure;  // "signin_dev_mailbox insecure": allowed with a non-loopback origin
+    ngx_uint_t mailbox_line;      // where it was first used, for the nginx -t message
+    ngx_str_t mailbox_file;
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
     signin::Policy *policy;
 };
