@@ -57,6 +57,7 @@ struct Delivery {
     Secret token;
     Purpose purpose = Purpose::SignIn;
     std::string group_id;
+    bool with_password = false;  // a Registration token that creates the account with a chosen password
 };
 
 // A token record as stored: keyed by the hash of the token, never the token itself.

@@ -96,6 +96,11 @@ Result<TokenIssue> Identity::issue(Intent intent, std::string_view email_in, std
             }
         }
         for (const auto &t : live) {
+            // A waiting registration token that carries a password someone chose does not stand in
+            // for a registration without one (or with another): the owner of the inbox would only
+            // get the email that creates the account with that password.
+            const bool carries_password = !t.password_hash.empty();
+            if (carries_password && (password_hash == nullptr || *password_hash != t.password_hash)) continue;
             if (purpose_signs_in(t.purpose) && now - t.created_at < policy_.token_resend) {
                 txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
                                         std::string(intent_name(intent)) + ":waiting"));
@@ -134,6 +139,7 @@ Result<TokenIssue> Identity::issue(Intent intent, std::string_view email_in, std
         d.token = Secret(std::move(secret));
         d.purpose = *purpose;
         d.group_id = *group;
+        d.with_password = !rec.password_hash.empty();
         return TokenIssue{std::move(d)};
     });
 }

@@ -261,6 +261,10 @@ std::string delivery(const Delivery &d, std::string_view origin) {
         subject = "Confirm your address";
         text = "Use this code to finish creating your account on " + std::string(origin) + ":\n\n" +
                std::string(token) + "\n\nIt is valid for 10 minutes and can be used once.\n";
+        if (d.with_password) {
+            text += "\nA password was chosen when this account was requested. If that was not you, do not use "
+                    "this code: whoever chose the password could sign in. Ask for a new code on the site.\n";
+        }
         break;
     case Purpose::PasswordChanged:
         subject = "Your password was changed";
@@ -280,6 +284,7 @@ std::string delivery(const Delivery &d, std::string_view origin) {
         .key("purpose").value(purpose_name(d.purpose))
         .key("tag").value("auth." + std::string(purpose_tag(d.purpose)))
         .key("group").value(d.group_id)
+        .key("password").value(d.with_password)
         .key("subject").value(subject)
         .key("text").value(text)
         .end_object();

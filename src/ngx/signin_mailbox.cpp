@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <cjson/cJSON.h>
+
 #include "core/json.hpp"
 
 namespace signin_ngx {
@@ -129,10 +131,12 @@ void posted_email(ngx_http_request_t *r) {
     }
     ngx_int_t rc;
     try {
-        auto parsed = signin::json::parse_object(
-            body, {{"email", true}, {"token", false}, {"purpose", false}, {"tag", false}, {"group", false},
-                   {"subject", false}, {"text", false}, {"html", false}},
-            kSlotBytes);
+        // a delivery: a JSON object with a string "email" (other fields are kept as they are)
+        cJSON *root = cJSON_ParseWithLength(body.data(), body.size());
+        const cJSON *email = root ? cJSON_GetObjectItemCaseSensitive(root, "email") : nullptr;
+        const bool parsed = cJSON_IsObject(root) && cJSON_IsString(email) && signin::json::valid_utf8(body) &&
+                            body.size() <= kSlotBytes;
+        cJSON_Delete(root);
         if (!ok || !parsed || !store_email(r, body)) {
             rc = send_error(r, signin::Code::InvalidRequest, "a delivery is a JSON object with an email");
         } else {

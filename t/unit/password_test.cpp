@@ -1,6 +1,8 @@
 // Passwords: NFC, length, the policy, Argon2id parameters, rehash, the blocklist, the attempt
 // rules, and every engine rule of SPEC §3/§4/§5 7-10/§8 over a real LMDB store with a fake clock.
 #include <gtest/gtest.h>
+
+#include "core/json.hpp"
 #include <sodium.h>
 #include <unistd.h>
 
@@ -419,6 +421,30 @@ TEST_F(PasswordEngine, RegistrationKeepsOnlyTheHashUntilTheExchange) {
     auto s = id_->login_password_from("new@example.com", Secret(kGood), "c");
     ASSERT_TRUE(s) << s.error().message;
     EXPECT_EQ(principal(s.value()).session.method, SignInMethod::Password);
+}
+
+TEST_F(PasswordEngine, APasswordRegistrationDoesNotStandInForTheOwnersOwnRegistration) {
+    // Someone registers victim@ with a password they chose: the email says so, and the owner's
+    // own /register within the resend window still sends them a fresh, password-less token.
+    ASSERT_TRUE(id_->register_password_from("victim@example.com", Secret(kGood), "attacker"));
+    Delivery theirs = outbox_.last();
+    EXPECT_TRUE(theirs.with_password);
+    EXPECT_NE(json::delivery(theirs, "http://127.0.0.1:8080").find("\"password\":true"), std::string::npos);
+    EXPECT_NE(json::delivery(theirs, "http://127.0.0.1:8080").find("A password was chosen"), std::string::npos);
+    const std::size_t before = outbox_.count();
+    ASSERT_TRUE(id_->request_token_from(Intent::Register, "victim@example.com", "", "owner"));
+    ASSERT_EQ(outbox_.count(), before + 1) << "the owner's registration was swallowed by the waiting token";
+    Delivery mine = outbox_.last();
+    EXPECT_FALSE(mine.with_password);
+    ASSERT_TRUE(id_->exchange_from(mine.token, "owner"));
+    auto u = user("victim@example.com");
+    ASSERT_TRUE(u);
+    EXPECT_TRUE(u->password_hash.empty()) << "the account got the password someone else chose";
+    // and a plain registration still waits for a plain one
+    ASSERT_TRUE(id_->request_token_from(Intent::Register, "other@example.com", "", "c"));
+    const std::size_t n = outbox_.count();
+    ASSERT_TRUE(id_->request_token_from(Intent::Register, "other@example.com", "", "c"));
+    EXPECT_EQ(outbox_.count(), n);
 }
 
 TEST_F(PasswordEngine, RegistrationNeedsRegistrationEnabledAndThePolicy) {
