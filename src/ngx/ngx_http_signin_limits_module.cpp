@@ -574,6 +574,17 @@ ngx_http_module_t module_ctx = {nullptr, nullptr, create_main_conf, init_main_co
 
 }  // namespace
 
+namespace signin_ngx {
+LimitsMode limits_mode(ngx_cycle_t *cycle) {
+    auto *hc = reinterpret_cast<ngx_http_conf_ctx_t *>(cycle->conf_ctx[ngx_http_module.index]);
+    if (hc == nullptr) return LimitsMode::None;
+    auto *c = static_cast<LimitsConf *>(hc->main_conf[ngx_http_signin_limits_module.ctx_index]);
+    if (c == nullptr) return LimitsMode::None;
+    if (c->zone) return LimitsMode::Zone;
+    return c->off ? LimitsMode::Off : LimitsMode::None;
+}
+}  // namespace signin_ngx
+
 extern "C" {
 ngx_module_t ngx_http_signin_limits_module = {NGX_MODULE_V1,
                                               &module_ctx,

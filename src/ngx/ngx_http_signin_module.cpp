@@ -1,6 +1,7 @@
 // ngx_http_signin_module: directives, configuration, process hooks and variables of the sign-in
 // half. The engine is the core (include/signin); this file only translates.
 #include "ngx/signin_glue.h"
+#include "ngx/signin_limits.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -574,9 +575,15 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
         g_committer = std::make_unique<signin::GroupCommitter>(*g_store);
         g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
         if (m->blocklist) g_identity->with_password_check(signin::password::blocklist_checker(*m->blocklist));
-        // password attempt counters live in the signin_limits zone (signin_api.cpp), shared by
-        // every worker; like every other limit, none applies without the zone
-        g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
+        // Password attempt counters live in the signin_limits zone (signin_api.cpp), shared by
+        // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
+        // attempt limits in its own memory, so password guessing is never unlimited unless
+        // "signin_limits off" says so.
+        if (limits_mode(cycle) == LimitsMode::None) {
+            g_identity->with_attempt_limiter(std::make_shared<signin::MemoryAttemptLimiter>(m->policy->attempts));
+        } else {
+            g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
+        }
         g_thread_pool = m->thread_pool;
         // the dummy hash of failed sign-ins is made now, in the pool, not by the first failure
         if (m->passwords) (void)post_detached_job(cycle->log, std::make_unique<WarmJob>(m->policy->password_hash));

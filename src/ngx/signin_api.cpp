@@ -697,6 +697,16 @@ ngx_int_t require_handler(ngx_http_request_t *r) {
             return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
         }
         Credentials c = read_credentials(r, identity()->cookie_name());
+        // SPEC §5 rule 4 for the upstreams behind the gate: a cookie-carrying state change whose
+        // Origin is present and not the site's is refused (a same-site, cross-origin form POST
+        // carries a SameSite=Lax cookie; the legacy app may have no CSRF defence of its own).
+        const bool unsafe = !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_OPTIONS));
+        if (c.state == Credentials::Cookie && unsafe) {
+            if (auto ok = identity()->check_origin(header_value(r, "Origin"), false); !ok) {
+                if (sub) return NGX_HTTP_FORBIDDEN;
+                return finish_with(r, reject(r, ok.error().code, ok.error().message));
+            }
+        }
         auto p = authenticate(r, c);
         if (p) return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
         auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));

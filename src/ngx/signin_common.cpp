@@ -17,7 +17,13 @@ MainConf *main_conf(ngx_http_request_t *r) {
     return static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_signin_module));
 }
 
-static void destroy_ctx(void *data) { static_cast<RequestCtx *>(data)->~RequestCtx(); }
+static void destroy_ctx(void *data) {
+    auto *ctx = static_cast<RequestCtx *>(data);
+    if (!ctx->delivery_json.empty()) {  // holds a token
+        explicit_bzero(ctx->delivery_json.data(), ctx->delivery_json.size());
+    }
+    ctx->~RequestCtx();
+}
 
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create) {
     auto *ctx = static_cast<RequestCtx *>(ngx_http_get_module_ctx(r, ngx_http_signin_module));

@@ -38,6 +38,10 @@ struct Verdict {
 // Whether a zone is configured (limits can apply at all).
 bool limits_on(ngx_http_request_t *r);
 
+// Whether this cycle has a signin_limits zone, says "signin_limits off", or neither.
+enum class LimitsMode { None, Zone, Off };
+LimitsMode limits_mode(ngx_cycle_t *cycle);
+
 // Window buckets with the configured rule (signin_limit_* directives): take counts one request
 // if it fits; peek only asks; refund gives one back (work that turned out not to happen);
 // note_failure counts one (its verdict does not matter to the caller).
