@@ -1,0 +1,55 @@
+# Delivery through proxy_pass to a mailer, as in production: the mailer receives the JSON of
+# $signin_delivery_json without the visitor's cookies even with proxy_pass_request_headers on
+# (the module gives the subrequest no client headers), and its 2xx counts as delivered
+# (the token works).
+use strict; use warnings;
+use Test::More;
+use lib 't/lib'; use SigninTest;
+
+my $t = SigninTest->new;
+$t->run(http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on;
+    signin_delivery /_signin/deliver;
+    signin_limits off;
+    log_format mailer '$http_cookie|$http_authorization|$content_type';
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver {
+            internal;
+            proxy_set_header Content-Type application/json;
+            proxy_set_body $signin_delivery_json;
+            proxy_pass http://127.0.0.1:%%PORT2%%/send;
+        }
+    }
+    server {
+        listen 127.0.0.1:%%PORT2%%;
+        location = /send { access_log %%PREFIX%%/mailer.log mailer; signin_dev_mailbox; }
+        location = /box { signin_dev_mailbox; }
+    }
+});
+
+my $email = 'proxied@example.com';
+my $r;
+$r = $t->req(POST => '/auth/register', json => { email => $email }, headers => { cookie => 'other=1; theme=dark' });
+is $r->{status}, 202, 'register answers 202';
+my $m;
+for (1 .. 50) {
+    ($m) = grep { $_->{email} eq $email } @{ $t->req(GET => '/box', port => $t->port2)->{json}{emails} || [] };
+    last if $m;
+    select undef, undef, undef, 0.05;
+}
+ok $m && $m->{token}, 'the mailer received the delivery JSON through proxy_pass';
+is $m->{purpose}, 'Registration', 'with its purpose';
+$r = $t->req(POST => '/auth/session', json => { token => $m->{token} }, headers => { origin => $t->origin });
+is $r->{status}, 200, "the mailer's 2xx counted as delivered: the token works";
+sleep 0.2;
+open my $fh, '<', $t->prefix . '/mailer.log' or die;
+my @lines = <$fh>;
+ok @lines >= 1, 'the mailer logged the request';
+unlike join('', @lines), qr/theme=dark|other=1/, "the visitor's cookies did not reach the mailer";
+like $lines[0], qr/\|application\/json$/m, 'the mailer got content-type application/json';
+$t->done;
+done_testing;
