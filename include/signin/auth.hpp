@@ -205,6 +205,11 @@ private:
     std::vector<PasswordChecker> checkers_;
     std::shared_ptr<AttemptLimiter> limiter_;
 
+    // Writes a new session of `user` in txn (with its audit entry; the caller commits) and returns
+    // it with its secret: one place for every way in (email token, password).
+    Session open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
+                         std::string_view client, std::string_view user_agent, Millis now, std::string detail);
+
     Result<TokenIssue> issue(Intent intent, std::string_view email, std::string_view group, std::string_view client,
                              const std::string *password_hash, bool may_send = true);
 };

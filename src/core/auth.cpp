@@ -212,29 +212,37 @@ Result<Session> Identity::exchange_from(const Secret &token, std::string_view cl
             txn->commit();
             return Error{Code::Suspended, "this account is suspended"};
         }
-        std::string secret = enc::random_secret(32);
-        SessionRecord s;
-        s.hash = secret_hash(secret);
-        s.id = enc::uuid7(now);
-        s.user_id = user->id;
-        s.kind = kind;
-        s.method = SignInMethod::EmailToken;
-        s.created_at = now;
-        s.last_seen_at = now;
-        s.expires_at = now + (kind == SessionKind::Bearer ? policy_.bearer_ttl : policy_.session_ttl);
-        s.client = std::string(client.substr(0, 64));
-        s.user_agent = std::string(user_agent.substr(0, 256));
-        txn->put_session(s);
-        txn->append_audit(detail::audit(now, "session.created", user->email, client, user->id, kind_name(kind)));
+        Session out = open_session(*txn, *user, kind, SignInMethod::EmailToken, client, user_agent, now,
+                                   std::string(kind_name(kind)));
         txn->commit();
-        Session out;
-        out.user = std::move(*user);
-        out.token = Secret(std::move(secret));
-        out.expires_at = s.expires_at;
-        out.id = s.id;
-        out.kind = kind;
         return out;
     });
+}
+
+Session Identity::open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
+                               std::string_view client, std::string_view user_agent, Millis now,
+                               std::string detail) {
+    std::string secret = enc::random_secret(32);
+    SessionRecord s;
+    s.hash = secret_hash(secret);
+    s.id = enc::uuid7(now);
+    s.user_id = user.id;
+    s.kind = kind;
+    s.method = method;
+    s.created_at = now;
+    s.last_seen_at = now;
+    s.expires_at = now + (kind == SessionKind::Bearer ? policy_.bearer_ttl : policy_.session_ttl);
+    s.client = std::string(client.substr(0, 64));
+    s.user_agent = std::string(user_agent.substr(0, 256));
+    txn.put_session(s);
+    txn.append_audit(detail::audit(now, "session.created", user.email, client, user.id, detail));
+    Session out;
+    out.user = user;
+    out.token = Secret(std::move(secret));
+    out.expires_at = s.expires_at;
+    out.id = s.id;
+    out.kind = kind;
+    return out;
 }
 
 Result<Principal> Identity::authenticate_from(const Secret &token, std::string_view, SessionKind kind) {

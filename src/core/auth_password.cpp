@@ -165,32 +165,13 @@ Result<SignInStep> Identity::login_password_step(std::string_view email_in, cons
             txn->put_user(*fresh);
             txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, client, fresh->id));
         }
-        std::string secret = enc::random_secret(32);
-        SessionRecord s;
-        s.hash = secret_hash(secret);
-        s.id = enc::uuid7(now);
-        s.user_id = fresh->id;
-        s.kind = kind;
-        s.method = SignInMethod::Password;
-        s.created_at = now;
-        s.last_seen_at = now;
-        s.expires_at = now + (kind == SessionKind::Bearer ? policy_.bearer_ttl : policy_.session_ttl);
-        s.client = std::string(client.substr(0, 64));
-        s.user_agent = std::string(user_agent.substr(0, 256));
-        txn->put_session(s);
-        txn->append_audit(detail::audit(now, "session.created", fresh->email, client, fresh->id,
-                                        "password:" + std::string(kind_name(kind))));
+        Session out = open_session(*txn, *fresh, kind, SignInMethod::Password, client, user_agent, now,
+                                   "password:" + std::string(kind_name(kind)));
         txn->commit();
         limiter_->login_succeeded(key, client);
 
         SignInStep step;
         step.state = SignInStep::State::SignedIn;
-        Session out;
-        out.user = std::move(*fresh);
-        out.token = Secret(std::move(secret));
-        out.expires_at = s.expires_at;
-        out.id = s.id;
-        out.kind = kind;
         step.session = std::move(out);
         return step;
     });
