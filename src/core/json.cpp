@@ -1,6 +1,9 @@
 #include "core/json.hpp"
 
 #include <cjson/cJSON.h>
+#include <sodium.h>
+
+#include <cstring>
 
 #include <memory>
 
@@ -59,20 +62,32 @@ bool has_nul_escape(std::string_view body) {
 }
 }  // namespace
 
-Result<std::map<std::string, std::string>> parse_object(std::string_view body,
+void Fields::wipe() noexcept {
+    for (auto &kv : *this) sodium_memzero(kv.second.data(), kv.second.capacity());
+}
+
+// cJSON keeps its own copies of the strings: wipe them before freeing the tree.
+static void wipe_and_delete(cJSON *node) {
+    for (cJSON *c = node ? node->child : nullptr; c; c = c->next) {
+        if (cJSON_IsString(c) && c->valuestring) sodium_memzero(c->valuestring, std::strlen(c->valuestring));
+    }
+    cJSON_Delete(node);
+}
+
+Result<Fields> parse_object(std::string_view body,
                                                         std::initializer_list<Field> fields,
                                                         std::size_t max_string) {
     auto bad = [](std::string m) { return Error{Code::InvalidRequest, std::move(m)}; };
     if (!valid_utf8(body)) return bad("the body is not valid UTF-8");
     const char *end = nullptr;
     std::unique_ptr<cJSON, void (*)(cJSON *)> root(
-        cJSON_ParseWithLengthOpts(body.data(), body.size(), &end, false), cJSON_Delete);
+        cJSON_ParseWithLengthOpts(body.data(), body.size(), &end, false), wipe_and_delete);
     if (!root) return bad("the body is not valid JSON");
     for (const char *p = end; p && p < body.data() + body.size(); ++p) {
         if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') return bad("the body is not valid JSON");
     }
     if (!cJSON_IsObject(root.get())) return bad("the body must be a JSON object");
-    std::map<std::string, std::string> out;
+    Fields out;
     for (cJSON *item = root->child; item; item = item->next) {
         std::string_view name = item->string ? item->string : "";
         const Field *f = nullptr;

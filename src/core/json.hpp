@@ -20,10 +20,22 @@ struct Field {
     bool required;
 };
 
+// The string fields of a request body. They can hold passwords and tokens: the destructor wipes
+// every value's buffer, including what a move left in a short string's inline buffer.
+struct Fields : std::map<std::string, std::string> {
+    Fields() = default;
+    Fields(Fields &&) = default;
+    Fields &operator=(Fields &&) = default;
+    Fields(const Fields &) = delete;
+    Fields &operator=(const Fields &) = delete;
+    ~Fields() { wipe(); }
+    void wipe() noexcept;  // zeroes every value's whole buffer (capacity, not just size)
+};
+
 // A flat JSON object of string fields. Refuses: invalid UTF-8, malformed JSON, a non-object,
 // a field not in `fields`, a field given twice, a non-string value, a missing required field,
 // a string longer than `max_string` bytes or holding a NUL.
-Result<std::map<std::string, std::string>> parse_object(std::string_view body,
+Result<Fields> parse_object(std::string_view body,
                                                         std::initializer_list<Field> fields,
                                                         std::size_t max_string = 1024);
 

@@ -28,7 +28,7 @@ std::string str_field(const cJSON *o, const char *name) {
     return v->valuestring;
 }
 
-Result<std::map<std::string, std::string>> parse_login(std::string_view body, std::size_t max = 1024) {
+Result<json::Fields> parse_login(std::string_view body, std::size_t max = 1024) {
     return json::parse_object(body, {{"email", true}, {"group", false}}, max);
 }
 
@@ -376,4 +376,19 @@ TEST(JsonWriter, NestedSeparators) {
         .key("b").value("x")
         .end_object();
     EXPECT_EQ(w.str(), R"({"a":[1,true,null,{}],"b":"x"})");
+}
+
+TEST(Json, FieldsWipeWhatAMoveLeavesBehind) {
+    auto parsed = json::parse_object(R"({"password":"hunter2 s3cret"})", {{"password", true}});
+    ASSERT_TRUE(parsed);
+    std::string &v = parsed.value()["password"];
+    std::string out = std::move(v);  // what the glue does: the value moves into a Secret
+    EXPECT_EQ(out, "hunter2 s3cret");
+    // a short string's inline buffer keeps the bytes after the move (residue in freed memory)...
+    std::string before(v.data(), v.capacity());
+    ASSERT_NE(before.find("unter2"), std::string::npos) << "no residue to wipe: the test proves nothing";
+    parsed.value().wipe();  // what the destructor does
+    std::string after(v.data(), v.capacity());
+    EXPECT_EQ(after.find("unter2"), std::string::npos);
+    EXPECT_EQ(after, std::string(after.size(), '\0'));
 }
