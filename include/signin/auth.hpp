@@ -210,6 +210,10 @@ private:
     Session open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                          std::string_view client, std::string_view user_agent, Millis now, std::string detail);
 
+    // The second half of the synchronous token requests: delivers what was issued, and cancels
+    // the token when the delivery function fails.
+    Status deliver_or_cancel(Result<TokenIssue> issued, std::string_view client);
+
     Result<TokenIssue> issue(Intent intent, std::string_view email, std::string_view group, std::string_view client,
                              const std::string *password_hash, bool may_send = true);
 };

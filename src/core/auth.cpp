@@ -161,7 +161,10 @@ Status Identity::cancel_token(const Secret &token, std::string_view client) {
 
 Status Identity::request_token_from(Intent intent, std::string_view email, std::string_view group,
                                     std::string_view client) {
-    auto issued = issue_token(intent, email, group, client);
+    return deliver_or_cancel(issue_token(intent, email, group, client), client);
+}
+
+Status Identity::deliver_or_cancel(Result<TokenIssue> issued, std::string_view client) {
     if (!issued) return issued.error();
     if (!issued->delivery) return ok_status();
     Status sent = deliver_ ? deliver_(*issued->delivery)

@@ -94,17 +94,7 @@ Result<TokenIssue> Identity::issue_password_registration(std::string_view email,
 
 Status Identity::register_password_from(std::string_view email, const Secret &pw, std::string_view client,
                                         std::string_view group) {
-    auto issued = issue_password_registration(email, pw, group, client);
-    if (!issued) return issued.error();
-    if (!issued->delivery) return ok_status();
-    Status sent = deliver_ ? deliver_(*issued->delivery)
-                           : Status(Error{Code::DeliveryFailed, "no delivery function"});
-    if (!sent) {
-        auto cancelled = cancel_token(issued->delivery->token, client);
-        if (!cancelled) return cancelled.error();
-        return Error{Code::DeliveryFailed, "the email could not be delivered: " + sent.error().message};
-    }
-    return ok_status();
+    return deliver_or_cancel(issue_password_registration(email, pw, group, client), client);
 }
 
 Result<SignInStep> Identity::login_password_step(std::string_view email_in, const Secret &pw,
