@@ -17,49 +17,18 @@
 #include "core/encoding.hpp"
 #include "signin/auth.hpp"
 #include "signin/store.hpp"
+#include "engine_fixtures.hpp"
 
 using namespace signin;
+using signin::testing::FakeClock;
+using signin::testing::kStart;
+using signin::testing::Outbox;
 
 namespace {
 
-constexpr Millis kStart = 1795000000000;  // 2026-11-18T11:06:40Z
 constexpr Millis kSecond = 1000;
 constexpr Millis kMinute = 60 * kSecond;
 constexpr Millis kDay = 24 * 60 * kMinute;
-
-class FakeClock final : public Clock {
-public:
-    Millis now() const override { return now_.load(); }
-    void set(Millis t) { now_.store(t); }
-    void advance(Millis d) { now_.fetch_add(d); }
-
-private:
-    std::atomic<Millis> now_{kStart};
-};
-
-// Records every delivery; can be told to fail.
-struct Outbox {
-    std::mutex mu;
-    std::vector<Delivery> sent;
-    bool fail = false;
-
-    DeliveryFn fn() {
-        return [this](const Delivery &d) -> Status {
-            std::lock_guard<std::mutex> lock(mu);
-            sent.push_back(d);
-            if (fail) return Error{Code::Internal, "smtp: connection refused"};
-            return ok_status();
-        };
-    }
-    std::size_t count() {
-        std::lock_guard<std::mutex> lock(mu);
-        return sent.size();
-    }
-    Delivery last() {
-        std::lock_guard<std::mutex> lock(mu);
-        return sent.back();
-    }
-};
 
 bool is_base64url(std::string_view s) {
     return std::all_of(s.begin(), s.end(), [](char c) {

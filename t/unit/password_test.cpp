@@ -20,47 +20,21 @@
 #include "signin/auth.hpp"
 #include "signin/password.hpp"
 #include "signin/store.hpp"
+#include "engine_fixtures.hpp"
 
 using namespace signin;
+using signin::testing::FakeClock;
+using signin::testing::kStart;
+using signin::testing::Outbox;
 namespace pw = signin::password;
 
 namespace {
 
-constexpr Millis kStart = 1795000000000;
 constexpr Millis kSecond = 1000;
 constexpr Millis kMinute = 60 * kSecond;
 
 const char *kGood = "violet tractor hums quietly";        // passes the policy
 const char *kGood2 = "seven orange kettles whistle";
-
-class FakeClock final : public Clock {
-public:
-    Millis now() const override { return now_.load(); }
-    void advance(Millis d) { now_.fetch_add(d); }
-
-private:
-    std::atomic<Millis> now_{kStart};
-};
-
-struct Outbox {
-    std::mutex mu;
-    std::vector<Delivery> sent;
-    DeliveryFn fn() {
-        return [this](const Delivery &d) -> Status {
-            std::lock_guard<std::mutex> lock(mu);
-            sent.push_back(d);
-            return ok_status();
-        };
-    }
-    std::size_t count() {
-        std::lock_guard<std::mutex> lock(mu);
-        return sent.size();
-    }
-    Delivery last() {
-        std::lock_guard<std::mutex> lock(mu);
-        return sent.back();
-    }
-};
 
 std::string weak_message(std::string_view password, unsigned min = 15) {
     auto nfc = pw::normalize_nfc(password);
