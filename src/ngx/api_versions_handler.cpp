@@ -6,8 +6,10 @@
 
 #include "ngx/api_versions_glue.h"
 
-namespace signin_ngx {
-ngx_int_t require_handler(ngx_http_request_t *r);  // the signin_require gate (signin_api.cpp)
+namespace signin_ngx {  // shared with the sign-in glue (signin_api.cpp, signin_common.cpp)
+ngx_int_t require_handler(ngx_http_request_t *r);
+ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
+bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
 }
 #include "version/openapi.hpp"
 
@@ -48,17 +50,6 @@ void each_header(ngx_http_request_t *r, ngx_str_t lowercase, F &&f) {
     }
 }
 
-ngx_table_elt_t *add_header(ngx_http_request_t *r, std::string_view name, std::string_view value) {
-    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
-    if (!h) {
-        return nullptr;
-    }
-    h->hash = 1;
-    h->key = signin_ngx::ngx_view(name);
-    h->value = signin_ngx::pool_copy(r->pool, value);
-    h->lowcase_key = nullptr;
-    return h->value.data ? h : nullptr;
-}
 
 ngx_int_t route(ngx_http_request_t *r) {
     auto *lcf = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_api_versions_module));
@@ -266,35 +257,13 @@ ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view 
     if (rc != NGX_OK) {
         return rc;
     }
-    std::string body = "{\"error\":" + signin::version::json_quote(error) + ",\"code\":\"" + std::string(code) +
-                       "\"}";
-    ngx_str_t text = signin_ngx::pool_copy(r->pool, body);
-    if (!text.data) {
+    if (!allow.empty() && !signin_ngx::add_header(r, "Allow", allow)) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    r->headers_out.status = status;
-    r->headers_out.content_type = signin_ngx::ngx_view("application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = nullptr;
-    r->headers_out.content_length_n = static_cast<off_t>(text.len);
-    if (!add_header(r, "Cache-Control", "no-store") || (!allow.empty() && !add_header(r, "Allow", allow))) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-    ngx_buf_t *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
-    if (!b) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    b->pos = text.data;
-    b->last = text.data + text.len;
-    b->memory = 1;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-    ngx_chain_t out{b, nullptr};
-    return ngx_http_output_filter(r, &out);
+    // JSON with cache-control: no-store, as every answer of the sign-in API
+    return signin_ngx::send_json(r, status,
+                                 "{\"error\":" + signin::version::json_quote(error) + ",\"code\":\"" +
+                                     std::string(code) + "\"}");
 }
 
 ngx_int_t rewrite_handler(ngx_http_request_t *r) {
