@@ -297,6 +297,7 @@ Verdict window_op(ngx_http_request_t *r, Bucket b, std::string_view key, const t
 
 struct ThrottledAudit final : Job {
     signin::AuditEntry entry;
+    bool batched() const override { return true; }
     void run() override {
         (void)durable([this] {
             if (auto *id = identity()) (void)id->record(entry);

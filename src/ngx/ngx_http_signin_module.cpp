@@ -530,13 +530,27 @@ static ngx_connection_t purge_dummy;
 namespace signin_ngx {
 signin::Identity *identity() { return g_identity.get(); }
 
+// Set on the thread that runs a group commit's operations, while it runs them.
+static thread_local bool t_in_commit = false;
+
 signin::Status durable(const std::function<void()> &op) {
+    if (t_in_commit) {  // a batched job inside its batch's operation: that commit covers op
+        op();
+        return signin::ok_status();
+    }
     if (!g_committer) return signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
-    return g_committer->run(op);
+    return g_committer->run([&op] {
+        struct Flag {
+            Flag() { t_in_commit = true; }
+            ~Flag() { t_in_commit = false; }
+        } flag;
+        op();
+    });
 }
 }  // namespace signin_ngx
 
 struct PurgeJob final : Job {
+    bool batched() const override { return true; }
     void run() override {
         (void)durable([] {
             if (auto *id = identity()) (void)id->purge_expired(10000);

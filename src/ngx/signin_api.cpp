@@ -144,6 +144,9 @@ struct IssueJob final : Job {
     bool registration_counted = false;        // the address's password-registration backoff applies
     std::optional<signin::Result<signin::TokenIssue>> result;
 
+    bool batched() const override { return !password; }  // a password registration hashes first
+    void commit_failed(const signin::Error &e) override { result.emplace(e); }
+
     void run() override {
         if (!password) {
             run_durable(result, [this] { return id().issue_token(intent, email, group, client, may_send); });
@@ -166,6 +169,7 @@ struct IssueJob final : Job {
 struct CancelJob final : Job {
     signin::Secret token;
     std::string client;
+    bool batched() const override { return true; }
     void run() override {
         (void)durable([this] { (void)id().cancel_token(token, client); });
     }
@@ -269,11 +273,10 @@ ngx_int_t send_session(ngx_http_request_t *r, signin::Session &s) {
     return send_json(r, 200, signin::json::user(s.user));
 }
 
-struct ExchangeJob final : Job {
+struct ExchangeJob final : WriteJob<signin::Result<signin::Session>> {
     signin::Secret token;
     std::string client, user_agent;
     signin::SessionKind kind = signin::SessionKind::Cookie;
-    std::optional<signin::Result<signin::Session>> result;
 
     void run() override {
         run_durable(result, [this] { return id().exchange_from(token, client, kind, user_agent); });
@@ -365,12 +368,11 @@ struct PasswordWriteJob final : Job {
     }
 };
 
-struct SessionWriteJob final : Job {
+struct SessionWriteJob final : WriteJob<signin::Status> {
     enum { RevokeOne, LogoutThis } what = RevokeOne;
     signin::Principal principal;
     std::string session_id, client;
     bool cookie = false;
-    std::optional<signin::Status> result;
 
     void run() override {
         run_durable(result, [this] {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <new>
+#include <vector>
 
 #include "core/json.hpp"
 
@@ -73,20 +74,132 @@ static void job_resume(ngx_http_request_t *r) {
     }
 }
 
-static void job_event(ngx_event_t *ev) {
-    auto *r = static_cast<ngx_http_request_t *>(ev->data);
+// Gives a request whose job is done back to its handler (job_resume, or nginx's finalizer when
+// the request was terminated meanwhile).
+static void resume_request(ngx_http_request_t *r) {
     ngx_connection_t *c = r->connection;
     ngx_http_set_log_request(c->log, r);
     r->main->blocked--;
     if (RequestCtx *ctx = get_ctx(r, false)) ctx->job_done = true;
-    // our job_resume, or nginx's finalizer if the request was terminated meanwhile
     r->write_event_handler(r);
     ngx_http_run_posted_requests(c);
 }
 
+static void job_event(ngx_event_t *ev) { resume_request(static_cast<ngx_http_request_t *>(ev->data)); }
+
+// ---------------------------------------------------------------- write batches
+//
+// Batched jobs (store writes only) do not take a pool thread each. They wait on the event loop;
+// one thread task per worker runs every waiting job in one group commit (one durable commit),
+// and its completion event resumes them all. Jobs that arrive meanwhile form the next batch, which
+// starts when this one is done. This replaces two thread hand-offs and a condition-variable wake
+// per request with two per batch.
+
+namespace {
+
+struct BatchEntry {
+    ngx_http_request_t *r;  // nullptr: a detached job, owned by the batch and deleted after it
+    Job *job;
+};
+
+struct WriteBatch {
+    std::vector<BatchEntry> entries;
+    std::optional<signin::Error> failure;
+    ngx_pool_t *pool = nullptr;
+};
+
+std::vector<BatchEntry> g_waiting;  // event-loop state of this worker: no lock
+bool g_batch_running = false;
+
+void batch_thread(void *data, ngx_log_t *log) {
+    WriteBatch *b = *static_cast<WriteBatch **>(data);
+    signin::Status st = durable([b, log] {
+        for (BatchEntry &e : b->entries) job_thread(&e.job, log);  // one failing job stops no other
+    });
+    if (!st) b->failure = st.error();
+}
+
+void batch_done(ngx_event_t *ev);
+
+// Moves every waiting job into a new batch and posts it; on failure they stay waiting. The log is
+// the cycle's: the batch outlives the request that happened to start it.
+ngx_int_t launch_batch() {
+    ngx_log_t *log = ngx_cycle->log;
+    ngx_pool_t *pool = ngx_create_pool(512, log);
+    if (pool == nullptr) return NGX_ERROR;
+    ngx_thread_task_t *task = ngx_thread_task_alloc(pool, sizeof(WriteBatch *));
+    WriteBatch *b = task ? new (std::nothrow) WriteBatch() : nullptr;
+    if (b == nullptr) {
+        ngx_destroy_pool(pool);
+        return NGX_ERROR;
+    }
+    b->pool = pool;
+    b->entries.swap(g_waiting);
+    *static_cast<WriteBatch **>(task->ctx) = b;
+    task->handler = batch_thread;
+    task->event.handler = batch_done;
+    task->event.data = b;
+    if (ngx_thread_task_post(g_thread_pool, task) != NGX_OK) {
+        g_waiting.swap(b->entries);
+        delete b;
+        ngx_destroy_pool(pool);
+        return NGX_ERROR;
+    }
+    g_batch_running = true;
+    return NGX_OK;
+}
+
+// Finishes every entry: the failure (if any) first becomes each job's answer.
+void complete_entries(std::vector<BatchEntry> &entries, const std::optional<signin::Error> &failure) {
+    for (BatchEntry &e : entries) {
+        if (failure) e.job->commit_failed(*failure);
+        if (e.r == nullptr) {
+            delete e.job;
+        } else {
+            resume_request(e.r);
+        }
+    }
+}
+
+void batch_done(ngx_event_t *ev) {
+    auto *b = static_cast<WriteBatch *>(ev->data);
+    ngx_log_t *log = ngx_cycle->log;
+    // still "running" while the entries finish: jobs they post wait for the next launch below
+    complete_entries(b->entries, b->failure);
+    ngx_destroy_pool(b->pool);
+    delete b;
+    g_batch_running = false;
+    while (!g_waiting.empty() && launch_batch() != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "signin: could not post a write batch to the thread pool");
+        std::vector<BatchEntry> failed;
+        failed.swap(g_waiting);
+        g_batch_running = true;
+        complete_entries(failed, signin::Error{signin::Code::StorageError, "the thread pool refused the write"});
+        g_batch_running = false;
+    }
+}
+
+// Adds a batched job; launches a batch now when none is running.
+ngx_int_t enqueue_batched(ngx_http_request_t *r, Job *job) {
+    g_waiting.push_back({r, job});
+    if (g_batch_running || launch_batch() == NGX_OK) return NGX_OK;
+    g_waiting.pop_back();
+    return NGX_ERROR;
+}
+
+}  // namespace
+
 ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx == nullptr || g_thread_pool == nullptr) return NGX_ERROR;
+    if (job->batched()) {
+        if (enqueue_batched(r, job.get()) != NGX_OK) return NGX_ERROR;
+        ctx->job = std::move(job);
+        ctx->job_done = false;
+        r->main->blocked++;
+        r->write_event_handler = job_resume;
+        return NGX_OK;
+    }
     ngx_thread_task_t *task = ngx_thread_task_alloc(r->pool, sizeof(Job *));
     if (task == nullptr) return NGX_ERROR;
     *static_cast<Job **>(task->ctx) = job.get();
@@ -122,6 +235,11 @@ static void detached_event(ngx_event_t *ev) {
 
 ngx_int_t post_detached_job(ngx_log_t *log, std::unique_ptr<Job> job) {
     if (g_thread_pool == nullptr) return NGX_ERROR;
+    if (job->batched()) {
+        if (enqueue_batched(nullptr, job.get()) != NGX_OK) return NGX_ERROR;
+        job.release();  // deleted when its batch is done
+        return NGX_OK;
+    }
     ngx_pool_t *pool = ngx_create_pool(512, log);
     if (pool == nullptr) return NGX_ERROR;
     ngx_thread_task_t *task = ngx_thread_task_alloc(pool, sizeof(Detached));
@@ -305,6 +423,7 @@ std::string client_of(ngx_http_request_t *r) {
 
 struct TouchJob final : Job {
     explicit TouchJob(signin::Principal p) : principal(std::move(p)) {}
+    bool batched() const override { return true; }
     void run() override {
         (void)durable([this] {
             if (auto *id = identity()) (void)id->touch(principal);

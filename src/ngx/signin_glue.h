@@ -67,7 +67,8 @@ struct LocConf {
 signin::Identity *identity();
 
 // Runs engine writes (in a pool thread) as part of a group commit: returns once they are durable,
-// or the batch's commit error.
+// or the batch's commit error. Called from inside such a batch (a batched job's run()), it runs op
+// at once: the enclosing commit makes it durable, and reports its failure to the job.
 signin::Status durable(const std::function<void()> &op);
 
 // result = f(), made durable; a failed batch commit replaces the result with its error.
@@ -82,6 +83,20 @@ struct Job {
     virtual ~Job() = default;
     virtual void run() = 0;
     virtual void finish(ngx_http_request_t *r) = 0;
+    // True for a job whose run() only writes through the store (no Argon2id): it waits on the
+    // event loop with the other such writes and runs with them in one thread task and one durable
+    // commit (write batches, signin_common.cpp), instead of taking a pool thread of its own.
+    virtual bool batched() const { return false; }
+    // The batch's commit failed after run(): nothing of it was written, the answer is this error.
+    virtual void commit_failed(const signin::Error &) {}
+};
+
+// A batched job with one engine result; a failed commit replaces the result.
+template <class R>
+struct WriteJob : Job {
+    std::optional<R> result;
+    bool batched() const override { return true; }
+    void commit_failed(const signin::Error &e) override { result.emplace(e); }
 };
 
 // Per-request state (owns C++ members; destroyed by a pool cleanup).
@@ -101,7 +116,8 @@ RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 void lower_thread_priority();
 
 // Posts a job tied to request r: the request stays alive (r->main->blocked) until finish() ran.
-// The caller holds a request reference (body reading, or count++ and NGX_DONE).
+// The caller holds a request reference (body reading, or count++ and NGX_DONE). A batched() job
+// joins this worker's next write batch.
 ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
 // Posts work that needs no request (it may outlive it): run(), then the job is deleted.
 ngx_int_t post_detached_job(ngx_log_t *log, std::unique_ptr<Job> job);
