@@ -69,6 +69,8 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, client), nullptr},
     {ngx_string("signin_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, thread_pool_name), nullptr},
+    {ngx_string("signin_password_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_pool_name), nullptr},
     {ngx_string("signin_token_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, token_ttl), nullptr},
     {ngx_string("signin_token_resend"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
@@ -207,6 +209,12 @@ static char *init_main_conf(ngx_conf_t *cf, void *conf) {
     }
     m->thread_pool = ngx_thread_pool_add(cf, &m->thread_pool_name);
     if (m->thread_pool == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+    // Argon2id jobs: signin_thread_pool unless a pool of their own is named
+    m->password_pool = m->thread_pool;
+    if (m->password_pool_name.len != 0) {
+        m->password_pool = ngx_thread_pool_add(cf, &m->password_pool_name);
+        if (m->password_pool == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+    }
 
     m->policy = pool_object<signin::Policy>(cf->pool);
     if (m->policy == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
@@ -599,6 +607,7 @@ static ngx_int_t init_process(ngx_cycle_t *cycle) {
             g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
         }
         g_thread_pool = m->thread_pool;
+        g_password_pool = m->password_pool;
         // the dummy hash of failed sign-ins is made now, in the pool, not by the first failure
         if (m->passwords) (void)post_detached_job(cycle->log, std::make_unique<WarmJob>(m->policy->password_hash));
     } catch (const std::exception &e) {

@@ -13,6 +13,7 @@
 namespace signin_ngx {
 
 ngx_thread_pool_t *g_thread_pool = nullptr;
+ngx_thread_pool_t *g_password_pool = nullptr;
 
 MainConf *main_conf(ngx_http_request_t *r) {
     return static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_signin_module));
@@ -191,7 +192,7 @@ ngx_int_t enqueue_batched(ngx_http_request_t *r, Job *job) {
 
 ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     RequestCtx *ctx = get_ctx(r, true);
-    if (ctx == nullptr || g_thread_pool == nullptr) return NGX_ERROR;
+    if (ctx == nullptr || g_thread_pool == nullptr || g_password_pool == nullptr) return NGX_ERROR;
     if (job->batched()) {
         if (enqueue_batched(r, job.get()) != NGX_OK) return NGX_ERROR;
         ctx->job = std::move(job);
@@ -208,7 +209,7 @@ ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     task->event.data = r;
     ctx->job = std::move(job);
     ctx->job_done = false;
-    if (ngx_thread_task_post(g_thread_pool, task) != NGX_OK) {
+    if (ngx_thread_task_post(g_password_pool, task) != NGX_OK) {
         ctx->job.reset();
         return NGX_ERROR;
     }
@@ -234,7 +235,7 @@ static void detached_event(ngx_event_t *ev) {
 }
 
 ngx_int_t post_detached_job(ngx_log_t *log, std::unique_ptr<Job> job) {
-    if (g_thread_pool == nullptr) return NGX_ERROR;
+    if (g_thread_pool == nullptr || g_password_pool == nullptr) return NGX_ERROR;
     if (job->batched()) {
         if (enqueue_batched(nullptr, job.get()) != NGX_OK) return NGX_ERROR;
         job.release();  // deleted when its batch is done
@@ -253,7 +254,7 @@ ngx_int_t post_detached_job(ngx_log_t *log, std::unique_ptr<Job> job) {
     task->handler = detached_thread;
     task->event.handler = detached_event;
     task->event.data = d;
-    if (ngx_thread_task_post(g_thread_pool, task) != NGX_OK) {
+    if (ngx_thread_task_post(g_password_pool, task) != NGX_OK) {
         ngx_destroy_pool(pool);
         return NGX_ERROR;
     }

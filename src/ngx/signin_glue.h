@@ -29,6 +29,8 @@ struct MainConf {
     ngx_http_complex_value_t *client;
     ngx_str_t thread_pool_name;
     ngx_thread_pool_t *thread_pool;
+    ngx_str_t password_pool_name;       // signin_password_thread_pool
+    ngx_thread_pool_t *password_pool;   // thread_pool unless that names another
     ngx_msec_t token_ttl;
     ngx_msec_t token_resend;
     ngx_uint_t tokens_per_address;
@@ -89,6 +91,7 @@ struct Job {
     virtual bool batched() const { return false; }
     // The batch's commit failed after run(): nothing of it was written, the answer is this error.
     virtual void commit_failed(const signin::Error &) {}
+    // Every job that is not batched hashes (Argon2id) and runs in g_password_pool.
 };
 
 // A batched job with one engine result; a failed commit replaces the result.
@@ -122,6 +125,7 @@ ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
 // Posts work that needs no request (it may outlive it): run(), then the job is deleted.
 ngx_int_t post_detached_job(ngx_log_t *log, std::unique_ptr<Job> job);
 extern ngx_thread_pool_t *g_thread_pool;
+extern ngx_thread_pool_t *g_password_pool;  // where jobs that are not batched (Argon2id) run
 
 // Answers: JSON body, cache-control: no-store; returns the output filter's rc.
 ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
