@@ -135,17 +135,15 @@ ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bo
 
 // ---------------------------------------------------------------- jobs
 
-struct IssueJob final : Job {
+struct IssueJob final : WriteJob<signin::Result<signin::TokenIssue>> {
     signin::Intent intent;
     std::string email, group, client;
     std::string address;  // the per-address send counter's key; counted = one send was taken
     bool may_send = true, counted = false;
     std::optional<signin::Secret> password;  // POST /password/register: Argon2id runs here, in the pool
     bool registration_counted = false;        // the address's password-registration backoff applies
-    std::optional<signin::Result<signin::TokenIssue>> result;
 
     bool batched() const override { return !password; }  // a password registration hashes first
-    void commit_failed(const signin::Error &e) override { result.emplace(e); }
 
     void run() override {
         if (!password) {

@@ -190,29 +190,25 @@ ngx_int_t enqueue_batched(ngx_http_request_t *r, Job *job) {
 
 }  // namespace
 
-ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
-    RequestCtx *ctx = get_ctx(r, true);
-    if (ctx == nullptr || g_thread_pool == nullptr || g_password_pool == nullptr) return NGX_ERROR;
-    if (job->batched()) {
-        if (enqueue_batched(r, job.get()) != NGX_OK) return NGX_ERROR;
-        ctx->job = std::move(job);
-        ctx->job_done = false;
-        r->main->blocked++;
-        r->write_event_handler = job_resume;
-        return NGX_OK;
-    }
+// A job that is not batched gets a thread task of its own in the password pool.
+static ngx_int_t post_job_task(ngx_http_request_t *r, Job *job) {
     ngx_thread_task_t *task = ngx_thread_task_alloc(r->pool, sizeof(Job *));
     if (task == nullptr) return NGX_ERROR;
-    *static_cast<Job **>(task->ctx) = job.get();
+    *static_cast<Job **>(task->ctx) = job;
     task->handler = job_thread;
     task->event.handler = job_event;
     task->event.data = r;
+    return ngx_thread_task_post(g_password_pool, task);
+}
+
+ngx_int_t post_request_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr || g_thread_pool == nullptr || g_password_pool == nullptr) return NGX_ERROR;
+    // the job runs no earlier than posted, and finishes no earlier than this handler returns
+    ngx_int_t rc = job->batched() ? enqueue_batched(r, job.get()) : post_job_task(r, job.get());
+    if (rc != NGX_OK) return NGX_ERROR;
     ctx->job = std::move(job);
     ctx->job_done = false;
-    if (ngx_thread_task_post(g_password_pool, task) != NGX_OK) {
-        ctx->job.reset();
-        return NGX_ERROR;
-    }
     r->main->blocked++;
     r->write_event_handler = job_resume;
     return NGX_OK;
