@@ -9,19 +9,7 @@ use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
 plan skip_all => 'signin-admin is not built' unless $ENV{SIGNIN_ADMIN} && -x $ENV{SIGNIN_ADMIN};
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    signin_client $http_x_test_client;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-    }
-});
+$t->run(http => $t->signin_http(extra => 'signin_client $http_x_test_client;'));
 my $O = $t->origin;
 
 sub session {

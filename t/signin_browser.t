@@ -14,26 +14,15 @@ ok -d "$root/t/node_modules/playwright-core", 'playwright-core is installed (bui
 my $t = SigninTest->new;
 mkdir $t->prefix . '/html';
 system('cp', "$root/examples/index.html", $t->prefix . '/html/index.html') == 0 or die;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    signin_limits off;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-        location /app/ {
-            signin_require on;
-            proxy_set_header X-User-Email $signin_user_email;
-            proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
-        }
-        location /_legacy/ { default_type text/plain; return 200 "legacy app: hello $http_x_user_email\n"; }
-        location = / { root %%PREFIX%%/html; try_files /index.html =404; }
-    }
-});
+$t->run(http => $t->signin_http(extra => q{signin_limits off;}, locations => q{
+location /app/ {
+    signin_require on;
+    proxy_set_header X-User-Email $signin_user_email;
+    proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
+}
+location /_legacy/ { default_type text/plain; return 200 "legacy app: hello $http_x_user_email\n"; }
+location = / { root %%PREFIX%%/html; try_files /index.html =404; }
+}));
 
 my $shot = $t->prefix . '/signed-in.png';
 my $out = `cd $root/t && node browser/signin.mjs ${\ $t->origin} $shot 2>&1`;

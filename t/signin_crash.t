@@ -8,19 +8,7 @@ use Time::HiRes qw(sleep time);
 use POSIX ();
 
 my $t = SigninTest->new;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_token_resend 0;
-    signin_delivery /_signin/deliver;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-    }
-});
+$t->run(http => $t->signin_http(extra => 'signin_token_resend 0;'));
 
 # Clients: each registers its own address, reads its token, exchanges it, and appends the
 # cookie of every 200 answer to a file. They run while workers are being killed.

@@ -6,21 +6,11 @@ use Test::More;
 use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
-$t->run(workers => 1, http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_passwords on;
-    signin_delivery /_signin/deliver;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-        location /app/ { signin_require on; proxy_pass http://127.0.0.1:%%PORT2%%; }
-    }
-    server { listen 127.0.0.1:%%PORT2%%; location / { return 200 "legacy"; } }
-});
+$t->run(workers => 1, http => $t->signin_http(
+    extra     => q{signin_passwords on;},
+    locations => q{location /app/ { signin_require on; proxy_pass http://127.0.0.1:%%PORT2%%; }},
+    servers   => q{server { listen 127.0.0.1:%%PORT2%%; location / { return 200 "legacy"; } }},
+));
 
 my $cookie = $t->sign_in('gate@example.com');
 my %h = (cookie => $cookie);

@@ -7,18 +7,7 @@ use Time::HiRes qw(sleep);
 use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-    }
-});
+$t->run(http => $t->signin_http);
 my $O = $t->origin;
 my $n = 0;
 sub addr { my ($p) = @_; $n++; return "$p$n\@example.com" }

@@ -5,30 +5,20 @@ use Test::More;
 use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-        location = /public {
-            ssi on;
-            default_type text/html;
-            alias %%PREFIX%%/public.html;
-        }
-        location /app/ { signin_require on; proxy_pass http://127.0.0.1:%%PORT%%/_legacy/; }
-        location /_legacy/ { return 200 "SECRET for $http_x_user"; }
-        location = /gate { signin_require on; proxy_pass http://127.0.0.1:%%PORT%%/_legacy/; }
-        location = /via-auth-request {
-            auth_request /gate;   # runs in the access phase: no `return` here, it would answer first
-            proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
-        }
-    }
-});
+$t->run(http => $t->signin_http(locations => q{
+location = /public {
+    ssi on;
+    default_type text/html;
+    alias %%PREFIX%%/public.html;
+}
+location /app/ { signin_require on; proxy_pass http://127.0.0.1:%%PORT%%/_legacy/; }
+location /_legacy/ { return 200 "SECRET for $http_x_user"; }
+location = /gate { signin_require on; proxy_pass http://127.0.0.1:%%PORT%%/_legacy/; }
+location = /via-auth-request {
+    auth_request /gate;   # runs in the access phase: no `return` here, it would answer first
+    proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
+}
+}));
 open my $fh, '>', $t->prefix . '/public.html' or die;
 print $fh "public page <!--# include virtual=\"/app/x\" --> end";
 close $fh;

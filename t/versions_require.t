@@ -5,27 +5,17 @@ use Test::More;
 use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    signin_limits off;
-    api_versions {
-        strategy path;
-        default v1;
-        version v1 { controller @v1 { GET /things; } }
-    }
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-        location /api/ { signin_require on; api_versions_route; }
-        location @v1 { proxy_pass http://127.0.0.1:%%PORT2%%; }
-    }
-    server { listen 127.0.0.1:%%PORT2%%; location / { return 200 "controller reached"; } }
-});
+$t->run(http => $t->signin_http(extra => q{
+signin_limits off;
+api_versions {
+    strategy path;
+    default v1;
+    version v1 { controller @v1 { GET /things; } }
+}
+}, locations => q{
+location /api/ { signin_require on; api_versions_route; }
+location @v1 { proxy_pass http://127.0.0.1:%%PORT2%%; }
+}, servers => q{server { listen 127.0.0.1:%%PORT2%%; location / { return 200 "controller reached"; } }}));
 
 my $r = $t->req(GET => '/api/v1/things');
 is $r->{status}, 401, 'signin_require on the routed location refuses a visitor';

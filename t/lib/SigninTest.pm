@@ -322,16 +322,16 @@ sub set_cookie_pair {
     return $pair;
 }
 
-# The http-level text of a sign-in server with passwords on (t/passwords_*.t): the API at /auth/,
-# the dev mailbox as delivery, `extra` directives at http level.
-sub password_http {
-    my ($self, $extra) = @_;
-    $extra //= '';
+# The http-level text of the usual sign-in server: the API at /auth/, the dev mailbox as delivery
+# (and at /_dev/mailbox), registration on. `extra`: more http-level directives; `locations`: more
+# locations in that server; `servers`: more server blocks.
+sub signin_http {
+    my ($self, %o) = @_;
+    my ($extra, $locations, $servers) = map { $_ // '' } @o{qw(extra locations servers)};
     return qq{
     signin_store %%STORE%%;
     signin_origin http://127.0.0.1:%%PORT%%;
     signin_registration on;
-    signin_passwords on;
     signin_delivery /_signin/deliver;
     $extra
     server {
@@ -339,8 +339,16 @@ sub password_http {
         location /auth/ { signin_api; }
         location = /_signin/deliver { internal; signin_dev_mailbox; }
         location = /_dev/mailbox { signin_dev_mailbox; }
+        $locations
     }
+    $servers
 };
+}
+
+# The same with passwords on (t/passwords_*.t), `extra` directives at http level.
+sub password_http {
+    my ($self, $extra) = @_;
+    return $self->signin_http(extra => "signin_passwords on;\n" . ($extra // ''));
 }
 
 # POST /auth/password/<what> with {email, password}; extra headers in %h.
