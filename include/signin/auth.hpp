@@ -77,6 +77,27 @@ struct PasswordChange {
     Delivery notice;
 };
 
+// The Argon2id half of a password sign-in (Identity::check_password_login): what the verify found.
+// It holds no password, only what the write half (finish_password_login) needs.
+struct PasswordLoginCheck {
+    bool matched = false;
+    Millis at = 0;
+    std::string key, email, client, user_agent;  // key: the attempt limiter's name of the address
+    SessionKind kind = SessionKind::Cookie;
+    std::optional<User> user;             // the account as it was verified, when there is one
+    std::optional<std::string> rehashed;  // its password hashed again with the current settings
+};
+
+// The Argon2id half of set_password and change_password (prepare_set_password,
+// check_password_change): the new hash, or (change) a wrong `current` to record.
+struct PasswordUpdate {
+    bool change = false;
+    bool wrong_current = false;  // change: `current` did not match; the write half audits it
+    std::string verified_hash;   // change: the hash `current` matched; the write refuses if it moved
+    std::string new_hash;
+    std::string key;             // the attempt limiter's name of the address
+};
+
 class Identity {
 public:
     Identity(std::shared_ptr<Store> store, Origin origin, Policy policy, DeliveryFn deliver = {},
@@ -164,6 +185,15 @@ public:
     Result<SignInStep> login_password_step(std::string_view email, const Secret &password,
                                            std::string_view client, SessionKind kind = SessionKind::Cookie,
                                            std::string_view user_agent = {}, std::string_view group = {});
+    // The two halves of login_password_step, so that a transport can run the Argon2id verify in
+    // one thread and the write with its other writes. check_password_login writes nothing to the
+    // store; finish_password_login re-reads the account (a password changed or an account
+    // suspended meanwhile makes the old password count for nothing) and writes the session, or
+    // the failure's audit entry.
+    Result<PasswordLoginCheck> check_password_login(std::string_view email, const Secret &password,
+                                                    std::string_view client, SessionKind kind = SessionKind::Cookie,
+                                                    std::string_view user_agent = {}, std::string_view group = {});
+    Result<SignInStep> finish_password_login(const PasswordLoginCheck &check);
     // auth.login_password_from: a Session, for apps without second factors.
     Result<Session> login_password_from(std::string_view email, const Secret &password, std::string_view client,
                                         SessionKind kind = SessionKind::Cookie, std::string_view user_agent = {},
@@ -173,11 +203,21 @@ public:
     // policy().fresh_window (else Code::FreshSessionRequired); sets, changes or resets the
     // password, ends every other session of the user, clears the address's attempt history.
     Status set_password(const Principal &p, const Secret &password, std::string_view client = {});
+    // Its two halves: the freshness rule, the policy and the hash; then the write, which needs
+    // the session and the account to be still there.
+    Result<PasswordUpdate> prepare_set_password(const Principal &p, const Secret &password);
+    Status store_set_password(const Principal &p, const PasswordUpdate &update, std::string_view client);
 
     // auth.change_password_from, first half: the account must have a password (Code::NoPassword),
     // `current` must match (Code::WrongPassword); ends every other session. Returns the notice.
     Result<PasswordChange> change_password(const Principal &p, const Secret &current, const Secret &next,
                                            std::string_view client);
+    // Its two halves: verify `current`, then the policy and the hash of `next` (no store write);
+    // then the write (or the audit of a wrong `current`), refused when the password moved meanwhile.
+    Result<PasswordUpdate> check_password_change(const Principal &p, const Secret &current, const Secret &next,
+                                                 std::string_view client);
+    Result<PasswordChange> store_password_change(const Principal &p, const PasswordUpdate &update,
+                                                 std::string_view client);
     // auth.change_password_from: both halves; the PasswordChanged notice goes through the
     // delivery function (a failed notice is not an error: the password is changed).
     Status change_password_from(const Principal &p, const Secret &current, const Secret &next,

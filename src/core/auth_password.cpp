@@ -97,18 +97,23 @@ Status Identity::register_password_from(std::string_view email, const Secret &pw
     return deliver_or_cancel(issue_password_registration(email, pw, group, client), client);
 }
 
-Result<SignInStep> Identity::login_password_step(std::string_view email_in, const Secret &pw,
-                                                 std::string_view client, SessionKind kind,
-                                                 std::string_view user_agent, std::string_view group_in) {
+Result<PasswordLoginCheck> Identity::check_password_login(std::string_view email_in, const Secret &pw,
+                                                         std::string_view client, SessionKind kind,
+                                                         std::string_view user_agent, std::string_view group_in) {
     if (!policy_.with_passwords) return disabled();
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
     auto group = normalize_group(group_in);
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
-    const std::string key = address_key(*group, *email);
-    return guarded("password sign-in", [&]() -> Result<SignInStep> {
-        const Millis now = clock_->now();
-        if (Millis wait = limiter_->login_attempt(key, client, now)) return rate_limited(wait);
+    return guarded("password sign-in", [&]() -> Result<PasswordLoginCheck> {
+        PasswordLoginCheck c;
+        c.at = clock_->now();
+        c.key = address_key(*group, *email);
+        if (Millis wait = limiter_->login_attempt(c.key, client, c.at)) return rate_limited(wait);
+        c.email = *email;
+        c.client = std::string(client);
+        c.user_agent = std::string(user_agent);
+        c.kind = kind;
 
         // Passwords are compared in NFC, untrimmed; one that could never have been set still
         // costs a full verification.
@@ -117,54 +122,67 @@ Result<SignInStep> Identity::login_password_step(std::string_view email_in, cons
         const bool well_formed = nfc && nfc->size() <= password::kMaxBytes;
         Secret candidate(nfc ? std::move(*nfc) : std::string());
 
-        std::optional<User> user = store_->read()->user_by_email(*group, *email);
-        const bool usable = well_formed && user && !user->suspended && !user->password_hash.empty();
-        const std::string &phc = usable ? user->password_hash : password::dummy_hash(policy_.password_hash);
-        const bool matches = password::verify(phc, candidate.reveal()) && usable;
+        c.user = store_->read()->user_by_email(*group, *email);
+        const bool usable = well_formed && c.user && !c.user->suspended && !c.user->password_hash.empty();
+        const std::string &phc = usable ? c.user->password_hash : password::dummy_hash(policy_.password_hash);
+        c.matched = password::verify(phc, candidate.reveal()) && usable;
+        if (!c.matched) {
+            limiter_->login_failed(c.key, client, clock_->now());  // the wait starts when the failure is known
+            return c;
+        }
+        // A hash made with other settings is upgraded now that the password is known.
+        if (password::needs_rehash(c.user->password_hash, policy_.password_hash)) {
+            auto h = password::hash(candidate.reveal(), policy_.password_hash);
+            if (h) c.rehashed = std::move(h.value());
+        }
+        return c;
+    });
+}
 
-        if (!matches) {
-            limiter_->login_failed(key, client, clock_->now());  // the wait starts when the failure is known
-            auto txn = store_->write();
-            if (user) {
-                const char *why = user->suspended                 ? "suspended"
-                                  : user->password_hash.empty() ? "no_password"
-                                                                : "wrong_password";
-                txn->append_audit(detail::audit(now, "login.failed", *email, client, user->id, why));
+Result<SignInStep> Identity::finish_password_login(const PasswordLoginCheck &c) {
+    return guarded("password sign-in", [&]() -> Result<SignInStep> {
+        auto txn = store_->write();
+        if (!c.matched) {
+            if (c.user) {
+                const char *why = c.user->suspended                 ? "suspended"
+                                  : c.user->password_hash.empty() ? "no_password"
+                                                                  : "wrong_password";
+                txn->append_audit(detail::audit(c.at, "login.failed", c.email, c.client, c.user->id, why));
             } else {
-                txn->append_audit(detail::audit(now, "login.unknown_address", *email, client));
+                txn->append_audit(detail::audit(c.at, "login.unknown_address", c.email, c.client));
             }
             txn->commit();
             return invalid_credentials();
         }
-
-        // A hash made with other settings is upgraded now that the password is known.
-        std::optional<std::string> rehashed;
-        if (password::needs_rehash(user->password_hash, policy_.password_hash)) {
-            auto h = password::hash(candidate.reveal(), policy_.password_hash);
-            if (h) rehashed = std::move(h.value());
-        }
-
-        auto txn = store_->write();
-        auto fresh = txn->user_by_id(user->id);
-        if (!fresh || fresh->suspended || fresh->password_hash != user->password_hash) {
+        auto fresh = c.user ? txn->user_by_id(c.user->id) : std::nullopt;
+        if (!fresh || fresh->suspended || fresh->password_hash != c.user->password_hash) {
             return invalid_credentials();  // changed while we verified: the old password no longer counts
         }
-        if (rehashed) {
-            fresh->password_hash = *rehashed;
+        const Millis now = clock_->now();
+        if (c.rehashed) {
+            fresh->password_hash = *c.rehashed;
             fresh->updated_at = now;
             txn->put_user(*fresh);
-            txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, client, fresh->id));
+            txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, c.client, fresh->id));
         }
-        Session out = open_session(*txn, *fresh, kind, SignInMethod::Password, client, user_agent, now,
-                                   "password:" + std::string(kind_name(kind)));
+        Session out = open_session(*txn, *fresh, c.kind, SignInMethod::Password, c.client, c.user_agent, now,
+                                   "password:" + std::string(kind_name(c.kind)));
         txn->commit();
-        limiter_->login_succeeded(key, client);
+        limiter_->login_succeeded(c.key, c.client);
 
         SignInStep step;
         step.state = SignInStep::State::SignedIn;
         step.session = std::move(out);
         return step;
     });
+}
+
+Result<SignInStep> Identity::login_password_step(std::string_view email, const Secret &pw, std::string_view client,
+                                                 SessionKind kind, std::string_view user_agent,
+                                                 std::string_view group) {
+    auto check = check_password_login(email, pw, client, kind, user_agent, group);
+    if (!check) return check.error();
+    return finish_password_login(check.value());
 }
 
 Result<Session> Identity::login_password_from(std::string_view email, const Secret &pw, std::string_view client,
@@ -178,7 +196,7 @@ Result<Session> Identity::login_password_from(std::string_view email, const Secr
     return std::move(*step->session);
 }
 
-Status Identity::set_password(const Principal &p, const Secret &pw, std::string_view client) {
+Result<PasswordUpdate> Identity::prepare_set_password(const Principal &p, const Secret &pw) {
     if (!policy_.with_passwords) return disabled();
     const Millis now = clock_->now();
     if (p.session.method != SignInMethod::EmailToken || now - p.session.created_at >= policy_.fresh_window) {
@@ -187,19 +205,28 @@ Status Identity::set_password(const Principal &p, const Secret &pw, std::string_
                          std::to_string(policy_.fresh_window / 60000) +
                          " minutes: sign in with a code again, then set it"};
     }
-    return guarded("set password", [&]() -> Status {
+    return guarded("set password", [&]() -> Result<PasswordUpdate> {
         auto nfc = check_new_password(pw.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
         auto h = password::hash(held.reveal(), policy_.password_hash);
         if (!h) return h.error();
+        PasswordUpdate u;
+        u.new_hash = std::move(h.value());
+        return u;
+    });
+}
+
+Status Identity::store_set_password(const Principal &p, const PasswordUpdate &u, std::string_view client) {
+    if (!policy_.with_passwords) return disabled();
+    return guarded("set password", [&]() -> Status {
         auto txn = store_->write();
         auto user = txn->user_by_id(p.user.id);
         if (!user || user->suspended || !txn->session(p.session.hash)) {
             return Error{Code::Unauthenticated, "not signed in"};
         }
         const bool had = !user->password_hash.empty();
-        user->password_hash = h.value();
+        user->password_hash = u.new_hash;
         user->updated_at = clock_->now();
         txn->put_user(*user);
         for (const auto &s : txn->sessions_of(user->id)) {
@@ -213,10 +240,16 @@ Status Identity::set_password(const Principal &p, const Secret &pw, std::string_
     });
 }
 
-Result<PasswordChange> Identity::change_password(const Principal &p, const Secret &current, const Secret &next,
-                                                 std::string_view client) {
+Status Identity::set_password(const Principal &p, const Secret &pw, std::string_view client) {
+    auto update = prepare_set_password(p, pw);
+    if (!update) return update.error();
+    return store_set_password(p, update.value(), client);
+}
+
+Result<PasswordUpdate> Identity::check_password_change(const Principal &p, const Secret &current, const Secret &next,
+                                                       std::string_view client) {
     if (!policy_.with_passwords) return disabled();
-    return guarded("change password", [&]() -> Result<PasswordChange> {
+    return guarded("change password", [&]() -> Result<PasswordUpdate> {
         const Millis now = clock_->now();
         auto user = store_->read()->user_by_id(p.user.id);
         if (!user || user->suspended) return Error{Code::Unauthenticated, "not signed in"};
@@ -224,33 +257,52 @@ Result<PasswordChange> Identity::change_password(const Principal &p, const Secre
             return Error{Code::NoPassword,
                          "this account has no password to change: set one from a fresh sign-in with POST /password"};
         }
-        const std::string key = address_key(user->group_id, user->email);
-        if (Millis wait = limiter_->login_attempt(key, client, now)) return rate_limited(wait);
+        PasswordUpdate u;
+        u.change = true;
+        u.key = address_key(user->group_id, user->email);
+        if (Millis wait = limiter_->login_attempt(u.key, client, now)) return rate_limited(wait);
         std::optional<std::string> cur;
         if (current.reveal().size() <= password::kMaxBytes * 4) cur = password::normalize_nfc(current.reveal());
         Secret cur_held(cur ? std::move(*cur) : std::string());
         if (!cur || !password::verify(user->password_hash, cur_held.reveal())) {
-            limiter_->login_failed(key, client, clock_->now());
-            auto txn = store_->write();
-            txn->append_audit(detail::audit(now, "login.failed", user->email, client, user->id, "password_change"));
-            txn->commit();
-            return Error{Code::WrongPassword, "the current password is not right"};
+            limiter_->login_failed(u.key, client, clock_->now());
+            u.wrong_current = true;
+            return u;
         }
-        limiter_->login_succeeded(key, client);
+        limiter_->login_succeeded(u.key, client);
+        u.verified_hash = user->password_hash;
         auto nfc = check_new_password(next.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
         auto h = password::hash(held.reveal(), policy_.password_hash);
         if (!h) return h.error();
+        u.new_hash = std::move(h.value());
+        return u;
+    });
+}
 
+Result<PasswordChange> Identity::store_password_change(const Principal &p, const PasswordUpdate &u,
+                                                       std::string_view client) {
+    if (!policy_.with_passwords) return disabled();
+    return guarded("change password", [&]() -> Result<PasswordChange> {
+        const Millis now = clock_->now();
         auto txn = store_->write();
-        auto fresh = txn->user_by_id(user->id);
-        if (!fresh || !txn->session(p.session.hash)) return Error{Code::Unauthenticated, "not signed in"};
-        if (fresh->password_hash != user->password_hash) {
+        auto fresh = txn->user_by_id(p.user.id);
+        if (u.wrong_current) {
+            if (fresh) {
+                txn->append_audit(detail::audit(now, "login.failed", fresh->email, client, fresh->id, "password_change"));
+                txn->commit();
+            }
+            return Error{Code::WrongPassword, "the current password is not right"};
+        }
+        if (!fresh || fresh->suspended || !txn->session(p.session.hash)) {
+            return Error{Code::Unauthenticated, "not signed in"};
+        }
+        if (fresh->password_hash != u.verified_hash) {
             return Error{Code::WrongPassword, "the password was changed meanwhile; try again"};
         }
-        fresh->password_hash = h.value();
-        fresh->updated_at = clock_->now();
+        fresh->password_hash = u.new_hash;
+        fresh->updated_at = now;
         txn->put_user(*fresh);
         for (const auto &s : txn->sessions_of(fresh->id)) {
             if (s.hash != p.session.hash) txn->del_session(s.hash);
@@ -263,6 +315,13 @@ Result<PasswordChange> Identity::change_password(const Principal &p, const Secre
         out.notice.group_id = fresh->group_id;
         return out;
     });
+}
+
+Result<PasswordChange> Identity::change_password(const Principal &p, const Secret &current, const Secret &next,
+                                                 std::string_view client) {
+    auto update = check_password_change(p, current, next, client);
+    if (!update) return update.error();
+    return store_password_change(p, update.value(), client);
 }
 
 Status Identity::change_password_from(const Principal &p, const Secret &current, const Secret &next,

@@ -135,31 +135,22 @@ ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bo
 
 // ---------------------------------------------------------------- jobs
 
-struct IssueJob final : WriteJob<signin::Result<signin::TokenIssue>> {
+// A token request. POST /password/register hashes first (the hash stage, in the password pool);
+// every other request has nothing to hash and starts at its write stage.
+struct IssueJob final : HashThenWriteJob<std::string, signin::Result<signin::TokenIssue>> {
     signin::Intent intent;
     std::string email, group, client;
     std::string address;  // the per-address send counter's key; counted = one send was taken
     bool may_send = true, counted = false;
-    std::optional<signin::Secret> password;  // POST /password/register: Argon2id runs here, in the pool
+    std::optional<signin::Secret> password;  // POST /password/register
     bool registration_counted = false;        // the address's password-registration backoff applies
 
-    bool batched() const override { return !password; }  // a password registration hashes first
-
-    void run() override {
-        if (!password) {
-            run_durable(result, [this] { return id().issue_token(intent, email, group, client, may_send); });
-            return;
-        }
-        // Argon2id first, outside the batch: the batch holds LMDB's write lock for every worker
-        lower_thread_priority();
-        auto hashed = id().prepare_password_registration(email, *password, group);
-        if (!hashed) {
-            result.emplace(hashed.error());
-            return;
-        }
-        run_durable(result, [this, &hashed] {
-            return id().issue_password_registration_hashed(email, group, client, hashed.value(), may_send);
-        });
+    signin::Result<std::string> hash() override {
+        return id().prepare_password_registration(email, *password, group);
+    }
+    signin::Result<signin::TokenIssue> write(const std::string &password_hash) override {
+        if (!password) return id().issue_token(intent, email, group, client, may_send);
+        return id().issue_password_registration_hashed(email, group, client, password_hash, may_send);
     }
     void finish(ngx_http_request_t *r) override;
 };
@@ -291,18 +282,19 @@ struct ExchangeJob final : WriteJob<signin::Result<signin::Session>> {
     }
 };
 
-// POST /password/session and /password/token: the whole sign-in (Argon2id verify, the session
-// write and its commit) runs in the pool.
-struct PasswordLoginJob final : Job {
+// POST /password/session and /password/token: the Argon2id verify in the password pool, then the
+// session (or the failure's audit entry) in a write batch.
+struct PasswordLoginJob final : HashThenWriteJob<signin::PasswordLoginCheck, signin::Result<signin::SignInStep>> {
     std::string email, group, client, user_agent;
     std::string pair;  // the (address, client) backoff key, when the limits zone is on
     signin::Secret password;
     signin::SessionKind kind = signin::SessionKind::Cookie;
-    std::optional<signin::Result<signin::SignInStep>> result;
 
-    void run() override {
-        lower_thread_priority();
-        result = id().login_password_step(email, password, client, kind, user_agent, group);
+    signin::Result<signin::PasswordLoginCheck> hash() override {
+        return id().check_password_login(email, password, client, kind, user_agent, group);
+    }
+    signin::Result<signin::SignInStep> write(const signin::PasswordLoginCheck &check) override {
+        return id().finish_password_login(check);
     }
     void finish(ngx_http_request_t *r) override {
         if (!result || !*result) {
@@ -323,43 +315,37 @@ struct PasswordLoginJob final : Job {
     }
 };
 
-// POST /password (set, change or reset from a fresh session) and POST /password/change.
-struct PasswordWriteJob final : Job {
+// POST /password (set, change or reset from a fresh session) and POST /password/change: the hash
+// (and the check of `current`) in the password pool, then the write in a write batch. The write
+// of a set has no notice: its result is a PasswordChange whose notice is not sent.
+struct PasswordWriteJob final : HashThenWriteJob<signin::PasswordUpdate, signin::Result<signin::PasswordChange>> {
     bool change = false;
     std::string pair;  // /password/change: the (address, client) backoff key, when the zone is on
     signin::Principal principal;
     signin::Secret current, password;
     std::string client;
-    std::optional<signin::Status> set_result;
-    std::optional<signin::Result<signin::PasswordChange>> change_result;
 
-    void run() override {
-        lower_thread_priority();
-        if (change) {
-            change_result = id().change_password(principal, current, password, client);
-        } else {
-            set_result = id().set_password(principal, password, client);
-        }
+    signin::Result<signin::PasswordUpdate> hash() override {
+        return change ? id().check_password_change(principal, current, password, client)
+                      : id().prepare_set_password(principal, password);
+    }
+    signin::Result<signin::PasswordChange> write(const signin::PasswordUpdate &update) override {
+        if (change) return id().store_password_change(principal, update, client);
+        signin::Status st = id().store_set_password(principal, update, client);
+        if (!st) return st.error();
+        return signin::PasswordChange{};
     }
     void finish(ngx_http_request_t *r) override {
-        const signin::Error *e = nullptr;
-        signin::Error none{Code::Internal, "no result"};
-        if (change) {
-            if (!change_result) e = &none;
-            else if (!*change_result) e = &change_result->error();
-        } else {
-            if (!set_result) e = &none;
-            else if (!*set_result) e = &set_result->error();
-        }
-        if (e) {
-            if (!pair.empty() && e->code == Code::WrongPassword) {
+        if (!result || !*result) {
+            const signin::Error e = result ? result->error() : signin::Error{Code::Internal, "no result"};
+            if (!pair.empty() && e.code == Code::WrongPassword) {
                 backoff_fail(r, Bucket::PasswordPair, pair, pair_rule(main_conf(r)));
             }
-            ngx_http_finalize_request(r, send_failure(r, *e));
+            ngx_http_finalize_request(r, send_failure(r, e));
             return;
         }
         if (!pair.empty()) backoff_clear(r, Bucket::PasswordPair, pair);
-        if (change && start_delivery(r, change_result->value().notice, client) != NGX_OK) {
+        if (change && start_delivery(r, result->value().notice, client) != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not send the PasswordChanged notice");
         }
         ngx_http_finalize_request(r, send_empty(r, 204));
@@ -458,6 +444,7 @@ ngx_int_t handle_post(ngx_http_request_t *r, Endpoint ep) {
         job->email = f.value()["email"];
         job->group = f.value()["group"];
         job->client = client;
+        job->start_at_write(std::string());  // no password: nothing to hash
         // SPEC §8 rule 1: over the address's send limit, the same 202 and nothing sent
         job->address = address_key(job->email, job->group);
         if (!job->address.empty() && limits_on(r)) {

@@ -68,6 +68,12 @@ static void job_resume(ngx_http_request_t *r) {
     ctx->job_done = false;
     r->write_event_handler = ngx_http_request_empty_handler;
     try {
+        if (job->next_stage()) {  // the hash is done: its write joins this worker's next batch
+            if (post_request_job(r, std::move(job)) == NGX_OK) return;
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not post a write to the thread pool");
+            ngx_http_finalize_request(r, send_error(r, signin::Code::StorageError, "the store is unavailable"));
+            return;
+        }
         job->finish(r);
     } catch (...) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: finishing a request failed");

@@ -80,6 +80,10 @@ void run_durable(std::optional<R> &result, F &&f) {
     if (!st) result.emplace(st.error());
 }
 
+// Called at the start of CPU-heavy jobs (Argon2id): the pool thread drops to nice 10 once, so the
+// event loop (nice 0) is scheduled ahead of it when both want the CPU (DESIGN §3 rule 1).
+void lower_thread_priority();
+
 // Work for the thread pool: run() in a pool thread, finish() back on the event loop.
 struct Job {
     virtual ~Job() = default;
@@ -92,6 +96,9 @@ struct Job {
     // The batch's commit failed after run(): nothing of it was written, the answer is this error.
     virtual void commit_failed(const signin::Error &) {}
     // Every job that is not batched hashes (Argon2id) and runs in g_password_pool.
+    // Called on the event loop when such a run() is done: true posts the job again, now
+    // batched(), for its write stage (HashThenWriteJob); false gives the request to finish().
+    virtual bool next_stage() { return false; }
 };
 
 // A batched job with one engine result; a failed commit replaces the result.
@@ -99,6 +106,42 @@ template <class R>
 struct WriteJob : Job {
     std::optional<R> result;
     bool batched() const override { return true; }
+    void commit_failed(const signin::Error &e) override { result.emplace(e); }
+};
+
+// A job in two stages: hash() runs in the password pool (Argon2id; it writes nothing), then its
+// value goes to write(), which runs in a write batch with this worker's other writes. A hashing
+// thread so never waits for a commit, and password writes share the group commit. An error of
+// hash() is the answer, and nothing is written.
+template <class C, class R>
+struct HashThenWriteJob : Job {
+    std::optional<signin::Result<C>> hashed;
+    std::optional<R> result;
+    bool writing = false;
+
+    virtual signin::Result<C> hash() = 0;
+    virtual R write(const C &value) = 0;
+    // Nothing to hash: the job starts at its write stage with this value.
+    void start_at_write(C value) {
+        hashed.emplace(std::move(value));
+        writing = true;
+    }
+
+    bool batched() const override { return writing; }
+    bool next_stage() override {
+        if (writing || !hashed || !*hashed) return false;
+        writing = true;
+        return true;
+    }
+    void run() override {
+        if (!writing) {
+            lower_thread_priority();
+            hashed.emplace(hash());
+            if (!*hashed) result.emplace(hashed->error());
+            return;
+        }
+        run_durable(result, [this] { return write(hashed->value()); });
+    }
     void commit_failed(const signin::Error &e) override { result.emplace(e); }
 };
 
@@ -114,9 +157,6 @@ struct RequestCtx {
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 
-// Called at the start of CPU-heavy jobs (Argon2id): the pool thread drops to nice 10 once, so the
-// event loop (nice 0) is scheduled ahead of it when both want the CPU (DESIGN §3 rule 1).
-void lower_thread_priority();
 
 // Posts a job tied to request r: the request stays alive (r->main->blocked) until finish() ran.
 // The caller holds a request reference (body reading, or count++ and NGX_DONE). A batched() job

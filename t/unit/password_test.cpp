@@ -35,6 +35,7 @@ constexpr Millis kMinute = 60 * kSecond;
 
 const char *kGood = "violet tractor hums quietly";        // passes the policy
 const char *kGood2 = "seven orange kettles whistle";
+const char *kGood3 = "marble heron folds the quiet map";
 
 std::string weak_message(std::string_view password, unsigned min = 15) {
     auto nfc = pw::normalize_nfc(password);
@@ -634,6 +635,65 @@ TEST_F(PasswordEngine, ChangePasswordRules) {
     EXPECT_EQ(outbox_.last().purpose, Purpose::PasswordChanged);
     EXPECT_TRUE(outbox_.last().token.empty());
     EXPECT_EQ(outbox_.last().email, "ch@example.com");
+}
+
+// The halves run apart in the module (Argon2id in a hashing thread, the write in a write batch):
+// whatever happens to the account between them wins over the verified password.
+TEST_F(PasswordEngine, SignInHalvesRecheckTheAccountBeforeWriting) {
+    register_with("half@example.com", kGood);
+    const std::size_t before = store_->read()->sessions_of(user("half@example.com")->id).size();
+
+    auto check = id_->check_password_login("half@example.com", Secret(kGood), "c");
+    ASSERT_TRUE(check) << check.error().message;
+    EXPECT_TRUE(check->matched);
+    EXPECT_EQ(store_->read()->sessions_of(user("half@example.com")->id).size(), before) << "the verify half writes nothing";
+    Session fresh = email_sign_in("half@example.com");  // the password is reset meanwhile
+    ASSERT_TRUE(id_->set_password(principal(fresh), Secret(kGood2)));
+    auto late = id_->finish_password_login(check.value());
+    ASSERT_FALSE(late);
+    EXPECT_EQ(late.error().code, Code::InvalidCredentials);
+
+    auto again = id_->check_password_login("half@example.com", Secret(kGood2), "c");
+    ASSERT_TRUE(again && again->matched);
+    ASSERT_TRUE(id_->set_suspended("default", "half@example.com", true));  // suspended meanwhile
+    EXPECT_EQ(id_->finish_password_login(again.value()).error().code, Code::InvalidCredentials);
+    ASSERT_TRUE(id_->set_suspended("default", "half@example.com", false));
+
+    auto wrong = id_->check_password_login("half@example.com", Secret(kGood), "c");
+    ASSERT_TRUE(wrong);
+    EXPECT_FALSE(wrong->matched);
+    const std::size_t audited = audit(1000).size();
+    EXPECT_EQ(id_->finish_password_login(wrong.value()).error().code, Code::InvalidCredentials);
+    auto entries = audit(1000);
+    EXPECT_EQ(entries.size(), audited + 1) << "the write half records the failure";
+    EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const AuditEntry &e) {
+        return e.kind == "login.failed" && e.detail == "wrong_password";
+    }));
+}
+
+TEST_F(PasswordEngine, ChangeHalvesRefuseAPasswordThatMovedMeanwhile) {
+    register_with("mv@example.com", kGood);
+    auto a = id_->login_password_from("mv@example.com", Secret(kGood), "c");
+    ASSERT_TRUE(a);
+    const Principal p = principal(a.value());
+    auto update = id_->check_password_change(p, Secret(kGood), Secret(kGood2), "c");
+    ASSERT_TRUE(update) << update.error().message;
+    EXPECT_TRUE(pw::verify(user("mv@example.com")->password_hash, kGood)) << "the hash half writes nothing";
+
+    ASSERT_TRUE(id_->change_password_from(p, Secret(kGood), Secret(kGood3), "c"));  // another change wins
+    auto late = id_->store_password_change(p, update.value(), "c");
+    ASSERT_FALSE(late);
+    EXPECT_EQ(late.error().code, Code::WrongPassword);
+    EXPECT_TRUE(pw::verify(user("mv@example.com")->password_hash, kGood3));
+
+    // set: the session that asked must still exist when the write runs
+    Session fresh = email_sign_in("mv@example.com");
+    const Principal fp = principal(fresh);
+    auto set = id_->prepare_set_password(fp, Secret(kGood2));
+    ASSERT_TRUE(set) << set.error().message;
+    ASSERT_TRUE(id_->logout(fp, "c"));
+    EXPECT_EQ(id_->store_set_password(fp, set.value(), "c").error().code, Code::Unauthenticated);
+    EXPECT_TRUE(pw::verify(user("mv@example.com")->password_hash, kGood3));
 }
 
 }  // namespace
