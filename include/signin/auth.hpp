@@ -91,11 +91,9 @@ struct PasswordLoginCheck {
 // The Argon2id half of set_password and change_password (prepare_set_password,
 // check_password_change): the new hash, or (change) a wrong `current` to record.
 struct PasswordUpdate {
-    bool change = false;
     bool wrong_current = false;  // change: `current` did not match; the write half audits it
     std::string verified_hash;   // change: the hash `current` matched; the write refuses if it moved
     std::string new_hash;
-    std::string key;             // the attempt limiter's name of the address
 };
 
 class Identity {

@@ -258,18 +258,17 @@ Result<PasswordUpdate> Identity::check_password_change(const Principal &p, const
                          "this account has no password to change: set one from a fresh sign-in with POST /password"};
         }
         PasswordUpdate u;
-        u.change = true;
-        u.key = address_key(user->group_id, user->email);
-        if (Millis wait = limiter_->login_attempt(u.key, client, now)) return rate_limited(wait);
+        const std::string key = address_key(user->group_id, user->email);
+        if (Millis wait = limiter_->login_attempt(key, client, now)) return rate_limited(wait);
         std::optional<std::string> cur;
         if (current.reveal().size() <= password::kMaxBytes * 4) cur = password::normalize_nfc(current.reveal());
         Secret cur_held(cur ? std::move(*cur) : std::string());
         if (!cur || !password::verify(user->password_hash, cur_held.reveal())) {
-            limiter_->login_failed(u.key, client, clock_->now());
+            limiter_->login_failed(key, client, clock_->now());
             u.wrong_current = true;
             return u;
         }
-        limiter_->login_succeeded(u.key, client);
+        limiter_->login_succeeded(key, client);
         u.verified_hash = user->password_hash;
         auto nfc = check_new_password(next.reveal());
         if (!nfc) return nfc.error();
