@@ -77,23 +77,34 @@ struct PasswordChange {
     Delivery notice;
 };
 
+class Identity;
+
 // The Argon2id half of a password sign-in (Identity::check_password_login): what the verify found.
-// It holds no password, only what the write half (finish_password_login) needs.
-struct PasswordLoginCheck {
-    bool matched = false;
-    Millis at = 0;
-    std::string key, email, client, user_agent;  // key: the attempt limiter's name of the address
-    SessionKind kind = SessionKind::Cookie;
-    std::optional<User> user;             // the account as it was verified, when there is one
-    std::optional<std::string> rehashed;  // its password hashed again with the current settings
+// It holds no password, only what the write half (finish_password_login) needs. Only Identity
+// makes or reads one: a caller cannot forge a "matched" check to open a session.
+class PasswordLoginCheck {
+public:
+    bool matched() const { return matched_; }
+
+private:
+    friend class Identity;
+    bool matched_ = false;
+    Millis at_ = 0;
+    std::string key_, email_, client_, user_agent_;  // key_: the attempt limiter's name of the address
+    SessionKind kind_ = SessionKind::Cookie;
+    std::optional<User> user_;             // the account as it was verified, when there is one
+    std::optional<std::string> rehashed_;  // its password hashed again with the current settings
 };
 
 // The Argon2id half of set_password and change_password (prepare_set_password,
-// check_password_change): the new hash, or (change) a wrong `current` to record.
-struct PasswordUpdate {
-    bool wrong_current = false;  // change: `current` did not match; the write half audits it
-    std::string verified_hash;   // change: the hash `current` matched; the write refuses if it moved
-    std::string new_hash;
+// check_password_change): the new hash, or (change) a wrong `current` to record. Only Identity
+// makes or reads one.
+class PasswordUpdate {
+private:
+    friend class Identity;
+    bool wrong_current_ = false;  // change: `current` did not match; the write half audits it
+    std::string verified_hash_;   // change: the hash `current` matched; the write refuses if it moved
+    std::string new_hash_;
 };
 
 class Identity {

@@ -107,13 +107,13 @@ Result<PasswordLoginCheck> Identity::check_password_login(std::string_view email
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
     return guarded("password sign-in", [&]() -> Result<PasswordLoginCheck> {
         PasswordLoginCheck c;
-        c.at = clock_->now();
-        c.key = address_key(*group, *email);
-        if (Millis wait = limiter_->login_attempt(c.key, client, c.at)) return rate_limited(wait);
-        c.email = *email;
-        c.client = std::string(client);
-        c.user_agent = std::string(user_agent);
-        c.kind = kind;
+        c.at_ = clock_->now();
+        c.key_ = address_key(*group, *email);
+        if (Millis wait = limiter_->login_attempt(c.key_, client, c.at_)) return rate_limited(wait);
+        c.email_ = *email;
+        c.client_ = std::string(client);
+        c.user_agent_ = std::string(user_agent);
+        c.kind_ = kind;
 
         // Passwords are compared in NFC, untrimmed; one that could never have been set still
         // costs a full verification.
@@ -122,18 +122,18 @@ Result<PasswordLoginCheck> Identity::check_password_login(std::string_view email
         const bool well_formed = nfc && nfc->size() <= password::kMaxBytes;
         Secret candidate(nfc ? std::move(*nfc) : std::string());
 
-        c.user = store_->read()->user_by_email(*group, *email);
-        const bool usable = well_formed && c.user && !c.user->suspended && !c.user->password_hash.empty();
-        const std::string &phc = usable ? c.user->password_hash : password::dummy_hash(policy_.password_hash);
-        c.matched = password::verify(phc, candidate.reveal()) && usable;
-        if (!c.matched) {
-            limiter_->login_failed(c.key, client, clock_->now());  // the wait starts when the failure is known
+        c.user_ = store_->read()->user_by_email(*group, *email);
+        const bool usable = well_formed && c.user_ && !c.user_->suspended && !c.user_->password_hash.empty();
+        const std::string &phc = usable ? c.user_->password_hash : password::dummy_hash(policy_.password_hash);
+        c.matched_ = password::verify(phc, candidate.reveal()) && usable;
+        if (!c.matched_) {
+            limiter_->login_failed(c.key_, client, clock_->now());  // the wait starts when the failure is known
             return c;
         }
         // A hash made with other settings is upgraded now that the password is known.
-        if (password::needs_rehash(c.user->password_hash, policy_.password_hash)) {
+        if (password::needs_rehash(c.user_->password_hash, policy_.password_hash)) {
             auto h = password::hash(candidate.reveal(), policy_.password_hash);
-            if (h) c.rehashed = std::move(h.value());
+            if (h) c.rehashed_ = std::move(h.value());
         }
         return c;
     });
@@ -142,33 +142,33 @@ Result<PasswordLoginCheck> Identity::check_password_login(std::string_view email
 Result<SignInStep> Identity::finish_password_login(const PasswordLoginCheck &c) {
     return guarded("password sign-in", [&]() -> Result<SignInStep> {
         auto txn = store_->write();
-        if (!c.matched) {
-            if (c.user) {
-                const char *why = c.user->suspended                 ? "suspended"
-                                  : c.user->password_hash.empty() ? "no_password"
+        if (!c.matched_) {
+            if (c.user_) {
+                const char *why = c.user_->suspended                 ? "suspended"
+                                  : c.user_->password_hash.empty() ? "no_password"
                                                                   : "wrong_password";
-                txn->append_audit(detail::audit(c.at, "login.failed", c.email, c.client, c.user->id, why));
+                txn->append_audit(detail::audit(c.at_, "login.failed", c.email_, c.client_, c.user_->id, why));
             } else {
-                txn->append_audit(detail::audit(c.at, "login.unknown_address", c.email, c.client));
+                txn->append_audit(detail::audit(c.at_, "login.unknown_address", c.email_, c.client_));
             }
             txn->commit();
             return invalid_credentials();
         }
-        auto fresh = c.user ? txn->user_by_id(c.user->id) : std::nullopt;
-        if (!fresh || fresh->suspended || fresh->password_hash != c.user->password_hash) {
+        auto fresh = c.user_ ? txn->user_by_id(c.user_->id) : std::nullopt;
+        if (!fresh || fresh->suspended || fresh->password_hash != c.user_->password_hash) {
             return invalid_credentials();  // changed while we verified: the old password no longer counts
         }
         const Millis now = clock_->now();
-        if (c.rehashed) {
-            fresh->password_hash = *c.rehashed;
+        if (c.rehashed_) {
+            fresh->password_hash = *c.rehashed_;
             fresh->updated_at = now;
             txn->put_user(*fresh);
-            txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, c.client, fresh->id));
+            txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, c.client_, fresh->id));
         }
-        Session out = open_session(*txn, *fresh, c.kind, SignInMethod::Password, c.client, c.user_agent, now,
-                                   "password:" + std::string(kind_name(c.kind)));
+        Session out = open_session(*txn, *fresh, c.kind_, SignInMethod::Password, c.client_, c.user_agent_, now,
+                                   "password:" + std::string(kind_name(c.kind_)));
         txn->commit();
-        limiter_->login_succeeded(c.key, c.client);
+        limiter_->login_succeeded(c.key_, c.client_);
 
         SignInStep step;
         step.state = SignInStep::State::SignedIn;
@@ -212,7 +212,7 @@ Result<PasswordUpdate> Identity::prepare_set_password(const Principal &p, const 
         auto h = password::hash(held.reveal(), policy_.password_hash);
         if (!h) return h.error();
         PasswordUpdate u;
-        u.new_hash = std::move(h.value());
+        u.new_hash_ = std::move(h.value());
         return u;
     });
 }
@@ -226,7 +226,7 @@ Status Identity::store_set_password(const Principal &p, const PasswordUpdate &u,
             return Error{Code::Unauthenticated, "not signed in"};
         }
         const bool had = !user->password_hash.empty();
-        user->password_hash = u.new_hash;
+        user->password_hash = u.new_hash_;
         user->updated_at = clock_->now();
         txn->put_user(*user);
         for (const auto &s : txn->sessions_of(user->id)) {
@@ -265,17 +265,17 @@ Result<PasswordUpdate> Identity::check_password_change(const Principal &p, const
         Secret cur_held(cur ? std::move(*cur) : std::string());
         if (!cur || !password::verify(user->password_hash, cur_held.reveal())) {
             limiter_->login_failed(key, client, clock_->now());
-            u.wrong_current = true;
+            u.wrong_current_ = true;
             return u;
         }
         limiter_->login_succeeded(key, client);
-        u.verified_hash = user->password_hash;
+        u.verified_hash_ = user->password_hash;
         auto nfc = check_new_password(next.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
         auto h = password::hash(held.reveal(), policy_.password_hash);
         if (!h) return h.error();
-        u.new_hash = std::move(h.value());
+        u.new_hash_ = std::move(h.value());
         return u;
     });
 }
@@ -287,7 +287,7 @@ Result<PasswordChange> Identity::store_password_change(const Principal &p, const
         const Millis now = clock_->now();
         auto txn = store_->write();
         auto fresh = txn->user_by_id(p.user.id);
-        if (u.wrong_current) {
+        if (u.wrong_current_) {
             if (fresh) {
                 txn->append_audit(detail::audit(now, "login.failed", fresh->email, client, fresh->id, "password_change"));
                 txn->commit();
@@ -297,10 +297,10 @@ Result<PasswordChange> Identity::store_password_change(const Principal &p, const
         if (!fresh || fresh->suspended || !txn->session(p.session.hash)) {
             return Error{Code::Unauthenticated, "not signed in"};
         }
-        if (fresh->password_hash != u.verified_hash) {
+        if (fresh->password_hash != u.verified_hash_) {
             return Error{Code::WrongPassword, "the password was changed meanwhile; try again"};
         }
-        fresh->password_hash = u.new_hash;
+        fresh->password_hash = u.new_hash_;
         fresh->updated_at = now;
         txn->put_user(*fresh);
         for (const auto &s : txn->sessions_of(fresh->id)) {

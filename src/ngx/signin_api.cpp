@@ -146,7 +146,9 @@ struct IssueJob final : HashThenWriteJob<std::string, signin::Result<signin::Tok
     bool registration_counted = false;        // the address's password-registration backoff applies
 
     signin::Result<std::string> hash() override {
-        return id().prepare_password_registration(email, *password, group);
+        auto hashed = id().prepare_password_registration(email, *password, group);
+        password->wipe();  // kept (empty): write() tells a password registration by it
+        return hashed;
     }
     signin::Result<signin::TokenIssue> write(const std::string &password_hash) override {
         if (!password) return id().issue_token(intent, email, group, client, may_send);
@@ -291,7 +293,9 @@ struct PasswordLoginJob final : HashThenWriteJob<signin::PasswordLoginCheck, sig
     signin::SessionKind kind = signin::SessionKind::Cookie;
 
     signin::Result<signin::PasswordLoginCheck> hash() override {
-        return id().check_password_login(email, password, client, kind, user_agent, group);
+        auto check = id().check_password_login(email, password, client, kind, user_agent, group);
+        password.wipe();
+        return check;
     }
     signin::Result<signin::SignInStep> write(const signin::PasswordLoginCheck &check) override {
         return id().finish_password_login(check);
@@ -326,8 +330,11 @@ struct PasswordWriteJob final : HashThenWriteJob<signin::PasswordUpdate, signin:
     std::string client;
 
     signin::Result<signin::PasswordUpdate> hash() override {
-        return change ? id().check_password_change(principal, current, password, client)
-                      : id().prepare_set_password(principal, password);
+        auto update = change ? id().check_password_change(principal, current, password, client)
+                             : id().prepare_set_password(principal, password);
+        current.wipe();
+        password.wipe();
+        return update;
     }
     signin::Result<signin::PasswordChange> write(const signin::PasswordUpdate &update) override {
         if (change) return id().store_password_change(principal, update, client);

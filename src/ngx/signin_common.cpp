@@ -68,12 +68,6 @@ static void job_resume(ngx_http_request_t *r) {
     ctx->job_done = false;
     r->write_event_handler = ngx_http_request_empty_handler;
     try {
-        if (job->next_stage()) {  // the hash is done: its write joins this worker's next batch
-            if (post_request_job(r, std::move(job)) == NGX_OK) return;
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not post a write to the thread pool");
-            ngx_http_finalize_request(r, send_error(r, signin::Code::StorageError, "the store is unavailable"));
-            return;
-        }
         job->finish(r);
     } catch (...) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: finishing a request failed");
@@ -92,7 +86,6 @@ static void resume_request(ngx_http_request_t *r) {
     ngx_http_run_posted_requests(c);
 }
 
-static void job_event(ngx_event_t *ev) { resume_request(static_cast<ngx_http_request_t *>(ev->data)); }
 
 // ---------------------------------------------------------------- write batches
 //
@@ -195,6 +188,21 @@ ngx_int_t enqueue_batched(ngx_http_request_t *r, Job *job) {
 }
 
 }  // namespace
+
+// A job that is not batched is done in the password pool. One with a write stage (its hash is
+// done) joins this worker's next write batch here, still blocking its request, whatever became of
+// the request meanwhile: a terminated request's write (a failure's audit entry) still happens.
+// If the batch cannot take it, the job answers that error through finish().
+static void job_event(ngx_event_t *ev) {
+    auto *r = static_cast<ngx_http_request_t *>(ev->data);
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx && ctx->job && ctx->job->next_stage()) {
+        if (enqueue_batched(r, ctx->job.get()) == NGX_OK) return;
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not post a write batch to the thread pool");
+        ctx->job->commit_failed(signin::Error{signin::Code::StorageError, "the thread pool refused the write"});
+    }
+    resume_request(r);
+}
 
 // A job that is not batched gets a thread task of its own in the password pool.
 static ngx_int_t post_job_task(ngx_http_request_t *r, Job *job) {

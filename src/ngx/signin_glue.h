@@ -96,8 +96,9 @@ struct Job {
     // The batch's commit failed after run(): nothing of it was written, the answer is this error.
     virtual void commit_failed(const signin::Error &) {}
     // Every job that is not batched hashes (Argon2id) and runs in g_password_pool.
-    // Called on the event loop when such a run() is done: true posts the job again, now
-    // batched(), for its write stage (HashThenWriteJob); false gives the request to finish().
+    // Called on the event loop when such a run() is done: true sends the job on to this
+    // worker's next write batch, now batched(), for its write stage (HashThenWriteJob); false
+    // gives the request to finish().
     virtual bool next_stage() { return false; }
 };
 
@@ -119,6 +120,7 @@ struct HashThenWriteJob : Job {
     std::optional<R> result;
     bool writing = false;
 
+    // The first stage; it should wipe the passwords it was given once they are used.
     virtual signin::Result<C> hash() = 0;
     virtual R write(const C &value) = 0;
     // Nothing to hash: the job starts at its write stage with this value.

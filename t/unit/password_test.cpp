@@ -645,7 +645,7 @@ TEST_F(PasswordEngine, SignInHalvesRecheckTheAccountBeforeWriting) {
 
     auto check = id_->check_password_login("half@example.com", Secret(kGood), "c");
     ASSERT_TRUE(check) << check.error().message;
-    EXPECT_TRUE(check->matched);
+    EXPECT_TRUE(check->matched());
     EXPECT_EQ(store_->read()->sessions_of(user("half@example.com")->id).size(), before) << "the verify half writes nothing";
     Session fresh = email_sign_in("half@example.com");  // the password is reset meanwhile
     ASSERT_TRUE(id_->set_password(principal(fresh), Secret(kGood2)));
@@ -654,14 +654,14 @@ TEST_F(PasswordEngine, SignInHalvesRecheckTheAccountBeforeWriting) {
     EXPECT_EQ(late.error().code, Code::InvalidCredentials);
 
     auto again = id_->check_password_login("half@example.com", Secret(kGood2), "c");
-    ASSERT_TRUE(again && again->matched);
+    ASSERT_TRUE(again && again->matched());
     ASSERT_TRUE(id_->set_suspended("default", "half@example.com", true));  // suspended meanwhile
     EXPECT_EQ(id_->finish_password_login(again.value()).error().code, Code::InvalidCredentials);
     ASSERT_TRUE(id_->set_suspended("default", "half@example.com", false));
 
     auto wrong = id_->check_password_login("half@example.com", Secret(kGood), "c");
     ASSERT_TRUE(wrong);
-    EXPECT_FALSE(wrong->matched);
+    EXPECT_FALSE(wrong->matched());
     const std::size_t audited = audit(1000).size();
     EXPECT_EQ(id_->finish_password_login(wrong.value()).error().code, Code::InvalidCredentials);
     auto entries = audit(1000);
