@@ -37,5 +37,7 @@ is $t->req(GET => '/app/')->{status}, 401, 'and is closed to visitors';
 $r = $t->req(GET => '/api/v2/users');
 is $r->{headers}{'x-controller-version'}, 'v1', 'GET /api/v2/users falls back to v1';
 like $r->{content}, qr/asked for v2/, '... with $api_version still v2';
+$r = $t->req(GET => '/admin/emails');
+is scalar @{ $r->{json}{emails} || [] }, 7, 'the email previews list every purpose';
 $t->done;
 done_testing;

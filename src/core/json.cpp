@@ -259,50 +259,36 @@ std::string bearer(const Session &s, Millis now) {
     return w.take();
 }
 
-std::string delivery(const Delivery &d, std::string_view origin) {
-    std::string subject, text;
-    const std::string_view token = d.token.reveal();
-    switch (d.purpose) {
-    case Purpose::SignIn:
-    case Purpose::AlreadyRegistered:
-        subject = "Your sign-in code";
-        text = std::string(d.purpose == Purpose::AlreadyRegistered
-                               ? "Someone tried to register this address, which already has an account.\n"
-                               : "") +
-               "Use this code to sign in to " + std::string(origin) + ":\n\n" + std::string(token) +
-               "\n\nIt is valid for 10 minutes and can be used once. If you did not ask for it, ignore this email.\n";
-        break;
-    case Purpose::Registration:
-        subject = "Confirm your address";
-        text = "Use this code to finish creating your account on " + std::string(origin) + ":\n\n" +
-               std::string(token) + "\n\nIt is valid for 10 minutes and can be used once.\n";
-        if (d.with_password) {
-            text += "\nA password was chosen when this account was requested. If that was not you, do not use "
-                    "this code: whoever chose the password could sign in. Ask for a new code on the site.\n";
-        }
-        break;
-    case Purpose::PasswordChanged:
-        subject = "Your password was changed";
-        text = "The password of your account on " + std::string(origin) +
-               " was just changed, and every other session was signed out.\n\nIf this was not you, sign in "
-               "with an email code and set a new password right away.\n";
-        break;
-    default:
-        subject = "Account notice";
-        text = "There was a change to your account on " + std::string(origin) + ".\n";
-        break;
-    }
+std::string delivery(const Delivery &d, const Email &e) {
     Writer w;
     w.begin_object()
         .key("email").value(d.email)
-        .key("token").value(token)
+        .key("token").value(d.token.reveal())
         .key("purpose").value(purpose_name(d.purpose))
-        .key("tag").value("auth." + std::string(purpose_tag(d.purpose)))
+        .key("tag").value(e.tag)
         .key("group").value(d.group_id)
         .key("password").value(d.with_password)
-        .key("subject").value(subject)
-        .key("text").value(text)
+        .key("subject").value(e.subject)
+        .key("text").value(e.text)
+        .key("html").value(e.html)
         .end_object();
+    return w.take();
+}
+
+std::string email_previews(const Emails &emails, std::string_view origin) {
+    Writer w;
+    w.begin_object().key("emails").begin_array();
+    for (const Email &e : emails.previews(origin)) {
+        w.begin_object()
+            .key("purpose").value(purpose_name(e.purpose))
+            .key("tag").value(e.tag)
+            .key("custom").value(emails.is_custom(e.purpose))
+            .key("subject").value(e.subject)
+            .key("text").value(e.text)
+            .key("html").value(e.html)
+            .end_object();
+    }
+    w.end_array().end_object();
     return w.take();
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "signin/emails.hpp"
 #include "signin/types.hpp"
 
 namespace signin::json {
@@ -73,7 +74,11 @@ std::string error(Code c, std::string_view message);
 std::string sessions(const std::vector<SessionInfo> &list);
 // {"access_token", "token_type": "Bearer", "expires_in", "user"}
 std::string bearer(const Session &s, Millis now);
-// The body given to the delivery location: {email, token, purpose, tag, group, subject, text}.
-std::string delivery(const Delivery &d, std::string_view origin);
+// The body given to the delivery location: {email, token, purpose, tag, group, password,
+// subject, text, html}, with the email `e` rendered from d (Emails::render).
+std::string delivery(const Delivery &d, const Email &e);
+// {"emails": [{purpose, tag, custom, subject, text, html}, ...]}: every purpose's email, rendered
+// with a sample code and address (Emails::previews).
+std::string email_previews(const Emails &emails, std::string_view origin);
 
 }  // namespace signin::json

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <new>
+#include <sstream>
 
 using namespace signin_ngx;
 
@@ -27,6 +29,8 @@ static char *set_hash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_require(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_email_template(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 
@@ -90,6 +94,10 @@ static ngx_command_t commands[] = {
      set_require, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, require), nullptr},
     {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
+    {ngx_string("signin_email_template"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE23, set_email_template,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_email_previews"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_email_previews,
+     NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 
 static ngx_http_module_t module_ctx = {
@@ -147,6 +155,8 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->password_fresh = NGX_CONF_UNSET_MSEC;
     m->password_hash_t = NGX_CONF_UNSET_UINT;
     m->password_hash_m = NGX_CONF_UNSET_SIZE;
+    m->emails = pool_object<signin::Emails>(cf->pool);
+    if (m->emails == nullptr) return nullptr;
     return m;
 }
 
@@ -176,6 +186,11 @@ static char *init_main_conf(ngx_conf_t *cf, void *conf) {
     ngx_conf_init_size_value(m->password_hash_m, 19456 * 1024);
     if (m->thread_pool_name.len == 0) {
         ngx_str_set(&m->thread_pool_name, "default");
+    }
+    m->emails->set_token_ttl(static_cast<signin::Millis>(m->token_ttl));
+    if (m->previews && m->origin == nullptr) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_email_previews needs \"signin_origin\"");
+        return static_cast<char *>(NGX_CONF_ERROR);
     }
 
     // The dev mailbox shows every sign-in code to loopback clients: with a site's real origin,
@@ -257,6 +272,7 @@ static void *create_loc_conf(ngx_conf_t *cf) {
     l->api = NGX_CONF_UNSET;
     l->require = NGX_CONF_UNSET;
     l->mailbox = NGX_CONF_UNSET;
+    l->previews = NGX_CONF_UNSET;
     return l;
 }
 
@@ -266,6 +282,7 @@ static char *merge_loc_conf(ngx_conf_t *, void *parent, void *child) {
     ngx_conf_merge_value(conf->require, prev->require, 0);
     ngx_conf_init_value(conf->api, 0);
     ngx_conf_init_value(conf->mailbox, 0);
+    ngx_conf_init_value(conf->previews, 0);
     return NGX_CONF_OK;
 }
 
@@ -428,11 +445,72 @@ static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         m->mailbox_file = cf->conf_file->file.name;
     }
     if (m->mailbox == nullptr) {
-        m->mailbox = ngx_shared_memory_add(cf, &mailbox_zone_name, 256 * 1024, &ngx_http_signin_module);
+        m->mailbox = ngx_shared_memory_add(cf, &mailbox_zone_name, 1280 * 1024, &ngx_http_signin_module);
         if (m->mailbox == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
         m->mailbox->init = mailbox_init_zone;
         m->mailbox->data = m;
     }
+    return NGX_CONF_OK;
+}
+
+// Reads a template file at configuration time (at most 64 KiB).
+static bool read_template_file(ngx_conf_t *cf, ngx_str_t name, std::string &out) {
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) return false;
+    std::ifstream in(std::string(sv(name)), std::ios::binary);
+    if (!in) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "signin_email_template: cannot read \"%V\"", &name);
+        return false;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    out = text.str();
+    if (out.size() > 64 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_email_template: \"%V\" is over 64k", &name);
+        return false;
+    }
+    return true;
+}
+
+// signin_email_template PURPOSE FILE [HTML_FILE]: replaces one purpose's ready-made email. The
+// files are read and checked now, so nginx -t refuses a template that would make a bad email.
+static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    auto purpose = signin::purpose_from_text(sv(value[1]));
+    if (!purpose) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "signin_email_template: unknown purpose \"%V\" (SignIn, Registration, AlreadyRegistered, "
+                           "EmailChange, EmailChangeApproval, EmailChanged, PasswordChanged, or their tags)",
+                           &value[1]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->emails->is_custom(*purpose)) return const_cast<char *>("is duplicate for this purpose");
+    try {
+        std::string text, html;
+        if (!read_template_file(cf, value[2], text)) return static_cast<char *>(NGX_CONF_ERROR);
+        if (cf->args->nelts == 4 && !read_template_file(cf, value[3], html)) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        auto t = signin::Emails::parse(*purpose, text, html);
+        signin::Status st = t ? m->emails->replace(*purpose, t.value()) : signin::Status(t.error());
+        if (!st) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid signin_email_template: %s",
+                               st.error().message.c_str());
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    } catch (...) {
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
+static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *l = static_cast<LocConf *>(conf);
+    if (l->previews != NGX_CONF_UNSET) return const_cast<char *>("is duplicate");
+    l->previews = 1;
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = email_previews_handler;
+    static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module))->previews = 1;
     return NGX_CONF_OK;
 }
 

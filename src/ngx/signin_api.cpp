@@ -227,7 +227,7 @@ ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::
 #endif
     RequestCtx *sctx = get_ctx(sr, true);
     if (sctx == nullptr) return NGX_ERROR;
-    sctx->delivery_json = signin::json::delivery(d, id().origin().text);
+    sctx->delivery_json = signin::json::delivery(d, m->emails->render(d, id().origin().text));
     st->token = std::move(d.token);
     return NGX_OK;
 }

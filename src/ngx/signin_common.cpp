@@ -286,7 +286,8 @@ bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view v
     return h->key.data && h->value.data;
 }
 
-static ngx_int_t send_common(ngx_http_request_t *r, ngx_uint_t status, const std::string *body) {
+static ngx_int_t send_common(ngx_http_request_t *r, ngx_uint_t status, const std::string *body,
+                             std::string_view content_type = "application/json") {
     r->headers_out.status = status;
     if (!add_header(r, "Cache-Control", "no-store")) return NGX_ERROR;
     if (body == nullptr) {
@@ -294,7 +295,8 @@ static ngx_int_t send_common(ngx_http_request_t *r, ngx_uint_t status, const std
         r->headers_out.content_length_n = 0;
         return ngx_http_send_header(r);
     }
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type = pool_copy(r->pool, content_type);
+    if (r->headers_out.content_type.data == nullptr) return NGX_ERROR;
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.content_length_n = static_cast<off_t>(body->size());
     if (r->method == NGX_HTTP_HEAD) r->header_only = 1;
@@ -314,6 +316,10 @@ ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string 
 }
 
 ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status) { return send_common(r, status, nullptr); }
+
+ngx_int_t send_html(ngx_http_request_t *r, const std::string &page) {
+    return send_common(r, NGX_HTTP_OK, &page, "text/html; charset=utf-8");
+}
 
 ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message) {
     auto status = static_cast<ngx_uint_t>(signin::code_status(code));

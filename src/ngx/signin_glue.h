@@ -10,6 +10,7 @@
 #include <string>
 
 #include "signin/auth.hpp"
+#include "signin/emails.hpp"
 #include "signin/group_commit.hpp"
 
 extern "C" {
@@ -55,6 +56,8 @@ struct MainConf {
     ngx_flag_t mailbox_insecure;  // "signin_dev_mailbox insecure": allowed with a non-loopback origin
     ngx_uint_t mailbox_line;      // where it was first used, for the nginx -t message
     ngx_str_t mailbox_file;
+    signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
+    ngx_flag_t previews;     // some location uses signin_email_previews
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
     signin::Policy *policy;
 };
@@ -63,6 +66,7 @@ struct LocConf {
     ngx_flag_t api;
     ngx_flag_t require;
     ngx_flag_t mailbox;
+    ngx_flag_t previews;  // signin_email_previews
 };
 
 // The per-process engine, opened in init_process; nullptr when the store could not be opened.
@@ -175,6 +179,8 @@ ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string
 // An engine error: 429 adds Retry-After and "retry_after" (seconds) to the body.
 ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e);
 ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
+// 200 text/html; charset=utf-8, cache-control: no-store.
+ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);
 bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
 
 // Credentials of a request (SPEC §5 rules 2, 4; DESIGN §5 cookie tossing).
@@ -195,6 +201,7 @@ ngx_int_t api_handler(ngx_http_request_t *r);
 ngx_int_t require_handler(ngx_http_request_t *r);
 ngx_int_t require_subrequest_handler(ngx_http_request_t *r);
 ngx_int_t mailbox_handler(ngx_http_request_t *r);
+ngx_int_t email_previews_handler(ngx_http_request_t *r);
 ngx_int_t mailbox_init_zone(ngx_shm_zone_t *zone, void *data);
 void mailbox_store(ngx_http_request_t *r, const std::string &json);
 

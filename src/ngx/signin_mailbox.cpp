@@ -14,7 +14,7 @@ namespace signin_ngx {
 namespace {
 
 constexpr ngx_uint_t kSlots = 64;
-constexpr size_t kSlotBytes = 3072;
+constexpr size_t kSlotBytes = 16384;  // an email with a custom HTML template fits
 
 struct Mailbox {
     ngx_uint_t next;   // total emails ever stored; slot = next % kSlots
@@ -99,23 +99,6 @@ std::string html_escape(std::string_view s) {
         }
     }
     return o;
-}
-
-ngx_int_t send_html(ngx_http_request_t *r, const std::string &page) {
-    r->headers_out.status = NGX_HTTP_OK;
-    ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_length_n = static_cast<off_t>(page.size());
-    add_header(r, "Cache-Control", "no-store");
-    ngx_int_t rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
-    ngx_buf_t *b = ngx_create_temp_buf(r->pool, page.size());
-    if (b == nullptr) return NGX_ERROR;
-    b->last = ngx_cpymem(b->last, page.data(), page.size());
-    b->last_buf = 1;
-    b->last_in_chain = 1;
-    ngx_chain_t out = {b, nullptr};
-    return ngx_http_output_filter(r, &out);
 }
 
 void posted_email(ngx_http_request_t *r) {

@@ -404,8 +404,8 @@ TEST_F(PasswordEngine, APasswordRegistrationDoesNotStandInForTheOwnersOwnRegistr
     ASSERT_TRUE(id_->register_password_from("victim@example.com", Secret(kGood), "attacker"));
     Delivery theirs = outbox_.last();
     EXPECT_TRUE(theirs.with_password);
-    EXPECT_NE(json::delivery(theirs, "http://127.0.0.1:8080").find("\"password\":true"), std::string::npos);
-    EXPECT_NE(json::delivery(theirs, "http://127.0.0.1:8080").find("A password was chosen"), std::string::npos);
+    EXPECT_NE(json::delivery(theirs, Emails().render(theirs, "http://127.0.0.1:8080")).find("\"password\":true"), std::string::npos);
+    EXPECT_NE(json::delivery(theirs, Emails().render(theirs, "http://127.0.0.1:8080")).find("A password was chosen"), std::string::npos);
     const std::size_t before = outbox_.count();
     ASSERT_TRUE(id_->request_token_from(Intent::Register, "victim@example.com", "", "owner"));
     ASSERT_EQ(outbox_.count(), before + 1) << "the owner's registration was swallowed by the waiting token";

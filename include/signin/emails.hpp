@@ -1,0 +1,76 @@
+// The ready-made emails (SPEC §2, Delivery record): a subject, a plain text and an HTML body for
+// every purpose, tagged `auth.<purpose>`; any purpose's email can be replaced with a custom
+// template, and a preview of every email can be listed for an admin area. Valid C++17: the glue
+// includes it.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signin/types.hpp"
+
+namespace signin {
+
+// One email as the mailer gets it.
+struct Email {
+    Purpose purpose = Purpose::SignIn;
+    std::string tag;  // auth.<purpose>, e.g. auth.sign_in
+    std::string subject, text, html;
+};
+
+// A template: {{name}} is replaced by a value. Names:
+//   {{token}}          the code (empty in the notices EmailChanged and PasswordChanged)
+//   {{email}}          the address written to
+//   {{origin}}         the site (signin_origin)
+//   {{minutes}}        how long a code stays valid (signin_token_ttl), in whole minutes
+//   {{password_note}}  in Registration: a warning when a password was chosen with the request
+//                      (empty otherwise); in other purposes, always empty
+// In `html` every value is HTML-escaped. An empty `html` is made from `text` (escaped, in <pre>).
+struct EmailTemplate {
+    std::string subject, text, html;
+};
+
+class Emails {
+public:
+    // The built-in email of every purpose. token_ttl: signin_token_ttl, for {{minutes}}.
+    explicit Emails(Millis token_ttl = 10 * 60 * 1000);
+
+    // A template file: the first line "Subject: <one line>", then an empty line, then the text
+    // body. html (may be empty): the HTML body. The result is checked as replace() does.
+    static Result<EmailTemplate> parse(Purpose purpose, std::string_view file, std::string_view html = {});
+
+    // Replaces one purpose's email. Refused (Code::InvalidRequest, with a message naming the
+    // problem): an unknown or unclosed {{name}}; a purpose that carries a code without {{token}} in
+    // its text (and its html, when given); a notice with {{token}}; a code in the subject (subjects
+    // show on lock screens and in mail logs); an empty or multi-line subject.
+    Status replace(Purpose purpose, EmailTemplate t);
+    // Whether replace() changed this purpose's email.
+    bool is_custom(Purpose purpose) const;
+
+    // {{minutes}}: how long a code stays valid (signin_token_ttl).
+    void set_token_ttl(Millis token_ttl) { token_ttl_ = token_ttl; }
+
+    Email render(const Delivery &d, std::string_view origin) const;
+
+    // Every purpose's email, rendered for `origin` with a sample code and address.
+    std::vector<Email> previews(std::string_view origin) const;
+
+    static constexpr std::string_view kPreviewToken = "PREVIEW-CODE-0000";
+    static constexpr std::string_view kPreviewEmail = "someone@example.com";
+
+private:
+    static constexpr std::size_t kPurposes = 7;
+    std::array<EmailTemplate, kPurposes> templates_;
+    std::array<bool, kPurposes> custom_{};
+    Millis token_ttl_;
+};
+
+// Every purpose, in the SPEC's order; and a purpose by its name (SignIn) or tag (sign_in, or
+// auth.sign_in).
+const std::array<Purpose, 7> &all_purposes();
+std::optional<Purpose> purpose_from_text(std::string_view text);
+
+}  // namespace signin

@@ -1,0 +1,163 @@
+// The ready-made emails: built-in templates, custom ones, rendering, previews.
+#include <gtest/gtest.h>
+
+#include "core/json.hpp"
+#include "signin/emails.hpp"
+
+using namespace signin;
+
+namespace {
+
+const char *kOrigin = "https://app.example.com";
+
+Delivery delivery(Purpose p, std::string token = "ABCD-EFGH-1234", std::string email = "ann@example.com") {
+    Delivery d;
+    d.email = std::move(email);
+    d.purpose = p;
+    d.token = Secret(std::move(token));
+    return d;
+}
+
+bool has(const std::string &hay, std::string_view needle) { return hay.find(needle) != std::string::npos; }
+
+TEST(Emails, EveryPurposeHasATaggedBuiltInEmail) {
+    Emails emails;
+    for (Purpose p : all_purposes()) {
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
+        Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH-1234"), kOrigin);
+        EXPECT_EQ(e.tag, "auth." + std::string(purpose_tag(p)));
+        EXPECT_FALSE(e.subject.empty()) << purpose_name(p);
+        EXPECT_FALSE(has(e.subject, "ABCD")) << "no code in a subject";
+        EXPECT_TRUE(has(e.text, kOrigin)) << purpose_name(p);
+        EXPECT_TRUE(has(e.html, "<!doctype html>")) << purpose_name(p);
+        EXPECT_EQ(has(e.text, "ABCD-EFGH-1234"), !notice) << purpose_name(p);
+        EXPECT_EQ(has(e.html, "ABCD-EFGH-1234"), !notice) << purpose_name(p);
+        EXPECT_FALSE(has(e.text, "{{")) << purpose_name(p);
+        EXPECT_FALSE(emails.is_custom(p));
+    }
+    EXPECT_EQ(emails.render(delivery(Purpose::SignIn), kOrigin).tag, "auth.sign_in");
+}
+
+TEST(Emails, HtmlEscapesEveryValueAndTextKeepsThem) {
+    Emails emails;
+    Email e = emails.render(delivery(Purpose::EmailChange, "A&B", "x<script>@example.com"), "https://a.example\"");
+    EXPECT_TRUE(has(e.text, "x<script>@example.com"));
+    EXPECT_FALSE(has(e.html, "<script>"));
+    EXPECT_TRUE(has(e.html, "x&lt;script&gt;@example.com"));
+    EXPECT_TRUE(has(e.html, "A&amp;B"));
+    EXPECT_TRUE(has(e.html, "https://a.example&quot;"));
+}
+
+TEST(Emails, MinutesFollowTheTokenLifetime) {
+    EXPECT_TRUE(has(Emails(15 * 60 * 1000).render(delivery(Purpose::SignIn), kOrigin).text, "valid for 15 minutes"));
+    EXPECT_TRUE(has(Emails(90 * 1000).render(delivery(Purpose::SignIn), kOrigin).text, "valid for 2 minutes"));
+    EXPECT_TRUE(has(Emails(1000).render(delivery(Purpose::SignIn), kOrigin).text, "valid for 1 minutes"));
+}
+
+TEST(Emails, PasswordNoteOnlyWhenTheRegistrationChoseAPassword) {
+    Emails emails;
+    Delivery plain = delivery(Purpose::Registration);
+    Delivery with = plain;
+    with.with_password = true;
+    EXPECT_FALSE(has(emails.render(plain, kOrigin).text, "A password was chosen"));
+    EXPECT_TRUE(has(emails.render(with, kOrigin).text, "A password was chosen"));
+    EXPECT_TRUE(has(emails.render(with, kOrigin).html, "A password was chosen"));
+    Delivery sign_in = delivery(Purpose::SignIn);
+    sign_in.with_password = true;
+    EXPECT_FALSE(has(emails.render(sign_in, kOrigin).text, "A password was chosen"));
+}
+
+TEST(Emails, ParseReadsSubjectThenEmptyLineThenText) {
+    auto t = Emails::parse(Purpose::SignIn, "Subject: Your {{origin}} code\n\nHello {{email}},\ncode: {{ token }}\n");
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->subject, "Your {{origin}} code");
+    EXPECT_EQ(t->text, "Hello {{email}},\ncode: {{ token }}\n");
+    EXPECT_TRUE(t->html.empty());
+    auto crlf = Emails::parse(Purpose::SignIn, "Subject: Code\r\n\r\n{{token}}\r\n");
+    ASSERT_TRUE(crlf) << crlf.error().message;
+    EXPECT_EQ(crlf->subject, "Code");
+}
+
+TEST(Emails, ParseRefusesWhatWouldMakeABadEmail) {
+    struct Case {
+        Purpose purpose;
+        const char *file, *html, *why;
+    } cases[] = {
+        {Purpose::SignIn, "Hello\n\n{{token}}", "", "first line must be"},
+        {Purpose::SignIn, "Subject: x\nno empty line {{token}}", "", "empty line must follow"},
+        {Purpose::SignIn, "Subject: \n\n{{token}}", "", "one line, not empty"},
+        {Purpose::SignIn, "Subject: x\n\n{{tokn}}", "", "unknown \"{{tokn}}\""},
+        {Purpose::SignIn, "Subject: x\n\n{{token", "", "never closed"},
+        {Purpose::SignIn, "Subject: x\n\nno code here", "", "must show {{token}}"},
+        {Purpose::SignIn, "Subject: x\n\n{{token}}", "<p>no code</p>", "html must show {{token}}"},
+        {Purpose::SignIn, "Subject: code {{token}}\n\n{{token}}", "", "must not show the code"},
+        {Purpose::PasswordChanged, "Subject: x\n\nYour code {{token}}", "", "is a notice"},
+        {Purpose::Registration, "Subject: x\n\n{{token}}", "<p>{{nope}}</p>", "html: unknown"},
+    };
+    for (const Case &c : cases) {
+        auto t = Emails::parse(c.purpose, c.file, c.html);
+        ASSERT_FALSE(t) << c.file;
+        EXPECT_TRUE(has(t.error().message, c.why)) << c.file << " -> " << t.error().message;
+        EXPECT_EQ(t.error().code, Code::InvalidRequest);
+    }
+}
+
+TEST(Emails, ACustomTemplateReplacesOnePurposeOnly) {
+    Emails emails(10 * 60 * 1000);
+    auto t = Emails::parse(Purpose::SignIn, "Subject: Sign in to {{origin}}\n\nHi {{email}}: {{token}} ({{minutes}} min)\n",
+                           "<b>{{token}}</b> for {{email}}");
+    ASSERT_TRUE(t) << t.error().message;
+    ASSERT_TRUE(emails.replace(Purpose::SignIn, t.value()));
+    EXPECT_TRUE(emails.is_custom(Purpose::SignIn));
+    Email e = emails.render(delivery(Purpose::SignIn), kOrigin);
+    EXPECT_EQ(e.subject, "Sign in to https://app.example.com");
+    EXPECT_EQ(e.text, "Hi ann@example.com: ABCD-EFGH-1234 (10 min)\n");
+    EXPECT_EQ(e.html, "<b>ABCD-EFGH-1234</b> for ann@example.com");
+    EXPECT_EQ(e.tag, "auth.sign_in");
+    EXPECT_EQ(emails.render(delivery(Purpose::Registration), kOrigin).subject, "Confirm your address");
+
+    // without an html file the html is the text, escaped
+    auto plain = Emails::parse(Purpose::AlreadyRegistered, "Subject: x\n\n<{{token}}>\n");
+    ASSERT_TRUE(plain && emails.replace(Purpose::AlreadyRegistered, plain.value()));
+    Email p = emails.render(delivery(Purpose::AlreadyRegistered), kOrigin);
+    EXPECT_TRUE(has(p.html, "&lt;ABCD-EFGH-1234&gt;"));
+}
+
+TEST(Emails, PreviewsListEveryPurposeWithASampleCode) {
+    Emails emails;
+    auto t = Emails::parse(Purpose::PasswordChanged, "Subject: Changed\n\nYour password on {{origin}} changed.\n");
+    ASSERT_TRUE(t && emails.replace(Purpose::PasswordChanged, t.value()));
+    auto list = emails.previews(kOrigin);
+    ASSERT_EQ(list.size(), all_purposes().size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        EXPECT_EQ(list[i].purpose, all_purposes()[i]);
+        EXPECT_TRUE(has(list[i].text, Emails::kPreviewEmail) || !has(list[i].text, "@"));
+    }
+    EXPECT_TRUE(has(list[0].text, Emails::kPreviewToken));
+    EXPECT_EQ(list.back().subject, "Changed");
+    std::string json = json::email_previews(emails, kOrigin);
+    EXPECT_TRUE(has(json, "\"tag\":\"auth.password_changed\",\"custom\":true"));
+    EXPECT_TRUE(has(json, "\"tag\":\"auth.sign_in\",\"custom\":false"));
+}
+
+TEST(Emails, PurposeByNameOrTag) {
+    EXPECT_EQ(purpose_from_text("SignIn"), Purpose::SignIn);
+    EXPECT_EQ(purpose_from_text("sign_in"), Purpose::SignIn);
+    EXPECT_EQ(purpose_from_text("auth.password_changed"), Purpose::PasswordChanged);
+    EXPECT_EQ(purpose_from_text("EmailChangeApproval"), Purpose::EmailChangeApproval);
+    EXPECT_FALSE(purpose_from_text("signin"));
+    EXPECT_FALSE(purpose_from_text(""));
+}
+
+TEST(Emails, DeliveryJsonCarriesTheRenderedEmail) {
+    Emails emails;
+    Delivery d = delivery(Purpose::SignIn);
+    std::string body = json::delivery(d, emails.render(d, kOrigin));
+    EXPECT_TRUE(has(body, "\"token\":\"ABCD-EFGH-1234\""));
+    EXPECT_TRUE(has(body, "\"tag\":\"auth.sign_in\""));
+    EXPECT_TRUE(has(body, "\"subject\":\"Your sign-in code\""));
+    EXPECT_TRUE(has(body, "\"html\":\""));  // (the writer escapes < and > in strings)
+    EXPECT_TRUE(has(body, "doctype html"));
+}
+
+}  // namespace
