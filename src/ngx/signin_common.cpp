@@ -86,7 +86,6 @@ static void resume_request(ngx_http_request_t *r) {
     ngx_http_run_posted_requests(c);
 }
 
-
 // ---------------------------------------------------------------- write batches
 //
 // Batched jobs (store writes only) do not take a pool thread each. They wait on the event loop;
@@ -286,8 +285,10 @@ bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view v
     return h->key.data && h->value.data;
 }
 
+// content_type: a string literal (nginx keeps pointing at it, as with ngx_str_set)
+template <std::size_t N = sizeof("application/json")>
 static ngx_int_t send_common(ngx_http_request_t *r, ngx_uint_t status, const std::string *body,
-                             std::string_view content_type = "application/json") {
+                             const char (&content_type)[N] = "application/json") {
     r->headers_out.status = status;
     if (!add_header(r, "Cache-Control", "no-store")) return NGX_ERROR;
     if (body == nullptr) {
@@ -295,8 +296,8 @@ static ngx_int_t send_common(ngx_http_request_t *r, ngx_uint_t status, const std
         r->headers_out.content_length_n = 0;
         return ngx_http_send_header(r);
     }
-    r->headers_out.content_type = pool_copy(r->pool, content_type);
-    if (r->headers_out.content_type.data == nullptr) return NGX_ERROR;
+    r->headers_out.content_type.len = N - 1;
+    r->headers_out.content_type.data = reinterpret_cast<u_char *>(const_cast<char *>(content_type));
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.content_length_n = static_cast<off_t>(body->size());
     if (r->method == NGX_HTTP_HEAD) r->header_only = 1;
