@@ -119,9 +119,8 @@ struct WriteJob : Job {
 // thread so never waits for a commit, and password writes share the group commit. An error of
 // hash() is the answer, and nothing is written.
 template <class C, class R>
-struct HashThenWriteJob : Job {
+struct HashThenWriteJob : WriteJob<R> {
     std::optional<signin::Result<C>> hashed;
-    std::optional<R> result;
     bool writing = false;
 
     // The first stage; it should wipe the passwords it was given once they are used.
@@ -143,12 +142,11 @@ struct HashThenWriteJob : Job {
         if (!writing) {
             lower_thread_priority();
             hashed.emplace(hash());
-            if (!*hashed) result.emplace(hashed->error());
+            if (!*hashed) this->result.emplace(hashed->error());
             return;
         }
-        run_durable(result, [this] { return write(hashed->value()); });
+        run_durable(this->result, [this] { return write(hashed->value()); });
     }
-    void commit_failed(const signin::Error &e) override { result.emplace(e); }
 };
 
 // Per-request state (owns C++ members; destroyed by a pool cleanup).
