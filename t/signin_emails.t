@@ -52,6 +52,10 @@ is $m->{html}, "<p>Hello new\@example.com</p><p><b>$m->{token}</b></p>", '... an
 $r = $t->req(POST => '/auth/token', json => { token => $m->{token} });
 is $r->{status}, 200, 'the custom email\'s code signs in';
 
+$r = $t->req(GET => '/_dev/mailbox?html');
+like $r->{headers}{'content-type'}, qr{^text/html}, 'the dev mailbox page is html';
+like $r->{content}, qr/<pre>\{&quot;email&quot;:&quot;new\@example\.com&quot;/, '... showing each email escaped';
+
 # ---------------------------------------------------------------- previews
 $r = $t->req(GET => '/admin/emails');
 is $r->{status}, 200, 'GET the previews';

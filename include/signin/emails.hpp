@@ -42,6 +42,9 @@ public:
     // body. html (may be empty): the HTML body. The result is checked as replace() does.
     static Result<EmailTemplate> parse(Purpose purpose, std::string_view file, std::string_view html = {});
 
+    // Whether t would make a good email of this purpose; the refusals of replace().
+    static Status check(Purpose purpose, const EmailTemplate &t);
+
     // Replaces one purpose's email. Refused (Code::InvalidRequest, with a message naming the
     // problem): an unknown or unclosed {{name}}; a purpose that carries a code without {{token}} in
     // its text (and its html, when given); a notice with {{token}}; a code in the subject (subjects
@@ -55,7 +58,8 @@ public:
 
     Email render(const Delivery &d, std::string_view origin) const;
 
-    // Every purpose's email, rendered for `origin` with a sample code and address.
+    // One purpose's email rendered for `origin` with a sample code and address; and every one.
+    Email preview(Purpose purpose, std::string_view origin) const;
     std::vector<Email> previews(std::string_view origin) const;
 
     static constexpr std::string_view kPreviewToken = "PREVIEW-CODE-0000";
@@ -67,6 +71,9 @@ private:
     std::array<bool, kPurposes> custom_{};
     Millis token_ttl_;
 };
+
+// Appends s to out with & < > " ' as HTML entities.
+void append_html_escaped(std::string &out, std::string_view s);
 
 // Every purpose, in the SPEC's order; and a purpose by its name (SignIn) or tag (sign_in, or
 // auth.sign_in).

@@ -101,19 +101,6 @@ std::optional<std::string_view> value_of(const Values &v, std::string_view name)
     return std::nullopt;
 }
 
-void append_escaped(std::string &out, std::string_view s) {
-    for (char c : s) {
-        switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out.push_back(c);
-        }
-    }
-}
-
 // Replaces every {{name}} of tpl; an unknown or unclosed name is an error. `used` collects names.
 Result<std::string> expand(std::string_view tpl, const Values &v, bool html, std::vector<std::string> *used = nullptr) {
     std::string out;
@@ -136,7 +123,7 @@ Result<std::string> expand(std::string_view tpl, const Values &v, bool html, std
         }
         if (used) used->emplace_back(name);
         if (html) {
-            append_escaped(out, *value);
+            append_html_escaped(out, *value);
         } else {
             out.append(*value);
         }
@@ -153,12 +140,25 @@ bool uses(const std::vector<std::string> &names, std::string_view name) {
 // The plain text as an HTML body: escaped, in <pre>.
 std::string html_from_text(std::string_view text) {
     std::string body = "<pre style=\"font-family: sans-serif; white-space: pre-wrap\">";
-    append_escaped(body, text);
+    append_html_escaped(body, text);
     body += "</pre>\n";
     return html_page(body);
 }
 
 }  // namespace
+
+void append_html_escaped(std::string &out, std::string_view s) {
+    for (char c : s) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        case '\'': out += "&#39;"; break;
+        default: out.push_back(c);
+        }
+    }
+}
 
 const std::array<Purpose, 7> &all_purposes() {
     static const std::array<Purpose, 7> all = {Purpose::SignIn,          Purpose::Registration,
@@ -199,13 +199,12 @@ Result<EmailTemplate> Emails::parse(Purpose purpose, std::string_view file, std:
         return Error{Code::InvalidRequest, "an empty line must follow the Subject line"};
     }
     EmailTemplate t{std::string(subject), std::string(rest), std::string(html)};
-    Emails check;
-    Status ok = check.replace(purpose, t);
+    Status ok = check(purpose, t);
     if (!ok) return ok.error();
     return t;
 }
 
-Status Emails::replace(Purpose purpose, EmailTemplate t) {
+Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     const std::string name(purpose_name(purpose));
     if (t.subject.empty() || t.subject.find_first_of("\r\n") != std::string::npos) {
         return Error{Code::InvalidRequest, name + ": the subject must be one line, not empty"};
@@ -230,6 +229,12 @@ Status Emails::replace(Purpose purpose, EmailTemplate t) {
     } else if (uses(in_text, "token") || uses(in_html, "token")) {
         return Error{Code::InvalidRequest, name + " is a notice: it has no {{token}} to show"};
     }
+    return ok_status();
+}
+
+Status Emails::replace(Purpose purpose, EmailTemplate t) {
+    Status ok = check(purpose, t);
+    if (!ok) return ok;
     templates_[index_of(purpose)] = std::move(t);
     custom_[index_of(purpose)] = true;
     return ok_status();
@@ -252,16 +257,18 @@ Email Emails::render(const Delivery &d, std::string_view origin) const {
     return e;
 }
 
+Email Emails::preview(Purpose purpose, std::string_view origin) const {
+    Delivery d;
+    d.email = std::string(kPreviewEmail);
+    d.purpose = purpose;
+    if (carries_code(purpose)) d.token = Secret(std::string(kPreviewToken));
+    d.with_password = purpose == Purpose::Registration;
+    return render(d, origin);
+}
+
 std::vector<Email> Emails::previews(std::string_view origin) const {
     std::vector<Email> out;
-    for (Purpose p : all_purposes()) {
-        Delivery d;
-        d.email = std::string(kPreviewEmail);
-        d.purpose = p;
-        if (carries_code(p)) d.token = Secret(std::string(kPreviewToken));
-        d.with_password = p == Purpose::Registration;
-        out.push_back(render(d, origin));
-    }
+    for (Purpose p : all_purposes()) out.push_back(preview(p, origin));
     return out;
 }
 

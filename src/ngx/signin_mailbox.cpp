@@ -87,20 +87,6 @@ void clear_emails(ngx_http_request_t *r) {
     ngx_shmtx_unlock(&pool->mutex);
 }
 
-std::string html_escape(std::string_view s) {
-    std::string o;
-    for (char c : s) {
-        switch (c) {
-        case '<': o += "&lt;"; break;
-        case '>': o += "&gt;"; break;
-        case '&': o += "&amp;"; break;
-        case '"': o += "&quot;"; break;
-        default: o.push_back(c);
-        }
-    }
-    return o;
-}
-
 void posted_email(ngx_http_request_t *r) {
     std::string body;
     bool ok = r->request_body && !r->request_body->temp_file;
@@ -164,7 +150,11 @@ ngx_int_t mailbox(ngx_http_request_t *r) {
             "<!doctype html><meta charset=utf-8><title>dev mailbox</title>"
             "<style>body{font:15px system-ui;margin:2em}pre{background:#f4f4f4;padding:1em}</style>"
             "<h1>Dev mailbox</h1><p>The last emails ngx_signin delivered, newest first.</p>";
-        for (auto it = emails.rbegin(); it != emails.rend(); ++it) page += "<pre>" + html_escape(*it) + "</pre>";
+        for (auto it = emails.rbegin(); it != emails.rend(); ++it) {
+            page += "<pre>";
+            signin::append_html_escaped(page, *it);
+            page += "</pre>";
+        }
         return send_html(r, page);
     }
     std::string body = "{\"emails\":[";
