@@ -189,6 +189,11 @@ public:
     Status register_password_from(std::string_view email, const Secret &password, std::string_view client,
                                   std::string_view group = {});
 
+    // A short value that changes whenever the address's password is set, changed or reset
+    // ("" for an unknown address or an account without a password): a transport's attempt
+    // counters keyed with it start afresh after a reset (SPEC §8 rule 2). A read.
+    std::string password_epoch(std::string_view email, std::string_view group);
+
     // auth.login_password_step: a wrong password, an unknown address, an account without a
     // password and a suspended account all give Code::InvalidCredentials after the same work.
     Result<SignInStep> login_password_step(std::string_view email, const Secret &password,
@@ -241,6 +246,12 @@ public:
 
     // Deletes expired tokens and sessions, at most `budget`; returns how many.
     Result<std::size_t> purge_expired(std::size_t budget);
+
+    // Group commit for a transport: runs `operations` (engine calls on this thread), each of
+    // whose writes is a nested transaction of one batch (a failed operation leaves the others
+    // alone), and makes the whole batch durable with one commit. An error when that commit
+    // failed: then nothing of the batch was written, whatever the operations returned.
+    Status write_batch(const std::function<void()> &operations);
 
 private:
     template <class F>

@@ -375,6 +375,13 @@ Status Identity::record(const AuditEntry &entry) {
     });
 }
 
+Status Identity::write_batch(const std::function<void()> &operations) {
+    return guarded("write batch", [&]() -> Status {
+        store_->batch(operations);
+        return ok_status();
+    });
+}
+
 Result<std::size_t> Identity::purge_expired(std::size_t budget) {
     return guarded("purge", [&]() -> Result<std::size_t> {
         auto txn = store_->write();

@@ -97,6 +97,20 @@ Status Identity::register_password_from(std::string_view email, const Secret &pw
     return deliver_or_cancel(issue_password_registration(email, pw, group, client), client);
 }
 
+std::string Identity::password_epoch(std::string_view email, std::string_view group) {
+    auto e = normalize_email(email);
+    auto g = normalize_group(group);
+    if (!e || !g) return {};
+    try {
+        auto u = store_->read()->user_by_email(*g, *e);
+        // the tail of the PHC string is the tail of the hash: a new password, a new tail
+        if (u && u->password_hash.size() > 16) return u->password_hash.substr(u->password_hash.size() - 16);
+    } catch (const StoreError &) {
+        // the attempt counters then key by address and client alone
+    }
+    return {};
+}
+
 Result<PasswordLoginCheck> Identity::check_password_login(std::string_view email_in, const Secret &pw,
                                                          std::string_view client, SessionKind kind,
                                                          std::string_view user_agent, std::string_view group_in) {

@@ -5,12 +5,8 @@
 #include <string>
 
 #include "ngx/api_versions_glue.h"
-
-namespace signin_ngx {  // shared with the sign-in glue (signin_api.cpp, signin_common.cpp)
-ngx_int_t require_handler(ngx_http_request_t *r);
-ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
-bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
-}
+#include "ngx/signin_handlers.h"
+#include "ngx/signin_reply.h"
 #include "version/openapi.hpp"
 
 using signin::version::Decision;

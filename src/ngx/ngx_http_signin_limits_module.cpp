@@ -26,7 +26,10 @@
 #include <type_traits>
 
 #include "core/json.hpp"
-#include "ngx/signin_glue.h"
+#include "ngx/signin_conf.h"
+#include "ngx/signin_jobs.h"
+#include "ngx/signin_reply.h"
+#include "ngx/signin_request.h"
 
 namespace throttle = signin::throttle;
 using namespace signin_ngx;
@@ -295,15 +298,14 @@ Verdict window_op(ngx_http_request_t *r, Bucket b, std::string_view key, const t
 
 // ---------------------------------------------------------------- 429 audit
 
-struct ThrottledAudit final : Job {
-    signin::AuditEntry entry;
-    bool batched() const override { return true; }
-    void run() override {
-        (void)durable([this] {
-            if (auto *id = identity()) (void)id->record(entry);
-        });
-    }
-    void finish(ngx_http_request_t *) override {}
+// The first refusal of a key in a window: a `throttled` audit entry, written in a write batch.
+class ThrottledAudit final : public BackgroundJob {
+public:
+    explicit ThrottledAudit(signin::AuditEntry entry) : BackgroundJob(Stage::Write), entry_(std::move(entry)) {}
+
+private:
+    signin::Status write() override { return identity()->record(entry_); }
+    signin::AuditEntry entry_;
 };
 
 }  // namespace
@@ -407,11 +409,11 @@ ngx_int_t send_rate_limited(ngx_http_request_t *r, Bucket b, const Verdict &v, s
     const unsigned secs = v.retry_after ? v.retry_after : 1;
     if (v.audit) {
         try {
-            auto job = std::make_unique<ThrottledAudit>();
-            job->entry.kind = "throttled";
-            job->entry.client = client_of(r);
-            job->entry.detail = std::string(bucket_name(b)) + ":" + std::string(what);
-            if (post_detached_job(r->connection->log, std::move(job)) != NGX_OK) {
+            signin::AuditEntry entry;
+            entry.kind = "throttled";
+            entry.client = client_of(r);
+            entry.detail = std::string(bucket_name(b)) + ":" + std::string(what);
+            if (start_background_job(std::make_unique<ThrottledAudit>(std::move(entry))) != NGX_OK) {
                 ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not queue a throttled audit entry");
             }
         } catch (...) {

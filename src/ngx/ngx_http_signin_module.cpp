@@ -1,7 +1,8 @@
 // ngx_http_signin_module: directives, configuration, process hooks and variables of the sign-in
 // half. The engine is the core (include/signin); this file only translates.
-#include "ngx/signin_glue.h"
-#include "ngx/signin_limits.h"
+#include "ngx/signin_conf.h"
+#include "ngx/signin_handlers.h"
+#include "ngx/signin_request.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,8 +20,6 @@ static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);
 static ngx_int_t preconfiguration(ngx_conf_t *cf);
 static ngx_int_t postconfiguration(ngx_conf_t *cf);
 static ngx_int_t init_module(ngx_cycle_t *cycle);
-static ngx_int_t init_process(ngx_cycle_t *cycle);
-static void exit_process(ngx_cycle_t *cycle);
 static char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_origin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_min_length(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -111,23 +110,41 @@ ngx_module_t ngx_http_signin_module = {NGX_MODULE_V1,
                                        NGX_HTTP_MODULE,
                                        nullptr,
                                        init_module,
-                                       init_process,
+                                       init_worker,
                                        nullptr,
                                        nullptr,
-                                       exit_process,
+                                       exit_worker,
                                        nullptr,
                                        NGX_MODULE_V1_PADDING};
 }
 
 // ---------------------------------------------------------------- configuration
 
+// A C++ object in configuration memory: constructed in a pool cleanup that runs its destructor
+// (nginx-otel's habit). nullptr when memory runs out.
 template <class T>
-static T *pool_object(ngx_pool_t *pool) {
+static T *pool_object(ngx_pool_t *pool) noexcept {
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(pool, sizeof(T));
     if (cln == nullptr) return nullptr;
-    T *obj = new (cln->data) T();
-    cln->handler = [](void *p) { static_cast<T *>(p)->~T(); };
-    return obj;
+    try {
+        T *obj = new (cln->data) T();
+        cln->handler = [](void *p) { static_cast<T *>(p)->~T(); };
+        return obj;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+// The directive handlers' catch: nginx -t says why, naming the file and line.
+static char *conf_exception(ngx_conf_t *cf, const char *what) noexcept {
+    try {
+        throw;
+    } catch (const std::exception &e) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s failed: %s", what, e.what());
+    } catch (...) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s failed", what);
+    }
+    return static_cast<char *>(NGX_CONF_ERROR);
 }
 
 static void *create_main_conf(ngx_conf_t *cf) {
@@ -160,8 +177,7 @@ static void *create_main_conf(ngx_conf_t *cf) {
     return m;
 }
 
-static char *init_main_conf(ngx_conf_t *cf, void *conf) {
-    auto *m = static_cast<MainConf *>(conf);
+static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_size_value(m->store_size, 1024 * 1024 * 1024);
     ngx_conf_init_value(m->registration, 0);
     ngx_conf_init_value(m->passwords, 0);
@@ -266,6 +282,14 @@ static char *init_main_conf(ngx_conf_t *cf, void *conf) {
     return NGX_CONF_OK;
 }
 
+static char *init_main_conf(ngx_conf_t *cf, void *conf) {
+    try {
+        return init_main_conf_checked(cf, static_cast<MainConf *>(conf));
+    } catch (...) {
+        return conf_exception(cf, "the signin configuration");
+    }
+}
+
 static void *create_loc_conf(ngx_conf_t *cf) {
     auto *l = static_cast<LocConf *>(ngx_pcalloc(cf->pool, sizeof(LocConf)));
     if (l == nullptr) return nullptr;
@@ -318,7 +342,7 @@ static char *set_origin(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     try {
         o = signin::parse_origin(sv(value[1]), &why);
     } catch (...) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return conf_exception(cf, "signin_origin");
     }
     if (!o) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid signin_origin \"%V\": %s", &value[1], why.c_str());
@@ -327,7 +351,6 @@ static char *set_origin(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     m->origin = pool_object<signin::Origin>(cf->pool);
     if (m->origin == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
     *m->origin = std::move(*o);
-    m->origin_text = value[1];
     return NGX_CONF_OK;
 }
 
@@ -365,7 +388,7 @@ static char *set_blocklist(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         if (m->blocklist == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
         *m->blocklist = list.value();
     } catch (...) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return conf_exception(cf, "signin_password_blocklist");
     }
     return NGX_CONF_OK;
 }
@@ -499,7 +522,7 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
             return static_cast<char *>(NGX_CONF_ERROR);
         }
     } catch (...) {
-        return static_cast<char *>(NGX_CONF_ERROR);
+        return conf_exception(cf, "signin_email_template");
     }
     return NGX_CONF_OK;
 }
@@ -572,7 +595,7 @@ static ngx_int_t postconfiguration(ngx_conf_t *cf) {
 
 // ---------------------------------------------------------------- processes
 
-static MainConf *cycle_main_conf(ngx_cycle_t *cycle) {
+MainConf *signin_ngx::cycle_main_conf(ngx_cycle_t *cycle) {
     auto *hc = reinterpret_cast<ngx_http_conf_ctx_t *>(cycle->conf_ctx[ngx_http_module.index]);
     if (hc == nullptr) return nullptr;
     return static_cast<MainConf *>(hc->main_conf[ngx_http_signin_module.ctx_index]);
@@ -580,7 +603,7 @@ static MainConf *cycle_main_conf(ngx_cycle_t *cycle) {
 
 // In the master: create the store directory and give it to the worker user, as nginx does for
 // its temp paths, so that workers (not root) can open it.
-static ngx_int_t init_module(ngx_cycle_t *cycle) {
+static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
     if (m == nullptr || !m->used || m->store_path.len == 0) return NGX_OK;
     std::string path(sv(m->store_path));
@@ -607,108 +630,13 @@ static ngx_int_t init_module(ngx_cycle_t *cycle) {
     return NGX_OK;
 }
 
-static std::unique_ptr<signin::Identity> g_identity;
-static std::shared_ptr<signin::Store> g_store;
-static std::unique_ptr<signin::GroupCommitter> g_committer;
-static ngx_event_t purge_event;
-static ngx_connection_t purge_dummy;
-
-namespace signin_ngx {
-signin::Identity *identity() { return g_identity.get(); }
-
-// Set on the thread that runs a group commit's operations, while it runs them.
-static thread_local bool t_in_commit = false;
-
-signin::Status durable(const std::function<void()> &op) {
-    if (t_in_commit) {  // a batched job inside its batch's operation: that commit covers op
-        op();
-        return signin::ok_status();
-    }
-    if (!g_committer) return signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
-    return g_committer->run([&op] {
-        struct Flag {
-            Flag() { t_in_commit = true; }
-            ~Flag() { t_in_commit = false; }
-        } flag;
-        op();
-    });
-}
-}  // namespace signin_ngx
-
-struct PurgeJob final : Job {
-    bool batched() const override { return true; }
-    void run() override {
-        (void)durable([] {
-            if (auto *id = identity()) (void)id->purge_expired(10000);
-        });
-    }
-    void finish(ngx_http_request_t *) override {}
-};
-
-struct WarmJob final : Job {
-    explicit WarmJob(signin::password::HashParams p) : params(p) {}
-    void run() override {
-        lower_thread_priority();
-        (void)signin::password::dummy_hash(params);
-    }
-    void finish(ngx_http_request_t *) override {}
-    signin::password::HashParams params;
-};
-
-static void purge_tick(ngx_event_t *ev) {
-    if (ngx_exiting || ngx_quit || ngx_terminate) return;
+static ngx_int_t init_module(ngx_cycle_t *cycle) {
     try {
-        (void)post_detached_job(ev->log, std::make_unique<PurgeJob>());
-    } catch (...) {
-    }
-    ngx_add_timer(ev, 60000);
-}
-
-static ngx_int_t init_process(ngx_cycle_t *cycle) {
-    MainConf *m = cycle_main_conf(cycle);
-    if (m == nullptr || !m->used) return NGX_OK;
-    try {
-        signin::LmdbOptions opts;
-        opts.path = std::string(sv(m->store_path));
-        opts.map_size = m->store_size;
-        g_store = signin::open_lmdb_store(opts);
-        g_committer = std::make_unique<signin::GroupCommitter>(*g_store);
-        g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
-        if (m->blocklist) g_identity->with_password_check(signin::password::blocklist_checker(*m->blocklist));
-        // Password attempt counters live in the signin_limits zone (signin_api.cpp), shared by
-        // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
-        // attempt limits in its own memory, so password guessing is never unlimited unless
-        // "signin_limits off" says so.
-        if (limits_mode(cycle) == LimitsMode::None) {
-            g_identity->with_attempt_limiter(std::make_shared<signin::MemoryAttemptLimiter>(m->policy->attempts));
-        } else {
-            g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
-        }
-        g_thread_pool = m->thread_pool;
-        g_password_pool = m->password_pool;
-        // the dummy hash of failed sign-ins is made now, in the pool, not by the first failure
-        if (m->passwords) (void)post_detached_job(cycle->log, std::make_unique<WarmJob>(m->policy->password_hash));
+        return init_module_checked(cycle);
     } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &m->store_path,
-                      e.what());
-        return NGX_OK;  // requests answer 503 storage_unavailable; the worker keeps serving the rest
-    }
-    if (ngx_worker == 0) {
-        purge_dummy.fd = -1;
-        purge_event.handler = purge_tick;
-        purge_event.log = cycle->log;
-        purge_event.data = &purge_dummy;
-        purge_event.cancelable = 1;
-        ngx_add_timer(&purge_event, 5000);
-    }
-    return NGX_OK;
-}
-
-static void exit_process(ngx_cycle_t *) {
-    try {
-        g_identity.reset();
-        g_committer.reset();
-        g_store.reset();
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "signin_store could not be prepared: %s", e.what());
     } catch (...) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "signin_store could not be prepared");
     }
+    return NGX_ERROR;
 }

@@ -2,7 +2,10 @@
 // delivery; as a normal location it accepts a delivery POST (from a proxy), lists the last
 // emails as JSON (GET; `?html` for a page) and forgets them (DELETE). Loopback clients only.
 // The emails live in a shared-memory ring so every worker sees the same mailbox.
-#include "ngx/signin_glue.h"
+#include "ngx/signin_conf.h"
+#include "ngx/signin_handlers.h"
+#include "ngx/signin_reply.h"
+#include "ngx/signin_request.h"
 
 #include <string>
 

@@ -1,19 +1,18 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <thread>
 
-#include "signin/group_commit.hpp"
+#include "signin/auth.hpp"
 #include "signin/store.hpp"
 
 using namespace signin;
 
 namespace {
 
-class GroupCommitTest : public ::testing::Test {
+class WriteBatchTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/signin-gc-test-XXXXXX";
+        char tmpl[] = "/tmp/signin-batch-test-XXXXXX";
         ASSERT_NE(mkdtemp(tmpl), nullptr);
         dir_ = tmpl;
         opts_.path = dir_ + "/db";
@@ -37,35 +36,43 @@ protected:
     }
     std::string dir_;
     LmdbOptions opts_;
-    std::unique_ptr<Store> store_;
+    std::shared_ptr<Store> store_;
+    // the engine over store_: its write_batch is the transports' group commit
+    Identity engine() { return Identity(store_, Origin{"https://app.example.com", true, false}, Policy{}); }
 };
 
-TEST_F(GroupCommitTest, ConcurrentWritersShareCommitsAndAllLand) {
-    GroupCommitter gc(*store_);
-    constexpr int kThreads = 8, kOps = 100;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
+TEST_F(WriteBatchTest, EveryOperationOfABatchIsDurableWhenItReturns) {
+    constexpr int kOps = 100;
+    {
+        Identity id = engine();
+        Status st = id.write_batch([&] {
             for (int i = 0; i < kOps; ++i) {
-                Status st = gc.run([&] {
-                    auto w = store_->write();
-                    w->put_token(token(t, i));
-                    w->commit();
-                });
-                ASSERT_TRUE(st.ok());
+                auto w = store_->write();
+                w->put_token(token(1, i));
+                w->commit();
             }
         });
+        ASSERT_TRUE(st.ok());
     }
-    for (auto &th : threads) th.join();
-    EXPECT_EQ(gc.operations(), static_cast<std::uint64_t>(kThreads * kOps));
-    EXPECT_LT(gc.batches(), gc.operations()) << "no two writers ever shared a commit";
     store_.reset();
     store_ = open_lmdb_store(opts_);  // durable: all there after reopen
-    auto r = store_->read();
-    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(r->tokens_for("default", token(t, 0).email).size(), 100u);
+    EXPECT_EQ(store_->read()->tokens_for("default", token(1, 0).email).size(), static_cast<std::size_t>(kOps));
 }
 
-TEST_F(GroupCommitTest, AnAbortedOperationLeavesTheRestOfTheBatch) {
+TEST_F(WriteBatchTest, AnOperationThatThrowsLosesTheBatchAndSaysSo) {
+    Identity id = engine();
+    Status st = id.write_batch([&] {
+        auto w = store_->write();
+        w->put_token(token(5, 5));
+        w->commit();
+        throw StoreError(Code::StorageError, "injected");
+    });
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code, Code::StorageError);
+    EXPECT_FALSE(store_->read()->token(token(5, 5).hash)) << "a failed batch wrote nothing";
+}
+
+TEST_F(WriteBatchTest, AnAbortedOperationLeavesTheRestOfTheBatch) {
     // Three operations in one batch: the middle one writes and then aborts its nested txn.
     store_->batch([&] {
         {
@@ -90,7 +97,7 @@ TEST_F(GroupCommitTest, AnAbortedOperationLeavesTheRestOfTheBatch) {
     EXPECT_TRUE(r->token(token(3, 3).hash));
 }
 
-TEST_F(GroupCommitTest, LaterOperationsInABatchSeeEarlierOnes) {
+TEST_F(WriteBatchTest, LaterOperationsInABatchSeeEarlierOnes) {
     bool seen = false;
     store_->batch([&] {
         {
@@ -104,17 +111,17 @@ TEST_F(GroupCommitTest, LaterOperationsInABatchSeeEarlierOnes) {
     EXPECT_TRUE(seen);
 }
 
-TEST_F(GroupCommitTest, AFullMapFailsCleanlyAndLosesNothingAcknowledged) {
+TEST_F(WriteBatchTest, AFullMapFailsCleanlyAndLosesNothingAcknowledged) {
     store_.reset();
     opts_.map_size = 256 * 1024;
     std::filesystem::remove_all(opts_.path);
     store_ = open_lmdb_store(opts_);
-    GroupCommitter gc(*store_);
+    auto id = std::make_unique<Identity>(engine());
     int acknowledged = 0;
     bool full = false;
     for (int i = 0; i < 5000 && !full; ++i) {
         bool op_ok = false;
-        Status st = gc.run([&] {
+        Status st = id->write_batch([&] {
             try {
                 auto w = store_->write();
                 AuditEntry e;
@@ -139,6 +146,7 @@ TEST_F(GroupCommitTest, AFullMapFailsCleanlyAndLosesNothingAcknowledged) {
     ASSERT_TRUE(full);
     // every acknowledged write is there, nothing else, also after reopening
     EXPECT_EQ(store_->read()->audit(100000).size(), static_cast<std::size_t>(acknowledged));
+    id.reset();
     store_.reset();
     store_ = open_lmdb_store(opts_);
     EXPECT_EQ(store_->read()->audit(100000).size(), static_cast<std::size_t>(acknowledged));

@@ -1,0 +1,85 @@
+// The endpoints of signin_api (SPEC §4), one file per capability: signin_tokens.cpp (email
+// tokens), signin_sessions.cpp (who is signed in), signin_passwords.cpp. signin_api.cpp routes
+// a request to them once it passed the checks every endpoint shares (limits, method, origin,
+// content type, body size); a new capability is a new file and new rows in its route table.
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ngx/signin_jobs.h"
+#include "ngx/signin_request.h"
+#include "signin/auth.hpp"
+
+namespace signin_ngx {
+
+// What an endpoint is given.
+struct ApiCall {
+    ngx_http_request_t *r;
+    std::string_view body;  // the JSON body of a POST, "" for a GET; wiped once the call returns
+    std::string client;     // signin_client
+};
+// Returns an rc for ngx_http_finalize_request, or NGX_DONE when a job answers later.
+using Endpoint = ngx_int_t (*)(ApiCall &call);
+
+// signin_tokens.cpp
+ngx_int_t post_register(ApiCall &call);
+ngx_int_t post_login(ApiCall &call);
+ngx_int_t post_session(ApiCall &call);
+ngx_int_t post_token(ApiCall &call);
+
+// signin_sessions.cpp
+ngx_int_t get_me(ApiCall &call);
+ngx_int_t get_sessions(ApiCall &call);
+ngx_int_t post_sessions_revoke(ApiCall &call);
+ngx_int_t post_logout(ApiCall &call);
+
+// signin_passwords.cpp
+ngx_int_t post_password_register(ApiCall &call);
+ngx_int_t post_password_session(ApiCall &call);
+ngx_int_t post_password_token(ApiCall &call);
+ngx_int_t post_password(ApiCall &call);
+ngx_int_t post_password_change(ApiCall &call);
+
+// Shared by the capabilities (signin_sessions.cpp).
+
+// The principal behind the request's credentials; sets ctx->principal ($signin_user_*) on
+// success, and has last_seen_at written in the background when it is due.
+signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Credentials &c);
+// The signed-in caller of an endpoint, or the 401/400 answer's rc in `rc`.
+std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie = nullptr);
+// 200 with the bearer answer, or with the user and the session cookie.
+ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s);
+
+// A token request (POST /register, /login, /password/register): the token's write in a write
+// batch, then the delivery in the background and the same 202 for every address (DESIGN §5).
+class TokenRequestJob : public Job {
+public:
+    // SPEC §8 rule 1: the address's send counter (signin_limit_address).
+    struct Send {
+        std::string address;  // the counter's key
+        bool may_send = true;  // false: over the limit; the same answer, nothing sent
+        bool counted = false;  // one send was taken: given back when nothing turns out to be sent
+    };
+    TokenRequestJob(Stage first, signin::Intent intent, std::string email, std::string group, std::string client,
+                    Send send);
+
+protected:
+    signin::Status write() override;
+    ngx_int_t answer(ngx_http_request_t *r) override;
+    void failed(ngx_http_request_t *r, const signin::Error &e) override;
+
+    signin::Intent intent_;
+    std::string email_, group_, client_;
+    Send send_;
+    std::optional<signin::TokenIssue> issued_;  // the write's outcome: a delivery to make, or none
+};
+
+// The per-address key of the send and password counters: group and address as the engine
+// normalizes them ("" when either is invalid) (signin_tokens.cpp).
+std::string address_key(std::string_view email, std::string_view group);
+
+}  // namespace signin_ngx

@@ -1,0 +1,100 @@
+// The sign-in module's configuration (directives of ngx_http_signin_module.cpp) and the
+// per-worker engine. Every glue file reads its settings through these two structs.
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <memory>
+
+#include "signin/auth.hpp"
+#include "signin/emails.hpp"
+
+extern "C" {
+extern ngx_module_t ngx_http_signin_module;
+}
+
+namespace signin_ngx {
+
+// http level. Settings that are the engine's (SPEC §8 limits, lifetimes) are gathered into
+// `policy` by init_main_conf; the glue reads them there, never from the raw fields.
+struct MainConf {
+    // the store and the site
+    ngx_str_t store_path;
+    size_t store_size;
+    signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
+    signin::Policy *policy;  // every engine setting, built by init_main_conf
+
+    // ways in
+    ngx_flag_t registration;
+    ngx_flag_t passwords;
+    ngx_flag_t email;
+
+    // requests
+    ngx_http_complex_value_t *client;
+    size_t body_max;
+
+    // thread pools: durable writes, and Argon2id (the write pool unless named)
+    ngx_str_t thread_pool_name;
+    ngx_thread_pool_t *thread_pool;
+    ngx_str_t password_pool_name;
+    ngx_thread_pool_t *password_pool;
+
+    // tokens and sessions (raw directive values; see policy)
+    ngx_msec_t token_ttl;
+    ngx_msec_t token_resend;
+    ngx_uint_t tokens_per_address;
+    ngx_msec_t session_ttl;
+    ngx_msec_t session_idle;
+    ngx_msec_t bearer_ttl;
+
+    // passwords (raw directive values; see policy)
+    ngx_uint_t password_min_length;
+    ngx_uint_t password_attempts;
+    ngx_msec_t password_backoff;
+    ngx_msec_t password_backoff_max;
+    ngx_uint_t password_address_limit;
+    ngx_msec_t password_address_window;
+    ngx_msec_t password_register_backoff;
+    ngx_msec_t password_register_backoff_max;
+    ngx_msec_t password_fresh;
+    ngx_uint_t password_hash_t;
+    size_t password_hash_m;
+    std::shared_ptr<const signin::password::Blocklist> *blocklist;  // signin_password_blocklist
+
+    // emails and their delivery
+    ngx_str_t delivery_uri;
+    signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
+    ngx_flag_t previews;     // some location uses signin_email_previews
+
+    // the dev mailbox
+    ngx_shm_zone_t *mailbox;      // its zone, when signin_dev_mailbox is used
+    ngx_flag_t mailbox_insecure;  // "signin_dev_mailbox insecure": allowed with a non-loopback origin
+    ngx_uint_t mailbox_line;      // where it was first used, for the nginx -t message
+    ngx_str_t mailbox_file;
+
+    ngx_flag_t used;  // some location uses signin_api or signin_require
+};
+
+// location level
+struct LocConf {
+    ngx_flag_t api;       // signin_api
+    ngx_flag_t require;   // signin_require (inherited)
+    ngx_flag_t mailbox;   // signin_dev_mailbox
+    ngx_flag_t previews;  // signin_email_previews
+};
+
+inline MainConf *main_conf(ngx_http_request_t *r) {
+    return static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_signin_module));
+}
+inline LocConf *loc_conf(ngx_http_request_t *r) {
+    return static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_signin_module));
+}
+
+// The http main conf of a cycle (process hooks have no request); nullptr without an http block.
+MainConf *cycle_main_conf(ngx_cycle_t *cycle);
+
+// The per-worker engine (signin_worker.cpp), opened in init_process; nullptr when the store
+// could not be opened (requests then answer 503).
+signin::Identity *identity();
+
+}  // namespace signin_ngx

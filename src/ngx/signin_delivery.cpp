@@ -1,0 +1,99 @@
+// Delivery of emails (signin_delivery.h).
+#include "ngx/signin_delivery.h"
+
+#include <new>
+
+#include "core/json.hpp"
+#include "ngx/signin_conf.h"
+#include "ngx/signin_jobs.h"
+#include "ngx/signin_request.h"
+
+namespace signin_ngx {
+namespace {
+
+class CancelJob final : public BackgroundJob {
+public:
+    CancelJob(signin::Secret token, std::string client)
+        : BackgroundJob(Stage::Write), token_(std::move(token)), client_(std::move(client)) {}
+
+private:
+    signin::Status write() override { return identity()->cancel_token(token_, client_); }
+
+    signin::Secret token_;
+    std::string client_;
+};
+
+struct DeliveryState {
+    signin::Secret token;
+    std::string client;
+    bool handled = false;
+};
+
+ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
+    auto *st = static_cast<DeliveryState *>(data);
+    if (st->handled) return rc;
+    st->handled = true;
+    if (st->token.empty()) return rc;  // a notice (PasswordChanged): no token to cancel
+    ngx_uint_t status = sr->headers_out.status;
+    bool ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
+    if (ok) return rc;
+    ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0,
+                  "signin: delivery subrequest \"%V\" failed (rc %i, status %ui); the token is cancelled", &sr->uri,
+                  rc, status);
+    try {
+        cancel_token(std::move(st->token), st->client);
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, sr->connection->log, 0, "signin: could not cancel the undelivered token");
+    }
+    return rc;
+}
+
+ngx_int_t subrequest(ngx_http_request_t *r, signin::Delivery &d, const std::string &client) {
+    MainConf *m = main_conf(r);
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(DeliveryState));
+    if (cln == nullptr) return NGX_ERROR;
+    auto *st = new (cln->data) DeliveryState();
+    cln->handler = [](void *p) { static_cast<DeliveryState *>(p)->~DeliveryState(); };
+    st->client = client;
+    auto *ps = static_cast<ngx_http_post_subrequest_t *>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
+    if (ps == nullptr) return NGX_ERROR;
+    ps->handler = delivery_done;
+    ps->data = st;
+    ngx_http_request_t *sr = nullptr;
+    if (ngx_http_subrequest(r, &m->delivery_uri, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    sr->header_only = 1;  // the mailer's answer body is not needed, only its status
+    sr->method = NGX_HTTP_POST;
+    ngx_str_set(&sr->method_name, "POST");
+    // the mailer must not see the visitor's cookies or authorization
+    if (ngx_list_init(&sr->headers_in.headers, sr->pool, 2, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
+    sr->headers_in.authorization = nullptr;
+#if defined(nginx_version) && nginx_version >= 1023000
+    sr->headers_in.cookie = nullptr;
+#else
+    sr->headers_in.cookies.nelts = 0;
+#endif
+    RequestCtx *sctx = get_ctx(sr, true);
+    if (sctx == nullptr) return NGX_ERROR;
+    sctx->delivery_json = signin::json::delivery(d, m->emails->render(d, identity()->origin().text));
+    st->token = std::move(d.token);
+    return NGX_OK;
+}
+
+}  // namespace
+
+void cancel_token(signin::Secret token, const std::string &client) {
+    if (start_background_job(std::make_unique<CancelJob>(std::move(token), client)) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: could not cancel an undelivered token");
+    }
+}
+
+ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::string &client) {
+    if (subrequest(r, d, client) == NGX_OK) return NGX_OK;
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not start the delivery subrequest");
+    if (!d.token.empty()) cancel_token(std::move(d.token), client);
+    return NGX_ERROR;
+}
+
+}  // namespace signin_ngx

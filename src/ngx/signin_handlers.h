@@ -1,0 +1,29 @@
+// The handlers that ngx_http_signin_module.cpp installs for its directives, one file each.
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <string>
+
+namespace signin_ngx {
+
+// signin_api (signin_api.cpp): the content handler of the JSON API.
+ngx_int_t api_handler(ngx_http_request_t *r);
+
+// signin_require (signin_require.cpp): the access-phase gate, and the same check in the
+// precontent phase for subrequests (nginx skips the access phase for them).
+ngx_int_t require_handler(ngx_http_request_t *r);
+ngx_int_t require_subrequest_handler(ngx_http_request_t *r);
+
+// signin_dev_mailbox (signin_mailbox.cpp): the content handler and its shared zone.
+ngx_int_t mailbox_handler(ngx_http_request_t *r);
+ngx_int_t mailbox_init_zone(ngx_shm_zone_t *zone, void *data);
+
+// signin_email_previews (signin_emails.cpp).
+ngx_int_t email_previews_handler(ngx_http_request_t *r);
+
+// The per-worker engine (signin_worker.cpp): init_process and exit_process of the module.
+ngx_int_t init_worker(ngx_cycle_t *cycle);
+void exit_worker(ngx_cycle_t *cycle);
+
+}  // namespace signin_ngx

@@ -1,0 +1,323 @@
+// Jobs and write batches (signin_jobs.h).
+//
+// A job waits on the event loop, runs its stage in a pool thread, and comes back on the event
+// loop for the next stage, in the shape of nginx's own thread offloads (ngx_http_file_cache.c):
+// the waiting request is blocked (r->main->blocked), every running thread task carries a timer
+// (nginx 1.25.4, ticket #2162: a worker that is shutting down exits once no timer is left, and
+// would drop requests whose task is still running), and on completion the request is resumed
+// through its write_event_handler (or nginx's finalizer when it was terminated meanwhile),
+// followed by ngx_http_run_posted_requests.
+//
+// Write stages do not take a pool thread each: they wait in this worker's list, and one thread
+// task runs every waiting write in one store transaction with one durable commit; its completion
+// event then resumes them all. Writes that arrive meanwhile form the next batch, started when
+// this one is done.
+#include "ngx/signin_jobs.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <exception>
+#include <new>
+#include <vector>
+
+#include "ngx/signin_conf.h"
+#include "ngx/signin_reply.h"
+#include "ngx/signin_request.h"
+
+namespace signin_ngx {
+
+// ---------------------------------------------------------------- the job's stages
+
+void Job::run_stage(ngx_log_t *log) {
+    const Stage ran = stage_;
+    signin::Status st = [&]() -> signin::Status {
+        try {
+            return ran == Stage::Hash ? hash() : write();
+        } catch (const std::exception &e) {
+            ngx_log_error(NGX_LOG_ERR, log, 0, "signin: a job failed: %s", e.what());
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, log, 0, "signin: a job failed");
+        }
+        return signin::Error{signin::Code::Internal, "the request failed"};
+    }();
+    if (!st) {
+        fail(st.error());
+        return;
+    }
+    stage_ = ran == Stage::Hash && writes() ? Stage::Write : Stage::Answer;
+}
+
+void Job::fail(signin::Error e) {
+    failure_ = std::move(e);
+    stage_ = Stage::Answer;
+}
+
+ngx_int_t Job::finish(ngx_http_request_t *r) {
+    if (!failure_) return answer(r);
+    failed(r, *failure_);
+    return send_failure(r, *failure_);
+}
+
+void lower_thread_priority() {
+    thread_local bool lowered = false;
+    if (lowered) return;
+    lowered = true;
+    // Linux: a thread id names one thread for setpriority; failure (no permission) changes nothing
+    auto tid = static_cast<id_t>(syscall(SYS_gettid));
+    int now = getpriority(PRIO_PROCESS, tid);
+    if (now < 10) (void)setpriority(PRIO_PROCESS, tid, 10);
+}
+
+// ---------------------------------------------------------------- waiting on the event loop
+
+namespace {
+
+constexpr ngx_msec_t kTaskTimer = 60000;  // as nginx's thread offloads: alert after a minute
+
+ngx_thread_pool_t *g_write_pool = nullptr;
+ngx_thread_pool_t *g_hash_pool = nullptr;
+
+// A job and who waits for it: a request, or nobody (a background job, owned here).
+struct Waiter {
+    ngx_http_request_t *r;
+    Job *job;
+};
+
+ngx_int_t start_stage(const Waiter &w);
+
+// The job's Answer stage: the request resumes (job_resume), or a background job is deleted.
+void complete(const Waiter &w) {
+    if (w.r == nullptr) {
+        delete w.job;
+        return;
+    }
+    ngx_http_request_t *r = w.r;
+    ngx_connection_t *c = r->connection;
+    ngx_http_set_log_request(c->log, r);
+    r->main->blocked--;
+    if (RequestCtx *ctx = get_ctx(r, false)) ctx->job_answered = true;
+#if defined(nginx_version) && nginx_version >= 1025004
+    if (r->main->terminated) {  // the request is gone: nginx finalizes it from the connection
+        c->write->handler(c->write);
+        return;
+    }
+#endif
+    // nginx before 1.25.4 set write_event_handler to its finalizer when it terminated the request
+    r->write_event_handler(r);
+    ngx_http_run_posted_requests(c);
+}
+
+// After a stage ran: the next one, or the answer. A pool that refuses the job ends it.
+// Once start_stage succeeded the job belongs to a thread: nothing here reads it again.
+void next_stage(const Waiter &w) {
+    if (w.job->stage() != Job::Stage::Answer) {
+        if (start_stage(w) == NGX_OK) return;
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: the thread pool refused a job");
+        w.job->fail(signin::Error{signin::Code::StorageError, "the thread pool refused the job"});
+    }
+    complete(w);
+}
+
+// The task's timer went off before the task ended: nginx's alert, and the task keeps its event.
+bool task_overdue(ngx_event_t *ev) {
+    if (ev->timedout) {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "signin: a thread task took too long");
+        ev->timedout = 0;
+        return true;
+    }
+    if (ev->timer_set) ngx_del_timer(ev);
+    return false;
+}
+
+// A thread task whose ctx is a T, in a pool of its own (the task may outlive the request that
+// started it). T has `ngx_pool_t *pool` and `ngx_thread_task_t *task`.
+template <class T>
+T *new_task(void (*run)(void *, ngx_log_t *), ngx_event_handler_pt done) {
+    ngx_log_t *log = ngx_cycle->log;
+    ngx_pool_t *pool = ngx_create_pool(512, log);
+    if (pool == nullptr) return nullptr;
+    ngx_thread_task_t *task = ngx_thread_task_alloc(pool, sizeof(T));
+    if (task == nullptr) {
+        ngx_destroy_pool(pool);
+        return nullptr;
+    }
+    T *t = new (task->ctx) T();
+    t->pool = pool;
+    t->task = task;
+    task->handler = run;
+    task->event.handler = done;
+    task->event.data = t;
+    task->event.log = log;
+    return t;
+}
+
+template <class T>
+void delete_task(T *t) {
+    ngx_pool_t *pool = t->pool;
+    t->~T();
+    ngx_destroy_pool(pool);  // the task and its event with it
+}
+
+// Posts a task filled in by its caller (the thread may run it at once), with its timer.
+template <class T>
+ngx_int_t post_task(ngx_thread_pool_t *threads, T *t) {
+    if (ngx_thread_task_post(threads, t->task) != NGX_OK) return NGX_ERROR;
+    ngx_add_timer(&t->task->event, kTaskTimer);
+    return NGX_OK;
+}
+
+// ---------------------------------------------------------------- the Hash stage
+
+struct HashTask {
+    Waiter w{};
+    ngx_pool_t *pool = nullptr;
+    ngx_thread_task_t *task = nullptr;
+};
+
+void hash_thread(void *data, ngx_log_t *log) {
+    auto *t = static_cast<HashTask *>(data);
+    lower_thread_priority();
+    t->w.job->run_stage(log);
+}
+
+void hash_done(ngx_event_t *ev) {
+    if (task_overdue(ev)) return;
+    auto *t = static_cast<HashTask *>(ev->data);
+    const Waiter w = t->w;
+    delete_task(t);
+    next_stage(w);
+}
+
+// ---------------------------------------------------------------- the Write stage: batches
+
+struct WriteBatch {
+    std::vector<Waiter> members;
+    std::optional<signin::Error> failure;  // the commit's
+    ngx_pool_t *pool = nullptr;
+    ngx_thread_task_t *task = nullptr;
+};
+
+std::vector<Waiter> g_waiting;  // event-loop state of this worker: no lock
+bool g_batch_running = false;
+
+void batch_thread(void *data, ngx_log_t *log) {
+    auto *b = static_cast<WriteBatch *>(data);
+    signin::Identity *id = identity();
+    signin::Status st = id == nullptr
+                            ? signin::Status(signin::Code::StorageError, "the sign-in store is not open")
+                            : id->write_batch([b, log] {
+                                  for (Waiter &w : b->members) w.job->run_stage(log);  // one failing job stops no other
+                              });
+    if (!st) b->failure = st.error();
+}
+
+void batch_done(ngx_event_t *ev);
+
+// Moves every waiting job into a new batch and posts it; on failure they stay waiting.
+ngx_int_t launch_batch() {
+    auto *b = new_task<WriteBatch>(batch_thread, batch_done);
+    if (b == nullptr) return NGX_ERROR;
+    b->members.swap(g_waiting);
+    if (post_task(g_write_pool, b) != NGX_OK) {
+        g_waiting.swap(b->members);
+        delete_task(b);
+        return NGX_ERROR;
+    }
+    g_batch_running = true;
+    return NGX_OK;
+}
+
+// Starts a batch for the waiting jobs when none runs; a pool that refuses it ends them.
+void launch_waiting() {
+    while (!g_batch_running && !g_waiting.empty()) {
+        if (launch_batch() == NGX_OK) return;
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: could not post a write batch to the thread pool");
+        std::vector<Waiter> refused;
+        refused.swap(g_waiting);
+        g_batch_running = true;  // what they post while finishing waits for the next round
+        for (const Waiter &w : refused) {
+            w.job->fail(signin::Error{signin::Code::StorageError, "the thread pool refused the write"});
+            complete(w);
+        }
+        g_batch_running = false;
+    }
+}
+
+void batch_done(ngx_event_t *ev) {
+    if (task_overdue(ev)) return;
+    auto *b = static_cast<WriteBatch *>(ev->data);
+    std::vector<Waiter> members = std::move(b->members);
+    const std::optional<signin::Error> failure = std::move(b->failure);
+    delete_task(b);
+    // still "running" while the members finish: jobs they start wait for the launch below
+    for (const Waiter &w : members) {
+        if (failure) w.job->fail(*failure);
+        complete(w);
+    }
+    g_batch_running = false;
+    launch_waiting();
+}
+
+ngx_int_t start_stage(const Waiter &w) {
+    if (g_write_pool == nullptr || g_hash_pool == nullptr) return NGX_ERROR;
+    if (w.job->stage() == Job::Stage::Hash) {
+        auto *t = new_task<HashTask>(hash_thread, hash_done);
+        if (t == nullptr) return NGX_ERROR;
+        t->w = w;
+        if (post_task(g_hash_pool, t) == NGX_OK) return NGX_OK;
+        delete_task(t);
+        return NGX_ERROR;
+    }
+    g_waiting.push_back(w);
+    if (g_batch_running || launch_batch() == NGX_OK) return NGX_OK;
+    g_waiting.pop_back();
+    return NGX_ERROR;
+}
+
+// The write_event_handler of a request waiting for its job.
+void job_resume(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx == nullptr || ctx->job == nullptr || !ctx->job_answered) return;  // a stray write event while waiting
+    std::unique_ptr<Job> job = std::move(ctx->job);
+    ctx->job_answered = false;
+    r->write_event_handler = ngx_http_request_empty_handler;
+    ngx_int_t rc;
+    try {
+        rc = job->finish(r);
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: answering a request failed");
+        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ngx_http_finalize_request(r, rc);
+}
+
+}  // namespace
+
+void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) {
+    g_write_pool = writes;
+    g_hash_pool = hashes;
+}
+
+ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr || start_stage(Waiter{r, job.get()}) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not queue a job to the thread pool");
+        return send_error(r, signin::Code::StorageError, "could not queue the request to the thread pool");
+    }
+    // the job's stage runs no earlier than posted, and comes back no earlier than this handler returns
+    ctx->job = std::move(job);
+    ctx->job_answered = false;
+    r->main->blocked++;
+    r->write_event_handler = job_resume;
+    return NGX_DONE;
+}
+
+ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job) {
+    if (start_stage(Waiter{nullptr, job.get()}) != NGX_OK) return NGX_ERROR;
+    job.release();  // deleted by complete()
+    return NGX_OK;
+}
+
+}  // namespace signin_ngx

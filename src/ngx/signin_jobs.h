@@ -1,0 +1,81 @@
+// Work off the event loop (DESIGN §3 rule 1): a job runs in explicit stages,
+//
+//   Hash    Argon2id in the hashing pool (signin_password_thread_pool); it writes nothing.
+//   Write   in this worker's write batch: one thread task runs every waiting job's write in one
+//           store transaction with one durable commit (signin_thread_pool).
+//   Answer  back on the event loop: answer() with the job's outcome, or the one failure path
+//           (failed(), then the error's answer).
+//
+// A stage that returns an error ends the job with that error, and so does a batch whose commit
+// failed: nothing acknowledged is lost (DESIGN §3 rule 2). A job is a request's (its answer is
+// the request's) or a background job's (its outcome concerns nobody; it is deleted when done).
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "signin/types.hpp"
+
+namespace signin_ngx {
+
+class Job {
+public:
+    enum class Stage : std::uint8_t { Hash, Write, Answer };
+
+    virtual ~Job() = default;
+    Job(const Job &) = delete;
+    Job &operator=(const Job &) = delete;
+
+    Stage stage() const { return stage_; }
+
+    // The current stage, in a pool thread; never throws. Then the stage after it.
+    void run_stage(ngx_log_t *log);
+    // Ends the job with e (a batch whose commit failed, a pool that refused the job).
+    void fail(signin::Error e);
+    // The Answer stage of a request's job: an rc for ngx_http_finalize_request.
+    ngx_int_t finish(ngx_http_request_t *r);
+
+protected:
+    explicit Job(Stage first) : stage_(first) {}
+
+    // Hash stage (only for a job that starts there): verify or hash, write nothing.
+    virtual signin::Status hash() { return signin::ok_status(); }
+    // Whether a Write stage follows the Hash stage.
+    virtual bool writes() const { return true; }
+    // Write stage: engine calls that write through the store; the batch's commit makes them durable.
+    virtual signin::Status write() { return signin::ok_status(); }
+    // Answer stage of a request's job: the answer to the outcome.
+    virtual ngx_int_t answer(ngx_http_request_t *r) = 0;
+    // Answer stage after a failure, before the error is answered (counters of failed attempts).
+    virtual void failed(ngx_http_request_t *, const signin::Error &) {}
+
+private:
+    Stage stage_;
+    std::optional<signin::Error> failure_;
+};
+
+// A job whose outcome no request waits for (a touch, a cancel, a purge, an audit entry).
+class BackgroundJob : public Job {
+protected:
+    using Job::Job;
+    ngx_int_t answer(ngx_http_request_t *) final { return NGX_OK; }
+};
+
+// The pools of this worker's jobs (init_process): writes, and Argon2id.
+void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes);
+
+// Starts a request's job: the request waits (r->main->blocked) until the job's answer. The
+// caller holds a request reference (the body reading's, or count++). Returns NGX_DONE, or the
+// rc of the 503 answered when the job could not be queued.
+ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
+// Starts a job that may outlive any request. NGX_ERROR when it could not be queued.
+ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job);
+
+// Called by a hashing thread: drops it to nice 10 once, so the event loop (nice 0) is scheduled
+// ahead of Argon2id when both want the CPU.
+void lower_thread_priority();
+
+}  // namespace signin_ngx

@@ -1,0 +1,309 @@
+// Passwords (SPEC §4 "Password endpoints", §5 rules 7-10, §8): POST /password/register,
+// /password/session, /password/token, /password, /password/change. Each Argon2id runs in the
+// hashing pool (the job's Hash stage), its write in a write batch; the attempt limits live in
+// the signin_limits zone.
+#include "core/json.hpp"
+#include "ngx/signin_api.h"
+#include "ngx/signin_conf.h"
+#include "ngx/signin_delivery.h"
+#include "ngx/signin_limits.h"
+#include "ngx/signin_reply.h"
+
+namespace signin_ngx {
+namespace {
+
+using signin::Code;
+namespace throttle = signin::throttle;
+
+signin::Identity &id() { return *identity(); }
+
+// Passwords may be up to 1024 bytes after NFC; longer ones reach the policy's message.
+constexpr std::size_t kPasswordBodyField = 8192;
+
+// SPEC §8 password limits, from the engine's policy (signin_password_* directives).
+throttle::BackoffRule pair_rule() {
+    const signin::AttemptLimits &a = id().policy().attempts;
+    throttle::BackoffRule b;
+    b.free_failures = a.free_attempts;
+    b.base = a.backoff;
+    b.max = a.backoff_max;
+    return b;
+}
+throttle::BackoffRule registration_rule() {
+    const signin::AttemptLimits &a = id().policy().attempts;
+    throttle::BackoffRule b;
+    b.free_failures = 1;  // every registration counts: the first makes the next wait
+    b.base = a.register_backoff;
+    b.max = a.register_backoff_max;
+    return b;
+}
+throttle::WindowRule address_rule() {
+    const signin::AttemptLimits &a = id().policy().attempts;
+    throttle::WindowRule w;
+    w.limit = a.address_limit;
+    w.window = a.address_window;
+    return w;
+}
+
+// The key of the (address, client) password backoff. It also names the address's password
+// epoch, so that a reset (a new hash) starts every client's history of that address afresh
+// (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe.
+std::string pair_key(const std::string &address, std::string_view email, std::string_view group,
+                     const std::string &client) {
+    return address + "\n" + client + "\n" + id().password_epoch(email, group);
+}
+
+// The limits that come before a password is checked: the pair's backoff and the address's
+// window (SPEC §8). `pair` is set when the zone is on; a refusal's 429 rc goes to `rc`.
+bool attempt_allowed(ApiCall &call, const std::string &address, std::string_view email, std::string_view group,
+                     std::string &pair, std::string_view what, ngx_int_t &rc) {
+    if (!limits_on(call.r) || address.empty()) return true;
+    pair = pair_key(address, email, group, call.client);
+    Verdict v = backoff_check(call.r, Bucket::PasswordPair, pair, pair_rule());
+    if (!v.allowed) {
+        rc = send_rate_limited(call.r, Bucket::PasswordPair, v, what);
+        return false;
+    }
+    v = limit_take_rule(call.r, Bucket::PasswordAddress, address, address_rule());
+    if (!v.allowed) {
+        rc = send_rate_limited(call.r, Bucket::PasswordAddress, v, what);
+        return false;
+    }
+    return true;
+}
+
+// POST /password/register: the hash first; then, as any token request, the token's write, which
+// keeps only the hash until the exchange (SPEC §3 "Registration").
+class PasswordRegistrationJob final : public TokenRequestJob {
+public:
+    PasswordRegistrationJob(std::string email, std::string group, std::string client, Send send,
+                            signin::Secret password, bool backoff)
+        : TokenRequestJob(Stage::Hash, signin::Intent::Register, std::move(email), std::move(group),
+                          std::move(client), std::move(send)),
+          password_(std::move(password)),
+          backoff_(backoff) {}
+
+private:
+    signin::Status hash() override {
+        auto hashed = id().prepare_password_registration(email_, password_, group_);
+        password_.wipe();
+        if (!hashed) return hashed.error();
+        password_hash_ = std::move(hashed.value());
+        return signin::ok_status();
+    }
+    signin::Status write() override {
+        auto issued = id().issue_password_registration_hashed(email_, group_, client_, password_hash_, send_.may_send);
+        if (!issued) return issued.error();
+        issued_ = std::move(issued.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override {
+        // a registration that went through (not refused by the policy) makes the next one wait
+        if (backoff_) backoff_fail(r, Bucket::PasswordRegistration, send_.address, registration_rule());
+        return TokenRequestJob::answer(r);
+    }
+
+    signin::Secret password_;
+    std::string password_hash_;
+    bool backoff_;  // the address's password-registration backoff applies (the zone is on)
+};
+
+// POST /password/session and /password/token: the Argon2id verify, then the session (or the
+// failure's audit entry).
+class PasswordLoginJob final : public Job {
+public:
+    PasswordLoginJob(std::string email, std::string group, std::string client, std::string user_agent,
+                     signin::Secret password, signin::SessionKind kind, std::string pair)
+        : Job(Stage::Hash),
+          email_(std::move(email)),
+          group_(std::move(group)),
+          client_(std::move(client)),
+          user_agent_(std::move(user_agent)),
+          password_(std::move(password)),
+          kind_(kind),
+          pair_(std::move(pair)) {}
+
+private:
+    signin::Status hash() override {
+        auto check = id().check_password_login(email_, password_, client_, kind_, user_agent_, group_);
+        password_.wipe();
+        if (!check) return check.error();
+        check_ = std::move(check.value());
+        return signin::ok_status();
+    }
+    signin::Status write() override {
+        auto step = id().finish_password_login(*check_);
+        if (!step) return step.error();
+        step_ = std::move(step.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override {
+        if (!pair_.empty()) backoff_clear(r, Bucket::PasswordPair, pair_);  // a success clears this pair only
+        if (!step_->signed_in() || !step_->session) return send_json(r, 202, "{\"mfa_required\":true}");
+        return send_session(r, *step_->session);
+    }
+    void failed(ngx_http_request_t *r, const signin::Error &e) override {
+        if (!pair_.empty() && e.code == Code::InvalidCredentials) {
+            backoff_fail(r, Bucket::PasswordPair, pair_, pair_rule());
+        }
+    }
+
+    std::string email_, group_, client_, user_agent_;
+    signin::Secret password_;
+    signin::SessionKind kind_;
+    std::string pair_;  // the (address, client) backoff key, when the zone is on
+    std::optional<signin::PasswordLoginCheck> check_;
+    std::optional<signin::SignInStep> step_;
+};
+
+// POST /password: set, change or reset from a fresh session (no current password, SPEC §5 rule 7).
+class PasswordSetJob final : public Job {
+public:
+    PasswordSetJob(signin::Principal p, signin::Secret password, std::string client)
+        : Job(Stage::Hash), principal_(std::move(p)), password_(std::move(password)), client_(std::move(client)) {}
+
+private:
+    signin::Status hash() override {
+        auto update = id().prepare_set_password(principal_, password_);
+        password_.wipe();
+        if (!update) return update.error();
+        update_ = std::move(update.value());
+        return signin::ok_status();
+    }
+    signin::Status write() override { return id().store_set_password(principal_, *update_, client_); }
+    ngx_int_t answer(ngx_http_request_t *r) override { return send_empty(r, NGX_HTTP_NO_CONTENT); }
+
+    signin::Principal principal_;
+    signin::Secret password_;
+    std::string client_;
+    std::optional<signin::PasswordUpdate> update_;
+};
+
+// POST /password/change: `current` verified and `password` hashed, then the write and the
+// PasswordChanged notice (SPEC §3 "Session").
+class PasswordChangeJob final : public Job {
+public:
+    PasswordChangeJob(signin::Principal p, signin::Secret current, signin::Secret password, std::string client,
+                      std::string pair)
+        : Job(Stage::Hash),
+          principal_(std::move(p)),
+          current_(std::move(current)),
+          password_(std::move(password)),
+          client_(std::move(client)),
+          pair_(std::move(pair)) {}
+
+private:
+    signin::Status hash() override {
+        auto update = id().check_password_change(principal_, current_, password_, client_);
+        current_.wipe();
+        password_.wipe();
+        if (!update) return update.error();
+        update_ = std::move(update.value());
+        return signin::ok_status();
+    }
+    signin::Status write() override {
+        auto change = id().store_password_change(principal_, *update_, client_);
+        if (!change) return change.error();
+        change_ = std::move(change.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override {
+        if (!pair_.empty()) backoff_clear(r, Bucket::PasswordPair, pair_);
+        (void)start_delivery(r, change_->notice, client_);
+        return send_empty(r, NGX_HTTP_NO_CONTENT);
+    }
+    void failed(ngx_http_request_t *r, const signin::Error &e) override {
+        // a wrong `current` is a failed password attempt of this (address, client)
+        if (!pair_.empty() && e.code == Code::WrongPassword) backoff_fail(r, Bucket::PasswordPair, pair_, pair_rule());
+    }
+
+    signin::Principal principal_;
+    signin::Secret current_, password_;
+    std::string client_;
+    std::string pair_;
+    std::optional<signin::PasswordUpdate> update_;
+    std::optional<signin::PasswordChange> change_;
+};
+
+using signin::json::Fields;
+
+// {email, password, group?} of the three sign-in-less password endpoints.
+std::optional<Fields> credentials_body(ApiCall &call, ngx_int_t &rc) {
+    auto f = signin::json::parse_object(call.body, {{"email", true}, {"password", true}, {"group", false}},
+                                        kPasswordBodyField);
+    if (!f) {
+        rc = send_failure(call.r, f.error());
+        return std::nullopt;
+    }
+    return std::move(f.value());
+}
+
+ngx_int_t password_login(ApiCall &call, signin::SessionKind kind) {
+    ngx_int_t rc = NGX_ERROR;
+    auto f = credentials_body(call, rc);
+    if (!f) return rc;
+    Fields &v = *f;
+    std::string pair;
+    if (!attempt_allowed(call, address_key(v["email"], v["group"]), v["email"], v["group"], pair, "password", rc)) {
+        return rc;
+    }
+    return start_job(call.r, std::make_unique<PasswordLoginJob>(v["email"], v["group"], call.client, user_agent(call.r),
+                                                                signin::Secret(std::move(v["password"])), kind,
+                                                                std::move(pair)));
+}
+
+}  // namespace
+
+ngx_int_t post_password_register(ApiCall &call) {
+    ngx_int_t rc = NGX_ERROR;
+    auto f = credentials_body(call, rc);
+    if (!f) return rc;
+    Fields &v = *f;
+    TokenRequestJob::Send send{address_key(v["email"], v["group"])};
+    const bool limited = limits_on(call.r) && !send.address.empty();
+    if (limited) {
+        // repeated password registration of one address: 60 s after the first, doubling
+        Verdict verdict = backoff_check(call.r, Bucket::PasswordRegistration, send.address, registration_rule());
+        if (!verdict.allowed) {
+            return send_rate_limited(call.r, Bucket::PasswordRegistration, verdict, "password/register");
+        }
+        // SPEC §8 rule 1 as for /register: over the address's send limit, nothing is sent
+        send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
+        send.counted = send.may_send;
+    }
+    return start_job(call.r, std::make_unique<PasswordRegistrationJob>(v["email"], v["group"], call.client,
+                                                                       std::move(send),
+                                                                       signin::Secret(std::move(v["password"])),
+                                                                       limited));
+}
+
+ngx_int_t post_password_session(ApiCall &call) { return password_login(call, signin::SessionKind::Cookie); }
+ngx_int_t post_password_token(ApiCall &call) { return password_login(call, signin::SessionKind::Bearer); }
+
+ngx_int_t post_password(ApiCall &call) {
+    ngx_int_t rc = NGX_ERROR;
+    auto p = signed_in(call, rc);
+    if (!p) return rc;
+    auto f = signin::json::parse_object(call.body, {{"password", true}}, kPasswordBodyField);
+    if (!f) return send_failure(call.r, f.error());
+    return start_job(call.r, std::make_unique<PasswordSetJob>(std::move(*p), signin::Secret(std::move(f.value()["password"])),
+                                                              call.client));
+}
+
+ngx_int_t post_password_change(ApiCall &call) {
+    ngx_int_t rc = NGX_ERROR;
+    auto p = signed_in(call, rc);
+    if (!p) return rc;
+    auto f = signin::json::parse_object(call.body, {{"current", true}, {"password", true}}, kPasswordBodyField);
+    if (!f) return send_failure(call.r, f.error());
+    const signin::User &u = p->user;
+    std::string pair;
+    if (!attempt_allowed(call, address_key(u.email, u.group_id), u.email, u.group_id, pair, "password/change", rc)) {
+        return rc;
+    }
+    return start_job(call.r, std::make_unique<PasswordChangeJob>(std::move(*p), signin::Secret(std::move(f.value()["current"])),
+                                                                 signin::Secret(std::move(f.value()["password"])),
+                                                                 call.client, std::move(pair)));
+}
+
+}  // namespace signin_ngx

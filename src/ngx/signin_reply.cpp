@@ -1,0 +1,100 @@
+// Answers of the sign-in glue (signin_reply.h).
+#include "ngx/signin_reply.h"
+
+#include "core/json.hpp"
+
+namespace signin_ngx {
+
+bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value) {
+    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
+    if (h == nullptr) return false;
+    h->hash = 1;
+#if defined(nginx_version) && nginx_version >= 1023000
+    h->next = nullptr;
+#endif
+    h->key = pool_copy(r->pool, name);
+    h->value = pool_copy(r->pool, value);
+    return h->key.data && h->value.data;
+}
+
+// content_type: a string literal (nginx keeps pointing at it, as with ngx_str_set)
+template <std::size_t N = sizeof("application/json")>
+static ngx_int_t send_common(ngx_http_request_t *r, ngx_uint_t status, const std::string *body,
+                             const char (&content_type)[N] = "application/json") {
+    r->headers_out.status = status;
+    if (!add_header(r, "Cache-Control", "no-store")) return NGX_ERROR;
+    if (body == nullptr) {
+        r->header_only = 1;
+        r->headers_out.content_length_n = 0;
+        return ngx_http_send_header(r);
+    }
+    r->headers_out.content_type.len = N - 1;
+    r->headers_out.content_type.data = reinterpret_cast<u_char *>(const_cast<char *>(content_type));
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_length_n = static_cast<off_t>(body->size());
+    if (r->method == NGX_HTTP_HEAD) r->header_only = 1;
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, body->size() ? body->size() : 1);
+    if (b == nullptr) return NGX_ERROR;
+    b->last = ngx_cpymem(b->last, body->data(), body->size());
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out = {b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body) {
+    return send_common(r, status, &body);
+}
+
+ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status) { return send_common(r, status, nullptr); }
+
+ngx_int_t send_html(ngx_http_request_t *r, const std::string &page) {
+    return send_common(r, NGX_HTTP_OK, &page, "text/html; charset=utf-8");
+}
+
+ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message) {
+    auto status = static_cast<ngx_uint_t>(signin::code_status(code));
+    if (status >= 500) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: %s", message.c_str());
+    }
+    std::string shown = status >= 500 ? std::string(code == signin::Code::StorageFull
+                                                        ? "the sign-in store is full"
+                                                        : "the sign-in service is unavailable")
+                                      : message;
+    return send_json(r, status, signin::json::error(code, shown));
+}
+
+ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e) {
+    if (e.code != signin::Code::RateLimited) return send_error(r, e.code, e.message);
+    const long long seconds = e.retry_after > 0 ? (e.retry_after + 999) / 1000 : 1;
+    if (!add_header(r, "Retry-After", std::to_string(seconds))) return NGX_ERROR;
+    signin::json::Writer w;
+    w.begin_object()
+        .key("error").value(e.message)
+        .key("code").value(signin::code_name(e.code))
+        .key("retry_after").value(static_cast<std::int64_t>(seconds))
+        .end_object();
+    return send_json(r, 429, w.str());
+}
+
+ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bool cookie_request) {
+    if (!cookie_request) add_header(r, "WWW-Authenticate", "Bearer");
+    return send_error(r, e.code, e.message);
+}
+
+ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message) {
+    if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return send_error(r, code, message);
+}
+
+std::string cookie_header(std::string_view name, std::string_view value, long long max_age) {
+    std::string h(name);
+    h += "=";
+    h += value;
+    h += "; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=" + std::to_string(max_age);
+    return h;
+}
+
+}  // namespace signin_ngx

@@ -1,0 +1,33 @@
+// Answers of the sign-in glue: JSON bodies with cache-control: no-store (SPEC §4), the error
+// shape {"error", "code"} of DESIGN §5, and the session cookie.
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <string>
+#include <string_view>
+
+#include "signin/types.hpp"
+
+namespace signin_ngx {
+
+// Each send_* returns the output filter's rc, for ngx_http_finalize_request.
+ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
+ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
+// 200 text/html; charset=utf-8, cache-control: no-store.
+ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);
+// {"error": message, "code": ...} with the code's status; a 5xx is logged and its message hidden.
+ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message);
+// An engine error: 429 adds Retry-After and "retry_after" (seconds) to the body.
+ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e);
+// 401 unauthenticated; a request that did not come with a cookie is told `WWW-Authenticate: Bearer`.
+ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bool cookie_request);
+// An error answered before the request body was read: the body is discarded first, or its bytes
+// would be read as the next request on a keep-alive connection (request smuggling).
+ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message);
+
+bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
+// The Set-Cookie value of the session cookie (SPEC §5 rule 1); max_age 0 clears it.
+std::string cookie_header(std::string_view name, std::string_view value, long long max_age);
+
+}  // namespace signin_ngx

@@ -1,0 +1,171 @@
+// What the sign-in glue reads from a request (signin_request.h).
+#include "ngx/signin_request.h"
+
+#include <new>
+
+#include "ngx/signin_conf.h"
+
+namespace signin_ngx {
+
+static void destroy_ctx(void *data) {
+    auto *ctx = static_cast<RequestCtx *>(data);
+    if (!ctx->delivery_json.empty()) {  // holds a token
+        ngx_explicit_memzero(ctx->delivery_json.data(), ctx->delivery_json.size());
+    }
+    ctx->~RequestCtx();
+}
+
+RequestCtx *get_ctx(ngx_http_request_t *r, bool create) {
+    auto *ctx = static_cast<RequestCtx *>(ngx_http_get_module_ctx(r, ngx_http_signin_module));
+    if (ctx || !create) return ctx;
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(RequestCtx));
+    if (cln == nullptr) return nullptr;
+    ctx = new (cln->data) RequestCtx();
+    cln->handler = destroy_ctx;
+    ngx_http_set_ctx(r, ctx, ngx_http_signin_module);
+    return ctx;
+}
+
+static bool equals_nocase(std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           ngx_strncasecmp(reinterpret_cast<u_char *>(const_cast<char *>(a.data())),
+                           reinterpret_cast<u_char *>(const_cast<char *>(b.data())), a.size()) == 0;
+}
+
+std::optional<std::string_view> header_value(ngx_http_request_t *r, std::string_view name) {
+    for (ngx_list_part_t *part = &r->headers_in.headers.part; part; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            if (equals_nocase(sv(h[i].key), name)) return sv(h[i].value);
+        }
+    }
+    return std::nullopt;
+}
+
+std::string user_agent(ngx_http_request_t *r) {
+    return r->headers_in.user_agent ? std::string(sv(r->headers_in.user_agent->value)) : std::string();
+}
+
+std::string client_of(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx && ctx->client) return *ctx->client;
+    std::string client;
+    MainConf *m = main_conf(r);
+    ngx_str_t v = ngx_null_string;
+    if (m->client && ngx_http_complex_value(r, m->client, &v) == NGX_OK) {
+        client.assign(sv(v));
+    } else {
+        client.assign(sv(r->connection->addr_text));
+    }
+    if (client.size() > 64) client.resize(64);
+    if (ctx) ctx->client = client;
+    return client;
+}
+
+static std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+// Counts the session cookies in one Cookie header line and keeps the last value seen.
+static void scan_cookie_line(std::string_view line, std::string_view name, int &count, std::string_view &value) {
+    while (!line.empty()) {
+        std::size_t semi = line.find(';');
+        std::string_view pair = trim(line.substr(0, semi));
+        line = semi == std::string_view::npos ? std::string_view() : line.substr(semi + 1);
+        std::size_t eq = pair.find('=');
+        if (eq == std::string_view::npos) continue;
+        if (trim(pair.substr(0, eq)) == name) {
+            ++count;
+            value = trim(pair.substr(eq + 1));
+        }
+    }
+}
+
+Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name) {
+    Credentials c;
+    int cookies = 0;
+    std::string_view cookie;
+#if defined(nginx_version) && nginx_version >= 1023000
+    for (ngx_table_elt_t *h = r->headers_in.cookie; h; h = h->next) {
+        scan_cookie_line(sv(h->value), cookie_name, cookies, cookie);
+    }
+#else
+    auto **lines = static_cast<ngx_table_elt_t **>(r->headers_in.cookies.elts);
+    for (ngx_uint_t i = 0; i < r->headers_in.cookies.nelts; i++) {
+        scan_cookie_line(sv(lines[i]->value), cookie_name, cookies, cookie);
+    }
+#endif
+    bool bearer = false;
+    std::string_view token;
+    if (r->headers_in.authorization) {
+        std::string_view v = trim(sv(r->headers_in.authorization->value));
+        if (v.size() >= 7 && equals_nocase(v.substr(0, 7), "bearer ")) {
+            bearer = true;
+            token = trim(v.substr(7));
+        }
+    }
+    if (cookies > 1 || (cookies && bearer)) {
+        c.state = Credentials::Ambiguous;
+    } else if (bearer) {
+        c.state = token.empty() ? Credentials::Malformed : Credentials::Bearer;
+        c.secret = signin::Secret(std::string(token));
+    } else if (cookies) {
+        c.state = cookie.empty() ? Credentials::Malformed : Credentials::Cookie;
+        c.secret = signin::Secret(std::string(cookie));
+    }
+    return c;
+}
+
+std::optional<std::string_view> sub_path(ngx_http_request_t *r) {
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+    std::string_view uri = sv(r->uri), name = sv(clcf->name);
+    if (uri.substr(0, name.size()) != name) return std::nullopt;
+    std::string_view rest = uri.substr(name.size());
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    return rest;
+}
+
+bool is_json_content_type(ngx_http_request_t *r) {
+    if (r->headers_in.content_type == nullptr) return false;
+    std::string_view v = sv(r->headers_in.content_type->value);
+    std::string_view base = v.substr(0, v.find(';'));
+    while (!base.empty() && base.back() == ' ') base.remove_suffix(1);
+    return equals_nocase(base, "application/json");
+}
+
+RequestBody::RequestBody(ngx_http_request_t *r) : r_(r) {
+    if (r->request_body == nullptr) return;
+    if (r->request_body->temp_file) {
+        too_large_ = true;
+        return;
+    }
+    const size_t max = main_conf(r)->body_max;
+    for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
+        ngx_buf_t *b = cl->buf;
+        if (ngx_buf_special(b)) continue;  // the empty end-of-body marker
+        if (b->in_file || !ngx_buf_in_memory(b)) {
+            too_large_ = true;
+            return;
+        }
+        text_.append(reinterpret_cast<const char *>(b->pos), static_cast<size_t>(b->last - b->pos));
+        if (text_.size() > max) {
+            too_large_ = true;
+            return;
+        }
+    }
+}
+
+RequestBody::~RequestBody() {
+    ngx_explicit_memzero(text_.data(), text_.size());
+    if (r_->request_body == nullptr) return;
+    for (ngx_chain_t *cl = r_->request_body->bufs; cl; cl = cl->next) {
+        ngx_buf_t *b = cl->buf;
+        if (b->temporary && !b->in_file && b->pos && b->last > b->pos) {  // our writable copies only
+            ngx_explicit_memzero(b->pos, static_cast<size_t>(b->last - b->pos));
+        }
+    }
+}
+
+}  // namespace signin_ngx

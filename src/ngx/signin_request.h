@@ -1,0 +1,65 @@
+// What the sign-in glue reads from a request: its context, headers, credentials (SPEC §5), the
+// client (signin_client), and its JSON body.
+#pragma once
+
+#include "ngx/ngx_signin_nginx.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ngx/signin_jobs.h"
+#include "signin/auth.hpp"
+
+namespace signin_ngx {
+
+struct Route;
+
+// Per-request state: owns C++ members, so it lives in a pool cleanup that runs its destructor.
+struct RequestCtx {
+    std::optional<signin::Principal> principal;  // who is signed in, for $signin_user_*
+    std::string delivery_json;                    // the body of a delivery subrequest (holds a token)
+    std::optional<std::string> client;            // the evaluated signin_client value
+    std::unique_ptr<Job> job;                     // the job the request waits for (signin_jobs.cpp)
+    bool job_answered = false;                    // ... and it reached its Answer stage
+    const Route *route = nullptr;                 // the API endpoint whose body is being read
+};
+RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
+
+std::optional<std::string_view> header_value(ngx_http_request_t *r, std::string_view name);
+std::string user_agent(ngx_http_request_t *r);
+// signin_client (default $remote_addr), at most 64 bytes; evaluated once per request.
+std::string client_of(ngx_http_request_t *r);
+
+// Credentials of a request (SPEC §5 rules 2, 4; DESIGN §5 cookie tossing).
+struct Credentials {
+    enum State { None, Cookie, Bearer, Ambiguous, Malformed } state = None;
+    signin::Secret secret;
+};
+Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name);
+
+// The path below the location: "/auth/" + "register" → "register".
+std::optional<std::string_view> sub_path(ngx_http_request_t *r);
+bool is_json_content_type(ngx_http_request_t *r);
+
+// The request body read by ngx_http_read_client_request_body, copied out (at most signin_body_max
+// bytes). Bodies carry passwords and tokens: the destructor wipes the copy and nginx's writable
+// body buffers.
+class RequestBody {
+public:
+    explicit RequestBody(ngx_http_request_t *r);
+    ~RequestBody();
+    RequestBody(const RequestBody &) = delete;
+    RequestBody &operator=(const RequestBody &) = delete;
+
+    bool too_large() const { return too_large_; }
+    std::string_view text() const { return text_; }
+
+private:
+    ngx_http_request_t *r_;
+    std::string text_;
+    bool too_large_ = false;
+};
+
+}  // namespace signin_ngx

@@ -1,0 +1,81 @@
+// signin_require: the gate in front of any location (DESIGN §4). Access phase: a live session
+// or bearer token, or 401 JSON (unless the location has error_page, which then decides what the
+// visitor sees). nginx skips the access phase for subrequests, so the same check also runs in
+// the precontent phase for them: an SSI include or auth_request cannot bypass the gate.
+#include "ngx/signin_api.h"
+#include "ngx/signin_conf.h"
+#include "ngx/signin_handlers.h"
+#include "ngx/signin_limits.h"
+#include "ngx/signin_reply.h"
+
+namespace signin_ngx {
+namespace {
+
+using signin::Code;
+
+// A gate that answers itself ends the phase handlers: the answer is the request's.
+ngx_int_t finish_with(ngx_http_request_t *r, ngx_int_t rc) {
+    ngx_http_finalize_request(r, rc);
+    return NGX_DONE;
+}
+
+ngx_int_t gate(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx && (ctx->principal || !ctx->delivery_json.empty())) return NGX_DECLINED;
+    // A subrequest (SSI include, auth_request, ...) carries the client's headers and is
+    // checked the same way; it fails with a bare status for its parent to act on.
+    const bool sub = r != r->main;
+    signin::Identity *engine = identity();
+    if (engine == nullptr) {
+        if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;
+        return finish_with(r, reject(r, Code::StorageError, "the sign-in store is not open"));
+    }
+    // one client request counts once, however many subrequests it makes
+    if (!sub) {
+        if (Verdict v = limit_take(r, Bucket::SignedIn, client_of(r)); !v.allowed) {
+            return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
+        }
+    }
+    Credentials c = read_credentials(r, engine->cookie_name());
+    // SPEC §5 rule 4 for the upstreams behind the gate: a cookie-carrying state change whose
+    // Origin is present and not the site's is refused (a same-site, cross-origin form POST
+    // carries a SameSite=Lax cookie; the legacy app may have no CSRF defence of its own).
+    const bool unsafe = !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_OPTIONS));
+    if (c.state == Credentials::Cookie && unsafe) {
+        if (auto ok = engine->check_origin(header_value(r, "Origin"), false); !ok) {
+            if (sub) return NGX_HTTP_FORBIDDEN;
+            return finish_with(r, reject(r, ok.error().code, ok.error().message));
+        }
+    }
+    auto p = authenticate(r, c);
+    if (p) return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+    auto status = static_cast<ngx_int_t>(signin::code_status(p.error().code));
+    if (sub || (clcf->error_pages && status == NGX_HTTP_UNAUTHORIZED)) return status;
+    if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
+}
+
+}  // namespace
+
+ngx_int_t require_handler(ngx_http_request_t *r) {
+    LocConf *l = loc_conf(r);
+    // the sign-in machinery itself is never gated (signin_require on at server level must not
+    // lock visitors out of signing in): the API, the dev mailbox and our delivery subrequest
+    if (!l->require || l->api == 1 || l->mailbox == 1) return NGX_DECLINED;
+    try {
+        return gate(r);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: access check failed: %s", e.what());
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: access check failed");
+    }
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+ngx_int_t require_subrequest_handler(ngx_http_request_t *r) {
+    if (r == r->main) return NGX_DECLINED;
+    return require_handler(r);
+}
+
+}  // namespace signin_ngx

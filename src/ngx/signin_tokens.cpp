@@ -1,0 +1,110 @@
+// Email tokens: POST /register, /login (a token request), POST /session, /token (its exchange)
+// (SPEC §3 "Email token", §4).
+#include "core/json.hpp"
+#include "ngx/signin_api.h"
+#include "ngx/signin_conf.h"
+#include "ngx/signin_delivery.h"
+#include "ngx/signin_limits.h"
+#include "ngx/signin_reply.h"
+
+namespace signin_ngx {
+namespace {
+
+using signin::Code;
+
+signin::Identity &id() { return *identity(); }
+
+// POST /session and /token: spends the token and opens a session, in one write (one token
+// exchanged by many connections through several workers yields one session).
+class ExchangeJob final : public Job {
+public:
+    ExchangeJob(signin::Secret token, std::string client, std::string user_agent, signin::SessionKind kind)
+        : Job(Stage::Write),
+          token_(std::move(token)),
+          client_(std::move(client)),
+          user_agent_(std::move(user_agent)),
+          kind_(kind) {}
+
+private:
+    signin::Status write() override {
+        auto s = id().exchange_from(token_, client_, kind_, user_agent_);
+        if (!s) return s.error();
+        session_ = std::move(s.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override { return send_session(r, *session_); }
+    void failed(ngx_http_request_t *r, const signin::Error &e) override {
+        // failed exchanges per client bound token guessing (signin_limit_exchange_failures)
+        if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_);
+    }
+
+    signin::Secret token_;
+    std::string client_, user_agent_;
+    signin::SessionKind kind_;
+    std::optional<signin::Session> session_;
+};
+
+ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
+    auto f = signin::json::parse_object(call.body, {{"email", true}, {"group", false}});
+    if (!f) return send_failure(call.r, f.error());
+    std::string email = f.value()["email"], group = f.value()["group"];
+    TokenRequestJob::Send send{address_key(email, group)};
+    if (!send.address.empty() && limits_on(call.r)) {
+        send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
+        send.counted = send.may_send;
+    }
+    return start_job(call.r, std::make_unique<TokenRequestJob>(Job::Stage::Write, intent, std::move(email),
+                                                               std::move(group), call.client, std::move(send)));
+}
+
+ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
+    auto f = signin::json::parse_object(call.body, {{"token", true}});
+    if (!f) return send_failure(call.r, f.error());
+    return start_job(call.r, std::make_unique<ExchangeJob>(signin::Secret(std::move(f.value()["token"])), call.client,
+                                                           user_agent(call.r), kind));
+}
+
+}  // namespace
+
+TokenRequestJob::TokenRequestJob(Stage first, signin::Intent intent, std::string email, std::string group,
+                                 std::string client, Send send)
+    : Job(first),
+      intent_(intent),
+      email_(std::move(email)),
+      group_(std::move(group)),
+      client_(std::move(client)),
+      send_(std::move(send)) {}
+
+signin::Status TokenRequestJob::write() {
+    auto issued = id().issue_token(intent_, email_, group_, client_, send_.may_send);
+    if (!issued) return issued.error();
+    issued_ = std::move(issued.value());
+    return signin::ok_status();
+}
+
+ngx_int_t TokenRequestJob::answer(ngx_http_request_t *r) {
+    if (issued_->delivery) {
+        (void)start_delivery(r, *issued_->delivery, client_);  // a failure cancels the token
+    } else if (send_.counted) {
+        limit_refund(r, Bucket::Address, send_.address);  // the counter counts sends only
+    }
+    return send_json(r, 202, "{\"status\":\"sent\"}");
+}
+
+void TokenRequestJob::failed(ngx_http_request_t *r, const signin::Error &) {
+    if (send_.counted) limit_refund(r, Bucket::Address, send_.address);
+}
+
+std::string address_key(std::string_view email, std::string_view group) {
+    auto e = signin::normalize_email(email);
+    auto g = signin::normalize_group(group);
+    if (!e || !g) return {};
+    return *g + "\n" + *e;
+}
+
+ngx_int_t post_register(ApiCall &call) { return request_token(call, signin::Intent::Register); }
+ngx_int_t post_login(ApiCall &call) { return request_token(call, signin::Intent::Login); }
+ngx_int_t post_session(ApiCall &call) { return exchange(call, signin::SessionKind::Cookie); }
+ngx_int_t post_token(ApiCall &call) { return exchange(call, signin::SessionKind::Bearer); }
+
+}  // namespace signin_ngx

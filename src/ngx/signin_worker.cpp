@@ -1,0 +1,124 @@
+// The per-worker engine: the store opened after fork (DESIGN §3 rule 7), the job pools, the
+// purge of expired records, and the warm-up of the dummy hash.
+#include "ngx/signin_conf.h"
+#include "ngx/signin_handlers.h"
+#include "ngx/signin_jobs.h"
+#include "ngx/signin_limits.h"
+
+namespace signin_ngx {
+namespace {
+
+std::shared_ptr<signin::Store> g_store;
+std::unique_ptr<signin::Identity> g_identity;
+ngx_event_t g_purge_event;
+ngx_connection_t g_purge_dummy;
+
+constexpr ngx_msec_t kFirstPurge = 5000, kPurgeEvery = 60000;
+
+// Deletes expired tokens and sessions, a bounded number a round.
+class PurgeJob final : public BackgroundJob {
+public:
+    PurgeJob() : BackgroundJob(Stage::Write) {}
+
+private:
+    signin::Status write() override {
+        auto n = g_identity->purge_expired(10000);
+        if (!n) return n.error();
+        return signin::ok_status();
+    }
+};
+
+// Makes the dummy hash of failed password sign-ins now, in the pool, not in the first failure.
+class WarmJob final : public BackgroundJob {
+public:
+    explicit WarmJob(signin::password::HashParams p) : BackgroundJob(Stage::Hash), params_(p) {}
+
+private:
+    signin::Status hash() override {
+        (void)signin::password::dummy_hash(params_);
+        return signin::ok_status();
+    }
+    bool writes() const override { return false; }
+    signin::password::HashParams params_;
+};
+
+void purge_tick(ngx_event_t *ev) {
+    if (ngx_exiting || ngx_quit || ngx_terminate) return;
+    try {
+        if (start_background_job(std::make_unique<PurgeJob>()) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, ev->log, 0, "signin: could not queue the purge of expired records");
+        }
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, ev->log, 0, "signin: could not queue the purge of expired records");
+    }
+    ngx_add_timer(ev, kPurgeEvery);
+}
+
+void open_engine(ngx_cycle_t *cycle, MainConf *m) {
+    signin::LmdbOptions opts;
+    opts.path = std::string(sv(m->store_path));
+    opts.map_size = m->store_size;
+    g_store = signin::open_lmdb_store(opts);
+    g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
+    if (m->blocklist) g_identity->with_password_check(signin::password::blocklist_checker(*m->blocklist));
+    // Password attempt counters live in the signin_limits zone (signin_passwords.cpp), shared by
+    // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
+    // attempt limits in its own memory, so password guessing is never unlimited unless
+    // "signin_limits off" says so.
+    if (limits_mode(cycle) == LimitsMode::None) {
+        g_identity->with_attempt_limiter(std::make_shared<signin::MemoryAttemptLimiter>(m->policy->attempts));
+    } else {
+        g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
+    }
+}
+
+}  // namespace
+
+signin::Identity *identity() { return g_identity.get(); }
+
+ngx_int_t init_worker(ngx_cycle_t *cycle) {
+    MainConf *m = cycle_main_conf(cycle);
+    if (m == nullptr || !m->used) return NGX_OK;
+    try {
+        open_engine(cycle, m);
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &m->store_path,
+                      e.what());
+        g_identity.reset();
+        return NGX_OK;  // requests answer 503 storage_unavailable; the worker keeps serving the rest
+    } catch (...) {
+        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened", &m->store_path);
+        g_identity.reset();
+        return NGX_OK;
+    }
+    set_job_pools(m->thread_pool, m->password_pool);
+    try {
+        if (m->passwords && start_background_job(std::make_unique<WarmJob>(m->policy->password_hash)) != NGX_OK) {
+            ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
+        }
+    } catch (...) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
+    }
+    if (ngx_worker == 0) {
+        g_purge_dummy.fd = -1;
+        g_purge_event.handler = purge_tick;
+        g_purge_event.log = cycle->log;
+        g_purge_event.data = &g_purge_dummy;
+        g_purge_event.cancelable = 1;
+        ngx_add_timer(&g_purge_event, kFirstPurge);
+    }
+    return NGX_OK;
+}
+
+void exit_worker(ngx_cycle_t *cycle) {
+    try {
+        g_identity.reset();
+        g_store.reset();
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "signin: closing the store failed: %s", e.what());
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "signin: closing the store failed");
+    }
+}
+
+}  // namespace signin_ngx
