@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "signin/secret.hpp"
@@ -123,36 +125,31 @@ struct AuditEntry {
     std::string detail;
 };
 
-// Stable error codes (DESIGN §5 `code`).
+// Why an engine operation failed: a stable code (DESIGN §5 `code`, by code_name) that a
+// transport maps to its own answer (the nginx glue: an HTTP status).
 enum class Code : std::uint8_t {
-    Ok = 0,
-    InvalidRequest,        // 400 invalid_request
-    InvalidEmail,          // 400 invalid_email
-    InvalidToken,          // 401 invalid_token: unknown, expired, spent or cancelled
-    Unauthenticated,       // 401 unauthenticated
-    Suspended,             // 403 account_suspended
-    RegistrationDisabled,  // 403 registration_disabled
-    EmailDisabled,         // 403 email_disabled
-    OriginMismatch,        // 403 origin_mismatch
-    NotFound,              // 404 not_found
-    RateLimited,           // 429 rate_limited
-    StorageFull,           // 507 storage_full
-    StorageError,          // 503 storage_unavailable
-    DeliveryFailed,        // the delivery function failed (never told to an HTTP client)
-    Internal,              // 500 internal
-    AmbiguousCredentials,  // 400 ambiguous_credentials: cookie and bearer, or two session cookies
-    UnsupportedMediaType,  // 415 unsupported_media_type
-    PayloadTooLarge,       // 413 payload_too_large
-    MethodNotAllowed,      // 405 method_not_allowed
-    PasswordsDisabled,     // 403 passwords_disabled
-    WeakPassword,          // 400 weak_password: refused by the policy or a custom checker
-    WrongPassword,         // 400 wrong_password: wrong `current` at /password/change
-    InvalidCredentials,    // 401 invalid_credentials: password sign-in failed, whatever the cause
-    FreshSessionRequired,  // 403 fresh_session_required: POST /password needs a fresh email-token session
-    NoPassword,            // 403 no_password: /password/change on an account without a password
+    InvalidRequest = 1,    // invalid_request: malformed or missing input
+    InvalidEmail,          // invalid_email
+    InvalidToken,          // invalid_token: unknown, expired, spent or cancelled
+    Unauthenticated,       // unauthenticated: no live session
+    Suspended,             // account_suspended
+    RegistrationDisabled,  // registration_disabled
+    EmailDisabled,         // email_disabled
+    OriginMismatch,        // origin_mismatch
+    NotFound,              // not_found
+    RateLimited,           // rate_limited (Error::retry_after says how long)
+    StorageFull,           // storage_full
+    StorageError,          // storage_unavailable
+    DeliveryFailed,        // delivery_failed: the delivery function failed
+    Internal,              // internal
+    PasswordsDisabled,     // passwords_disabled
+    WeakPassword,          // weak_password: refused by the policy or a custom checker
+    WrongPassword,         // wrong_password: wrong `current` when changing a password
+    InvalidCredentials,    // invalid_credentials: password sign-in failed, whatever the cause
+    FreshSessionRequired,  // fresh_session_required: setting a password needs a fresh email-token session
+    NoPassword,            // no_password: changing a password of an account without one
 };
 std::string_view code_name(Code c);
-int code_status(Code c);
 
 struct Error {
     Code code = Code::Internal;
@@ -160,25 +157,48 @@ struct Error {
     Millis retry_after = 0;  // RateLimited: how long to wait (ms)
 };
 
-// Success with a value, or an Error. No exceptions cross the API.
-template <class T>
-class Result {
+// Reading the value of a Result that holds an error (a bug of the caller, never an outcome).
+class BadResultAccess : public std::logic_error {
 public:
-    Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-    Result(Error e) : error_(std::move(e)) {}      // NOLINT
-    Result(Code c, std::string message) : error_(Error{c, std::move(message)}) {}
+    explicit BadResultAccess(const Error &e) : std::logic_error("value() of a failed result: " + e.message) {}
+};
 
-    bool ok() const { return value_.has_value(); }
+// A value or an Error, never both (the contract of absl::StatusOr): ok() says which; value()
+// and operator-> on an error throw BadResultAccess; error() on a value is Code::Internal. No
+// exception crosses the API otherwise. Ignoring a Result is a compile-time warning.
+template <class T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+    Result(Error e) : v_(std::in_place_index<1>, std::move(e)) {}      // NOLINT
+    Result(Code c, std::string message) : v_(std::in_place_index<1>, Error{c, std::move(message)}) {}
+
+    bool ok() const { return v_.index() == 0; }
     explicit operator bool() const { return ok(); }
-    T &value() { return *value_; }
-    const T &value() const { return *value_; }
-    T *operator->() { return &*value_; }
-    const T *operator->() const { return &*value_; }
-    const Error &error() const { return error_; }
+
+    T &value() & { return checked(); }
+    const T &value() const & { return checked(); }
+    T &&value() && { return std::move(checked()); }
+    T *operator->() { return &checked(); }
+    const T *operator->() const { return &checked(); }
+    T &operator*() & { return checked(); }
+    const T &operator*() const & { return checked(); }
+
+    const Error &error() const {
+        static const Error not_an_error{Code::Internal, "error() of a successful result"};
+        return ok() ? not_an_error : std::get<1>(v_);
+    }
 
 private:
-    std::optional<T> value_;
-    Error error_;
+    T &checked() {
+        if (!ok()) throw BadResultAccess(std::get<1>(v_));
+        return std::get<0>(v_);
+    }
+    const T &checked() const {
+        if (!ok()) throw BadResultAccess(std::get<1>(v_));
+        return std::get<0>(v_);
+    }
+    std::variant<T, Error> v_;
 };
 
 struct Done {};

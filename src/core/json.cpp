@@ -220,9 +220,11 @@ std::string user(const User &u) {
     return w.take();
 }
 
-std::string error(Code c, std::string_view message) {
+std::string error(Code c, std::string_view message) { return error(code_name(c), message); }
+
+std::string error(std::string_view code, std::string_view message) {
     Writer w;
-    w.begin_object().key("error").value(message).key("code").value(code_name(c)).end_object();
+    w.begin_object().key("error").value(message).key("code").value(code).end_object();
     return w.take();
 }
 

@@ -71,6 +71,8 @@ void write_user(Writer &w, const User &u);
 std::string user(const User &u);
 // {"error": message, "code": code_name(c)}
 std::string error(Code c, std::string_view message);
+// The same with a transport's own code (DESIGN §5 shape).
+std::string error(std::string_view code, std::string_view message);
 std::string sessions(const std::vector<SessionInfo> &list);
 // {"access_token", "token_type": "Bearer", "expires_in", "user"}
 std::string bearer(const Session &s, Millis now);

@@ -36,7 +36,6 @@ std::string_view kind_name(SessionKind k) { return k == SessionKind::Bearer ? "b
 
 std::string_view code_name(Code c) {
     switch (c) {
-    case Code::Ok: return "ok";
     case Code::InvalidRequest: return "invalid_request";
     case Code::InvalidEmail: return "invalid_email";
     case Code::InvalidToken: return "invalid_token";
@@ -51,10 +50,6 @@ std::string_view code_name(Code c) {
     case Code::StorageError: return "storage_unavailable";
     case Code::DeliveryFailed: return "delivery_failed";
     case Code::Internal: return "internal";
-    case Code::AmbiguousCredentials: return "ambiguous_credentials";
-    case Code::UnsupportedMediaType: return "unsupported_media_type";
-    case Code::PayloadTooLarge: return "payload_too_large";
-    case Code::MethodNotAllowed: return "method_not_allowed";
     case Code::PasswordsDisabled: return "passwords_disabled";
     case Code::WeakPassword: return "weak_password";
     case Code::WrongPassword: return "wrong_password";
@@ -63,37 +58,6 @@ std::string_view code_name(Code c) {
     case Code::NoPassword: return "no_password";
     }
     return "internal";
-}
-
-int code_status(Code c) {
-    switch (c) {
-    case Code::Ok: return 200;
-    case Code::InvalidRequest:
-    case Code::InvalidEmail: return 400;
-    case Code::InvalidToken:
-    case Code::Unauthenticated: return 401;
-    case Code::Suspended:
-    case Code::RegistrationDisabled:
-    case Code::EmailDisabled:
-    case Code::OriginMismatch: return 403;
-    case Code::NotFound: return 404;
-    case Code::RateLimited: return 429;
-    case Code::StorageFull: return 507;
-    case Code::StorageError: return 503;
-    case Code::DeliveryFailed:
-    case Code::Internal: return 500;
-    case Code::AmbiguousCredentials: return 400;
-    case Code::UnsupportedMediaType: return 415;
-    case Code::PayloadTooLarge: return 413;
-    case Code::MethodNotAllowed: return 405;
-    case Code::PasswordsDisabled: return 403;
-    case Code::WeakPassword:
-    case Code::WrongPassword: return 400;
-    case Code::InvalidCredentials: return 401;
-    case Code::FreshSessionRequired:
-    case Code::NoPassword: return 403;
-    }
-    return 500;
 }
 
 }  // namespace signin

@@ -70,7 +70,7 @@ void body_ready(ngx_http_request_t *r) {
             rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
         } else {
             RequestBody body(r);
-            rc = body.too_large() ? send_error(r, Code::PayloadTooLarge, "the request body is too large")
+            rc = body.too_large() ? send_error(r, kPayloadTooLarge, "the request body is too large")
                                   : call_endpoint(r, *ctx->route, body.text());
         }
     } catch (const std::exception &e) {
@@ -104,23 +104,23 @@ ngx_int_t api(ngx_http_request_t *r) {
     bool method_ok = r->method == route->method || (route->method == NGX_HTTP_GET && r->method == NGX_HTTP_HEAD);
     if (!method_ok) {
         add_header(r, "Allow", route->method == NGX_HTTP_GET ? "GET, HEAD" : "POST");
-        return reject(r, Code::MethodNotAllowed, "method not allowed");
+        return reject(r, kMethodNotAllowed, "method not allowed");
     }
     // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need one
     auto ok = engine->check_origin(header_value(r, "Origin"), (route->flags & Route::CookieWrite) != 0);
     if (!ok) return reject(r, ok.error().code, ok.error().message);
     if (read_credentials(r, engine->cookie_name()).state == Credentials::Ambiguous) {
-        return reject(r, Code::AmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
+        return reject(r, kAmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
     }
     if (route->method == NGX_HTTP_GET) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return call_endpoint(r, *route, {});
     }
     if (!is_json_content_type(r)) {
-        return reject(r, Code::UnsupportedMediaType, "the request body must be application/json");
+        return reject(r, kUnsupportedMediaType, "the request body must be application/json");
     }
     if (r->headers_in.content_length_n > static_cast<off_t>(main_conf(r)->body_max)) {
-        return reject(r, Code::PayloadTooLarge, "the request body is too large");
+        return reject(r, kPayloadTooLarge, "the request body is too large");
     }
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;

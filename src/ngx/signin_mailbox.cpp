@@ -145,7 +145,7 @@ ngx_int_t mailbox(ngx_http_request_t *r) {
     }
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
         add_header(r, "Allow", "GET, HEAD, POST, DELETE");
-        return send_error(r, signin::Code::MethodNotAllowed, "method not allowed");
+        return send_error(r, kMethodNotAllowed, "method not allowed");
     }
     std::vector<std::string> emails = list_emails(r);
     if (sv(r->args) == "html") {

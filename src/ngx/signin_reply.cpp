@@ -54,16 +54,46 @@ ngx_int_t send_html(ngx_http_request_t *r, const std::string &page) {
     return send_common(r, NGX_HTTP_OK, &page, "text/html; charset=utf-8");
 }
 
-ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message) {
-    auto status = static_cast<ngx_uint_t>(signin::code_status(code));
-    if (status >= 500) {
+HttpError http_error(signin::Code code) {
+    using signin::Code;
+    ngx_uint_t status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    switch (code) {
+    case Code::InvalidRequest:
+    case Code::InvalidEmail:
+    case Code::WeakPassword:
+    case Code::WrongPassword: status = NGX_HTTP_BAD_REQUEST; break;
+    case Code::InvalidToken:
+    case Code::Unauthenticated:
+    case Code::InvalidCredentials: status = NGX_HTTP_UNAUTHORIZED; break;
+    case Code::Suspended:
+    case Code::RegistrationDisabled:
+    case Code::EmailDisabled:
+    case Code::OriginMismatch:
+    case Code::PasswordsDisabled:
+    case Code::FreshSessionRequired:
+    case Code::NoPassword: status = NGX_HTTP_FORBIDDEN; break;
+    case Code::NotFound: status = NGX_HTTP_NOT_FOUND; break;
+    case Code::RateLimited: status = 429; break;
+    case Code::StorageFull: status = 507; break;
+    case Code::StorageError: status = NGX_HTTP_SERVICE_UNAVAILABLE; break;
+    case Code::DeliveryFailed:
+    case Code::Internal: status = NGX_HTTP_INTERNAL_SERVER_ERROR; break;
+    }
+    return HttpError{status, signin::code_name(code)};
+}
+
+ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &message) {
+    if (e.status >= 500) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: %s", message.c_str());
     }
-    std::string shown = status >= 500 ? std::string(code == signin::Code::StorageFull
-                                                        ? "the sign-in store is full"
-                                                        : "the sign-in service is unavailable")
-                                      : message;
-    return send_json(r, status, signin::json::error(code, shown));
+    std::string shown = e.status >= 500 ? std::string(e.status == 507 ? "the sign-in store is full"
+                                                                     : "the sign-in service is unavailable")
+                                        : message;
+    return send_json(r, e.status, signin::json::error(e.code, shown));
+}
+
+ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message) {
+    return send_error(r, http_error(code), message);
 }
 
 ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e) {
@@ -84,9 +114,13 @@ ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bo
     return send_error(r, e.code, e.message);
 }
 
-ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message) {
+ngx_int_t reject(ngx_http_request_t *r, HttpError e, const std::string &message) {
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    return send_error(r, code, message);
+    return send_error(r, e, message);
+}
+
+ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message) {
+    return reject(r, http_error(code), message);
 }
 
 std::string cookie_header(std::string_view name, std::string_view value, long long max_age) {

@@ -11,12 +11,26 @@
 
 namespace signin_ngx {
 
+// What an error answer is made of: its HTTP status and its stable code (DESIGN §5).
+struct HttpError {
+    ngx_uint_t status;
+    std::string_view code;
+};
+// The engine's errors as HTTP answers.
+HttpError http_error(signin::Code code);
+// Errors that only the HTTP transport makes.
+inline constexpr HttpError kAmbiguousCredentials{400, "ambiguous_credentials"};  // cookie and bearer, or two cookies
+inline constexpr HttpError kMethodNotAllowed{405, "method_not_allowed"};
+inline constexpr HttpError kPayloadTooLarge{413, "payload_too_large"};
+inline constexpr HttpError kUnsupportedMediaType{415, "unsupported_media_type"};
+
 // Each send_* returns the output filter's rc, for ngx_http_finalize_request.
 ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
 ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
 // 200 text/html; charset=utf-8, cache-control: no-store.
 ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);
-// {"error": message, "code": ...} with the code's status; a 5xx is logged and its message hidden.
+// {"error": message, "code": ...} with the error's status; a 5xx is logged and its message hidden.
+ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &message);
 ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message);
 // An engine error: 429 adds Retry-After and "retry_after" (seconds) to the body.
 ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e);
@@ -24,6 +38,7 @@ ngx_int_t send_failure(ngx_http_request_t *r, const signin::Error &e);
 ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bool cookie_request);
 // An error answered before the request body was read: the body is discarded first, or its bytes
 // would be read as the next request on a keep-alive connection (request smuggling).
+ngx_int_t reject(ngx_http_request_t *r, HttpError e, const std::string &message);
 ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message);
 
 bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);

@@ -37,6 +37,11 @@ ngx_int_t gate(ngx_http_request_t *r) {
         }
     }
     Credentials c = read_credentials(r, engine->cookie_name());
+    if (c.state == Credentials::Ambiguous) {  // DESIGN §5: cookie tossing, or a cookie and a bearer
+        if (sub) return NGX_HTTP_BAD_REQUEST;
+        return finish_with(r, reject(r, kAmbiguousCredentials,
+                                     "send one credential: a session cookie or a bearer token, not both"));
+    }
     // SPEC §5 rule 4 for the upstreams behind the gate: a cookie-carrying state change whose
     // Origin is present and not the site's is refused (a same-site, cross-origin form POST
     // carries a SameSite=Lax cookie; the legacy app may have no CSRF defence of its own).
@@ -50,7 +55,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
     auto p = authenticate(r, c);
     if (p) return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
-    auto status = static_cast<ngx_int_t>(signin::code_status(p.error().code));
+    auto status = static_cast<ngx_int_t>(http_error(p.error().code).status);
     if (sub || (clcf->error_pages && status == NGX_HTTP_UNAUTHORIZED)) return status;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));

@@ -58,10 +58,6 @@ private:
 signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Credentials &c) {
     signin::Identity *engine = identity();
     if (engine == nullptr) return signin::Error{Code::StorageError, "the sign-in store is not open"};
-    if (c.state == Credentials::Ambiguous) {
-        return signin::Error{Code::AmbiguousCredentials,
-                             "send one credential: a session cookie or a bearer token, not both"};
-    }
     if (c.state != Credentials::Cookie && c.state != Credentials::Bearer) {
         return signin::Error{Code::Unauthenticated, "not signed in"};
     }
