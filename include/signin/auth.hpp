@@ -114,7 +114,6 @@ public:
 
     const Policy &policy() const { return policy_; }
     const Origin &origin() const { return origin_; }
-    Store &store() { return *store_; }
     Millis now() const;
 
     // auth.request_token_from: issues a token and calls the delivery function; a delivery error

@@ -1,4 +1,4 @@
-#include "core/json.hpp"
+#include "signin/json.hpp"
 
 #include <cjson/cJSON.h>
 #include <sodium.h>

@@ -1,6 +1,6 @@
 // Throttle arithmetic (see throttle.hpp). Integer milliseconds throughout; products stay far
 // below 2^63 for the bounds the glue enforces (limit <= 1e6, window <= 30 days).
-#include "core/throttle.hpp"
+#include "signin/throttle.hpp"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
 // The header filter of the version group (Vary, api-supported-versions, Deprecation, Sunset)
 // and the variables $api_version and $api_controller_version.
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <string>
 
-#include "ngx/api_versions_glue.h"
+#include "api_versions_glue.h"
 
 using signin_ngx::sv;
 

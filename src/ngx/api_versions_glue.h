@@ -1,13 +1,13 @@
 // Shared by the files of ngx_http_api_versions_module: configuration, per-request state.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "version/group.hpp"
+#include "signin/version/group.hpp"
 
 extern "C" {
 extern ngx_module_t ngx_http_api_versions_module;

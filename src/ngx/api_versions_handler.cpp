@@ -1,13 +1,13 @@
 // The rewrite-phase handler of api_versions_route (resolve the version, find the route, rewrite
 // $uri, jump to the controller's named location), JSON errors, and the OpenAPI content handler.
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <string>
 
-#include "ngx/api_versions_glue.h"
-#include "ngx/signin_handlers.h"
-#include "ngx/signin_reply.h"
-#include "version/openapi.hpp"
+#include "api_versions_glue.h"
+#include "signin_handlers.h"
+#include "signin_reply.h"
+#include "signin/version/openapi.hpp"
 
 using signin::version::Decision;
 using signin::version::npos;

@@ -1,13 +1,13 @@
 // ngx_http_api_versions_module: the `api_versions { }` group, api_versions_route and
 // api_versions_openapi; configuration parsing, checks and merge. Requests: api_versions_handler.cpp,
 // headers and variables: api_versions_filter.cpp.
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <new>
 #include <string>
 
-#include "ngx/api_versions_glue.h"
-#include "version/dates.hpp"
+#include "api_versions_glue.h"
+#include "signin/version/dates.hpp"
 
 using signin::version::ConfigError;
 using signin::version::Strategy;

@@ -15,7 +15,7 @@
 // Every node has the same size (the key is kept as a keyed SipHash-128 digest, never as text),
 // so evicting the least recently used node always frees room for a new one: a full zone evicts
 // and keeps answering. The shared memory holds no code pointer.
-#include "ngx/signin_limits.h"
+#include "signin_limits.h"
 
 #include <sodium.h>
 
@@ -25,11 +25,11 @@
 #include <string>
 #include <type_traits>
 
-#include "core/json.hpp"
-#include "ngx/signin_conf.h"
-#include "ngx/signin_jobs.h"
-#include "ngx/signin_reply.h"
-#include "ngx/signin_request.h"
+#include "signin/json.hpp"
+#include "signin_conf.h"
+#include "signin_jobs.h"
+#include "signin_reply.h"
+#include "signin_request.h"
 
 namespace throttle = signin::throttle;
 using namespace signin_ngx;

@@ -1,8 +1,8 @@
 // ngx_http_signin_module: directives, configuration, process hooks and variables of the sign-in
 // half. The engine is the core (include/signin); this file only translates.
-#include "ngx/signin_conf.h"
-#include "ngx/signin_handlers.h"
-#include "ngx/signin_request.h"
+#include "signin_conf.h"
+#include "signin_handlers.h"
+#include "signin_request.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

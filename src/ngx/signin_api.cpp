@@ -1,13 +1,13 @@
 // The signin_api content handler: the route table of SPEC §4, the checks every endpoint shares,
 // and the request body. The endpoints themselves are in signin_tokens.cpp, signin_sessions.cpp
 // and signin_passwords.cpp (signin_api.h).
-#include "ngx/signin_api.h"
+#include "signin_api.h"
 
 #include <array>
 
-#include "ngx/signin_conf.h"
-#include "ngx/signin_limits.h"
-#include "ngx/signin_reply.h"
+#include "signin_conf.h"
+#include "signin_limits.h"
+#include "signin_reply.h"
 
 namespace signin_ngx {
 

@@ -4,14 +4,14 @@
 // content type, body size); a new capability is a new file and new rows in its route table.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "ngx/signin_jobs.h"
-#include "ngx/signin_request.h"
+#include "signin_jobs.h"
+#include "signin_request.h"
 #include "signin/auth.hpp"
 
 namespace signin_ngx {

@@ -2,7 +2,7 @@
 // per-worker engine. Every glue file reads its settings through these two structs.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <memory>
 

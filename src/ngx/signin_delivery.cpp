@@ -1,12 +1,12 @@
 // Delivery of emails (signin_delivery.h).
-#include "ngx/signin_delivery.h"
+#include "signin_delivery.h"
 
 #include <new>
 
-#include "core/json.hpp"
-#include "ngx/signin_conf.h"
-#include "ngx/signin_jobs.h"
-#include "ngx/signin_request.h"
+#include "signin/json.hpp"
+#include "signin_conf.h"
+#include "signin_jobs.h"
+#include "signin_request.h"
 
 namespace signin_ngx {
 namespace {

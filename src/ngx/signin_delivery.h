@@ -2,7 +2,7 @@
 // location, whose body is $signin_delivery_json. A delivery that fails cancels its token.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <string>
 

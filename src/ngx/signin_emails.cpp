@@ -2,11 +2,11 @@
 // sample code and address, for an admin area. GET lists them as JSON; ?purpose=NAME (SignIn, or
 // its tag sign_in) answers that one's HTML. It shows no secret, but it is an admin page: protect
 // its location like one (allow/deny, auth_basic, signin_require).
-#include "ngx/signin_conf.h"
-#include "ngx/signin_handlers.h"
-#include "ngx/signin_reply.h"
+#include "signin_conf.h"
+#include "signin_handlers.h"
+#include "signin_reply.h"
 
-#include "core/json.hpp"
+#include "signin/json.hpp"
 
 namespace signin_ngx {
 

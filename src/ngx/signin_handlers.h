@@ -1,7 +1,7 @@
 // The handlers that ngx_http_signin_module.cpp installs for its directives, one file each.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <string>
 

@@ -12,7 +12,7 @@
 // task runs every waiting write in one store transaction with one durable commit; its completion
 // event then resumes them all. Writes that arrive meanwhile form the next batch, started when
 // this one is done.
-#include "ngx/signin_jobs.h"
+#include "signin_jobs.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -22,9 +22,9 @@
 #include <new>
 #include <vector>
 
-#include "ngx/signin_conf.h"
-#include "ngx/signin_reply.h"
-#include "ngx/signin_request.h"
+#include "signin_conf.h"
+#include "signin_reply.h"
+#include "signin_request.h"
 
 namespace signin_ngx {
 

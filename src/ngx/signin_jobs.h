@@ -11,7 +11,7 @@
 // the request's) or a background job's (its outcome concerns nobody; it is deleted when done).
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <cstdint>
 #include <memory>

@@ -1,15 +1,15 @@
 // The throttle of the sign-in glue (SPEC §8, DESIGN §4 `signin_limits`): counters in one nginx
 // shared-memory zone, shared by every worker and kept across `nginx -s reload`, keyed by bucket
-// kind and key. The rules are the core's (core/throttle.hpp); this header is what the
+// kind and key. The rules are the core's (signin/throttle.hpp); this header is what the
 // endpoints and the require gate call. All calls run on the event loop.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <cstdint>
 #include <string_view>
 
-#include "core/throttle.hpp"
+#include "signin/throttle.hpp"
 
 extern "C" {
 extern ngx_module_t ngx_http_signin_limits_module;

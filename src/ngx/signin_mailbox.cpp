@@ -2,16 +2,16 @@
 // delivery; as a normal location it accepts a delivery POST (from a proxy), lists the last
 // emails as JSON (GET; `?html` for a page) and forgets them (DELETE). Loopback clients only.
 // The emails live in a shared-memory ring so every worker sees the same mailbox.
-#include "ngx/signin_conf.h"
-#include "ngx/signin_handlers.h"
-#include "ngx/signin_reply.h"
-#include "ngx/signin_request.h"
+#include "signin_conf.h"
+#include "signin_handlers.h"
+#include "signin_reply.h"
+#include "signin_request.h"
 
 #include <string>
 
 #include <cjson/cJSON.h>
 
-#include "core/json.hpp"
+#include "signin/json.hpp"
 
 namespace signin_ngx {
 namespace {

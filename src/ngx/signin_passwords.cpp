@@ -2,12 +2,12 @@
 // /password/session, /password/token, /password, /password/change. Each Argon2id runs in the
 // hashing pool (the job's Hash stage), its write in a write batch; the attempt limits live in
 // the signin_limits zone.
-#include "core/json.hpp"
-#include "ngx/signin_api.h"
-#include "ngx/signin_conf.h"
-#include "ngx/signin_delivery.h"
-#include "ngx/signin_limits.h"
-#include "ngx/signin_reply.h"
+#include "signin/json.hpp"
+#include "signin_api.h"
+#include "signin_conf.h"
+#include "signin_delivery.h"
+#include "signin_limits.h"
+#include "signin_reply.h"
 
 namespace signin_ngx {
 namespace {

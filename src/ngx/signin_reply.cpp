@@ -1,7 +1,7 @@
 // Answers of the sign-in glue (signin_reply.h).
-#include "ngx/signin_reply.h"
+#include "signin_reply.h"
 
-#include "core/json.hpp"
+#include "signin/json.hpp"
 
 namespace signin_ngx {
 

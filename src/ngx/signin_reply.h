@@ -2,7 +2,7 @@
 // shape {"error", "code"} of DESIGN §5, and the session cookie.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <string>
 #include <string_view>

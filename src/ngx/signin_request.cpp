@@ -1,9 +1,9 @@
 // What the sign-in glue reads from a request (signin_request.h).
-#include "ngx/signin_request.h"
+#include "signin_request.h"
 
 #include <new>
 
-#include "ngx/signin_conf.h"
+#include "signin_conf.h"
 
 namespace signin_ngx {
 

@@ -2,14 +2,14 @@
 // client (signin_client), and its JSON body.
 #pragma once
 
-#include "ngx/ngx_signin_nginx.h"
+#include "ngx_signin_nginx.h"
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "ngx/signin_jobs.h"
+#include "signin_jobs.h"
 #include "signin/auth.hpp"
 
 namespace signin_ngx {

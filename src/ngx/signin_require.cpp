@@ -2,11 +2,11 @@
 // or bearer token, or 401 JSON (unless the location has error_page, which then decides what the
 // visitor sees). nginx skips the access phase for subrequests, so the same check also runs in
 // the precontent phase for them: an SSI include or auth_request cannot bypass the gate.
-#include "ngx/signin_api.h"
-#include "ngx/signin_conf.h"
-#include "ngx/signin_handlers.h"
-#include "ngx/signin_limits.h"
-#include "ngx/signin_reply.h"
+#include "signin_api.h"
+#include "signin_conf.h"
+#include "signin_handlers.h"
+#include "signin_limits.h"
+#include "signin_reply.h"
 
 namespace signin_ngx {
 namespace {

@@ -1,10 +1,10 @@
 // Who is signed in: GET /me, GET /sessions, POST /sessions/revoke, POST /logout (SPEC §4), and
 // the authentication every signed-in endpoint and the gate share (SPEC §5).
-#include "core/json.hpp"
-#include "ngx/signin_api.h"
-#include "ngx/signin_conf.h"
-#include "ngx/signin_jobs.h"
-#include "ngx/signin_reply.h"
+#include "signin/json.hpp"
+#include "signin_api.h"
+#include "signin_conf.h"
+#include "signin_jobs.h"
+#include "signin_reply.h"
 
 namespace signin_ngx {
 namespace {

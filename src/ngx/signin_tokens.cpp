@@ -1,11 +1,11 @@
 // Email tokens: POST /register, /login (a token request), POST /session, /token (its exchange)
 // (SPEC §3 "Email token", §4).
-#include "core/json.hpp"
-#include "ngx/signin_api.h"
-#include "ngx/signin_conf.h"
-#include "ngx/signin_delivery.h"
-#include "ngx/signin_limits.h"
-#include "ngx/signin_reply.h"
+#include "signin/json.hpp"
+#include "signin_api.h"
+#include "signin_conf.h"
+#include "signin_delivery.h"
+#include "signin_limits.h"
+#include "signin_reply.h"
 
 namespace signin_ngx {
 namespace {

@@ -1,9 +1,9 @@
 // The per-worker engine: the store opened after fork (DESIGN §3 rule 7), the job pools, the
 // purge of expired records, and the warm-up of the dummy hash.
-#include "ngx/signin_conf.h"
-#include "ngx/signin_handlers.h"
-#include "ngx/signin_jobs.h"
-#include "ngx/signin_limits.h"
+#include "signin_conf.h"
+#include "signin_handlers.h"
+#include "signin_jobs.h"
+#include "signin_limits.h"
 
 namespace signin_ngx {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/encoding.hpp"
-#include "core/json.hpp"
+#include "signin/json.hpp"
 #include "signin/auth.hpp"
 
 namespace {

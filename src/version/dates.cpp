@@ -1,4 +1,4 @@
-#include "version/dates.hpp"
+#include "signin/version/dates.hpp"
 
 #include <array>
 #include <cstdio>

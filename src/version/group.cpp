@@ -1,4 +1,4 @@
-#include "version/group.hpp"
+#include "signin/version/group.hpp"
 
 #include <algorithm>
 #include <functional>

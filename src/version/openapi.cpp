@@ -1,10 +1,10 @@
-#include "version/openapi.hpp"
+#include "signin/version/openapi.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
-#include "version/dates.hpp"
+#include "signin/version/dates.hpp"
 
 namespace signin::version {
 

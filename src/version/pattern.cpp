@@ -1,4 +1,4 @@
-#include "version/pattern.hpp"
+#include "signin/version/pattern.hpp"
 
 #include <array>
 #include <set>

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "version/group.hpp"
+#include "signin/version/group.hpp"
 
 namespace signin::version {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json.hpp"
+#include "signin/json.hpp"
 #include "signin/auth.hpp"
 
 using namespace signin;

@@ -1,7 +1,7 @@
 // The ready-made emails: built-in templates, custom ones, rendering, previews.
 #include <gtest/gtest.h>
 
-#include "core/json.hpp"
+#include "signin/json.hpp"
 #include "signin/emails.hpp"
 
 using namespace signin;

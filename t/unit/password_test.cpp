@@ -2,7 +2,7 @@
 // rules, and every engine rule of SPEC §3/§4/§5 7-10/§8 over a real LMDB store with a fake clock.
 #include <gtest/gtest.h>
 
-#include "core/json.hpp"
+#include "signin/json.hpp"
 #include <sodium.h>
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 // rule the password limits use. Pure functions: no clock, no store.
 #include <gtest/gtest.h>
 
-#include "core/throttle.hpp"
+#include "signin/throttle.hpp"
 
 using namespace signin::throttle;
 

@@ -1,7 +1,7 @@
 // The version group: validation, fallback flattening and the decisions of SPEC §7/§9.
 #include <gtest/gtest.h>
 
-#include "version/group.hpp"
+#include "signin/version/group.hpp"
 
 using namespace signin::version;
 using Kind = Decision::Kind;

@@ -3,7 +3,7 @@
 
 #include <deque>
 
-#include "version/pattern.hpp"
+#include "signin/version/pattern.hpp"
 #include "version/table.hpp"
 
 using namespace signin::version;

@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "version/dates.hpp"
-#include "version/group.hpp"
-#include "version/openapi.hpp"
+#include "signin/version/dates.hpp"
+#include "signin/version/group.hpp"
+#include "signin/version/openapi.hpp"
 
 using namespace signin::version;
 

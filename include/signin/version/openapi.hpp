@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "version/group.hpp"
+#include "signin/version/group.hpp"
 
 namespace signin::version {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "version/pattern.hpp"
+#include "signin/version/pattern.hpp"
 
 namespace signin::version {
 
