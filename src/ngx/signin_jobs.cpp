@@ -120,6 +120,18 @@ void next_stage(const Waiter &w) {
     complete(w);
 }
 
+// An event handler's body: nothing may reach nginx, so an exception is logged where it stops.
+template <class F>
+void guarded(const char *what, F &&f) noexcept {
+    try {
+        f();
+    } catch (const std::exception &e) {
+        ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0, "signin: %s failed: %s", what, e.what());
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0, "signin: %s failed", what);
+    }
+}
+
 // The task's timer went off before the task ended: nginx's alert, and the task keeps its event.
 bool task_overdue(ngx_event_t *ev) {
     if (ev->timedout) {
@@ -187,7 +199,7 @@ void hash_done(ngx_event_t *ev) {
     auto *t = static_cast<HashTask *>(ev->data);
     const Waiter w = t->w;
     delete_task(t);
-    next_stage(w);
+    guarded("the end of a hashing job", [&w] { next_stage(w); });
 }
 
 // ---------------------------------------------------------------- the Write stage: batches
@@ -249,15 +261,17 @@ void batch_done(ngx_event_t *ev) {
     if (task_overdue(ev)) return;
     auto *b = static_cast<WriteBatch *>(ev->data);
     std::vector<Waiter> members = std::move(b->members);
-    const std::optional<signin::Error> failure = std::move(b->failure);
+    std::optional<signin::Error> failure = std::move(b->failure);
     delete_task(b);
     // still "running" while the members finish: jobs they start wait for the launch below
     for (const Waiter &w : members) {
-        if (failure) w.job->fail(*failure);
-        complete(w);
+        guarded("the end of a write batch", [&] {
+            if (failure) w.job->fail(*failure);
+            complete(w);
+        });
     }
     g_batch_running = false;
-    launch_waiting();
+    guarded("the next write batch", launch_waiting);
 }
 
 ngx_int_t start_stage(const Waiter &w) {
@@ -270,7 +284,11 @@ ngx_int_t start_stage(const Waiter &w) {
         delete_task(t);
         return NGX_ERROR;
     }
-    g_waiting.push_back(w);
+    try {
+        g_waiting.push_back(w);
+    } catch (const std::bad_alloc &) {
+        return NGX_ERROR;
+    }
     if (g_batch_running || launch_batch() == NGX_OK) return NGX_OK;
     g_waiting.pop_back();
     return NGX_ERROR;
