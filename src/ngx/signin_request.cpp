@@ -3,6 +3,7 @@
 
 #include <new>
 
+#include "signin/credentials.hpp"
 #include "signin_conf.h"
 
 namespace signin_ngx {
@@ -62,58 +63,29 @@ std::string client_of(ngx_http_request_t *r) {
     return client;
 }
 
-static std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
-// Counts the session cookies in one Cookie header line and keeps the last value seen.
-static void scan_cookie_line(std::string_view line, std::string_view name, int &count, std::string_view &value) {
-    while (!line.empty()) {
-        std::size_t semi = line.find(';');
-        std::string_view pair = trim(line.substr(0, semi));
-        line = semi == std::string_view::npos ? std::string_view() : line.substr(semi + 1);
-        std::size_t eq = pair.find('=');
-        if (eq == std::string_view::npos) continue;
-        if (trim(pair.substr(0, eq)) == name) {
-            ++count;
-            value = trim(pair.substr(eq + 1));
-        }
-    }
-}
-
 Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name) {
     Credentials c;
-    int cookies = 0;
-    std::string_view cookie;
+    signin::CookieScan cookies;
 #if defined(nginx_version) && nginx_version >= 1023000
     for (ngx_table_elt_t *h = r->headers_in.cookie; h; h = h->next) {
-        scan_cookie_line(sv(h->value), cookie_name, cookies, cookie);
+        signin::scan_cookie_line(sv(h->value), cookie_name, cookies);
     }
 #else
     auto **lines = static_cast<ngx_table_elt_t **>(r->headers_in.cookies.elts);
     for (ngx_uint_t i = 0; i < r->headers_in.cookies.nelts; i++) {
-        scan_cookie_line(sv(lines[i]->value), cookie_name, cookies, cookie);
+        signin::scan_cookie_line(sv(lines[i]->value), cookie_name, cookies);
     }
 #endif
-    bool bearer = false;
-    std::string_view token;
-    if (r->headers_in.authorization) {
-        std::string_view v = trim(sv(r->headers_in.authorization->value));
-        if (v.size() >= 7 && equals_nocase(v.substr(0, 7), "bearer ")) {
-            bearer = true;
-            token = trim(v.substr(7));
-        }
-    }
-    if (cookies > 1 || (cookies && bearer)) {
+    std::optional<std::string_view> bearer;
+    if (r->headers_in.authorization) bearer = signin::bearer_token(sv(r->headers_in.authorization->value));
+    if (cookies.count > 1 || (cookies.count && bearer)) {
         c.state = Credentials::Ambiguous;
     } else if (bearer) {
-        c.state = token.empty() ? Credentials::Malformed : Credentials::Bearer;
-        c.secret = signin::Secret(std::string(token));
-    } else if (cookies) {
-        c.state = cookie.empty() ? Credentials::Malformed : Credentials::Cookie;
-        c.secret = signin::Secret(std::string(cookie));
+        c.state = bearer->empty() ? Credentials::Malformed : Credentials::Bearer;
+        c.secret = signin::Secret(std::string(*bearer));
+    } else if (cookies.count) {
+        c.state = cookies.value.empty() ? Credentials::Malformed : Credentials::Cookie;
+        c.secret = signin::Secret(std::string(cookies.value));
     }
     return c;
 }

@@ -1,0 +1,39 @@
+#include <gtest/gtest.h>
+
+#include "signin/credentials.hpp"
+
+using namespace signin;
+
+TEST(Credentials, TheSessionCookieIsFoundAmongOthersAndTrimmed) {
+    CookieScan s;
+    scan_cookie_line("a=1; svc_dev_session= abc ;b=2", "svc_dev_session", s);
+    EXPECT_EQ(s.count, 1);
+    EXPECT_EQ(s.value, "abc");
+}
+
+TEST(Credentials, TwoSessionCookiesAreCountedAcrossLines) {
+    CookieScan s;
+    scan_cookie_line("svc_dev_session=one", "svc_dev_session", s);
+    scan_cookie_line("x=y; svc_dev_session=two", "svc_dev_session", s);
+    EXPECT_EQ(s.count, 2) << "cookie tossing must be visible to the caller";
+    EXPECT_EQ(s.value, "two");
+}
+
+TEST(Credentials, NamesMatchExactlyAndPairsWithoutEqualsAreSkipped) {
+    CookieScan s;
+    scan_cookie_line("svc_dev_sessionx=1; Svc_dev_session=2; svc_dev_session; =3;;", "svc_dev_session", s);
+    EXPECT_EQ(s.count, 0);
+    scan_cookie_line("svc_dev_session=", "svc_dev_session", s);
+    EXPECT_EQ(s.count, 1);
+    EXPECT_TRUE(s.value.empty()) << "an empty value is the caller's to refuse";
+}
+
+TEST(Credentials, BearerSchemeIsCaseInsensitiveAndTheTokenTrimmed) {
+    EXPECT_EQ(bearer_token("Bearer abc"), "abc");
+    EXPECT_EQ(bearer_token("  bEaReR   abc  "), "abc");
+    EXPECT_FALSE(bearer_token("Bearer ")) << "no token: no bearer credential at all";
+    EXPECT_FALSE(bearer_token("Basic abc"));
+    EXPECT_FALSE(bearer_token("Bearer"));
+    EXPECT_FALSE(bearer_token("Bearerabc"));
+    EXPECT_FALSE(bearer_token(""));
+}
