@@ -95,6 +95,43 @@ std::optional<std::string> normalize_group(std::string_view group) {
     return out;
 }
 
+// RFC 3986's host as a browser would send it in Origin: a DNS name of LDH labels (lowercased
+// already), a dotted IPv4 address, or an IPv6 address in brackets. Nothing else: no other
+// punctuation, no control or non-ASCII byte (an IDN is written in its xn-- form).
+static bool valid_origin_host(std::string_view host) {
+    if (host.front() == '[') {
+        if (host.size() < 4 || host.back() != ']') return false;
+        std::string_view v6 = host.substr(1, host.size() - 2);
+        if (v6.find("::") != v6.rfind("::")) return false;  // at most one "::"
+        int groups = 0, digits = 0;
+        for (char c : v6) {
+            if (c == ':') {
+                digits = 0;
+                ++groups;
+            } else if (std::isxdigit(static_cast<unsigned char>(c)) && ++digits <= 4) {
+            } else {
+                return false;
+            }
+        }
+        return groups >= 2 && groups <= 7;
+    }
+    if (host.size() > 253) return false;
+    std::size_t label = 0;  // length of the current label
+    char prev = '.';
+    for (char c : host) {
+        if (c == '.') {
+            if (label == 0 || prev == '-') return false;  // an empty label, or one ending in '-'
+            label = 0;
+        } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && label > 0)) {
+            if (++label > 63) return false;
+        } else {
+            return false;  // another byte, or a label starting with '-'
+        }
+        prev = c;
+    }
+    return label > 0 && prev != '-';
+}
+
 std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
     auto fail = [&](const char *m) -> std::optional<Origin> {
         if (why) *why = m;
@@ -130,6 +167,10 @@ std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
         port_text = std::to_string(n);  // no leading zeros: the form a browser sends
     }
     if (host.empty()) return fail("an origin needs a host");
+    if (!valid_origin_host(host)) {
+        return fail("the host of an origin is a DNS name (letters, digits, '-' and '.'), an IPv4 address or a "
+                    "bracketed IPv6 address");
+    }
     o.loopback = is_loopback_host(host);
     if (!o.https && !o.loopback) {
         return fail("an http:// origin must be loopback (127.0.0.1, localhost or [::1]); use https://");

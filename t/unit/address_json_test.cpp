@@ -123,6 +123,43 @@ TEST(Origin, RefusesNonLoopbackHttpPathsAndJunk) {
     EXPECT_FALSE(parse_origin("http://example.com", nullptr));  // why may be null
 }
 
+TEST(Origin, TheHostIsADnsNameAnIpv4OrABracketedIpv6) {
+    // found by fuzz/fuzz_address: a colon and non-ASCII bytes inside the host were accepted,
+    // and the normalized origin no longer parsed
+    const std::vector<std::string> bad = {
+        "https://::443",
+        "https://a:4.bbb:443",
+        "https://app\x01.example.com",
+        "https://app\x7f.example.com",
+        "https://caf\xc3\xa9.example.com",
+        "https://app_x.example.com",
+        "https://app..example.com",
+        "https://.example.com",
+        "https://-app.example.com",
+        "https://app-.example.com",
+        "https://[::1",
+        "https://[1:2:3:4:5:6:7:8:9]",
+        "https://[1::2::3]",
+        "https://[12345::1]",
+        "https://[g::1]",
+        "https://" + std::string(64, 'a') + ".example.com",
+    };
+    for (const auto &t : bad) {
+        std::string why;
+        EXPECT_FALSE(parse_origin(t, &why)) << t;
+        EXPECT_FALSE(why.empty()) << "no reason given for " << t;
+    }
+    for (const char *good : {"https://app.example.com", "https://xn--caf-dma.example.com", "https://10.0.0.1:8443",
+                             "https://[2001:db8::1]", "http://[::1]:8080", "https://a-b.c-d.example"}) {
+        std::string why;
+        auto o = parse_origin(good, &why);
+        ASSERT_TRUE(o) << good << ": " << why;
+        auto again = parse_origin(o->text, &why);  // what it normalizes to parses to itself
+        ASSERT_TRUE(again) << o->text;
+        EXPECT_EQ(again->text, o->text);
+    }
+}
+
 TEST(Origin, RefusesPortOutOfRange) {
     std::string why;
     EXPECT_FALSE(parse_origin("https://app.example.com:99999", &why));
