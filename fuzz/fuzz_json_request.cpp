@@ -1,0 +1,22 @@
+// libFuzzer: the JSON request body parser (every POST body of the API is untrusted input).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "signin/json.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+    std::string_view body(reinterpret_cast<const char *>(data), size);
+    // the shapes the endpoints ask for: {email, group?}, {token}, {email, password, group?}, {}
+    (void)signin::json::parse_object(body, {{"email", true}, {"group", false}});
+    (void)signin::json::parse_object(body, {{"token", true}});
+    (void)signin::json::parse_object(body, {{"email", true}, {"password", true}, {"group", false}}, 8192);
+    auto any = signin::json::parse_object(body, {});
+    if (any) {
+        // an accepted body must be valid UTF-8 in every value
+        for (const auto &kv : any.value()) {
+            if (!signin::json::valid_utf8(kv.second)) __builtin_trap();
+        }
+    }
+    return 0;
+}
