@@ -10,6 +10,10 @@ package SigninTest;
 #   is $r->{status}, 200;
 #   $t->done;                              # stops nginx, asserts a clean error.log
 #
+# error.log is checked for every nginx a test started, also when the file forgets `done`: at
+# done_testing (or at the end of a file that never reaches it) and when a SigninTest object is
+# destroyed while tests can still be added. `done` checks once; a second call adds nothing.
+#
 # Placeholders in the config text: %%PORT%% %%PORT2%% %%PORT3%% (free loopback ports), %%PREFIX%%
 # (the test's directory), %%MODULE%% (the .so), %%STORE%% (a fresh LMDB directory), %%ROOT%% (repo).
 
@@ -22,12 +26,37 @@ use IO::Socket::INET;
 use File::Temp qw(tempdir);
 use Time::HiRes qw(sleep time);
 use POSIX qw(WNOHANG);
+use Scalar::Util qw(weaken refaddr);
+use IO::Select;
+use Test2::API ();
 
 our $JSON = JSON::PP->new->canonical->allow_nonref;
+
+# ---------------------------------------------------------------- error.log checked for every nginx
+# Instances whose nginx was started and whose error.log has not been checked since, by refaddr
+# (weak references: an instance that goes away is checked by its DESTROY).
+my %UNCHECKED;
+my $SEQ = 0;
+
+# Test::More can still add a test while done_testing() runs: the root hub calls its follow-ups
+# before it emits the plan, both in done_testing() and in the END block of a file that never
+# called it. That is where the forgotten checks are made, as ordinary tests that count in the
+# plan. (nginx-tests' Test::Nginx adds its check in DESTROY, which only works with a fixed
+# plan that reserves room for it: these files end with done_testing, and a file-level object
+# is destroyed after the plan was printed.)
+Test2::API::test2_add_callback_testing_done(sub {
+    my (undef, $hub) = @_;
+    return if $hub && defined $hub->skip_reason;    # plan skip_all: nothing may be added
+    for my $t (sort { $a->{seq} <=> $b->{seq} } grep { defined } values %UNCHECKED) {
+        $t->done(auto => 1);
+    }
+});
 
 sub new {
     my ($class, %o) = @_;
     my $self = bless {%o}, $class;
+    $self->{owner}  = $$;    # a forked child never stops nginx or checks the log
+    $self->{seq}    = ++$SEQ;
     $self->{nginx}  = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
     $self->{module} = $ENV{SIGNIN_MODULE} or die "SIGNIN_MODULE is not set (run through ./build.sh test)\n";
     $self->{admin}  = $ENV{SIGNIN_ADMIN} || '';
@@ -118,9 +147,30 @@ sub run {
     if ($? != 0) {
         BAIL_OUT("nginx did not start: $out");
     }
-    $self->{running} = 1;
+    $self->started;
     $self->wait_port($_) for @{ $o{wait_ports} || [$self->port] };
     $self->wait_workers($o{workers} // 2);
+    return $self;
+}
+
+# Starts nginx with a configuration file the test wrote itself (it must put the pid file at
+# <prefix>/nginx.pid and the error log at <prefix>/error.log, as conf_text does).
+sub run_file {
+    my ($self, $file, %o) = @_;
+    my $out = `$self->{nginx} -p $self->{prefix} -c $file 2>&1`;
+    BAIL_OUT("nginx did not start: $out") if $? != 0;
+    $self->started;
+    $self->wait_port($_) for @{ $o{wait_ports} || [$self->port] };
+    $self->wait_workers($o{workers} // 2);
+    return $self;
+}
+
+# nginx runs: stop() stops it, and its error.log is checked by done() or automatically.
+sub started {
+    my ($self) = @_;
+    $self->{running} = 1;
+    $self->{log_unchecked} = 1;
+    weaken($UNCHECKED{ refaddr $self } = $self);
     return $self;
 }
 
@@ -149,22 +199,17 @@ sub worker_pids {
 sub wait_workers {
     my ($self, $n) = @_;
     my @p;
-    for (1 .. 200) {
-        @p = $self->worker_pids;
-        return if @p >= $n;
-        sleep 0.05;
-    }
-    diag "only " . scalar(@p) . " workers started";
+    $self->wait_for(sub { (@p = $self->worker_pids) >= $n }, timeout => 10)
+        or diag "only " . scalar(@p) . " workers started";
 }
 
 sub wait_port {
     my ($self, $port) = @_;
-    for (1 .. 200) {
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1);
-        if ($s) { close $s; return 1 }
-        sleep 0.05;
-    }
-    BAIL_OUT("nginx is not listening on $port");
+    $self->wait_for(sub {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1) or return 0;
+        close $s;
+        return 1;
+    }, timeout => 10) or BAIL_OUT("nginx is not listening on $port");
 }
 
 # Reloads with the same (or a new) configuration and waits until the old workers are gone.
@@ -173,11 +218,10 @@ sub reload {
     my @old = $self->worker_pids;
     $self->write_conf(%o ? %o : %{ $self->{conf_opts} });
     kill 'HUP', $self->master_pid;
-    for (1 .. 400) {
+    $self->wait_for(sub {
         my %now = map { $_ => 1 } $self->worker_pids;
-        last unless grep { $now{$_} } @old;
-        sleep 0.05;
-    }
+        return !grep { $now{$_} } @old;
+    }, timeout => 20);
     $self->wait_workers($self->{conf_opts}{workers} // 2);
 }
 
@@ -187,13 +231,28 @@ sub stop {
     my $pid = $self->master_pid;
     $self->{running} = 0;
     return unless $pid;
+    $self->{stopped_master} = $pid;
     kill 'QUIT', $pid;
-    for (1 .. 200) {
-        last unless kill 0, $pid;
-        last if exited($pid);
-        sleep 0.05;
-    }
+    $self->wait_for(sub { !kill(0, $pid) || exited($pid) }, timeout => 10);
     kill 'KILL', $pid if kill 0, $pid;
+}
+
+# Processes left of this test's nginx: its master (the one stop() stopped, or the one the pid
+# file names) if it has not exited, their children, and anything started with this prefix.
+sub leftover_pids {
+    my ($self) = @_;
+    my %master = map { $_ => 1 } grep { defined } $self->{stopped_master}, $self->master_pid;
+    my @left;
+    for my $d (glob '/proc/[0-9]*') {
+        open my $fh, '<', "$d/stat" or next;
+        my $stat = <$fh> // next;
+        my ($pid, $state, $ppid) = $stat =~ /^(\d+) \(.*\) (\S) (\d+)/ or next;
+        next if $state eq 'Z' || $pid == $$;
+        my $cmd = '';
+        if (open my $c, '<', "$d/cmdline") { local $/; $cmd = <$c> // ''; $cmd =~ tr/\0/ /; }
+        push @left, $pid if $master{$pid} || $master{$ppid} || index($cmd, "-p $self->{prefix} ") >= 0;
+    }
+    return sort { $a <=> $b } @left;
 }
 
 # A daemonized master is reparented to init, which may reap it seconds after it exited:
@@ -213,16 +272,69 @@ sub error_log {
 }
 
 # Stops nginx and asserts that error.log holds no alert, emerg, crash or sanitizer report.
+# allow => qr/.../ excuses the lines a test causes on purpose (also set by allow_log).
+# Once per start: a second call, or the automatic check after it, adds no test.
 sub done {
-    my ($self) = @_;
+    my ($self, %o) = @_;
+    return if $self->{owner} != $$;
     $self->stop;
+    return unless $self->{log_unchecked};
+    $self->{log_unchecked} = 0;
+    delete $UNCHECKED{ refaddr $self };
+    my @allow = grep { defined } $o{allow}, @{ $self->{allow} || [] };
     my $log = $self->error_log;
     my @bad = grep { /\[(alert|emerg|crit)\]|AddressSanitizer|runtime error:|LeakSanitizer|exited on signal/ }
         split /\n/, $log;
-    ok(!@bad, 'error.log has no alert, emerg, crit or crash') or diag join "\n", @bad[0 .. ($#bad > 20 ? 20 : $#bad)];
+    @bad = grep { my $l = $_; !grep { $l =~ $_ } @allow } @bad;
+    my $name = 'error.log has no alert, emerg, crit or crash';
+    $name .= " (checked for the test: nginx in $self->{prefix} was never done)" if $o{auto};
+    ok(!@bad, $name) or diag join "\n", @bad[0 .. ($#bad > 20 ? 20 : $#bad)];
 }
 
-sub DESTROY { $_[0]->stop }
+# Lines of error.log the test causes on purpose, excused by every later check of this instance.
+sub allow_log {
+    my ($self, $re) = @_;
+    push @{ $self->{allow} }, $re;
+    return $self;
+}
+
+# An instance that goes away while tests can still be added is checked here (a test that reuses
+# a variable for a new nginx, a block-scoped instance); later ones were checked by done_testing.
+sub DESTROY {
+    my ($self) = @_;
+    local ($?, $@, $!);
+    return if ($self->{owner} // 0) != $$;
+    if ($self->{log_unchecked} && !Test2::API::test2_is_testing_done()) {
+        $self->done(auto => 1);
+        return;
+    }
+    $self->stop;
+}
+
+# ---------------------------------------------------------------- waiting
+# Calls $cond until it returns true; returns that value, or undef once `timeout` seconds (5 by
+# default) have passed, so the caller's assertion fails with its own message. Polls every 5 ms at
+# first, backing off to every 50 ms.
+sub wait_for {
+    my ($self, $cond, %o) = @_;
+    my $deadline = time + ($o{timeout} // 5);
+    my $pause = $o{interval} // 0.005;
+    while (1) {
+        my $v = $cond->();
+        return $v if $v;
+        return undef if time >= $deadline;
+        sleep $pause;
+        $pause = 0.05 if ($pause *= 1.5) > 0.05;
+    }
+}
+
+# Sleeps until an absolute time (Time::HiRes::time): for a test whose subject is a time window,
+# measured from when the window began rather than from the end of whatever ran since.
+sub sleep_until {
+    my ($self, $when) = @_;
+    my $d = $when - time;
+    sleep $d if $d > 0;
+}
 
 # ---------------------------------------------------------------- HTTP
 # req(METHOD, PATH, headers => {...}, json => $data | body => $bytes, port => N)
@@ -267,16 +379,15 @@ sub mailbox {
     return @{ $r->{json}{emails} || [] };
 }
 
-# The newest email to an address (optionally of a purpose), waiting a little for the delivery.
+# The newest email to an address (optionally of a purpose), waiting up to 5 s for the delivery;
+# count => N waits for the Nth email to the address.
 sub last_email {
     my ($self, $email, %o) = @_;
-    for (1 .. ($o{tries} // 50)) {
+    my $n = $o{count} // 1;
+    return $self->wait_for(sub {
         my @m = grep { $_->{email} eq $email && (!$o{purpose} || $_->{purpose} eq $o{purpose}) } $self->mailbox(%o);
-        my $n = $o{count} // 1;
-        return $m[-1] if @m >= $n;
-        sleep 0.05;
-    }
-    return undef;
+        return @m >= $n ? $m[-1] : undef;
+    }, timeout => $o{timeout} // 5);
 }
 
 sub emails_to {
