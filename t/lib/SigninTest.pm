@@ -339,6 +339,12 @@ sub sleep_until {
 # ---------------------------------------------------------------- HTTP
 # req(METHOD, PATH, headers => {...}, json => $data | body => $bytes, port => N)
 # A JSON body is sent with content-type application/json unless headers name another.
+#   finished => 1   the request says "Connection: close" and req reads until nginx closes the
+#                   connection. nginx closes it only when the request's last reference is gone, i.e.
+#                   after its background subrequests (the delivery of an email) ended: whatever the
+#                   request was going to send has been sent when req returns.
+#   conn => $c      on a connection from $t->connection (see there).
+# Otherwise HTTP::Tiny answers as soon as the response is read.
 sub req {
     my ($self, $method, $path, %o) = @_;
     my %h = %{ $o{headers} || {} };
@@ -348,13 +354,27 @@ sub req {
         $h{'content-type'} //= 'application/json';
     }
     my $port = $o{port} || $self->port;
-    my $url = "http://127.0.0.1:$port$path";
-    my $res = $self->{http}->request($method, $url, { headers => \%h, (defined $body ? (content => $body) : ()) });
+    my $res;
+    if ($o{conn} || $o{finished}) {
+        my $c = $o{conn} || SigninTest::Conn->new(port => $port, timeout => $self->{http}->timeout);
+        $res = $c->request($method, $path, \%h, $body, close => !$o{conn});
+    } else {
+        my $url = "http://127.0.0.1:$port$path";
+        $res = $self->{http}->request($method, $url, { headers => \%h, (defined $body ? (content => $body) : ()) });
+    }
     my $r = { status => $res->{status}, headers => $res->{headers}, content => $res->{content} };
     if (($res->{headers}{'content-type'} // '') =~ m{^application/json} && length($res->{content} // '')) {
         $r->{json} = eval { $JSON->decode($res->{content}) };
     }
     return $r;
+}
+
+# One keep-alive connection: $t->req(..., conn => $c). One worker answers every request on it, one
+# after another: nginx reads the next request of a connection only once the previous one, its
+# background subrequests included, is finished. A request on it after nginx closed it answers 599.
+sub connection {
+    my ($self, %o) = @_;
+    return SigninTest::Conn->new(port => $o{port} || $self->port, timeout => $self->{http}->timeout);
 }
 
 # Raw request on one TCP connection (for things HTTP::Tiny will not send); returns the raw response.
@@ -393,6 +413,43 @@ sub last_email {
 sub emails_to {
     my ($self, $email, %o) = @_;
     return grep { $_->{email} eq $email } $self->mailbox(%o);
+}
+
+# "Nothing was sent" with a positive control. An email that did not arrive may just be late, so
+# the check is made only once a delivery through the same path, requested after the requests
+# that must send nothing, has landed:
+#
+#   $t->req(POST => '/auth/login', json => {...}, finished => 1);    # must send nothing
+#   $t->assert_nothing_sent($email, name => '/login unknown: nothing is sent');
+#
+# Contract: the requests that must send nothing were made with finished => 1 (or by raw(), which
+# also reads until nginx closes), so each one's delivery, had it started one, has ended. The control
+# request (finished => 1 too) must be answered 2xx and its email must reach the mailbox within 5 s;
+# then the addresses must hold `count` emails. Two tests: the control arrived, and the check.
+#   $who       an address, an array of addresses, or a qr// matched against addresses (the
+#              control's own email is never counted)
+#   count   => emails the addresses hold (default 0)
+#   control => { path => '/auth/register', email => ..., json => {...}, headers => {...} }: the
+#              request that must send; by default a registration of a fresh control address
+#   name    => the check's name; mailbox => { path => ..., port => ... } where emails are read
+sub assert_nothing_sent {
+    my ($self, $who, %o) = @_;
+    my $c = $o{control} || {};
+    my $ctl = $c->{email} // sprintf 'control-%d-%d@control.example', $$, ++$self->{controls};
+    my $path = $c->{path} // '/auth/register';
+    my %mb = %{ $o{mailbox} || {} };
+    my $r = $self->req(POST => $path, json => { email => $ctl, %{ $c->{json} || {} } },
+        headers => $c->{headers} || {}, finished => 1, ($c->{port} ? (port => $c->{port}) : ()));
+    my $landed = $r->{status} >= 200 && $r->{status} < 300 && $self->last_email($ctl, %mb);
+    my $name = $o{name} // 'nothing was sent';
+    ok($landed, "$name (control: POST $path for $ctl was delivered)")
+        or diag "control answered $r->{status}: $r->{content}";
+    my $match = ref $who eq 'Regexp' ? sub { $_[0] =~ $who }
+              : ref $who eq 'ARRAY'  ? do { my %w = map { $_ => 1 } @$who; sub { $w{ $_[0] } } }
+              :                        sub { $_[0] eq $who };
+    my @got = grep { $_->{email} ne $ctl && $match->($_->{email}) } $self->mailbox(%mb);
+    is(scalar(@got), $o{count} // 0, $name)
+        or diag explain [map { "$_->{email} $_->{purpose}" } @got];
 }
 
 # Registers (or logs in) an address and returns the token from the mailbox.
@@ -496,6 +553,171 @@ sub admin {
     my $cmd = join ' ', map { quotemeta } $self->{admin}, '--store', $self->store, @args;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
+}
+
+
+# ---------------------------------------------------------------- optional tools
+# What a test needs beyond Perl and nginx, so that a missing tool skips that test (or part of it)
+# with the reason instead of failing or stopping the run.
+
+# The path of a command found in $PATH (or given with a slash and executable), or undef.
+sub which {
+    my ($cmd) = @_;
+    return -x $cmd ? $cmd : undef if $cmd =~ m{/};
+    for my $d (split /:/, $ENV{PATH} // '') {
+        return "$d/$cmd" if length $d && -f "$d/$cmd" && -x _;
+    }
+    return undef;
+}
+
+# undef when node and every npm package named (in t/node_modules) are installed, else why not.
+# (Only their presence: an installed package that does not work fails its test, as it should.)
+sub missing_node_packages {
+    my (@pkgs) = @_;
+    my $root = $ENV{SIGNIN_ROOT} || '.';
+    which('node') or return 'node is not installed';
+    for my $p (@pkgs) {
+        -f "$root/t/node_modules/$p/package.json"
+            or return "npm package $p is not installed (build.sh test runs npm ci in t/)";
+    }
+    return undef;
+}
+
+# A python3 that can import the module (Debian's /usr/bin/python3 first: python3-argon2 and such
+# are Debian packages), or undef.
+sub python_with {
+    my ($module) = @_;
+    for my $py (grep { defined } '/usr/bin/python3', which('python3')) {
+        next unless -x $py;
+        system("'$py' -c 'import $module' >/dev/null 2>&1");
+        return $py if $? == 0;
+    }
+    return undef;
+}
+
+# ---------------------------------------------------------------- a small HTTP/1.1 client
+# For what HTTP::Tiny does not offer: reading until nginx closes the connection, and knowing that
+# a keep-alive connection was not replaced by a new one. Answers look like HTTP::Tiny's: status,
+# reason, headers (lower-case names; a repeated header is an array), content; 599 on an error.
+package SigninTest::Conn;
+
+use strict;
+use warnings;
+use IO::Socket::INET;
+use IO::Select;
+use Time::HiRes qw(time);
+
+sub new {
+    my ($class, %o) = @_;
+    return bless { port => $o{port}, timeout => $o{timeout} // 30, buf => '' }, $class;
+}
+
+sub request {
+    my ($self, $method, $path, $headers, $body, %o) = @_;
+    my $res = eval { $self->_request($method, $path, $headers, $body, %o) };
+    return $res if $res;
+    $self->{closed} = 1;
+    return { status => 599, reason => 'Internal Exception', headers => {}, content => $@ };
+}
+
+sub _request {
+    my ($self, $method, $path, $headers, $body, %o) = @_;
+    die "the connection was closed: a new one could reach another worker\n" if $self->{closed};
+    $self->{deadline} = time + $self->{timeout};
+    $self->{sock} //= IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port},
+        Timeout => $self->{timeout}) || die "connect to 127.0.0.1:$self->{port}: $!\n";
+    my %h = map { lc($_) => $headers->{$_} } keys %$headers;
+    $h{host} //= "127.0.0.1:$self->{port}";
+    $h{'user-agent'} //= 'SigninTest';
+    $h{connection} = 'close' if $o{close};
+    if (defined $body) {
+        utf8::downgrade($body, 1) or die "Wide character in the request body\n";
+        $h{'content-length'} //= length $body;
+    }
+    my $out = "$method $path HTTP/1.1\r\n" . join('', map { "$_: $h{$_}\r\n" } sort keys %h) . "\r\n"
+        . ($body // '');
+    while (length $out) {
+        my $n = syswrite($self->{sock}, $out) // die "write: $!\n";
+        substr($out, 0, $n) = '';
+    }
+
+    $self->_fill_until(sub { index($self->{buf}, "\r\n\r\n") >= 0 }) or die "no response head\n";
+    my $end = index($self->{buf}, "\r\n\r\n");
+    my ($status_line, @lines) = split /\r\n/, substr($self->{buf}, 0, $end);
+    substr($self->{buf}, 0, $end + 4) = '';
+    my ($status, $reason) = $status_line =~ m{^HTTP/1\.[01] (\d\d\d) ?(.*)$} or die "bad status line: $status_line\n";
+    my %rh;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):[ \t]*(.*?)[ \t]*$/ or next;
+        $k = lc $k;
+        $rh{$k} = exists $rh{$k} ? [ref $rh{$k} ? @{ $rh{$k} } : $rh{$k}, $v] : $v;
+    }
+    my $chunked = ($rh{'transfer-encoding'} // '') =~ /chunked/i;
+    my $length = $rh{'content-length'};
+    my $content = '';
+    if ($o{close}) {
+        # everything up to the end: nginx has finished the request
+        $self->_fill_until(sub { 0 }, eof_ok => 1);
+        $content = $self->{buf};
+        $self->{buf} = '';
+        $self->{closed} = 1;
+        if ($method eq 'HEAD' || $status == 204 || $status == 304) { $content = '' }
+        elsif ($chunked) { $content = dechunk($content) }
+        elsif (defined $length && !ref $length) { $content = substr($content, 0, $length) }
+    } elsif ($method eq 'HEAD' || $status == 204 || $status == 304) {
+    } elsif ($chunked) {
+        while (1) {
+            $self->_fill_until(sub { $self->{buf} =~ /\r\n/ }) or die "truncated chunk\n";
+            $self->{buf} =~ s/^([0-9a-fA-F]+)[^\r]*\r\n// or die "bad chunk size\n";
+            my $size = hex $1;
+            if (!$size) {
+                $self->_fill_until(sub { $self->{buf} =~ /^(?:[^\r]+\r\n)*\r\n/ }) or die "truncated trailer\n";
+                $self->{buf} =~ s/^(?:[^\r]+\r\n)*\r\n//;
+                last;
+            }
+            $self->_fill_until(sub { length($self->{buf}) >= $size + 2 }) or die "truncated chunk\n";
+            $content .= substr($self->{buf}, 0, $size);
+            substr($self->{buf}, 0, $size + 2) = '';
+        }
+    } elsif (defined $length) {
+        $self->_fill_until(sub { length($self->{buf}) >= $length }) or die "truncated body\n";
+        $content = substr($self->{buf}, 0, $length);
+        substr($self->{buf}, 0, $length) = '';
+    } else {
+        $self->_fill_until(sub { 0 }, eof_ok => 1);
+        ($content, $self->{buf}) = ($self->{buf}, '');
+        $self->{closed} = 1;
+    }
+    $self->{closed} = 1 if ($rh{connection} // '') =~ /close/i;
+    if ($self->{closed} && $self->{sock}) { close $self->{sock}; delete $self->{sock} }
+    return { status => $status, reason => $reason, headers => \%rh, content => $content };
+}
+
+# Reads until $done->() is true (1), or until the peer closes the connection (1 with eof_ok,
+# else 0); dies when the deadline passes.
+sub _fill_until {
+    my ($self, $done, %o) = @_;
+    my $sel = IO::Select->new($self->{sock});
+    while (!$done->()) {
+        my $left = $self->{deadline} - time;
+        die "timeout after $self->{timeout} s\n" if $left <= 0;
+        next unless $sel->can_read($left);
+        my $n = sysread($self->{sock}, $self->{buf}, 65536, length $self->{buf});
+        die "read: $!\n" unless defined $n;
+        return $o{eof_ok} ? 1 : 0 if $n == 0;
+    }
+    return 1;
+}
+
+sub dechunk {
+    my ($data) = @_;
+    my $out = '';
+    while ($data =~ s/^([0-9a-fA-F]+)[^\r]*\r\n//) {
+        my $size = hex $1 or last;
+        $out .= substr($data, 0, $size);
+        substr($data, 0, $size + 2) = '';
+    }
+    return $out;
 }
 
 1;
