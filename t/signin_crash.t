@@ -65,8 +65,11 @@ is $lost, 0, 'every acknowledged session still works after the crashes';
 
 # restart nginx on the same store: the file opens and the sessions are still there
 $t->stop;
-my $stat = `mdb_stat -a ${\ $t->store} 2>&1`;
-is $? >> 8, 0, 'mdb_stat reads the store after the crashes' or diag $stat;
+SKIP: {
+    skip 'mdb_stat is not installed (lmdb-utils)', 1 unless SigninTest::which('mdb_stat');
+    my $stat = `mdb_stat -a ${\ $t->store} 2>&1`;
+    is $? >> 8, 0, 'mdb_stat reads the store after the crashes' or diag $stat;
+}
 $t->run(%{ $t->{conf_opts} });
 my $r = $t->req(GET => '/auth/me', headers => { cookie => $cookies[-1] });
 is $r->{status}, 200, 'a session survives the restart too';
