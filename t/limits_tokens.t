@@ -4,7 +4,6 @@
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
-use Time::HiRes qw(sleep);
 
 my $t = SigninTest->new;
 $t->run(http => q{
@@ -74,11 +73,7 @@ $r = $t->req(POST => '/auth/register', json => { email => 'ghost@example.com' },
 ok $t->last_email('ghost@example.com'), 'the address can still be sent a registration token';
 
 my $audit = '';
-for (1 .. 30) {
-    (undef, $audit) = $t->admin('audit', 200);
-    last if $audit =~ /exchange_failures/;
-    sleep 0.1;
-}
+$t->wait_for(sub { (undef, $audit) = $t->admin('audit', 200); $audit =~ /exchange_failures/ }, timeout => 3);
 ok((grep { /"throttled"/ && /popular\@example\.com/ && /address:register/ } split /\n/, $audit),
    'the audit trail records the throttled sends to the address') or diag $audit;
 ok((grep { /"throttled"/ && /10\.0\.2\.1/ && /exchange_failures/ } split /\n/, $audit),
