@@ -17,7 +17,7 @@ my @kids;
 for my $k (1 .. 4) {
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
-        my $end = time + 6;
+        my $end = time + 3;
         my $n = 0;
         while (time < $end) {
             $n++;
@@ -38,10 +38,11 @@ for my $k (1 .. 4) {
     push @kids, $pid;
 }
 
+# a kill every 0.15 to 0.35 s for 3 s (the clients' time): about a dozen
 my $killed = 0;
-my $end = time + 6;
+my $end = time + 3;
 while (time < $end) {
-    sleep 0.3 + rand(0.4);
+    sleep 0.15 + rand(0.2);
     my @w = $t->worker_pids;
     next unless @w;
     kill 'KILL', $w[int rand @w];

@@ -3,9 +3,11 @@
 # working, and the full store still opens after a reload and after a restart.
 use strict; use warnings;
 use Test::More;
-use Time::HiRes qw(sleep time);
+use Time::HiRes qw(time);
 use HTTP::Tiny;
 use MIME::Base64 qw(decode_base64);
+use JSON::PP;
+use POSIX ();
 use lib 't/lib'; use SigninTest;
 
 my $conf = q{
@@ -73,18 +75,45 @@ my %secret = (cookie => $cookie_secret, bearer => $bearer, 'spent token' => $spe
     ok !(grep { index($lock, $_) >= 0 } values %secret), 'lock.mdb holds no secret';
 }
 
-# fill the 1 MB map with registrations until the store says it is full
+# fill the 1 MB map with registrations until the store says it is full. Eight clients at once:
+# each worker's writes then share group commits, so the map fills in a fraction of the time one
+# client takes. Each client stops at its first answer that is not 202 and keeps it.
 my $full;
 my $t0 = time;
 my $sent = 0;
-for my $i (1 .. 20000) {
-    last if time - $t0 > 12;
-    my $res = $t->req(POST => '/auth/register', json => { email => "filler-$i-padding-padding-padding\@example.com" });
-    $sent++;
-    next if $res->{status} == 202;
-    $full = { status => $res->{status}, headers => $res->{headers}, content => $res->{content} };
-    last;
+my $dir = $t->prefix;
+my @fillers;
+for my $k (1 .. 8) {
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        my $n = 0;
+        while (time - $t0 <= 12 && !-e "$dir/full") {
+            my $res = $t->req(POST => '/auth/register', json => { email => "filler-$k-" . ++$n . "-padding-padding\@example.com" });
+            next if $res->{status} == 202;
+            open my $fh, '>', "$dir/refused.$k" or POSIX::_exit(1);
+            print $fh JSON::PP->new->encode({ status => $res->{status}, headers => $res->{headers}, content => $res->{content} });
+            close $fh;
+            open my $flag, '>', "$dir/full" or POSIX::_exit(1);
+            close $flag;
+            last;
+        }
+        open my $fh, '>', "$dir/sent.$k" or POSIX::_exit(1);
+        print $fh $n;
+        close $fh;
+        POSIX::_exit(0);    # never the parent's destructors (they would stop nginx)
+    }
+    push @fillers, $pid;
 }
+waitpid $_, 0 for @fillers;
+my @refused;
+for my $k (1 .. 8) {
+    $sent += slurp("$dir/sent.$k") || 0;
+    my $j = slurp("$dir/refused.$k");
+    push @refused, JSON::PP->new->decode($j) if length $j;
+}
+$full = $refused[0];
+is_deeply [map { $_->{status} } @refused], [(507) x @refused], 'every client that was refused got 507'
+    if @refused;
 ok $full, "the store filled up after $sent registrations (" . sprintf('%.1f', time - $t0) . 's)';
 $full //= { status => 0, headers => {}, content => '' };
 is $full->{status}, 507, 'a full store answers 507' or diag "$full->{status}: $full->{content}";
