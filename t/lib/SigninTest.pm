@@ -39,11 +39,33 @@ my %UNCHECKED;
 my $SEQ = 0;
 
 # Test::More can still add a test while done_testing() runs: the root hub calls its follow-ups
-# before it emits the plan, both in done_testing() and in the END block of a file that never
-# called it. That is where the forgotten checks are made, as ordinary tests that count in the
-# plan. (nginx-tests' Test::Nginx adds its check in DESTROY, which only works with a fixed
+# before it emits the plan. That is where the forgotten checks are made, as ordinary tests that
+# count in the plan (a file that never reaches done_testing is checked by the END block below). (nginx-tests' Test::Nginx adds its check in DESTROY, which only works with a fixed
 # plan that reserves room for it: these files end with done_testing, and a file-level object
 # is destroyed after the plan was printed.)
+# A file that ends without done_testing (it died, called exit, got a signal) is checked here:
+# END blocks run last-compiled first, so this one runs before File::Temp's, which removes the
+# prefixes (and with them nginx.pid and error.log), and before Test2's, so a test can still be
+# added. Nothing is left running either way.
+END {
+    local ($?, $@, $!);
+    for my $t (sort { $a->{seq} <=> $b->{seq} } grep { defined } values %UNCHECKED) {
+        next if $t->{owner} != $$;
+        if (Test2::API::test2_is_testing_done()) { $t->stop } else { $t->done(auto => 1) }
+    }
+}
+
+# A test stopped by a signal (Ctrl-C, prove's TERM, a closed pipe as in `prove -v | head`) would
+# leave its nginx running: the signal becomes an exit, so END and DESTROY stop it.
+for my $sig (qw(INT TERM HUP PIPE)) {
+    next if $SIG{$sig};
+    $SIG{$sig} = sub {
+        $SIG{PIPE} = 'IGNORE';
+        print STDERR "# SIG$sig: stopping nginx\n";
+        exit 128 + ($sig eq 'INT' ? 2 : $sig eq 'TERM' ? 15 : $sig eq 'HUP' ? 1 : 13);
+    };
+}
+
 Test2::API::test2_add_callback_testing_done(sub {
     my (undef, $hub) = @_;
     return if $hub && defined $hub->skip_reason;    # plan skip_all: nothing may be added
@@ -623,6 +645,7 @@ sub request {
 sub _request {
     my ($self, $method, $path, $headers, $body, %o) = @_;
     die "the connection was closed: a new one could reach another worker\n" if $self->{closed};
+    local $SIG{PIPE} = 'IGNORE';    # nginx may close early (a 413): the answer is still read
     $self->{deadline} = time + $self->{timeout};
     $self->{sock} //= IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port},
         Timeout => $self->{timeout}) || die "connect to 127.0.0.1:$self->{port}: $!\n";
