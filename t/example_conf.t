@@ -25,7 +25,7 @@ close $out;
 my $nginx = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
 my $test = `$nginx -p $prefix -c $prefix/nginx.conf -t 2>&1`;
 is $? >> 8, 0, 'nginx.conf.example passes nginx -t' or diag $test;
-$t->run_file("$prefix/nginx.conf", workers => 2);
+$t->run(file => "$prefix/nginx.conf", workers => 2);
 ok $t->master_pid, 'nginx.conf.example started, its pid in the prefix';
 
 is $t->req(GET => '/')->{status}, 200, 'the demo page is served at /';

@@ -161,26 +161,17 @@ sub nginx_t {
     return ($? >> 8, $out);
 }
 
+# run(http => ..., main => ..., workers => N, wait_ports => [...]) writes nginx.conf and starts it;
+# run(file => $path, ...) starts a configuration the test wrote itself, which must put the pid file
+# at <prefix>/nginx.pid and the error log at <prefix>/error.log, as conf_text does.
 sub run {
     my ($self, %o) = @_;
     $self->{conf_opts} = \%o;
-    my $file = $self->write_conf(%o);
+    my $file = $o{file} // $self->write_conf(%o);
     my $out = `$self->{nginx} -p $self->{prefix} -c $file 2>&1`;
     if ($? != 0) {
         BAIL_OUT("nginx did not start: $out");
     }
-    $self->started;
-    $self->wait_port($_) for @{ $o{wait_ports} || [$self->port] };
-    $self->wait_workers($o{workers} // 2);
-    return $self;
-}
-
-# Starts nginx with a configuration file the test wrote itself (it must put the pid file at
-# <prefix>/nginx.pid and the error log at <prefix>/error.log, as conf_text does).
-sub run_file {
-    my ($self, $file, %o) = @_;
-    my $out = `$self->{nginx} -p $self->{prefix} -c $file 2>&1`;
-    BAIL_OUT("nginx did not start: $out") if $? != 0;
     $self->started;
     $self->wait_port($_) for @{ $o{wait_ports} || [$self->port] };
     $self->wait_workers($o{workers} // 2);
@@ -238,7 +229,8 @@ sub wait_port {
 sub reload {
     my ($self, %o) = @_;
     my @old = $self->worker_pids;
-    $self->write_conf(%o ? %o : %{ $self->{conf_opts} });
+    # (a configuration the test wrote itself is reloaded as it stands)
+    $self->write_conf(%o ? %o : %{ $self->{conf_opts} }) if %o || !$self->{conf_opts}{file};
     kill 'HUP', $self->master_pid;
     $self->wait_for(sub {
         my %now = map { $_ => 1 } $self->worker_pids;
