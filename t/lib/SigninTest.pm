@@ -40,9 +40,17 @@ my $SEQ = 0;
 
 # Test::More can still add a test while done_testing() runs: the root hub calls its follow-ups
 # before it emits the plan. That is where the forgotten checks are made, as ordinary tests that
-# count in the plan (a file that never reaches done_testing is checked by the END block below). (nginx-tests' Test::Nginx adds its check in DESTROY, which only works with a fixed
-# plan that reserves room for it: these files end with done_testing, and a file-level object
-# is destroyed after the plan was printed.)
+# count in the plan. (nginx-tests' Test::Nginx adds its check in DESTROY, which only works with
+# a fixed plan that reserves room for it: these files end with done_testing, and a file-level
+# object is destroyed after the plan was printed.)
+Test2::API::test2_add_callback_testing_done(sub {
+    my (undef, $hub) = @_;
+    return if $hub && defined $hub->skip_reason;    # plan skip_all: nothing may be added
+    for my $t (sort { $a->{seq} <=> $b->{seq} } grep { defined } values %UNCHECKED) {
+        $t->done(auto => 1);
+    }
+});
+
 # A file that ends without done_testing (it died, called exit, got a signal) is checked here:
 # END blocks run last-compiled first, so this one runs before File::Temp's, which removes the
 # prefixes (and with them nginx.pid and error.log), and before Test2's, so a test can still be
@@ -65,14 +73,6 @@ for my $sig (qw(INT TERM HUP PIPE)) {
         exit 128 + ($sig eq 'INT' ? 2 : $sig eq 'TERM' ? 15 : $sig eq 'HUP' ? 1 : 13);
     };
 }
-
-Test2::API::test2_add_callback_testing_done(sub {
-    my (undef, $hub) = @_;
-    return if $hub && defined $hub->skip_reason;    # plan skip_all: nothing may be added
-    for my $t (sort { $a->{seq} <=> $b->{seq} } grep { defined } values %UNCHECKED) {
-        $t->done(auto => 1);
-    }
-});
 
 sub new {
     my ($class, %o) = @_;
