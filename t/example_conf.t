@@ -16,6 +16,8 @@ my $port = $t->port;
 $conf =~ s/127\.0\.0\.1:8080/127.0.0.1:$port/g;
 $conf =~ s/^error_log stderr info;/error_log $prefix\/error.log info;/m or die 'no error_log line';
 $conf =~ s/^worker_processes 2;/worker_processes 2;\ndaemon on;/m or die;
+# the harness stops nginx through <prefix>/nginx.pid and looks for its workers there
+$conf =~ s{^pid \S+;}{pid $prefix/nginx.pid;}m or die 'no pid line';
 open my $out, '>', "$prefix/nginx.conf" or die;
 print $out $conf;
 close $out;
@@ -23,10 +25,8 @@ close $out;
 my $nginx = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
 my $test = `$nginx -p $prefix -c $prefix/nginx.conf -t 2>&1`;
 is $? >> 8, 0, 'nginx.conf.example passes nginx -t' or diag $test;
-system("$nginx -p $prefix -c $prefix/nginx.conf") == 0 or BAIL_OUT('nginx.conf.example does not start');
-$t->{running} = 1;
-$t->wait_port($port);
-$t->wait_workers(2);
+$t->run(file => "$prefix/nginx.conf", workers => 2);
+ok $t->master_pid, 'nginx.conf.example started, its pid in the prefix';
 
 is $t->req(GET => '/')->{status}, 200, 'the demo page is served at /';
 my $cookie = $t->sign_in('example@example.com');
@@ -40,4 +40,6 @@ like $r->{content}, qr/asked for v2/, '... with $api_version still v2';
 $r = $t->req(GET => '/admin/emails');
 is scalar @{ $r->{json}{emails} || [] }, 7, 'the email previews list every purpose';
 $t->done;
+my @left = $t->leftover_pids;
+ok !@left, 'no nginx process of the example is left after done' or diag `ps -o pid,ppid,args -p @{[ join ',', @left ]}`;
 done_testing;

@@ -5,7 +5,6 @@
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
-use Time::HiRes qw(sleep);
 
 my $t = SigninTest->new;
 mkdir $t->prefix . "/html"; mkdir $t->prefix . "/html/app";
@@ -96,11 +95,10 @@ is $r->{status}, 200, 'the same session from another client is served';
 
 # ---------------------------------------------------------------- audit
 my $audit = '';
-for (1 .. 50) {
+$t->wait_for(sub {
     (undef, $audit) = $t->admin('audit', 200);
-    last if $audit =~ /throttled.*10\.0\.0\.3/ && $audit =~ /throttled.*10\.0\.0\.1/;
-    sleep 0.1;
-}
+    $audit =~ /throttled.*10\.0\.0\.3/ && $audit =~ /throttled.*10\.0\.0\.1/;
+}, timeout => 5);
 my @throttled = grep { /"throttled"/ } split /\n/, $audit;
 ok((grep { /10\.0\.0\.1/ && /sensitive:login/ } @throttled), 'the audit trail records the throttled client and endpoint')
     or diag $audit;

@@ -4,7 +4,6 @@
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
-use Time::HiRes qw(sleep);
 
 my $t = SigninTest->new;
 $t->run(http => q{
@@ -56,12 +55,11 @@ for my $i (1 .. 2) {
     ok $t->last_email($addr, count => $i), "and delivered";
 }
 for my $i (3 .. 5) {
-    my $r = $t->req(POST => '/auth/register', json => { email => uc $addr }, from("10.0.3.$i"));
+    my $r = $t->req(POST => '/auth/register', json => { email => uc $addr }, from("10.0.3.$i"), finished => 1);
     is $r->{status}, 202, "request $i (another client, same address) still answers 202";
     is_deeply $r->{json}, { status => 'sent' }, 'with the same body';
 }
-sleep 0.5;
-is scalar(my @m = $t->emails_to($addr)), 2, 'but nothing more was sent to the address';
+$t->assert_nothing_sent($addr, count => 2, name => 'but nothing more was sent to the address');
 $r = $t->req(POST => '/auth/register', json => { email => 'other@example.com' }, from('10.0.3.3'));
 is $r->{status}, 202, 'another address from the same client';
 ok $t->last_email('other@example.com'), 'is delivered';
@@ -75,11 +73,7 @@ $r = $t->req(POST => '/auth/register', json => { email => 'ghost@example.com' },
 ok $t->last_email('ghost@example.com'), 'the address can still be sent a registration token';
 
 my $audit = '';
-for (1 .. 30) {
-    (undef, $audit) = $t->admin('audit', 200);
-    last if $audit =~ /exchange_failures/;
-    sleep 0.1;
-}
+$t->wait_for(sub { (undef, $audit) = $t->admin('audit', 200); $audit =~ /exchange_failures/ }, timeout => 3);
 ok((grep { /"throttled"/ && /popular\@example\.com/ && /address:register/ } split /\n/, $audit),
    'the audit trail records the throttled sends to the address') or diag $audit;
 ok((grep { /"throttled"/ && /10\.0\.2\.1/ && /exchange_failures/ } split /\n/, $audit),

@@ -11,14 +11,14 @@ $t->run(http => $off);
 
 for my $path (qw(password password/register password/session password/token password/change)) {
     my $r = $t->req(POST => "/auth/$path", json => { email => 'a@example.com', password => 'violet tractor hums quietly' },
-        headers => { origin => $t->origin });
+        headers => { origin => $t->origin }, finished => 1);
     is $r->{status}, 403, "POST /$path is 403 when passwords are off";
     is $r->{json}{code}, 'passwords_disabled', "... code passwords_disabled";
     is $r->{headers}{'cache-control'}, 'no-store', '... no-store';
     $r = $t->req(GET => "/auth/$path");
     is $r->{status}, 403, "GET /$path is the same 403 (no password page exists)";
 }
-is scalar(() = $t->emails_to('a@example.com')), 0, 'nothing was sent';
+$t->assert_nothing_sent('a@example.com', name => 'nothing was sent');
 $t->done;
 
 # ---------------------------------------------------------------- nginx -t

@@ -5,7 +5,7 @@
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
-use Time::HiRes qw(time sleep);
+use Time::HiRes qw(time);
 use POSIX qw(_exit);
 
 my $GOOD = 'violet tractor hums quietly';

@@ -3,7 +3,6 @@
 # signin_client takes any nginx value).
 use strict; use warnings;
 use Test::More;
-use Time::HiRes qw(sleep);
 use JSON::PP;
 use lib 't/lib'; use SigninTest;
 

@@ -17,7 +17,7 @@ my @kids;
 for my $k (1 .. 4) {
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
-        my $end = time + 6;
+        my $end = time + 3;
         my $n = 0;
         while (time < $end) {
             $n++;
@@ -38,10 +38,11 @@ for my $k (1 .. 4) {
     push @kids, $pid;
 }
 
+# a kill every 0.15 to 0.35 s for 3 s (the clients' time): about a dozen
 my $killed = 0;
-my $end = time + 6;
+my $end = time + 3;
 while (time < $end) {
-    sleep 0.3 + rand(0.4);
+    sleep 0.15 + rand(0.2);
     my @w = $t->worker_pids;
     next unless @w;
     kill 'KILL', $w[int rand @w];
@@ -65,8 +66,11 @@ is $lost, 0, 'every acknowledged session still works after the crashes';
 
 # restart nginx on the same store: the file opens and the sessions are still there
 $t->stop;
-my $stat = `mdb_stat -a ${\ $t->store} 2>&1`;
-is $? >> 8, 0, 'mdb_stat reads the store after the crashes' or diag $stat;
+SKIP: {
+    skip 'mdb_stat is not installed (lmdb-utils)', 1 unless SigninTest::which('mdb_stat');
+    my $stat = `mdb_stat -a ${\ $t->store} 2>&1`;
+    is $? >> 8, 0, 'mdb_stat reads the store after the crashes' or diag $stat;
+}
 $t->run(%{ $t->{conf_opts} });
 my $r = $t->req(GET => '/auth/me', headers => { cookie => $cookies[-1] });
 is $r->{status}, 200, 'a session survives the restart too';
@@ -75,4 +79,6 @@ is $r->{status}, 200, 'a session survives the restart too';
 $t->stop;
 my @bad = grep { /\[(alert|emerg)\]/ && !/exited on signal 9/ } split /\n/, $t->error_log;
 ok !@bad, 'no alert or emerg in error.log besides the killed workers' or diag join "\n", @bad[0 .. 5];
+# the harness's check too (crit, sanitizer reports, other signals), the kills excused
+$t->done(allow => qr/\[alert\].* worker process \d+ exited on signal 9$/);
 done_testing;

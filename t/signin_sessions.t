@@ -4,7 +4,7 @@
 # lifetimes, bearer expires_in, the signin_require gate and its variables, and reload.
 use strict; use warnings;
 use Test::More;
-use Time::HiRes qw(sleep);
+use Time::HiRes qw(time);
 use lib 't/lib'; use SigninTest;
 
 my $n = 0;
@@ -334,19 +334,24 @@ $O = 'https://app.example.com';
 $t->done;
 
 # ================================================================ absolute lifetime and bearer lifetime
-$t = start(extra => 'signin_session_ttl 2s; signin_bearer_ttl 2s;');
+# The windows are short (the lifetimes are msec values; expires_in and Max-Age count whole
+# seconds, so 1s keeps them meaningful). Each wait is measured from when the sessions were made.
+$t = start(extra => 'signin_session_ttl 1s; signin_bearer_ttl 1s;');
 $O = $t->origin;
 {
+    my $made_after = time;
     my ($c, $s) = sign_in_cookie(addr('ttl'));
     my ($b, $bt) = sign_in_bearer(addr('ttl'));
-    is $bt->{json}{expires_in}, 2, 'expires_in is 2 with signin_bearer_ttl 2s';
+    my $made_before = time;
+    is $bt->{json}{expires_in}, 1, 'expires_in is 1 with signin_bearer_ttl 1s';
     my (undef, undef, $a) = parse_cookie($s);
-    ok !defined $a->{'max-age'} || $a->{'max-age'} <= 2, 'the cookie Max-Age is not beyond the session lifetime';
+    ok !defined $a->{'max-age'} || $a->{'max-age'} <= 1, 'the cookie Max-Age is not beyond the session lifetime';
     is api(GET => '/auth/me', headers => C($c))->{status}, 200, 'cookie session alive at first';
     is api(GET => '/auth/me', headers => B($b))->{status}, 200, 'bearer session alive at first';
-    sleep 1;
-    is api(GET => '/auth/me', headers => C($c))->{status}, 200, 'cookie session alive after 1s (and used)';
-    sleep 1.6;
+    $t->sleep_until($made_after + 0.5);
+    is api(GET => '/auth/me', headers => C($c))->{status}, 200, 'cookie session alive after 0.5s (and used)'
+        or diag sprintf 'asked %.3f s after the sign-in', time - $made_after;
+    $t->sleep_until($made_before + 1 + 0.05);
     err_is api(GET => '/auth/me', headers => C($c)), 401, 'unauthenticated', 'cookie session dead after signin_session_ttl, though it was used';
     err_is api(GET => '/auth/me', headers => B($b)), 401, 'unauthenticated', 'bearer token dead after signin_bearer_ttl';
     err_is api(GET => '/app/x', headers => C($c)), 401, 'unauthenticated', 'signin_require refuses the expired session';
@@ -354,25 +359,27 @@ $O = $t->origin;
 $t->done;
 
 # ================================================================ bearer lifetime independent of the session lifetime
-$t = start(extra => 'signin_session_ttl 1h; signin_bearer_ttl 2s;');
+$t = start(extra => 'signin_session_ttl 1h; signin_bearer_ttl 500ms;');
 $O = $t->origin;
 {
     my ($b, $bt) = sign_in_bearer(addr('bttl'));
-    is $bt->{json}{expires_in}, 2, 'expires_in follows signin_bearer_ttl, not signin_session_ttl';
+    my $made_before = time;
+    is $bt->{json}{expires_in}, 1, 'expires_in follows signin_bearer_ttl (500ms: 1 s rounded up), not signin_session_ttl';
     my ($c) = sign_in_cookie(addr('bttl'));
-    sleep 2.5;
+    $t->sleep_until($made_before + 0.5 + 0.05);
     err_is api(GET => '/auth/me', headers => B($b)), 401, 'unauthenticated', 'the bearer token expired after signin_bearer_ttl';
     is api(GET => '/auth/me', headers => C($c))->{status}, 200, 'the cookie session (1h) lives';
 }
 $t->done;
 
 # ================================================================ idle lifetime
-$t = start(extra => 'signin_session_idle 1s;');
+$t = start(extra => 'signin_session_idle 500ms;');
 $O = $t->origin;
 {
     my ($c) = sign_in_cookie(addr('idle'));
+    my $made_before = time;
     is api(GET => '/auth/me', headers => C($c))->{status}, 200, 'a fresh session is alive';
-    sleep 1.6;
+    $t->sleep_until($made_before + 0.5 + 0.05);
     err_is api(GET => '/auth/me', headers => C($c)), 401, 'unauthenticated', 'a session unused for longer than signin_session_idle is dead';
     my ($r, @l) = sessions_of(C($c));
     is $r->{status}, 401, '/sessions with the idle session: 401';

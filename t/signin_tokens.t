@@ -50,7 +50,17 @@ sub err_is {
     is(($r->{json} || {})->{code}, $code, "$name: code $code") if defined $code;
 }
 
-sub settle { sleep 0.4 }   # deliveries run in the background after the 202
+# Deliveries run in the background after the 202. A request that must send nothing is made with
+# finished => 1 (it returns once nginx has ended the request and its delivery, had it started one),
+# and "nothing was sent" is asserted by $t->assert_nothing_sent once a control email, requested
+# after it, has arrived. A control through /login needs an account with no token waiting:
+sub login_control {
+    my ($t, %o) = @_;
+    my $a = addr('control');
+    my $r = exchange($t, $t->request_token($a, %o));
+    die "control account: $r->{status}" unless $r->{status} == 200;
+    return { path => '/auth/login', email => $a, json => { $o{group} ? (group => $o{group}) : () } };
+}
 
 # ================================================================ defaults: resend 60 s, registration on
 my $t = start();
@@ -100,13 +110,12 @@ my $t = start();
     is $m1->{purpose}, 'Registration', 'purpose Registration';
     is $m1->{tag}, 'auth.registration', 'tagged auth.registration';
     like $m1->{text} // '', qr/\Q$m1->{token}\E/, 'the email text carries the token';
-    my $r2 = $t->req(POST => '/auth/register', json => { email => $e });
+    my $r2 = $t->req(POST => '/auth/register', json => { email => $e }, finished => 1);
     is $r2->{status}, 202, 'second register within the resend window: still 202';
     is $r2->{content}, $r1->{content}, 'with a byte-identical body';
-    my $r3 = $t->req(POST => '/auth/register', json => { email => uc $e });
+    my $r3 = $t->req(POST => '/auth/register', json => { email => uc $e }, finished => 1);
     is $r3->{status}, 202, 'third register (address in upper case) 202';
-    settle();
-    is scalar($t->emails_to($e)), 1, 'the repeated requests sent nothing';
+    $t->assert_nothing_sent($e, count => 1, name => 'the repeated requests sent nothing');
     is exchange($t, $m1->{token})->{status}, 200, 'the waiting token still works';
     # spent: nothing is waiting any more, so a new request sends again
     my $r4 = $t->req(POST => '/auth/register', json => { email => $e });
@@ -114,10 +123,11 @@ my $t = start();
     my $m4 = $t->last_email($e, count => 2);
     ok $m4, 'a spent token is not a waiting token: a new email is sent';
     is $m4 && $m4->{purpose}, 'AlreadyRegistered', 'and its purpose is AlreadyRegistered';
-    my $r5 = $t->req(POST => '/auth/login', json => { email => $e });
+    my $control = login_control($t);
+    my $r5 = $t->req(POST => '/auth/login', json => { email => $e }, finished => 1);
     is $r5->{status}, 202, 'login while the AlreadyRegistered token waits: 202';
-    settle();
-    is scalar($t->emails_to($e)), 2, 'the waiting token (of another purpose) suppresses the login email';
+    $t->assert_nothing_sent($e, count => 2, control => $control,
+        name => 'the waiting token (of another purpose) suppresses the login email');
 }
 
 # /login answers the same for known and unknown addresses, and sends nothing for the unknown one
@@ -125,8 +135,9 @@ my $t = start();
     my $known = addr('known');
     is exchange($t, $t->request_token($known))->{status}, 200, 'account created for the known address';
     my $unknown = addr('unknown');
-    my $rk = $t->req(POST => '/auth/login', json => { email => $known });
-    my $ru = $t->req(POST => '/auth/login', json => { email => $unknown });
+    my $control = login_control($t);
+    my $rk = $t->req(POST => '/auth/login', json => { email => $known }, finished => 1);
+    my $ru = $t->req(POST => '/auth/login', json => { email => $unknown }, finished => 1);
     is $rk->{status}, 202, '/login known 202';
     is $ru->{status}, $rk->{status}, '/login unknown: same status';
     is $ru->{content}, $rk->{content}, '/login unknown: byte-identical body';
@@ -138,8 +149,7 @@ my $t = start();
     my $m = $t->last_email($known, purpose => 'SignIn');
     ok $m && $m->{token}, '/login known: a SignIn token is sent';
     is $m && $m->{tag}, 'auth.sign_in', 'tagged auth.sign_in';
-    settle();
-    is scalar($t->emails_to($unknown)), 0, '/login unknown: nothing is sent';
+    $t->assert_nothing_sent($unknown, control => $control, name => '/login unknown: nothing is sent');
     my $r = exchange($t, $m->{token});
     is $r->{status}, 200, 'the SignIn token signs in';
     is $r->{json}{email}, $known, 'as the known address';
@@ -162,10 +172,10 @@ my $t = start();
     isnt $rd->{json}{id}, $ra->{json}{id}, 'a different user id';
     isnt $rd->{json}{group_id}, 'tenant-a', 'a different group_id';
     is $rd->{json}{email}, $ra->{json}{email}, 'the same address';
-    my $r = $t->req(POST => '/auth/login', json => { email => $e, group => 'tenant-b' });
+    my $control = login_control($t, group => 'tenant-b');
+    my $r = $t->req(POST => '/auth/login', json => { email => $e, group => 'tenant-b' }, finished => 1);
     is $r->{status}, 202, '/login in a group with no account for the address: 202';
-    settle();
-    is scalar($t->emails_to($e)), 2, 'and nothing is sent';
+    $t->assert_nothing_sent($e, count => 2, control => $control, name => 'and nothing is sent');
     my $tl = $t->request_token($e, login => 1, group => 'tenant-a');
     $r = exchange($t, $tl);
     is $r->{json}{id}, $ra->{json}{id}, '/login with group tenant-a signs in to the tenant-a account';
@@ -203,7 +213,7 @@ my $t = start();
     my $req = "POST /auth/token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
             . length($body) . "\r\nConnection: close\r\n\r\n$body";
     pipe(my $rd, my $wr) or die "pipe: $!";
-    my $go = time + 0.6;
+    my $go = time + 0.3;    # every child connected by then: they send at once
     my @kids;
     for my $i (1 .. 20) {
         my $pid = fork // die "fork: $!";
@@ -239,10 +249,11 @@ $t = start(extra => 'signin_token_resend 0;');
     # the account is created only when the registration token is exchanged
     my $e = addr('pending');
     my $reg = $t->request_token($e);
-    my $r = $t->req(POST => '/auth/login', json => { email => $e });
+    my $control = login_control($t);
+    my $r = $t->req(POST => '/auth/login', json => { email => $e }, finished => 1);
     is $r->{status}, 202, '/login for a pending registration: 202';
-    settle();
-    is scalar($t->emails_to($e)), 1, '/login before the registration token is exchanged sends nothing (no account yet)';
+    $t->assert_nothing_sent($e, count => 1, control => $control,
+        name => '/login before the registration token is exchanged sends nothing (no account yet)');
     $r = exchange($t, $reg);
     is $r->{status}, 200, 'the registration token creates the account';
     my $uid = $r->{json}{id};
@@ -276,28 +287,40 @@ $t = start(extra => 'signin_token_resend 0;');
 $t->done;
 
 # ================================================================ a short token lifetime
-$t = start(extra => 'signin_token_ttl 1s;');
+$t = start(extra => 'signin_token_ttl 500ms;');
 {
     my $fresh = $t->request_token(addr('ttl'));
     my $old = $t->request_token(addr('ttl'));
+    my $issued = time;    # both tokens were issued before this
     is exchange($t, $fresh)->{status}, 200, 'a token used within signin_token_ttl works';
-    sleep 2;
-    err_is exchange($t, $old), 401, 'invalid_token', 'a token used after signin_token_ttl (1s) has expired';
+    $t->sleep_until($issued + 0.5 + 0.05);
+    err_is exchange($t, $old), 401, 'invalid_token', 'a token used after signin_token_ttl (500ms) has expired';
     err_is exchange($t, $old, 'bearer'), 401, 'invalid_token', 'and is refused by /token too';
 }
 $t->done;
 
 # ================================================================ registration off by default
-$t = start(registration => '');
+# The control of "nothing is sent" below signs in to an account that exists already: it was made
+# with registration on, in a store this nginx then starts on.
+my ($control, $seed_store);
+{
+    my $seed = start();
+    $control = login_control($seed);
+    $seed_store = $seed->store;
+    $seed->done;
+}
+$t = SigninTest->new;
+mkdir $t->store or die "mkdir: $!";
+system('cp', "$seed_store/data.mdb", $t->store . '/') == 0 or die 'cp data.mdb';
+$t->run(http => conf(registration => ''));
 {
     my $e = addr('noreg');
-    my $r = $t->req(POST => '/auth/register', json => { email => $e });
+    my $r = $t->req(POST => '/auth/register', json => { email => $e }, finished => 1);
     err_is $r, 403, 'registration_disabled', '/register while registration is off (default)';
     like $r->{headers}{'cache-control'} // '', qr/no-store/, 'with no-store';
-    $r = $t->req(POST => '/auth/login', json => { email => $e });
+    $r = $t->req(POST => '/auth/login', json => { email => $e }, finished => 1);
     is $r->{status}, 202, '/login for an unknown address still answers 202';
-    settle();
-    is scalar($t->emails_to($e)), 0, 'no email was sent';
+    $t->assert_nothing_sent($e, control => $control, name => 'no email was sent');
 }
 $t->done;
 
@@ -327,14 +350,17 @@ sub failing_conf {
 $t = SigninTest->new;
 $t->run(http => conf(failing_conf(503)), wait_ports => [$t->port, $t->port2]);
 {
+    # The exchange goes on the register's connection: the same worker reads it only once the
+    # register and its delivery ended, so a cancel was queued before it in that worker's writes.
+    my $c = $t->connection;
     my $e = addr('undelivered');
-    my $r = $t->req(POST => '/auth/register', json => { email => $e });
+    my $r = $t->req(POST => '/auth/register', json => { email => $e }, conn => $c);
     is $r->{status}, 202, 'a failed delivery is not told to the client: 202';
     is $r->{content}, '{"status":"sent"}', 'with the usual body';
     my $m = $t->last_email($e);
     ok $m && $m->{token}, 'the mailer saw the token before failing';
-    sleep 0.5;
-    err_is exchange($t, $m->{token}), 401, 'invalid_token', 'the token of a failed delivery is cancelled';
+    err_is $t->req(POST => '/auth/session', json => { token => $m->{token} }, headers => { origin => $t->origin }, conn => $c),
+        401, 'invalid_token', 'the token of a failed delivery is cancelled';
     # nothing is waiting now: a new request issues (and again fails to deliver) a new token
     $r = $t->req(POST => '/auth/register', json => { email => $e });
     my $m2 = $t->last_email($e, count => 2);
@@ -345,11 +371,12 @@ $t->run(http => conf(failing_conf(503)), wait_ports => [$t->port, $t->port2]);
     # control: the same path with a mailer that answers 204 delivers a working token
     $t->reload(http => conf(failing_conf(204)));
     my $e2 = addr('delivered');
-    $t->req(POST => '/auth/register', json => { email => $e2 });
+    $c = $t->connection;
+    $t->req(POST => '/auth/register', json => { email => $e2 }, conn => $c);
     my $m3 = $t->last_email($e2);
     ok $m3, 'control: the mailer saw the token';
-    sleep 0.5;
-    is exchange($t, $m3->{token})->{status}, 200, 'control: a token whose delivery succeeded works';
+    is $t->req(POST => '/auth/session', json => { token => $m3->{token} }, headers => { origin => $t->origin }, conn => $c)->{status},
+        200, 'control: a token whose delivery succeeded works';
 }
 $t->done;
 done_testing;

@@ -10,6 +10,10 @@ package SigninTest;
 #   is $r->{status}, 200;
 #   $t->done;                              # stops nginx, asserts a clean error.log
 #
+# error.log is checked for every nginx a test started, also when the file forgets `done`: at
+# done_testing (or at the end of a file that never reaches it) and when a SigninTest object is
+# destroyed while tests can still be added. `done` checks once; a second call adds nothing.
+#
 # Placeholders in the config text: %%PORT%% %%PORT2%% %%PORT3%% (free loopback ports), %%PREFIX%%
 # (the test's directory), %%MODULE%% (the .so), %%STORE%% (a fresh LMDB directory), %%ROOT%% (repo).
 
@@ -22,12 +26,59 @@ use IO::Socket::INET;
 use File::Temp qw(tempdir);
 use Time::HiRes qw(sleep time);
 use POSIX qw(WNOHANG);
+use Scalar::Util qw(weaken refaddr);
+use IO::Select;
+use Test2::API ();
 
 our $JSON = JSON::PP->new->canonical->allow_nonref;
+
+# ---------------------------------------------------------------- error.log checked for every nginx
+# Instances whose nginx was started and whose error.log has not been checked since, by refaddr
+# (weak references: an instance that goes away is checked by its DESTROY).
+my %UNCHECKED;
+my $SEQ = 0;
+
+# Test::More can still add a test while done_testing() runs: the root hub calls its follow-ups
+# before it emits the plan. That is where the forgotten checks are made, as ordinary tests that
+# count in the plan. (nginx-tests' Test::Nginx adds its check in DESTROY, which only works with
+# a fixed plan that reserves room for it: these files end with done_testing, and a file-level
+# object is destroyed after the plan was printed.)
+Test2::API::test2_add_callback_testing_done(sub {
+    my (undef, $hub) = @_;
+    return if $hub && defined $hub->skip_reason;    # plan skip_all: nothing may be added
+    for my $t (sort { $a->{seq} <=> $b->{seq} } grep { defined } values %UNCHECKED) {
+        $t->done(auto => 1);
+    }
+});
+
+# A file that ends without done_testing (it died, called exit, got a signal) is checked here:
+# END blocks run last-compiled first, so this one runs before File::Temp's, which removes the
+# prefixes (and with them nginx.pid and error.log), and before Test2's, so a test can still be
+# added. Nothing is left running either way.
+END {
+    local ($?, $@, $!);
+    for my $t (sort { $a->{seq} <=> $b->{seq} } grep { defined } values %UNCHECKED) {
+        next if $t->{owner} != $$;
+        if (Test2::API::test2_is_testing_done()) { $t->stop } else { $t->done(auto => 1) }
+    }
+}
+
+# A test stopped by a signal (Ctrl-C, prove's TERM, a closed pipe as in `prove -v | head`) would
+# leave its nginx running: the signal becomes an exit, so END and DESTROY stop it.
+for my $sig (qw(INT TERM HUP PIPE)) {
+    next if $SIG{$sig};
+    $SIG{$sig} = sub {
+        $SIG{PIPE} = 'IGNORE';
+        print STDERR "# SIG$sig: stopping nginx\n";
+        exit 128 + ($sig eq 'INT' ? 2 : $sig eq 'TERM' ? 15 : $sig eq 'HUP' ? 1 : 13);
+    };
+}
 
 sub new {
     my ($class, %o) = @_;
     my $self = bless {%o}, $class;
+    $self->{owner}  = $$;    # a forked child never stops nginx or checks the log
+    $self->{seq}    = ++$SEQ;
     $self->{nginx}  = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
     $self->{module} = $ENV{SIGNIN_MODULE} or die "SIGNIN_MODULE is not set (run through ./build.sh test)\n";
     $self->{admin}  = $ENV{SIGNIN_ADMIN} || '';
@@ -110,17 +161,29 @@ sub nginx_t {
     return ($? >> 8, $out);
 }
 
+# run(http => ..., main => ..., workers => N, wait_ports => [...]) writes nginx.conf and starts it;
+# run(file => $path, ...) starts a configuration the test wrote itself, which must put the pid file
+# at <prefix>/nginx.pid and the error log at <prefix>/error.log, as conf_text does.
 sub run {
     my ($self, %o) = @_;
     $self->{conf_opts} = \%o;
-    my $file = $self->write_conf(%o);
+    my $file = $o{file} // $self->write_conf(%o);
     my $out = `$self->{nginx} -p $self->{prefix} -c $file 2>&1`;
     if ($? != 0) {
         BAIL_OUT("nginx did not start: $out");
     }
-    $self->{running} = 1;
+    $self->started;
     $self->wait_port($_) for @{ $o{wait_ports} || [$self->port] };
     $self->wait_workers($o{workers} // 2);
+    return $self;
+}
+
+# nginx runs: stop() stops it, and its error.log is checked by done() or automatically.
+sub started {
+    my ($self) = @_;
+    $self->{running} = 1;
+    $self->{log_unchecked} = 1;
+    weaken($UNCHECKED{ refaddr $self } = $self);
     return $self;
 }
 
@@ -149,35 +212,30 @@ sub worker_pids {
 sub wait_workers {
     my ($self, $n) = @_;
     my @p;
-    for (1 .. 200) {
-        @p = $self->worker_pids;
-        return if @p >= $n;
-        sleep 0.05;
-    }
-    diag "only " . scalar(@p) . " workers started";
+    $self->wait_for(sub { (@p = $self->worker_pids) >= $n }, timeout => 10)
+        or diag "only " . scalar(@p) . " workers started";
 }
 
 sub wait_port {
     my ($self, $port) = @_;
-    for (1 .. 200) {
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1);
-        if ($s) { close $s; return 1 }
-        sleep 0.05;
-    }
-    BAIL_OUT("nginx is not listening on $port");
+    $self->wait_for(sub {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1) or return 0;
+        close $s;
+        return 1;
+    }, timeout => 10) or BAIL_OUT("nginx is not listening on $port");
 }
 
 # Reloads with the same (or a new) configuration and waits until the old workers are gone.
 sub reload {
     my ($self, %o) = @_;
     my @old = $self->worker_pids;
-    $self->write_conf(%o ? %o : %{ $self->{conf_opts} });
+    # (a configuration the test wrote itself is reloaded as it stands)
+    $self->write_conf(%o ? %o : %{ $self->{conf_opts} }) if %o || !$self->{conf_opts}{file};
     kill 'HUP', $self->master_pid;
-    for (1 .. 400) {
+    $self->wait_for(sub {
         my %now = map { $_ => 1 } $self->worker_pids;
-        last unless grep { $now{$_} } @old;
-        sleep 0.05;
-    }
+        return !grep { $now{$_} } @old;
+    }, timeout => 20);
     $self->wait_workers($self->{conf_opts}{workers} // 2);
 }
 
@@ -187,13 +245,28 @@ sub stop {
     my $pid = $self->master_pid;
     $self->{running} = 0;
     return unless $pid;
+    $self->{stopped_master} = $pid;
     kill 'QUIT', $pid;
-    for (1 .. 200) {
-        last unless kill 0, $pid;
-        last if exited($pid);
-        sleep 0.05;
-    }
+    $self->wait_for(sub { !kill(0, $pid) || exited($pid) }, timeout => 10);
     kill 'KILL', $pid if kill 0, $pid;
+}
+
+# Processes left of this test's nginx: its master (the one stop() stopped, or the one the pid
+# file names) if it has not exited, their children, and anything started with this prefix.
+sub leftover_pids {
+    my ($self) = @_;
+    my %master = map { $_ => 1 } grep { defined } $self->{stopped_master}, $self->master_pid;
+    my @left;
+    for my $d (glob '/proc/[0-9]*') {
+        open my $fh, '<', "$d/stat" or next;
+        my $stat = <$fh> // next;
+        my ($pid, $state, $ppid) = $stat =~ /^(\d+) \(.*\) (\S) (\d+)/ or next;
+        next if $state eq 'Z' || $pid == $$;
+        my $cmd = '';
+        if (open my $c, '<', "$d/cmdline") { local $/; $cmd = <$c> // ''; $cmd =~ tr/\0/ /; }
+        push @left, $pid if $master{$pid} || $master{$ppid} || index($cmd, "-p $self->{prefix} ") >= 0;
+    }
+    return sort { $a <=> $b } @left;
 }
 
 # A daemonized master is reparented to init, which may reap it seconds after it exited:
@@ -213,20 +286,79 @@ sub error_log {
 }
 
 # Stops nginx and asserts that error.log holds no alert, emerg, crash or sanitizer report.
+# allow => qr/.../ excuses the lines a test causes on purpose (also set by allow_log).
+# Once per start: a second call, or the automatic check after it, adds no test.
 sub done {
-    my ($self) = @_;
+    my ($self, %o) = @_;
+    return if $self->{owner} != $$;
     $self->stop;
+    return unless $self->{log_unchecked};
+    $self->{log_unchecked} = 0;
+    delete $UNCHECKED{ refaddr $self };
+    my @allow = grep { defined } $o{allow}, @{ $self->{allow} || [] };
     my $log = $self->error_log;
     my @bad = grep { /\[(alert|emerg|crit)\]|AddressSanitizer|runtime error:|LeakSanitizer|exited on signal/ }
         split /\n/, $log;
-    ok(!@bad, 'error.log has no alert, emerg, crit or crash') or diag join "\n", @bad[0 .. ($#bad > 20 ? 20 : $#bad)];
+    @bad = grep { my $l = $_; !grep { $l =~ $_ } @allow } @bad;
+    my $name = 'error.log has no alert, emerg, crit or crash';
+    $name .= " (checked for the test: nginx in $self->{prefix} was never done)" if $o{auto};
+    ok(!@bad, $name) or diag join "\n", @bad[0 .. ($#bad > 20 ? 20 : $#bad)];
 }
 
-sub DESTROY { $_[0]->stop }
+# Lines of error.log the test causes on purpose, excused by every later check of this instance.
+sub allow_log {
+    my ($self, $re) = @_;
+    push @{ $self->{allow} }, $re;
+    return $self;
+}
+
+# An instance that goes away while tests can still be added is checked here (a test that reuses
+# a variable for a new nginx, a block-scoped instance); later ones were checked by done_testing.
+sub DESTROY {
+    my ($self) = @_;
+    local ($?, $@, $!);
+    return if ($self->{owner} // 0) != $$;
+    if ($self->{log_unchecked} && !Test2::API::test2_is_testing_done()) {
+        $self->done(auto => 1);
+        return;
+    }
+    $self->stop;
+}
+
+# ---------------------------------------------------------------- waiting
+# Calls $cond until it returns true; returns that value, or undef once `timeout` seconds (5 by
+# default) have passed, so the caller's assertion fails with its own message. Polls every 5 ms at
+# first, backing off to every 50 ms.
+sub wait_for {
+    my ($self, $cond, %o) = @_;
+    my $deadline = time + ($o{timeout} // 5);
+    my $pause = $o{interval} // 0.005;
+    while (1) {
+        my $v = $cond->();
+        return $v if $v;
+        return undef if time >= $deadline;
+        sleep $pause;
+        $pause = 0.05 if ($pause *= 1.5) > 0.05;
+    }
+}
+
+# Sleeps until an absolute time (Time::HiRes::time): for a test whose subject is a time window,
+# measured from when the window began rather than from the end of whatever ran since.
+sub sleep_until {
+    my ($self, $when) = @_;
+    my $d = $when - time;
+    sleep $d if $d > 0;
+}
 
 # ---------------------------------------------------------------- HTTP
 # req(METHOD, PATH, headers => {...}, json => $data | body => $bytes, port => N)
 # A JSON body is sent with content-type application/json unless headers name another.
+#   finished => 1   the request says "Connection: close" and req reads until nginx closes the
+#                   connection. nginx closes it only when the request's last reference is gone, i.e.
+#                   after its background subrequests (the delivery of an email) ended: whatever the
+#                   request was going to send has been sent when req returns.
+#   conn => $c      on a connection from $t->connection (see there).
+# Otherwise HTTP::Tiny answers as soon as the response is read.
 sub req {
     my ($self, $method, $path, %o) = @_;
     my %h = %{ $o{headers} || {} };
@@ -236,13 +368,27 @@ sub req {
         $h{'content-type'} //= 'application/json';
     }
     my $port = $o{port} || $self->port;
-    my $url = "http://127.0.0.1:$port$path";
-    my $res = $self->{http}->request($method, $url, { headers => \%h, (defined $body ? (content => $body) : ()) });
+    my $res;
+    if ($o{conn} || $o{finished}) {
+        my $c = $o{conn} || SigninTest::Conn->new(port => $port, timeout => $self->{http}->timeout);
+        $res = $c->request($method, $path, \%h, $body, close => !$o{conn});
+    } else {
+        my $url = "http://127.0.0.1:$port$path";
+        $res = $self->{http}->request($method, $url, { headers => \%h, (defined $body ? (content => $body) : ()) });
+    }
     my $r = { status => $res->{status}, headers => $res->{headers}, content => $res->{content} };
     if (($res->{headers}{'content-type'} // '') =~ m{^application/json} && length($res->{content} // '')) {
         $r->{json} = eval { $JSON->decode($res->{content}) };
     }
     return $r;
+}
+
+# One keep-alive connection: $t->req(..., conn => $c). One worker answers every request on it, one
+# after another: nginx reads the next request of a connection only once the previous one, its
+# background subrequests included, is finished. A request on it after nginx closed it answers 599.
+sub connection {
+    my ($self, %o) = @_;
+    return SigninTest::Conn->new(port => $o{port} || $self->port, timeout => $self->{http}->timeout);
 }
 
 # Raw request on one TCP connection (for things HTTP::Tiny will not send); returns the raw response.
@@ -267,21 +413,57 @@ sub mailbox {
     return @{ $r->{json}{emails} || [] };
 }
 
-# The newest email to an address (optionally of a purpose), waiting a little for the delivery.
+# The newest email to an address (optionally of a purpose), waiting up to 5 s for the delivery;
+# count => N waits for the Nth email to the address.
 sub last_email {
     my ($self, $email, %o) = @_;
-    for (1 .. ($o{tries} // 50)) {
+    my $n = $o{count} // 1;
+    return $self->wait_for(sub {
         my @m = grep { $_->{email} eq $email && (!$o{purpose} || $_->{purpose} eq $o{purpose}) } $self->mailbox(%o);
-        my $n = $o{count} // 1;
-        return $m[-1] if @m >= $n;
-        sleep 0.05;
-    }
-    return undef;
+        return @m >= $n ? $m[-1] : undef;
+    }, timeout => $o{timeout} // 5);
 }
 
 sub emails_to {
     my ($self, $email, %o) = @_;
     return grep { $_->{email} eq $email } $self->mailbox(%o);
+}
+
+# "Nothing was sent" with a positive control. An email that did not arrive may just be late, so
+# the check is made only once a delivery through the same path, requested after the requests
+# that must send nothing, has landed:
+#
+#   $t->req(POST => '/auth/login', json => {...}, finished => 1);    # must send nothing
+#   $t->assert_nothing_sent($email, name => '/login unknown: nothing is sent');
+#
+# Contract: the requests that must send nothing were made with finished => 1 (or by raw(), which
+# also reads until nginx closes), so each one's delivery, had it started one, has ended. The control
+# request (finished => 1 too) must be answered 2xx and its email must reach the mailbox within 5 s;
+# then the addresses must hold `count` emails. Two tests: the control arrived, and the check.
+#   $who       an address, an array of addresses, or a qr// matched against addresses (the
+#              control's own email is never counted)
+#   count   => emails the addresses hold (default 0)
+#   control => { path => '/auth/register', email => ..., json => {...}, headers => {...} }: the
+#              request that must send; by default a registration of a fresh control address
+#   name    => the check's name; mailbox => { path => ..., port => ... } where emails are read
+sub assert_nothing_sent {
+    my ($self, $who, %o) = @_;
+    my $c = $o{control} || {};
+    my $ctl = $c->{email} // sprintf 'control-%d-%d@control.example', $$, ++$self->{controls};
+    my $path = $c->{path} // '/auth/register';
+    my %mb = %{ $o{mailbox} || {} };
+    my $r = $self->req(POST => $path, json => { email => $ctl, %{ $c->{json} || {} } },
+        headers => $c->{headers} || {}, finished => 1, ($c->{port} ? (port => $c->{port}) : ()));
+    my $landed = $r->{status} >= 200 && $r->{status} < 300 && $self->last_email($ctl, %mb);
+    my $name = $o{name} // 'nothing was sent';
+    ok($landed, "$name (control: POST $path for $ctl was delivered)")
+        or diag "control answered $r->{status}: $r->{content}";
+    my $match = ref $who eq 'Regexp' ? sub { $_[0] =~ $who }
+              : ref $who eq 'ARRAY'  ? do { my %w = map { $_ => 1 } @$who; sub { $w{ $_[0] } } }
+              :                        sub { $_[0] eq $who };
+    my @got = grep { $_->{email} ne $ctl && $match->($_->{email}) } $self->mailbox(%mb);
+    is(scalar(@got), $o{count} // 0, $name)
+        or diag explain [map { "$_->{email} $_->{purpose}" } @got];
 }
 
 # Registers (or logs in) an address and returns the token from the mailbox.
@@ -385,6 +567,172 @@ sub admin {
     my $cmd = join ' ', map { quotemeta } $self->{admin}, '--store', $self->store, @args;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
+}
+
+
+# ---------------------------------------------------------------- optional tools
+# What a test needs beyond Perl and nginx, so that a missing tool skips that test (or part of it)
+# with the reason instead of failing or stopping the run.
+
+# The path of a command found in $PATH (or given with a slash and executable), or undef.
+sub which {
+    my ($cmd) = @_;
+    return -x $cmd ? $cmd : undef if $cmd =~ m{/};
+    for my $d (split /:/, $ENV{PATH} // '') {
+        return "$d/$cmd" if length $d && -f "$d/$cmd" && -x _;
+    }
+    return undef;
+}
+
+# undef when node and every npm package named (in t/node_modules) are installed, else why not.
+# (Only their presence: an installed package that does not work fails its test, as it should.)
+sub missing_node_packages {
+    my (@pkgs) = @_;
+    my $root = $ENV{SIGNIN_ROOT} || '.';
+    which('node') or return 'node is not installed';
+    for my $p (@pkgs) {
+        -f "$root/t/node_modules/$p/package.json"
+            or return "npm package $p is not installed (build.sh test runs npm ci in t/)";
+    }
+    return undef;
+}
+
+# A python3 that can import the module (Debian's /usr/bin/python3 first: python3-argon2 and such
+# are Debian packages), or undef.
+sub python_with {
+    my ($module) = @_;
+    for my $py (grep { defined } '/usr/bin/python3', which('python3')) {
+        next unless -x $py;
+        system("'$py' -c 'import $module' >/dev/null 2>&1");
+        return $py if $? == 0;
+    }
+    return undef;
+}
+
+# ---------------------------------------------------------------- a small HTTP/1.1 client
+# For what HTTP::Tiny does not offer: reading until nginx closes the connection, and knowing that
+# a keep-alive connection was not replaced by a new one. Answers look like HTTP::Tiny's: status,
+# reason, headers (lower-case names; a repeated header is an array), content; 599 on an error.
+package SigninTest::Conn;
+
+use strict;
+use warnings;
+use IO::Socket::INET;
+use IO::Select;
+use Time::HiRes qw(time);
+
+sub new {
+    my ($class, %o) = @_;
+    return bless { port => $o{port}, timeout => $o{timeout} // 30, buf => '' }, $class;
+}
+
+sub request {
+    my ($self, $method, $path, $headers, $body, %o) = @_;
+    my $res = eval { $self->_request($method, $path, $headers, $body, %o) };
+    return $res if $res;
+    $self->{closed} = 1;
+    return { status => 599, reason => 'Internal Exception', headers => {}, content => $@ };
+}
+
+sub _request {
+    my ($self, $method, $path, $headers, $body, %o) = @_;
+    die "the connection was closed: a new one could reach another worker\n" if $self->{closed};
+    local $SIG{PIPE} = 'IGNORE';    # nginx may close early (a 413): the answer is still read
+    $self->{deadline} = time + $self->{timeout};
+    $self->{sock} //= IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port},
+        Timeout => $self->{timeout}) || die "connect to 127.0.0.1:$self->{port}: $!\n";
+    my %h = map { lc($_) => $headers->{$_} } keys %$headers;
+    $h{host} //= "127.0.0.1:$self->{port}";
+    $h{'user-agent'} //= 'SigninTest';
+    $h{connection} = 'close' if $o{close};
+    if (defined $body) {
+        utf8::downgrade($body, 1) or die "Wide character in the request body\n";
+        $h{'content-length'} //= length $body;
+    }
+    my $out = "$method $path HTTP/1.1\r\n" . join('', map { "$_: $h{$_}\r\n" } sort keys %h) . "\r\n"
+        . ($body // '');
+    while (length $out) {
+        my $n = syswrite($self->{sock}, $out) // die "write: $!\n";
+        substr($out, 0, $n) = '';
+    }
+
+    $self->_fill_until(sub { index($self->{buf}, "\r\n\r\n") >= 0 }) or die "no response head\n";
+    my $end = index($self->{buf}, "\r\n\r\n");
+    my ($status_line, @lines) = split /\r\n/, substr($self->{buf}, 0, $end);
+    substr($self->{buf}, 0, $end + 4) = '';
+    my ($status, $reason) = $status_line =~ m{^HTTP/1\.[01] (\d\d\d) ?(.*)$} or die "bad status line: $status_line\n";
+    my %rh;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):[ \t]*(.*?)[ \t]*$/ or next;
+        $k = lc $k;
+        $rh{$k} = exists $rh{$k} ? [ref $rh{$k} ? @{ $rh{$k} } : $rh{$k}, $v] : $v;
+    }
+    my $chunked = ($rh{'transfer-encoding'} // '') =~ /chunked/i;
+    my $length = $rh{'content-length'};
+    my $content = '';
+    if ($o{close}) {
+        # everything up to the end: nginx has finished the request
+        $self->_fill_until(sub { 0 }, eof_ok => 1);
+        $content = $self->{buf};
+        $self->{buf} = '';
+        $self->{closed} = 1;
+        if ($method eq 'HEAD' || $status == 204 || $status == 304) { $content = '' }
+        elsif ($chunked) { $content = dechunk($content) }
+        elsif (defined $length && !ref $length) { $content = substr($content, 0, $length) }
+    } elsif ($method eq 'HEAD' || $status == 204 || $status == 304) {
+    } elsif ($chunked) {
+        while (1) {
+            $self->_fill_until(sub { $self->{buf} =~ /\r\n/ }) or die "truncated chunk\n";
+            $self->{buf} =~ s/^([0-9a-fA-F]+)[^\r]*\r\n// or die "bad chunk size\n";
+            my $size = hex $1;
+            if (!$size) {
+                $self->_fill_until(sub { $self->{buf} =~ /^(?:[^\r]+\r\n)*\r\n/ }) or die "truncated trailer\n";
+                $self->{buf} =~ s/^(?:[^\r]+\r\n)*\r\n//;
+                last;
+            }
+            $self->_fill_until(sub { length($self->{buf}) >= $size + 2 }) or die "truncated chunk\n";
+            $content .= substr($self->{buf}, 0, $size);
+            substr($self->{buf}, 0, $size + 2) = '';
+        }
+    } elsif (defined $length) {
+        $self->_fill_until(sub { length($self->{buf}) >= $length }) or die "truncated body\n";
+        $content = substr($self->{buf}, 0, $length);
+        substr($self->{buf}, 0, $length) = '';
+    } else {
+        $self->_fill_until(sub { 0 }, eof_ok => 1);
+        ($content, $self->{buf}) = ($self->{buf}, '');
+        $self->{closed} = 1;
+    }
+    $self->{closed} = 1 if ($rh{connection} // '') =~ /close/i;
+    if ($self->{closed} && $self->{sock}) { close $self->{sock}; delete $self->{sock} }
+    return { status => $status, reason => $reason, headers => \%rh, content => $content };
+}
+
+# Reads until $done->() is true (1), or until the peer closes the connection (1 with eof_ok,
+# else 0); dies when the deadline passes.
+sub _fill_until {
+    my ($self, $done, %o) = @_;
+    my $sel = IO::Select->new($self->{sock});
+    while (!$done->()) {
+        my $left = $self->{deadline} - time;
+        die "timeout after $self->{timeout} s\n" if $left <= 0;
+        next unless $sel->can_read($left);
+        my $n = sysread($self->{sock}, $self->{buf}, 65536, length $self->{buf});
+        die "read: $!\n" unless defined $n;
+        return $o{eof_ok} ? 1 : 0 if $n == 0;
+    }
+    return 1;
+}
+
+sub dechunk {
+    my ($data) = @_;
+    my $out = '';
+    while ($data =~ s/^([0-9a-fA-F]+)[^\r]*\r\n//) {
+        my $size = hex $1 or last;
+        $out .= substr($data, 0, $size);
+        substr($data, 0, $size + 2) = '';
+    }
+    return $out;
 }
 
 1;
