@@ -76,19 +76,19 @@ my %seen;
 my $served = 0;
 for my $i (1 .. 300) {
     my $path = $i % 3 == 0 ? '/app/x' : $i % 3 == 1 ? '/auth/me' : '/auth/sessions';
-    my $res = $t->req(GET => $path, from('10.0.0.3', headers => { cookie => $cookie }));
+    my $res = $t->req(GET => $path, from('10.0.0.3', headers => { cookie => $cookie, origin => $t->origin }));
     $seen{ $res->{status} }++;
     $served++ if $res->{status} == 200;
 }
 is $served, 300, '300 signed-in requests (/me, /sessions, signin_require) are served'
     or diag explain \%seen;
-$r = $t->req(GET => '/auth/me', from('10.0.0.3', headers => { cookie => $cookie }));
+$r = $t->req(GET => '/auth/me', from('10.0.0.3', headers => { cookie => $cookie, origin => $t->origin }));
 is $r->{status}, 429, 'the 301st is refused';
 ok $r->{headers}{'retry-after'}, 'with Retry-After';
-$r = $t->req(GET => '/app/x', from('10.0.0.3', headers => { cookie => $cookie }));
+$r = $t->req(GET => '/app/x', from('10.0.0.3', headers => { cookie => $cookie, origin => $t->origin }));
 is $r->{status}, 429, 'signin_require answers 429 too';
 is $r->{json}{code}, 'rate_limited', 'as JSON';
-$r = $t->req(POST => '/auth/logout', json => {}, from('10.0.0.3', headers => { cookie => $cookie }));
+$r = $t->req(POST => '/auth/logout', json => {}, from('10.0.0.3', headers => { cookie => $cookie, origin => $t->origin }));
 is $r->{status}, 429, '/logout is a signed-in endpoint';
 $r = $t->req(GET => '/auth/me', from('10.0.0.4', headers => { cookie => $cookie }));
 is $r->{status}, 200, 'the same session from another client is served';

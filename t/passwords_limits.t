@@ -68,7 +68,7 @@ is try_pw('a@example.com', $GOOD, 'c4')->{status}, 429, "... then the wait: c3's
 
 # ---------------------------------------------------------------- reset clears the address
 my ($cookie) = $t->sign_in('a@example.com', login => 1);
-$r = $t->req(POST => '/auth/password', json => { password => $GOOD }, headers => { cookie => $cookie });
+$r = $t->req(POST => '/auth/password', json => { password => $GOOD }, headers => { origin => $t->origin, cookie => $cookie });
 is $r->{status}, 204, 'a password reset from a fresh session';
 is try_pw('a@example.com', $GOOD, 'c4')->{status}, 200, '... clears c4';
 is try_pw('a@example.com', $GOOD, 'c3')->{status}, 200, '... and c3';

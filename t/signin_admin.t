@@ -63,7 +63,7 @@ sub audit {
     $r = $t->req(GET => '/auth/sessions', headers => { cookie => $cookie, 'x-test-client' => 'client-list-5' });
     my ($cur) = grep { $_->{current} } @{ ($r->{json} || {})->{sessions} || [] };
     is $cur && $cur->{client}, 'client-exchange-2', 'the session records the signin_client value of the exchange';
-    $r = $t->req(POST => '/auth/logout', json => {}, headers => { cookie => $cookie, 'x-test-client' => 'client-logout-6' });
+    $r = $t->req(POST => '/auth/logout', json => {}, headers => { cookie => $cookie, origin => $t->origin, 'x-test-client' => 'client-logout-6' });
     is $r->{status}, 204, 'logout';
 
     my @a = audit();

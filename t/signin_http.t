@@ -230,11 +230,11 @@ $t->assert_nothing_sent(qr/^pw\d/, name => 'password endpoints sent no email');
     for my $b (['number id', '{"id":5}'], ['no id', '{}'], ['unknown field', '{"id":"' . ($cur->{id} // '') . '","x":"y"}'],
                ['not JSON', 'id=1'], ['array', '[]']) {
         my ($name, $body) = @$b;
-        err_is api(POST => '/auth/sessions/revoke', body => $body, headers => { 'content-type' => 'application/json', cookie => $cookie }), 400, undef, "/sessions/revoke $name";
+        err_is api(POST => '/auth/sessions/revoke', body => $body, headers => { 'content-type' => 'application/json', cookie => $cookie, origin => $t->origin }), 400, undef, "/sessions/revoke $name";
     }
     for my $b (['unknown field', '{"x":"y"}'], ['not JSON', 'bye'], ['array', '[]']) {
         my ($name, $body) = @$b;
-        err_is api(POST => '/auth/logout', body => $body, headers => { 'content-type' => 'application/json', cookie => $cookie }), 400, undef, "/logout $name";
+        err_is api(POST => '/auth/logout', body => $body, headers => { 'content-type' => 'application/json', cookie => $cookie, origin => $t->origin }), 400, undef, "/logout $name";
     }
     $r = api(GET => '/auth/sessions', headers => { cookie => $cookie });
     is $r->{status}, 200, 'the session survived the bad revoke and logout bodies' or diag $r->{content};

@@ -67,7 +67,8 @@ sub err_is {
     is $r->{status}, $status, "$name: status $status" or diag "got $r->{status}: $r->{content}";
     is(($r->{json} || {})->{code}, $code, "$name: code $code") if defined $code;
 }
-sub C { return { cookie => $_[0] } }
+# a browser sends the Origin with every POST (a signed-in write by cookie needs it)
+sub C { return { cookie => $_[0], origin => $O } }
 sub B { return { authorization => "Bearer $_[0]" } }
 
 # (name, value, {lowercase attribute => value}) of a Set-Cookie header

@@ -21,6 +21,7 @@ struct Route {
         CookieWrite = 1,    // sets the session cookie: needs the configured Origin (SPEC §5 rule 3)
         Exchange = 2,       // exchanges a token: refused while the client's failed exchanges are over the limit
         NeedsPasswords = 4, // 403 passwords_disabled unless signin_passwords on
+        SignedInWrite = 8,  // changes the caller's account or sessions: by cookie, a cookie write too
     };
     unsigned flags;
 };
@@ -37,14 +38,15 @@ constexpr std::array<Route, 13> kRoutes = {{
     {"token", NGX_HTTP_POST, post_token, Bucket::Sensitive, Route::Exchange},
     {"me", NGX_HTTP_GET, get_me, Bucket::SignedIn, Route::None},
     {"sessions", NGX_HTTP_GET, get_sessions, Bucket::SignedIn, Route::None},
-    {"sessions/revoke", NGX_HTTP_POST, post_sessions_revoke, Bucket::SignedIn, Route::None},
-    {"logout", NGX_HTTP_POST, post_logout, Bucket::SignedIn, Route::None},
-    {"password", NGX_HTTP_POST, post_password, Bucket::Sensitive, Route::NeedsPasswords},
+    {"sessions/revoke", NGX_HTTP_POST, post_sessions_revoke, Bucket::SignedIn, Route::SignedInWrite},
+    {"logout", NGX_HTTP_POST, post_logout, Bucket::SignedIn, Route::SignedInWrite},
+    {"password", NGX_HTTP_POST, post_password, Bucket::Sensitive, Route::NeedsPasswords | Route::SignedInWrite},
     {"password/register", NGX_HTTP_POST, post_password_register, Bucket::Sensitive, Route::NeedsPasswords},
     {"password/session", NGX_HTTP_POST, post_password_session, Bucket::Sensitive,
      Route::NeedsPasswords | Route::CookieWrite},
     {"password/token", NGX_HTTP_POST, post_password_token, Bucket::Sensitive, Route::NeedsPasswords},
-    {"password/change", NGX_HTTP_POST, post_password_change, Bucket::Sensitive, Route::NeedsPasswords},
+    {"password/change", NGX_HTTP_POST, post_password_change, Bucket::Sensitive,
+     Route::NeedsPasswords | Route::SignedInWrite},
 }};
 
 const Route *find_route(ngx_http_request_t *r) {
@@ -106,10 +108,17 @@ ngx_int_t api(ngx_http_request_t *r) {
         add_header(r, "Allow", route->method == NGX_HTTP_GET ? "GET, HEAD" : "POST");
         return reject(r, kMethodNotAllowed, "method not allowed");
     }
-    // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need one
-    auto ok = engine->check_origin(header_value(r, "Origin"), (route->flags & Route::CookieWrite) != 0);
+    const Credentials::State credentials = read_credentials(r, engine->cookie_name()).state;
+    // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need
+    // one. A state change authenticated by the cookie is a cookie write too (CSRF: a cross-site
+    // form carries a SameSite=Lax cookie on a top-level POST in some browsers, and a same-site
+    // one always), unless the browser says the request is same-origin (Sec-Fetch-Site).
+    const bool cookie_write = (route->flags & Route::CookieWrite) ||
+                              ((route->flags & Route::SignedInWrite) && credentials == Credentials::Cookie &&
+                               header_value(r, "Sec-Fetch-Site") != std::optional<std::string_view>("same-origin"));
+    auto ok = engine->check_origin(header_value(r, "Origin"), cookie_write);
     if (!ok) return reject(r, ok.error().code, ok.error().message);
-    if (read_credentials(r, engine->cookie_name()).state == Credentials::Ambiguous) {
+    if (credentials == Credentials::Ambiguous) {
         return reject(r, kAmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
     }
     if (route->method == NGX_HTTP_GET) {
