@@ -78,7 +78,7 @@ private:
     std::size_t count_ = 0;
     std::size_t map_len_ = 0;
 };
-// The blocklist as a checker for Identity::with_password_check.
+// The blocklist as a checker for Passwords::with_password_check.
 PasswordChecker blocklist_checker(std::shared_ptr<const Blocklist> list);
 
 }  // namespace password

@@ -2,7 +2,7 @@
 #include <cctype>
 #include <string>
 
-#include "signin/auth.hpp"
+#include "signin/engine.hpp"
 
 namespace signin {
 namespace {

@@ -1,11 +1,14 @@
-// Internals shared by the engine's source files (auth.cpp, auth_password.cpp). Not installed.
+// Internals shared by the engine's source files (engine.cpp and one file per capability). Not
+// installed.
 #pragma once
 
+#include <exception>
 #include <new>
 #include <string>
 #include <string_view>
 
-#include "signin/auth.hpp"
+#include "signin/store.hpp"
+#include "signin/types.hpp"
 
 namespace signin {
 namespace detail {
@@ -22,11 +25,9 @@ inline AuditEntry audit(Millis at, std::string kind, std::string_view email, std
     return e;
 }
 
-}  // namespace detail
-
 // Runs f and maps every exception to an Error: nothing escapes the API.
 template <class F>
-auto Identity::guarded(const char *what, F &&f) -> decltype(f()) {
+auto guarded(const char *what, F &&f) -> decltype(f()) {
     try {
         return f();
     } catch (const StoreError &e) {
@@ -38,4 +39,5 @@ auto Identity::guarded(const char *what, F &&f) -> decltype(f()) {
     }
 }
 
+}  // namespace detail
 }  // namespace signin

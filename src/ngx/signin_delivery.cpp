@@ -17,7 +17,7 @@ public:
         : BackgroundJob(Stage::Write), token_(std::move(token)), client_(std::move(client)) {}
 
 private:
-    signin::Status write() override { return identity()->cancel_token(token_, client_); }
+    signin::Status write() override { return identity()->tokens().cancel_token(token_, client_); }
 
     signin::Secret token_;
     std::string client_;

@@ -50,7 +50,7 @@ throttle::WindowRule address_rule() {
 // (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe.
 std::string pair_key(const std::string &address, std::string_view email, std::string_view group,
                      const std::string &client) {
-    return address + "\n" + client + "\n" + id().password_epoch(email, group);
+    return address + "\n" + client + "\n" + id().passwords().password_epoch(email, group);
 }
 
 // The limits that come before a password is checked: the pair's backoff and the address's
@@ -85,14 +85,15 @@ public:
 
 private:
     signin::Status hash() override {
-        auto hashed = id().prepare_password_registration(email_, password_, group_);
+        auto hashed = id().passwords().prepare_password_registration(email_, password_, group_);
         password_.wipe();
         if (!hashed) return hashed.error();
         password_hash_ = std::move(hashed.value());
         return signin::ok_status();
     }
     signin::Status write() override {
-        auto issued = id().issue_password_registration_hashed(email_, group_, client_, password_hash_, send_.may_send);
+        auto issued = id().passwords().issue_password_registration_hashed(email_, group_, client_, password_hash_,
+                                                                           send_.may_send);
         if (!issued) return issued.error();
         issued_ = std::move(issued.value());
         return signin::ok_status();
@@ -125,14 +126,14 @@ public:
 
 private:
     signin::Status hash() override {
-        auto check = id().check_password_login(email_, password_, client_, kind_, user_agent_, group_);
+        auto check = id().passwords().check_password_login(email_, password_, client_, kind_, user_agent_, group_);
         password_.wipe();
         if (!check) return check.error();
         check_ = std::move(check.value());
         return signin::ok_status();
     }
     signin::Status write() override {
-        auto step = id().finish_password_login(*check_);
+        auto step = id().passwords().finish_password_login(*check_);
         if (!step) return step.error();
         step_ = std::move(step.value());
         return signin::ok_status();
@@ -164,13 +165,13 @@ public:
 
 private:
     signin::Status hash() override {
-        auto update = id().prepare_set_password(principal_, password_);
+        auto update = id().passwords().prepare_set_password(principal_, password_);
         password_.wipe();
         if (!update) return update.error();
         update_ = std::move(update.value());
         return signin::ok_status();
     }
-    signin::Status write() override { return id().store_set_password(principal_, *update_, client_); }
+    signin::Status write() override { return id().passwords().store_set_password(principal_, *update_, client_); }
     ngx_int_t answer(ngx_http_request_t *r) override { return send_empty(r, NGX_HTTP_NO_CONTENT); }
 
     signin::Principal principal_;
@@ -194,7 +195,7 @@ public:
 
 private:
     signin::Status hash() override {
-        auto update = id().check_password_change(principal_, current_, password_, client_);
+        auto update = id().passwords().check_password_change(principal_, current_, password_, client_);
         current_.wipe();
         password_.wipe();
         if (!update) return update.error();
@@ -202,7 +203,7 @@ private:
         return signin::ok_status();
     }
     signin::Status write() override {
-        auto change = id().store_password_change(principal_, *update_, client_);
+        auto change = id().passwords().store_password_change(principal_, *update_, client_);
         if (!change) return change.error();
         change_ = std::move(change.value());
         return signin::ok_status();

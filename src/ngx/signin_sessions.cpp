@@ -19,7 +19,7 @@ public:
     explicit TouchJob(signin::Principal p) : BackgroundJob(Stage::Write), principal_(std::move(p)) {}
 
 private:
-    signin::Status write() override { return id().touch(principal_); }
+    signin::Status write() override { return id().sessions().touch(principal_); }
     signin::Principal principal_;
 };
 
@@ -29,7 +29,7 @@ public:
         : Job(Stage::Write), principal_(std::move(p)), session_id_(std::move(session_id)), client_(std::move(client)) {}
 
 private:
-    signin::Status write() override { return id().revoke_session(principal_, session_id_, client_); }
+    signin::Status write() override { return id().sessions().revoke_session(principal_, session_id_, client_); }
     ngx_int_t answer(ngx_http_request_t *r) override { return send_empty(r, NGX_HTTP_NO_CONTENT); }
 
     signin::Principal principal_;
@@ -42,7 +42,7 @@ public:
         : Job(Stage::Write), principal_(std::move(p)), client_(std::move(client)), by_cookie_(by_cookie) {}
 
 private:
-    signin::Status write() override { return id().logout(principal_, client_); }
+    signin::Status write() override { return id().sessions().logout(principal_, client_); }
     ngx_int_t answer(ngx_http_request_t *r) override {
         if (by_cookie_) add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0));
         return send_empty(r, NGX_HTTP_NO_CONTENT);
@@ -62,9 +62,9 @@ signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Cred
         return signin::Error{Code::Unauthenticated, "not signed in"};
     }
     auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
-    auto p = engine->authenticate_from(c.secret, client_of(r), kind);
+    auto p = engine->sessions().authenticate_from(c.secret, client_of(r), kind);
     if (!p) return p;
-    if (engine->needs_touch(p.value())) (void)start_background_job(std::make_unique<TouchJob>(p.value()));
+    if (engine->sessions().needs_touch(p.value())) (void)start_background_job(std::make_unique<TouchJob>(p.value()));
     if (RequestCtx *ctx = get_ctx(r, true)) ctx->principal = p.value();
     return p;
 }
@@ -99,7 +99,7 @@ ngx_int_t get_sessions(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    auto list = id().sessions(*p);
+    auto list = id().sessions().sessions(*p);
     if (!list) return send_failure(call.r, list.error());
     return send_json(call.r, 200, signin::json::sessions(list.value()));
 }

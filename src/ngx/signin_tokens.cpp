@@ -27,7 +27,7 @@ public:
 
 private:
     signin::Status write() override {
-        auto s = id().exchange_from(token_, client_, kind_, user_agent_);
+        auto s = id().tokens().exchange_from(token_, client_, kind_, user_agent_);
         if (!s) return s.error();
         session_ = std::move(s.value());
         return signin::ok_status();
@@ -76,7 +76,7 @@ TokenRequestJob::TokenRequestJob(Stage first, signin::Intent intent, std::string
       send_(std::move(send)) {}
 
 signin::Status TokenRequestJob::write() {
-    auto issued = id().issue_token(intent_, email_, group_, client_, send_.may_send);
+    auto issued = id().tokens().issue_token(intent_, email_, group_, client_, send_.may_send);
     if (!issued) return issued.error();
     issued_ = std::move(issued.value());
     return signin::ok_status();

@@ -60,15 +60,16 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     opts.map_size = m->store_size;
     g_store = signin::open_lmdb_store(opts);
     g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
-    if (m->blocklist) g_identity->with_password_check(signin::password::blocklist_checker(*m->blocklist));
+    if (m->blocklist) g_identity->passwords().with_password_check(signin::password::blocklist_checker(*m->blocklist));
     // Password attempt counters live in the signin_limits zone (signin_passwords.cpp), shared by
     // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
     // attempt limits in its own memory, so password guessing is never unlimited unless
     // "signin_limits off" says so.
     if (limits_mode(cycle) == LimitsMode::None) {
-        g_identity->with_attempt_limiter(std::make_shared<signin::MemoryAttemptLimiter>(m->policy->attempts));
+        g_identity->passwords().with_attempt_limiter(
+            std::make_shared<signin::MemoryAttemptLimiter>(m->policy->attempts));
     } else {
-        g_identity->with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
+        g_identity->passwords().with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
     }
 }
 

@@ -65,6 +65,8 @@ protected:
         ASSERT_TRUE(o) << why;
         id_ = std::make_unique<Identity>(store_, *o, policy_, outbox_.fn(), clock_);
     }
+    Tokens &tokens() { return id_->tokens(); }
+    Sessions &sessions() { return id_->sessions(); }
 
     // An account made directly in the store (for tests that do not exercise registration).
     User add_user(std::string email, std::string group = "default", bool suspended = false) {
@@ -85,7 +87,7 @@ protected:
     Secret request(Intent intent, std::string_view email, std::string_view group = {},
                    std::string_view client = "198.51.100.7") {
         const std::size_t before = outbox_.count();
-        Status s = id_->request_token_from(intent, email, group, client);
+        Status s = tokens().request_token_from(intent, email, group, client);
         EXPECT_TRUE(s) << s.error().message;
         EXPECT_EQ(outbox_.count(), before + 1) << "no delivery for " << email;
         if (outbox_.count() != before + 1) return Secret();
@@ -95,13 +97,13 @@ protected:
 
     Session sign_in(std::string_view email, SessionKind kind = SessionKind::Cookie) {
         Secret t = login_token(email);
-        auto s = id_->exchange_from(t, "198.51.100.7", kind, "test-agent/1");
+        auto s = tokens().exchange_from(t, "198.51.100.7", kind, "test-agent/1");
         EXPECT_TRUE(s) << s.error().message;
         return s ? s.value() : Session{};
     }
 
     Principal principal(const Session &s) {
-        auto p = id_->authenticate_from(s.token, "198.51.100.7", s.kind);
+        auto p = sessions().authenticate_from(s.token, "198.51.100.7", s.kind);
         EXPECT_TRUE(p) << p.error().message;
         return p ? p.value() : Principal{};
     }
@@ -125,7 +127,7 @@ protected:
 
 TEST_F(AuthTest, LoginIssuesATokenAndCallsTheDelivery) {
     add_user("alice@example.com");
-    Status s = id_->request_token_from(Intent::Login, "alice@example.com", "", "198.51.100.7");
+    Status s = tokens().request_token_from(Intent::Login, "alice@example.com", "", "198.51.100.7");
     ASSERT_TRUE(s) << s.error().message;
     ASSERT_EQ(outbox_.count(), 1u);
     Delivery d = outbox_.last();
@@ -160,7 +162,7 @@ TEST_F(AuthTest, SecretIsNeverPrinted) {
 }
 
 TEST_F(AuthTest, LoginForAnUnknownAddressSendsNothingAndSucceeds) {
-    Status s = id_->request_token_from(Intent::Login, "nobody@example.com", "", "198.51.100.7");
+    Status s = tokens().request_token_from(Intent::Login, "nobody@example.com", "", "198.51.100.7");
     EXPECT_TRUE(s);
     EXPECT_EQ(outbox_.count(), 0u);
     EXPECT_TRUE(store_->read()->tokens_for("default", "nobody@example.com").empty());
@@ -173,28 +175,28 @@ TEST_F(AuthTest, UsableTokenWaitingSendsNothingAndSucceeds) {
     add_user("alice@example.com");
     Secret first = login_token("alice@example.com");
     clock_->advance(policy_.token_resend - 1);
-    Status s = id_->request_token_from(Intent::Login, "alice@example.com", "", "203.0.113.1");
+    Status s = tokens().request_token_from(Intent::Login, "alice@example.com", "", "203.0.113.1");
     EXPECT_TRUE(s);
     EXPECT_EQ(outbox_.count(), 1u);  // the limit belongs to the address, not the asker
     EXPECT_EQ(store_->read()->tokens_for("default", "alice@example.com").size(), 1u);
-    EXPECT_TRUE(id_->exchange(first));
+    EXPECT_TRUE(tokens().exchange(first));
 }
 
 TEST_F(AuthTest, UsableTokenWaitingAlsoHoldsForRegister) {
     Secret first = request(Intent::Register, "new@example.com");
     clock_->advance(30 * kSecond);
-    EXPECT_TRUE(id_->request_token(Intent::Register, "new@example.com", ""));
+    EXPECT_TRUE(tokens().request_token(Intent::Register, "new@example.com", ""));
     EXPECT_EQ(outbox_.count(), 1u);
-    EXPECT_TRUE(id_->exchange(first));
+    EXPECT_TRUE(tokens().exchange(first));
 }
 
 TEST_F(AuthTest, SpentTokenIsNotWaiting) {
     add_user("alice@example.com");
     Secret first = login_token("alice@example.com");
-    ASSERT_TRUE(id_->exchange(first));
+    ASSERT_TRUE(tokens().exchange(first));
     clock_->advance(kSecond);
     Secret second = login_token("alice@example.com");  // sent again at once
-    EXPECT_TRUE(id_->exchange(second));
+    EXPECT_TRUE(tokens().exchange(second));
 }
 
 TEST_F(AuthTest, AfterTokenResendANewTokenIsIssuedAndTheOlderStaysValid) {
@@ -203,23 +205,23 @@ TEST_F(AuthTest, AfterTokenResendANewTokenIsIssuedAndTheOlderStaysValid) {
     clock_->advance(policy_.token_resend);
     Secret second = login_token("alice@example.com");
     EXPECT_NE(first.reveal(), second.reveal());
-    EXPECT_TRUE(id_->exchange(first));
-    EXPECT_TRUE(id_->exchange(second));
+    EXPECT_TRUE(tokens().exchange(first));
+    EXPECT_TRUE(tokens().exchange(second));
 }
 
 TEST_F(AuthTest, OnlyTheThreeMostRecentTokensStayValid) {
     add_user("alice@example.com");
-    std::vector<Secret> tokens;
+    std::vector<Secret> issued;
     for (int i = 0; i < 4; ++i) {
-        tokens.push_back(login_token("alice@example.com"));
+        issued.push_back(login_token("alice@example.com"));
         clock_->advance(policy_.token_resend);
     }
     ASSERT_EQ(outbox_.count(), 4u);
     EXPECT_EQ(store_->read()->tokens_for("default", "alice@example.com").size(), 3u);
-    auto r = id_->exchange(tokens[0]);
+    auto r = tokens().exchange(issued[0]);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::InvalidToken);
-    for (int i = 1; i < 4; ++i) EXPECT_TRUE(id_->exchange(tokens[i])) << "token " << i;
+    for (int i = 1; i < 4; ++i) EXPECT_TRUE(tokens().exchange(issued[i])) << "token " << i;
 }
 
 // ================================================================ issued → cancelled
@@ -227,19 +229,19 @@ TEST_F(AuthTest, OnlyTheThreeMostRecentTokensStayValid) {
 TEST_F(AuthTest, DeliveryErrorCancelsTheToken) {
     add_user("alice@example.com");
     outbox_.fail = true;
-    Status s = id_->request_token_from(Intent::Login, "alice@example.com", "", "198.51.100.7");
+    Status s = tokens().request_token_from(Intent::Login, "alice@example.com", "", "198.51.100.7");
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::DeliveryFailed);
     ASSERT_EQ(outbox_.count(), 1u);
     Secret cancelled = outbox_.last().token;
     EXPECT_FALSE(store_->read()->token(secret_hash(cancelled.reveal())));
-    auto r = id_->exchange(cancelled);
+    auto r = tokens().exchange(cancelled);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::InvalidToken);
     // a cancelled token is not "waiting": the next request sends a new one at once
     outbox_.fail = false;
     Secret next = login_token("alice@example.com");
-    EXPECT_TRUE(id_->exchange(next));
+    EXPECT_TRUE(tokens().exchange(next));
     // the failure is audited, without the token
     bool audited = false;
     for (const auto &e : store_->read()->audit(50)) {
@@ -253,7 +255,7 @@ TEST_F(AuthTest, NoDeliveryFunctionIsADeliveryFailure) {
     add_user("alice@example.com");
     std::string why;
     Identity bare(store_, *parse_origin("http://127.0.0.1:8080", &why), policy_, {}, clock_);
-    Status s = bare.request_token(Intent::Login, "alice@example.com", "");
+    Status s = bare.tokens().request_token(Intent::Login, "alice@example.com", "");
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::DeliveryFailed);
     EXPECT_TRUE(store_->read()->tokens_for("default", "alice@example.com").empty());
@@ -265,13 +267,13 @@ TEST_F(AuthTest, TokenExpiresAfterTenMinutes) {
     add_user("alice@example.com");
     Secret early = login_token("alice@example.com");
     clock_->advance(policy_.token_ttl);
-    auto r = id_->exchange(early);
+    auto r = tokens().exchange(early);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::InvalidToken);
 
     Secret late = login_token("alice@example.com");
     clock_->advance(policy_.token_ttl - 1);
-    EXPECT_TRUE(id_->exchange(late));
+    EXPECT_TRUE(tokens().exchange(late));
 }
 
 // ================================================================ issued → spent
@@ -279,8 +281,8 @@ TEST_F(AuthTest, TokenExpiresAfterTenMinutes) {
 TEST_F(AuthTest, TokenIsSingleUse) {
     add_user("alice@example.com");
     Secret t = login_token("alice@example.com");
-    ASSERT_TRUE(id_->exchange(t));
-    auto again = id_->exchange(t);
+    ASSERT_TRUE(tokens().exchange(t));
+    auto again = tokens().exchange(t);
     ASSERT_FALSE(again);
     EXPECT_EQ(again.error().code, Code::InvalidToken);
 }
@@ -289,11 +291,11 @@ TEST_F(AuthTest, TokenIsSpentEvenWhenTheExchangeFails) {
     add_user("alice@example.com");
     Secret t = login_token("alice@example.com");
     ASSERT_TRUE(id_->set_suspended("", "alice@example.com", true));
-    auto r = id_->exchange(t);
+    auto r = tokens().exchange(t);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Suspended);
     ASSERT_TRUE(id_->set_suspended("", "Alice@Example.com", false));
-    auto again = id_->exchange(t);
+    auto again = tokens().exchange(t);
     ASSERT_FALSE(again);
     EXPECT_EQ(again.error().code, Code::InvalidToken);
     EXPECT_TRUE(store_->read()->sessions_of(store_->read()->user_by_email("default", "alice@example.com")->id).empty());
@@ -302,7 +304,7 @@ TEST_F(AuthTest, TokenIsSpentEvenWhenTheExchangeFails) {
 TEST_F(AuthTest, GarbageTokensAreInvalid) {
     for (const std::string &t : {std::string(), std::string("short"), std::string(43, '*'),
                                  std::string(43, 'A'), std::string(44, 'A')}) {
-        auto r = id_->exchange(Secret(t));
+        auto r = tokens().exchange(Secret(t));
         ASSERT_FALSE(r) << t;
         EXPECT_EQ(r.error().code, Code::InvalidToken);
     }
@@ -313,13 +315,13 @@ TEST_F(AuthTest, GarbageTokensAreInvalid) {
 TEST_F(AuthTest, RegistrationDisabled) {
     policy_.allow_registration = false;
     make_identity();
-    Status s = id_->request_token(Intent::Register, "new@example.com", "");
+    Status s = tokens().request_token(Intent::Register, "new@example.com", "");
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::RegistrationDisabled);
     EXPECT_EQ(outbox_.count(), 0u);
     // also for an address that has an account: the answer must not reveal it
     add_user("alice@example.com");
-    s = id_->request_token(Intent::Register, "alice@example.com", "");
+    s = tokens().request_token(Intent::Register, "alice@example.com", "");
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::RegistrationDisabled);
     EXPECT_EQ(outbox_.count(), 0u);
@@ -328,7 +330,7 @@ TEST_F(AuthTest, RegistrationDisabled) {
 TEST_F(AuthTest, InvalidEmail) {
     for (const char *e : {"", "no-at-sign", "a@b@c.com", "a b@c.com", "a..b@x.com"}) {
         for (Intent i : {Intent::Login, Intent::Register}) {
-            Status s = id_->request_token(i, e, "");
+            Status s = tokens().request_token(i, e, "");
             ASSERT_FALSE(s) << e;
             EXPECT_EQ(s.error().code, Code::InvalidEmail) << e;
         }
@@ -337,7 +339,7 @@ TEST_F(AuthTest, InvalidEmail) {
 }
 
 TEST_F(AuthTest, InvalidGroup) {
-    Status s = id_->request_token(Intent::Register, "a@example.com", "-bad group");
+    Status s = tokens().request_token(Intent::Register, "a@example.com", "-bad group");
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::InvalidRequest);
     EXPECT_EQ(outbox_.count(), 0u);
@@ -348,7 +350,7 @@ TEST_F(AuthTest, EmailDisabled) {
     make_identity();
     add_user("alice@example.com");
     for (Intent i : {Intent::Login, Intent::Register}) {
-        Status s = id_->request_token(i, "alice@example.com", "");
+        Status s = tokens().request_token(i, "alice@example.com", "");
         ASSERT_FALSE(s);
         EXPECT_EQ(s.error().code, Code::EmailDisabled);
     }
@@ -358,7 +360,7 @@ TEST_F(AuthTest, EmailDisabled) {
 // ================================================================ Registration table
 
 TEST_F(AuthTest, RegisterCreatesTheAccountOnlyAtExchange) {
-    Status s = id_->request_token_from(Intent::Register, "New@Example.com", "", "198.51.100.7");
+    Status s = tokens().request_token_from(Intent::Register, "New@Example.com", "", "198.51.100.7");
     ASSERT_TRUE(s) << s.error().message;
     ASSERT_EQ(outbox_.count(), 1u);
     Delivery d = outbox_.last();
@@ -368,7 +370,7 @@ TEST_F(AuthTest, RegisterCreatesTheAccountOnlyAtExchange) {
     EXPECT_FALSE(store_->read()->user_by_email("default", "new@example.com"));
 
     clock_->advance(2 * kMinute);
-    auto sess = id_->exchange(d.token);
+    auto sess = tokens().exchange(d.token);
     ASSERT_TRUE(sess) << sess.error().message;
     EXPECT_EQ(user_count(), 1u);
     EXPECT_EQ(sess->user.email, "new@example.com");
@@ -379,24 +381,24 @@ TEST_F(AuthTest, RegisterCreatesTheAccountOnlyAtExchange) {
     ASSERT_TRUE(stored);
     EXPECT_EQ(stored->id, sess->user.id);
     EXPECT_TRUE(stored->password_hash.empty());
-    EXPECT_TRUE(id_->authenticate_from(sess->token, "x"));
+    EXPECT_TRUE(sessions().authenticate_from(sess->token, "x"));
 }
 
 TEST_F(AuthTest, RegisterForAnExistingAddressSendsAlreadyRegisteredAndChangesNothing) {
     Secret reg = request(Intent::Register, "alice@example.com");
-    auto first = id_->exchange(reg);
+    auto first = tokens().exchange(reg);
     ASSERT_TRUE(first);
     const User before = *store_->read()->user_by_email("default", "alice@example.com");
 
     clock_->advance(kDay);
-    Status s = id_->request_token(Intent::Register, "ALICE@example.com", "");
+    Status s = tokens().request_token(Intent::Register, "ALICE@example.com", "");
     ASSERT_TRUE(s) << s.error().message;
     ASSERT_EQ(outbox_.count(), 2u);
     Delivery d = outbox_.last();
     EXPECT_EQ(d.purpose, Purpose::AlreadyRegistered);
     EXPECT_EQ(d.email, "alice@example.com");
 
-    auto sess = id_->exchange(d.token);  // its token signs the recipient in
+    auto sess = tokens().exchange(d.token);  // its token signs the recipient in
     ASSERT_TRUE(sess) << sess.error().message;
     EXPECT_EQ(sess->user.id, before.id);
     EXPECT_EQ(user_count(), 1u);
@@ -417,17 +419,17 @@ TEST_F(AuthTest, RegisterNeverReplacesAnExistingPassword) {
     }
     Secret t = request(Intent::Register, "alice@example.com");
     EXPECT_EQ(outbox_.last().purpose, Purpose::AlreadyRegistered);
-    ASSERT_TRUE(id_->exchange(t));
+    ASSERT_TRUE(tokens().exchange(t));
     EXPECT_EQ(store_->read()->user_by_email("default", "alice@example.com")->password_hash, u.password_hash);
 }
 
 TEST_F(AuthTest, AddressesDifferingOnlyByCaseAreOneAccount) {
     Secret reg = request(Intent::Register, "Bob.Smith@Example.COM");
-    auto s1 = id_->exchange(reg);
+    auto s1 = tokens().exchange(reg);
     ASSERT_TRUE(s1);
     Secret login = login_token("bob.smith@example.com");
     EXPECT_EQ(outbox_.last().purpose, Purpose::SignIn);
-    auto s2 = id_->exchange(login);
+    auto s2 = tokens().exchange(login);
     ASSERT_TRUE(s2);
     EXPECT_EQ(s1->user.id, s2->user.id);
     EXPECT_EQ(s2->user.email, "bob.smith@example.com");
@@ -437,8 +439,8 @@ TEST_F(AuthTest, AddressesDifferingOnlyByCaseAreOneAccount) {
 TEST_F(AuthTest, GroupSeparatesAccounts) {
     Secret a = request(Intent::Register, "same@example.com", "team1");
     Secret b = request(Intent::Register, "same@example.com", "Team2");  // not "waiting": another group
-    auto sa = id_->exchange(a);
-    auto sb = id_->exchange(b);
+    auto sa = tokens().exchange(a);
+    auto sb = tokens().exchange(b);
     ASSERT_TRUE(sa);
     ASSERT_TRUE(sb);
     EXPECT_NE(sa->user.id, sb->user.id);
@@ -446,11 +448,11 @@ TEST_F(AuthTest, GroupSeparatesAccounts) {
     EXPECT_EQ(sb->user.group_id, "team2");
     EXPECT_EQ(user_count(), 2u);
     // the default group has no account for that address: login sends nothing
-    EXPECT_TRUE(id_->request_token(Intent::Login, "same@example.com", ""));
+    EXPECT_TRUE(tokens().request_token(Intent::Login, "same@example.com", ""));
     EXPECT_EQ(outbox_.count(), 2u);
     // and a login in team1 signs in the team1 account only
     Secret l = request(Intent::Login, "same@example.com", "team1");
-    auto sl = id_->exchange(l);
+    auto sl = tokens().exchange(l);
     ASSERT_TRUE(sl);
     EXPECT_EQ(sl->user.id, sa->user.id);
 }
@@ -464,8 +466,8 @@ TEST_F(AuthTest, SessionExpiryByKind) {
     Secret b = login_token("alice@example.com");
     clock_->advance(kSecond);
     const Millis now = clock_->now();
-    auto cookie = id_->exchange(c, SessionKind::Cookie);
-    auto bearer = id_->exchange(b, SessionKind::Bearer);
+    auto cookie = tokens().exchange(c, SessionKind::Cookie);
+    auto bearer = tokens().exchange(b, SessionKind::Bearer);
     ASSERT_TRUE(cookie);
     ASSERT_TRUE(bearer);
     EXPECT_EQ(cookie->kind, SessionKind::Cookie);
@@ -502,7 +504,7 @@ TEST_F(AuthTest, StoreHoldsNoTokenOrSessionSecret) {
     EXPECT_EQ(bytes.find(t.reveal()), std::string::npos) << "token text found in data.mdb";
     EXPECT_NE(bytes.find(secret_hash(t.reveal())), std::string::npos) << "token hash not in data.mdb";
 
-    auto s = id_->exchange_from(t, "198.51.100.7", SessionKind::Cookie, "agent");
+    auto s = tokens().exchange_from(t, "198.51.100.7", SessionKind::Cookie, "agent");
     ASSERT_TRUE(s);
     ASSERT_TRUE(store_->read()->session(secret_hash(s->token.reveal())));
     bytes = data_file();
@@ -520,7 +522,7 @@ TEST_F(AuthTest, ConcurrentExchangeOfOneTokenHasExactlyOneWinner) {
     for (int i = 0; i < 8; ++i) {
         threads.emplace_back([&] {
             while (!go.load()) std::this_thread::yield();
-            auto r = id_->exchange(t);
+            auto r = tokens().exchange(t);
             if (r) {
                 ++ok;
             } else if (r.error().code == Code::InvalidToken) {
@@ -544,8 +546,8 @@ TEST_F(AuthTest, ConcurrentRegistrationExchangeCreatesOneAccount) {
     clock_->advance(policy_.token_resend);
     Secret b = request(Intent::Register, "race@example.com");
     EXPECT_EQ(outbox_.last().purpose, Purpose::Registration);  // still pending
-    std::thread ta([&] { EXPECT_TRUE(id_->exchange(a)); });
-    std::thread tb([&] { EXPECT_TRUE(id_->exchange(b)); });
+    std::thread ta([&] { EXPECT_TRUE(tokens().exchange(a)); });
+    std::thread tb([&] { EXPECT_TRUE(tokens().exchange(b)); });
     ta.join();
     tb.join();
     EXPECT_EQ(user_count(), 1u);
@@ -556,7 +558,7 @@ TEST_F(AuthTest, ConcurrentRegistrationExchangeCreatesOneAccount) {
 TEST_F(AuthTest, AuthenticateLiveSession) {
     User u = add_user("alice@example.com");
     Session s = sign_in("alice@example.com");
-    auto p = id_->authenticate_from(s.token, "198.51.100.7");
+    auto p = sessions().authenticate_from(s.token, "198.51.100.7");
     ASSERT_TRUE(p) << p.error().message;
     EXPECT_EQ(p->user.id, u.id);
     EXPECT_EQ(p->user.email, "alice@example.com");
@@ -571,13 +573,13 @@ TEST_F(AuthTest, AuthenticateWrongKind) {
     Session c = sign_in("alice@example.com", SessionKind::Cookie);
     clock_->advance(policy_.token_resend);
     Session b = sign_in("alice@example.com", SessionKind::Bearer);
-    auto r = id_->authenticate_from(c.token, "x", SessionKind::Bearer);
+    auto r = sessions().authenticate_from(c.token, "x", SessionKind::Bearer);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Unauthenticated);
-    r = id_->authenticate_from(b.token, "x", SessionKind::Cookie);
+    r = sessions().authenticate_from(b.token, "x", SessionKind::Cookie);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Unauthenticated);
-    EXPECT_TRUE(id_->authenticate_from(b.token, "x", SessionKind::Bearer));
+    EXPECT_TRUE(sessions().authenticate_from(b.token, "x", SessionKind::Bearer));
 }
 
 TEST_F(AuthTest, CookieSessionEndsAfterSessionTtlEvenWhenTouched) {
@@ -586,14 +588,14 @@ TEST_F(AuthTest, CookieSessionEndsAfterSessionTtlEvenWhenTouched) {
     // kept active: touched every 6 days, so idleness never ends it
     while (clock_->now() + 6 * kDay < kStart + policy_.session_ttl) {
         clock_->advance(6 * kDay);
-        auto p = id_->authenticate_from(s.token, "x");
+        auto p = sessions().authenticate_from(s.token, "x");
         ASSERT_TRUE(p) << "at +" << (clock_->now() - kStart) / kDay << " days";
-        ASSERT_TRUE(id_->touch(p.value()));
+        ASSERT_TRUE(sessions().touch(p.value()));
     }
     clock_->set(kStart + policy_.session_ttl - 1);
-    EXPECT_TRUE(id_->authenticate_from(s.token, "x"));
+    EXPECT_TRUE(sessions().authenticate_from(s.token, "x"));
     clock_->set(kStart + policy_.session_ttl);
-    auto r = id_->authenticate_from(s.token, "x");
+    auto r = sessions().authenticate_from(s.token, "x");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Unauthenticated);
 }
@@ -602,9 +604,9 @@ TEST_F(AuthTest, BearerEndsAfterBearerTtl) {
     add_user("alice@example.com");
     Session s = sign_in("alice@example.com", SessionKind::Bearer);
     clock_->advance(policy_.bearer_ttl - 1);
-    EXPECT_TRUE(id_->authenticate_from(s.token, "x", SessionKind::Bearer));
+    EXPECT_TRUE(sessions().authenticate_from(s.token, "x", SessionKind::Bearer));
     clock_->advance(1);
-    auto r = id_->authenticate_from(s.token, "x", SessionKind::Bearer);
+    auto r = sessions().authenticate_from(s.token, "x", SessionKind::Bearer);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Unauthenticated);
 }
@@ -613,9 +615,9 @@ TEST_F(AuthTest, IdleSessionEndsWithoutTouch) {
     add_user("alice@example.com");
     Session s = sign_in("alice@example.com");
     clock_->advance(policy_.session_idle - 1);
-    EXPECT_TRUE(id_->authenticate_from(s.token, "x"));  // read-only: does not renew
+    EXPECT_TRUE(sessions().authenticate_from(s.token, "x"));  // read-only: does not renew
     clock_->advance(1);
-    auto r = id_->authenticate_from(s.token, "x");
+    auto r = sessions().authenticate_from(s.token, "x");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Unauthenticated);
 }
@@ -624,36 +626,36 @@ TEST_F(AuthTest, TouchInsideTheIdleWindowKeepsTheSessionLive) {
     add_user("alice@example.com");
     Session s = sign_in("alice@example.com");
     clock_->advance(policy_.session_idle - kMinute);
-    auto p = id_->authenticate_from(s.token, "x");
+    auto p = sessions().authenticate_from(s.token, "x");
     ASSERT_TRUE(p);
-    ASSERT_TRUE(id_->needs_touch(p.value()));
-    ASSERT_TRUE(id_->touch(p.value()));
+    ASSERT_TRUE(sessions().needs_touch(p.value()));
+    ASSERT_TRUE(sessions().touch(p.value()));
     const Millis touched = clock_->now();
     EXPECT_EQ(store_->read()->session(secret_hash(s.token.reveal()))->last_seen_at, touched);
     clock_->advance(2 * kMinute);  // past the idle limit counted from sign-in
-    EXPECT_TRUE(id_->authenticate_from(s.token, "x"));
+    EXPECT_TRUE(sessions().authenticate_from(s.token, "x"));
     clock_->set(touched + policy_.session_idle);
-    EXPECT_FALSE(id_->authenticate_from(s.token, "x"));
+    EXPECT_FALSE(sessions().authenticate_from(s.token, "x"));
 }
 
 TEST_F(AuthTest, NeedsTouchRespectsSessionTouch) {
     add_user("alice@example.com");
     Session s = sign_in("alice@example.com");
-    auto p = id_->authenticate_from(s.token, "x");
+    auto p = sessions().authenticate_from(s.token, "x");
     ASSERT_TRUE(p);
-    EXPECT_FALSE(id_->needs_touch(p.value()));
+    EXPECT_FALSE(sessions().needs_touch(p.value()));
     clock_->advance(policy_.session_touch - 1);
-    p = id_->authenticate_from(s.token, "x");
+    p = sessions().authenticate_from(s.token, "x");
     ASSERT_TRUE(p);
-    EXPECT_FALSE(id_->needs_touch(p.value()));
+    EXPECT_FALSE(sessions().needs_touch(p.value()));
     clock_->advance(1);
-    p = id_->authenticate_from(s.token, "x");
+    p = sessions().authenticate_from(s.token, "x");
     ASSERT_TRUE(p);
-    EXPECT_TRUE(id_->needs_touch(p.value()));
-    ASSERT_TRUE(id_->touch(p.value()));
-    p = id_->authenticate_from(s.token, "x");
+    EXPECT_TRUE(sessions().needs_touch(p.value()));
+    ASSERT_TRUE(sessions().touch(p.value()));
+    p = sessions().authenticate_from(s.token, "x");
     ASSERT_TRUE(p);
-    EXPECT_FALSE(id_->needs_touch(p.value()));
+    EXPECT_FALSE(sessions().needs_touch(p.value()));
 }
 
 TEST_F(AuthTest, SuspendedUserIsUnauthenticated) {
@@ -662,12 +664,12 @@ TEST_F(AuthTest, SuspendedUserIsUnauthenticated) {
     clock_->advance(policy_.token_resend);
     Session b = sign_in("alice@example.com", SessionKind::Bearer);
     ASSERT_TRUE(id_->set_suspended("", "alice@example.com", true));
-    auto r = id_->authenticate_from(c.token, "x");
+    auto r = sessions().authenticate_from(c.token, "x");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Unauthenticated);
-    EXPECT_FALSE(id_->authenticate_from(b.token, "x", SessionKind::Bearer));
+    EXPECT_FALSE(sessions().authenticate_from(b.token, "x", SessionKind::Bearer));
     ASSERT_TRUE(id_->set_suspended("", "alice@example.com", false));
-    EXPECT_TRUE(id_->authenticate_from(c.token, "x"));
+    EXPECT_TRUE(sessions().authenticate_from(c.token, "x"));
 }
 
 TEST_F(AuthTest, SetSuspendedUnknownAccount) {
@@ -683,7 +685,7 @@ TEST_F(AuthTest, GarbageSessionTokenIsUnauthenticated) {
     flipped[0] = flipped[0] == 'A' ? 'B' : 'A';
     for (const std::string &t : {std::string(), std::string("garbage"), std::string(43, '!'), flipped,
                                  std::string(s.token.reveal()) + "A", std::string(s.id)}) {
-        auto r = id_->authenticate_from(Secret(t), "x");
+        auto r = sessions().authenticate_from(Secret(t), "x");
         ASSERT_FALSE(r) << t;
         EXPECT_EQ(r.error().code, Code::Unauthenticated);
     }
@@ -692,8 +694,8 @@ TEST_F(AuthTest, GarbageSessionTokenIsUnauthenticated) {
 TEST_F(AuthTest, LoginTokenIsNoSessionToken) {
     add_user("alice@example.com");
     Secret t = login_token("alice@example.com");
-    EXPECT_FALSE(id_->authenticate_from(t, "x"));
-    EXPECT_TRUE(id_->exchange(t));
+    EXPECT_FALSE(sessions().authenticate_from(t, "x"));
+    EXPECT_TRUE(tokens().exchange(t));
 }
 
 // ================================================================ sessions, revoke, logout
@@ -708,7 +710,7 @@ TEST_F(AuthTest, SessionsListsTheUsersLiveSessionsOnly) {
     clock_->advance(kSecond);
 
     Principal pa = principal(a1);
-    auto list = id_->sessions(pa);
+    auto list = sessions().sessions(pa);
     ASSERT_TRUE(list) << list.error().message;
     ASSERT_EQ(list->size(), 2u);
     int current = 0;
@@ -730,13 +732,13 @@ TEST_F(AuthTest, SessionsListsTheUsersLiveSessionsOnly) {
     }
     EXPECT_EQ(current, 1);
     // the bearer token is current when it is the caller
-    auto lb = id_->sessions(principal(a2));
+    auto lb = sessions().sessions(principal(a2));
     ASSERT_TRUE(lb);
     for (const auto &i : lb.value()) EXPECT_EQ(i.current, i.id == a2.id);
 
     // an ended (expired) bearer disappears from the list
     clock_->set(kStart + policy_.token_resend + policy_.bearer_ttl);
-    list = id_->sessions(pa);
+    list = sessions().sessions(pa);
     ASSERT_TRUE(list);
     ASSERT_EQ(list->size(), 1u);
     EXPECT_EQ(list->front().id, a1.id);
@@ -746,12 +748,12 @@ TEST_F(AuthTest, FreshFlagFollowsTheFreshWindow) {
     add_user("alice@example.com");
     Session s = sign_in("alice@example.com");
     clock_->advance(policy_.fresh_window - 1);
-    auto list = id_->sessions(principal(s));
+    auto list = sessions().sessions(principal(s));
     ASSERT_TRUE(list);
     ASSERT_EQ(list->size(), 1u);
     EXPECT_TRUE(list->front().fresh);
     clock_->advance(1);
-    list = id_->sessions(principal(s));
+    list = sessions().sessions(principal(s));
     ASSERT_TRUE(list);
     ASSERT_EQ(list->size(), 1u);
     EXPECT_FALSE(list->front().fresh);
@@ -763,20 +765,20 @@ TEST_F(AuthTest, RevokeOwnSession) {
     clock_->advance(policy_.token_resend);
     Session a2 = sign_in("alice@example.com");
     Principal p = principal(a1);
-    ASSERT_TRUE(id_->revoke_session(p, a2.id, "198.51.100.7"));
-    EXPECT_FALSE(id_->authenticate_from(a2.token, "x"));
-    EXPECT_TRUE(id_->authenticate_from(a1.token, "x"));
-    auto list = id_->sessions(p);
+    ASSERT_TRUE(sessions().revoke_session(p, a2.id, "198.51.100.7"));
+    EXPECT_FALSE(sessions().authenticate_from(a2.token, "x"));
+    EXPECT_TRUE(sessions().authenticate_from(a1.token, "x"));
+    auto list = sessions().sessions(p);
     ASSERT_TRUE(list);
     ASSERT_EQ(list->size(), 1u);
     EXPECT_EQ(list->front().id, a1.id);
     // revoking it again: it is gone
-    Status again = id_->revoke_session(p, a2.id, "x");
+    Status again = sessions().revoke_session(p, a2.id, "x");
     ASSERT_FALSE(again);
     EXPECT_EQ(again.error().code, Code::NotFound);
     // revoking the current session ends it too
-    ASSERT_TRUE(id_->revoke_session(p, a1.id, "x"));
-    EXPECT_FALSE(id_->authenticate_from(a1.token, "x"));
+    ASSERT_TRUE(sessions().revoke_session(p, a1.id, "x"));
+    EXPECT_FALSE(sessions().authenticate_from(a1.token, "x"));
 }
 
 TEST_F(AuthTest, RevokeAnotherUsersSessionIsNotFound) {
@@ -784,11 +786,11 @@ TEST_F(AuthTest, RevokeAnotherUsersSessionIsNotFound) {
     add_user("bob@example.com");
     Session a = sign_in("alice@example.com");
     Session b = sign_in("bob@example.com");
-    Status s = id_->revoke_session(principal(a), b.id, "x");
+    Status s = sessions().revoke_session(principal(a), b.id, "x");
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error().code, Code::NotFound);
-    EXPECT_TRUE(id_->authenticate_from(b.token, "x"));
-    Status unknown = id_->revoke_session(principal(a), "no-such-id", "x");
+    EXPECT_TRUE(sessions().authenticate_from(b.token, "x"));
+    Status unknown = sessions().revoke_session(principal(a), "no-such-id", "x");
     ASSERT_FALSE(unknown);
     EXPECT_EQ(unknown.error().code, Code::NotFound);
 }
@@ -798,12 +800,12 @@ TEST_F(AuthTest, LogoutEndsOnlyThatSession) {
     Session a1 = sign_in("alice@example.com");
     clock_->advance(policy_.token_resend);
     Session a2 = sign_in("alice@example.com");
-    ASSERT_TRUE(id_->logout(principal(a1), "x"));
-    auto r = id_->authenticate_from(a1.token, "x");
+    ASSERT_TRUE(sessions().logout(principal(a1), "x"));
+    auto r = sessions().authenticate_from(a1.token, "x");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::Unauthenticated);
-    EXPECT_TRUE(id_->authenticate_from(a2.token, "x"));
-    auto list = id_->sessions(principal(a2));
+    EXPECT_TRUE(sessions().authenticate_from(a2.token, "x"));
+    auto list = sessions().sessions(principal(a2));
     ASSERT_TRUE(list);
     ASSERT_EQ(list->size(), 1u);
     EXPECT_EQ(list->front().id, a2.id);
@@ -841,14 +843,14 @@ TEST_F(AuthTest, CheckOrigin) {
 
 TEST_F(AuthTest, AuditRecordsAddressAndClientButNoSecret) {
     add_user("alice@example.com");
-    ASSERT_TRUE(id_->request_token_from(Intent::Login, "Alice@Example.com", "", "203.0.113.9"));
+    ASSERT_TRUE(tokens().request_token_from(Intent::Login, "Alice@Example.com", "", "203.0.113.9"));
     ASSERT_EQ(outbox_.count(), 1u);
     Secret t = outbox_.last().token;
-    auto s = id_->exchange_from(t, "203.0.113.9", SessionKind::Cookie, "ua");
+    auto s = tokens().exchange_from(t, "203.0.113.9", SessionKind::Cookie, "ua");
     ASSERT_TRUE(s);
     // a failed exchange is audited too
-    ASSERT_FALSE(id_->exchange_from(t, "203.0.113.10"));
-    ASSERT_TRUE(id_->request_token_from(Intent::Login, "ghost@example.com", "", "203.0.113.11"));
+    ASSERT_FALSE(tokens().exchange_from(t, "203.0.113.10"));
+    ASSERT_TRUE(tokens().request_token_from(Intent::Login, "ghost@example.com", "", "203.0.113.11"));
 
     auto entries = store_->read()->audit(50);
     ASSERT_GE(entries.size(), 3u);

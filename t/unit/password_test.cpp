@@ -324,26 +324,29 @@ protected:
         auto o = parse_origin("http://127.0.0.1:8080", &why);
         id_ = std::make_unique<Identity>(store_, *o, policy_, outbox_.fn(), clock_);
     }
+    Tokens &tokens() { return id_->tokens(); }
+    Sessions &sessions() { return id_->sessions(); }
+    Passwords &passwords() { return id_->passwords(); }
     std::optional<User> user(std::string_view email) { return store_->read()->user_by_email("default", email); }
 
     // registers with a password and exchanges the Registration token: the account exists
     Session register_with(std::string_view email, const char *password) {
-        Status s = id_->register_password_from(email, Secret(password), "198.51.100.7");
+        Status s = passwords().register_password_from(email, Secret(password), "198.51.100.7");
         EXPECT_TRUE(s) << s.error().message;
         EXPECT_EQ(outbox_.last().purpose, Purpose::Registration);
-        auto sess = id_->exchange_from(outbox_.last().token, "198.51.100.7");
+        auto sess = tokens().exchange_from(outbox_.last().token, "198.51.100.7");
         EXPECT_TRUE(sess) << sess.error().message;
         return sess ? sess.value() : Session{};
     }
     Session email_sign_in(std::string_view email) {
         clock_->advance(policy_.token_resend);
-        EXPECT_TRUE(id_->request_token_from(Intent::Login, email, "", "198.51.100.7"));
-        auto s = id_->exchange_from(outbox_.last().token, "198.51.100.7");
+        EXPECT_TRUE(tokens().request_token_from(Intent::Login, email, "", "198.51.100.7"));
+        auto s = tokens().exchange_from(outbox_.last().token, "198.51.100.7");
         EXPECT_TRUE(s);
         return s.value();
     }
     Principal principal(const Session &s) {
-        auto p = id_->authenticate_from(s.token, "", s.kind);
+        auto p = sessions().authenticate_from(s.token, "", s.kind);
         EXPECT_TRUE(p) << p.error().message;
         return p.value();
     }
@@ -373,15 +376,17 @@ protected:
 TEST_F(PasswordEngine, DisabledByDefault) {
     policy_.with_passwords = false;
     make_identity();
-    EXPECT_EQ(id_->register_password_from("a@example.com", Secret(kGood), "c").error().code, Code::PasswordsDisabled);
-    EXPECT_EQ(id_->login_password_from("a@example.com", Secret(kGood), "c").error().code, Code::PasswordsDisabled);
-    EXPECT_EQ(id_->set_password(Principal{}, Secret(kGood)).error().code, Code::PasswordsDisabled);
-    EXPECT_EQ(id_->change_password_from(Principal{}, Secret(kGood), Secret(kGood2), "c").error().code,
+    EXPECT_EQ(passwords().register_password_from("a@example.com", Secret(kGood), "c").error().code,
+              Code::PasswordsDisabled);
+    EXPECT_EQ(passwords().login_password_from("a@example.com", Secret(kGood), "c").error().code,
+              Code::PasswordsDisabled);
+    EXPECT_EQ(passwords().set_password(Principal{}, Secret(kGood)).error().code, Code::PasswordsDisabled);
+    EXPECT_EQ(passwords().change_password_from(Principal{}, Secret(kGood), Secret(kGood2), "c").error().code,
               Code::PasswordsDisabled);
 }
 
 TEST_F(PasswordEngine, RegistrationKeepsOnlyTheHashUntilTheExchange) {
-    ASSERT_TRUE(id_->register_password_from("new@example.com", Secret(kGood), "c"));
+    ASSERT_TRUE(passwords().register_password_from("new@example.com", Secret(kGood), "c"));
     EXPECT_FALSE(user("new@example.com"));  // pending: no account yet
     Delivery d = outbox_.last();
     EXPECT_EQ(d.purpose, Purpose::Registration);
@@ -389,11 +394,11 @@ TEST_F(PasswordEngine, RegistrationKeepsOnlyTheHashUntilTheExchange) {
     ASSERT_TRUE(rec);
     EXPECT_EQ(rec->password_hash.rfind("$argon2id$v=19$m=19456,t=2,p=1$", 0), 0u);
     EXPECT_EQ(rec->password_hash.find(kGood), std::string::npos);
-    ASSERT_TRUE(id_->exchange_from(d.token, "c"));
+    ASSERT_TRUE(tokens().exchange_from(d.token, "c"));
     auto u = user("new@example.com");
     ASSERT_TRUE(u);
     EXPECT_TRUE(pw::verify(u->password_hash, kGood));
-    auto s = id_->login_password_from("new@example.com", Secret(kGood), "c");
+    auto s = passwords().login_password_from("new@example.com", Secret(kGood), "c");
     ASSERT_TRUE(s) << s.error().message;
     EXPECT_EQ(principal(s.value()).session.method, SignInMethod::Password);
 }
@@ -401,35 +406,35 @@ TEST_F(PasswordEngine, RegistrationKeepsOnlyTheHashUntilTheExchange) {
 TEST_F(PasswordEngine, APasswordRegistrationDoesNotStandInForTheOwnersOwnRegistration) {
     // Someone registers victim@ with a password they chose: the email says so, and the owner's
     // own /register within the resend window still sends them a fresh, password-less token.
-    ASSERT_TRUE(id_->register_password_from("victim@example.com", Secret(kGood), "attacker"));
+    ASSERT_TRUE(passwords().register_password_from("victim@example.com", Secret(kGood), "attacker"));
     Delivery theirs = outbox_.last();
     EXPECT_TRUE(theirs.with_password);
     EXPECT_NE(json::delivery(theirs, Emails().render(theirs, "http://127.0.0.1:8080")).find("\"password\":true"), std::string::npos);
     EXPECT_NE(json::delivery(theirs, Emails().render(theirs, "http://127.0.0.1:8080")).find("A password was chosen"), std::string::npos);
     const std::size_t before = outbox_.count();
-    ASSERT_TRUE(id_->request_token_from(Intent::Register, "victim@example.com", "", "owner"));
+    ASSERT_TRUE(tokens().request_token_from(Intent::Register, "victim@example.com", "", "owner"));
     ASSERT_EQ(outbox_.count(), before + 1) << "the owner's registration was swallowed by the waiting token";
     Delivery mine = outbox_.last();
     EXPECT_FALSE(mine.with_password);
-    ASSERT_TRUE(id_->exchange_from(mine.token, "owner"));
+    ASSERT_TRUE(tokens().exchange_from(mine.token, "owner"));
     auto u = user("victim@example.com");
     ASSERT_TRUE(u);
     EXPECT_TRUE(u->password_hash.empty()) << "the account got the password someone else chose";
     // and a plain registration still waits for a plain one
-    ASSERT_TRUE(id_->request_token_from(Intent::Register, "other@example.com", "", "c"));
+    ASSERT_TRUE(tokens().request_token_from(Intent::Register, "other@example.com", "", "c"));
     const std::size_t n = outbox_.count();
-    ASSERT_TRUE(id_->request_token_from(Intent::Register, "other@example.com", "", "c"));
+    ASSERT_TRUE(tokens().request_token_from(Intent::Register, "other@example.com", "", "c"));
     EXPECT_EQ(outbox_.count(), n);
 }
 
 TEST_F(PasswordEngine, RegistrationNeedsRegistrationEnabledAndThePolicy) {
     policy_.allow_registration = false;
     make_identity();
-    EXPECT_EQ(id_->register_password_from("a@example.com", Secret(kGood), "c").error().code,
+    EXPECT_EQ(passwords().register_password_from("a@example.com", Secret(kGood), "c").error().code,
               Code::RegistrationDisabled);
     policy_.allow_registration = true;
     make_identity();
-    auto weak = id_->register_password_from("a@example.com", Secret("password123"), "c");
+    auto weak = passwords().register_password_from("a@example.com", Secret("password123"), "c");
     ASSERT_FALSE(weak);
     EXPECT_EQ(weak.error().code, Code::WeakPassword);
     EXPECT_EQ(outbox_.count(), 0u);
@@ -439,42 +444,43 @@ TEST_F(PasswordEngine, RegisteringAnExistingAccountNeverReplacesOrAttachesAPassw
     register_with("has@example.com", kGood);
     const std::string before = user("has@example.com")->password_hash;
     clock_->advance(2 * kMinute);
-    ASSERT_TRUE(id_->register_password_from("has@example.com", Secret(kGood2), "c"));
+    ASSERT_TRUE(passwords().register_password_from("has@example.com", Secret(kGood2), "c"));
     Delivery d = outbox_.last();
     EXPECT_EQ(d.purpose, Purpose::AlreadyRegistered);
     EXPECT_TRUE(store_->read()->token(secret_hash(d.token.reveal()))->password_hash.empty());
-    ASSERT_TRUE(id_->exchange_from(d.token, "c"));  // it signs the owner in
+    ASSERT_TRUE(tokens().exchange_from(d.token, "c"));  // it signs the owner in
     EXPECT_EQ(user("has@example.com")->password_hash, before);
 
     add_user("emailonly@example.com");
-    ASSERT_TRUE(id_->register_password_from("emailonly@example.com", Secret(kGood2), "c"));
+    ASSERT_TRUE(passwords().register_password_from("emailonly@example.com", Secret(kGood2), "c"));
     EXPECT_EQ(outbox_.last().purpose, Purpose::AlreadyRegistered);
-    ASSERT_TRUE(id_->exchange_from(outbox_.last().token, "c"));
+    ASSERT_TRUE(tokens().exchange_from(outbox_.last().token, "c"));
     EXPECT_TRUE(user("emailonly@example.com")->password_hash.empty());
 }
 
 TEST_F(PasswordEngine, RepeatedRegistrationBacksOff) {
-    ASSERT_TRUE(id_->register_password_from("r@example.com", Secret(kGood), "c1"));
-    auto again = id_->register_password_from("r@example.com", Secret(kGood), "c2");
+    ASSERT_TRUE(passwords().register_password_from("r@example.com", Secret(kGood), "c1"));
+    auto again = passwords().register_password_from("r@example.com", Secret(kGood), "c2");
     ASSERT_FALSE(again);
     EXPECT_EQ(again.error().code, Code::RateLimited);
     EXPECT_EQ(again.error().retry_after, kMinute);
     clock_->advance(kMinute);
-    EXPECT_TRUE(id_->register_password_from("r@example.com", Secret(kGood), "c1"));
-    EXPECT_EQ(id_->register_password_from("r@example.com", Secret(kGood), "c1").error().retry_after, 2 * kMinute);
+    EXPECT_TRUE(passwords().register_password_from("r@example.com", Secret(kGood), "c1"));
+    EXPECT_EQ(passwords().register_password_from("r@example.com", Secret(kGood), "c1").error().retry_after,
+              2 * kMinute);
 }
 
 TEST_F(PasswordEngine, SignInIsNfcAndUntrimmed) {
     register_with("n@example.com", "caf\x65\xCC\x81 violet tractor");  // decomposed é
-    EXPECT_TRUE(id_->login_password_from("n@example.com", Secret("caf\xC3\xA9 violet tractor"), "c"));
-    EXPECT_TRUE(id_->login_password_from("n@example.com", Secret("caf\x65\xCC\x81 violet tractor"), "c"));
-    EXPECT_EQ(id_->login_password_from("n@example.com", Secret("caf\xC3\xA9 violet tractor "), "c").error().code,
+    EXPECT_TRUE(passwords().login_password_from("n@example.com", Secret("caf\xC3\xA9 violet tractor"), "c"));
+    EXPECT_TRUE(passwords().login_password_from("n@example.com", Secret("caf\x65\xCC\x81 violet tractor"), "c"));
+    EXPECT_EQ(passwords().login_password_from("n@example.com", Secret("caf\xC3\xA9 violet tractor "), "c").error().code,
               Code::InvalidCredentials);
 }
 
 TEST_F(PasswordEngine, TheStepTypeSaysSignedIn) {
     register_with("s@example.com", kGood);
-    auto step = id_->login_password_step("s@example.com", Secret(kGood), "c", SessionKind::Bearer);
+    auto step = passwords().login_password_step("s@example.com", Secret(kGood), "c", SessionKind::Bearer);
     ASSERT_TRUE(step) << step.error().message;
     EXPECT_TRUE(step->signed_in());
     EXPECT_EQ(step->state, SignInStep::State::SignedIn);
@@ -501,7 +507,7 @@ TEST_F(PasswordEngine, FourFailureCausesGiveOneAnswerAndTheSameWork) {
     std::string body;
     for (const auto &c : cases) {
         auto t0 = std::chrono::steady_clock::now();
-        auto r = id_->login_password_from(c.email, Secret(c.password), "c-" + std::string(c.email));
+        auto r = passwords().login_password_from(c.email, Secret(c.password), "c-" + std::string(c.email));
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         ASSERT_FALSE(r) << c.email;
         EXPECT_EQ(r.error().code, Code::InvalidCredentials) << c.email;
@@ -523,18 +529,18 @@ TEST_F(PasswordEngine, FourFailureCausesGiveOneAnswerAndTheSameWork) {
 TEST_F(PasswordEngine, AttemptLimitsOnSignIn) {
     register_with("lim@example.com", kGood);
     for (int i = 0; i < 5; ++i) {
-        EXPECT_EQ(id_->login_password_from("lim@example.com", Secret(kGood2), "c1").error().code,
+        EXPECT_EQ(passwords().login_password_from("lim@example.com", Secret(kGood2), "c1").error().code,
                   Code::InvalidCredentials);
     }
-    auto limited = id_->login_password_from("lim@example.com", Secret(kGood), "c1");
+    auto limited = passwords().login_password_from("lim@example.com", Secret(kGood), "c1");
     ASSERT_FALSE(limited);  // even the right password waits
     EXPECT_EQ(limited.error().code, Code::RateLimited);
     EXPECT_EQ(limited.error().retry_after, kMinute);
-    EXPECT_TRUE(id_->login_password_from("lim@example.com", Secret(kGood), "c2"));  // another client
+    EXPECT_TRUE(passwords().login_password_from("lim@example.com", Secret(kGood), "c2"));  // another client
     clock_->advance(kMinute);
-    EXPECT_TRUE(id_->login_password_from("lim@example.com", Secret(kGood), "c1"));  // success clears the pair
-    for (int i = 0; i < 5; ++i) (void)id_->login_password_from("lim@example.com", Secret(kGood2), "c1");
-    EXPECT_EQ(id_->login_password_from("lim@example.com", Secret(kGood2), "c1").error().code, Code::RateLimited);
+    EXPECT_TRUE(passwords().login_password_from("lim@example.com", Secret(kGood), "c1"));  // success clears the pair
+    for (int i = 0; i < 5; ++i) (void)passwords().login_password_from("lim@example.com", Secret(kGood2), "c1");
+    EXPECT_EQ(passwords().login_password_from("lim@example.com", Secret(kGood2), "c1").error().code, Code::RateLimited);
 }
 
 TEST_F(PasswordEngine, AnotherLimiterCanBeInstalled) {
@@ -545,9 +551,9 @@ TEST_F(PasswordEngine, AnotherLimiterCanBeInstalled) {
         void reset_address(std::string_view) override {}
         Millis register_attempt(std::string_view, Millis) override { return 7000; }
     };
-    id_->with_attempt_limiter(std::make_shared<Deny>());
-    EXPECT_EQ(id_->login_password_from("x@example.com", Secret(kGood), "c").error().retry_after, 5000);
-    EXPECT_EQ(id_->register_password_from("x@example.com", Secret(kGood), "c").error().retry_after, 7000);
+    passwords().with_attempt_limiter(std::make_shared<Deny>());
+    EXPECT_EQ(passwords().login_password_from("x@example.com", Secret(kGood), "c").error().retry_after, 5000);
+    EXPECT_EQ(passwords().register_password_from("x@example.com", Secret(kGood), "c").error().retry_after, 7000);
 }
 
 TEST_F(PasswordEngine, SuccessfulSignInUpgradesAWeakerHash) {
@@ -555,9 +561,9 @@ TEST_F(PasswordEngine, SuccessfulSignInUpgradesAWeakerHash) {
     weak.opslimit = 1;
     weak.memlimit = 8 * 1024 * 1024;
     add_user("old@example.com", false, pw::hash(kGood, weak).value());
-    EXPECT_FALSE(id_->login_password_from("old@example.com", Secret(kGood2), "c"));
+    EXPECT_FALSE(passwords().login_password_from("old@example.com", Secret(kGood2), "c"));
     EXPECT_NE(user("old@example.com")->password_hash.find("m=8192,t=1"), std::string::npos);  // not on failure
-    ASSERT_TRUE(id_->login_password_from("old@example.com", Secret(kGood), "c"));
+    ASSERT_TRUE(passwords().login_password_from("old@example.com", Secret(kGood), "c"));
     const std::string now_hash = user("old@example.com")->password_hash;
     EXPECT_EQ(now_hash.rfind("$argon2id$v=19$m=19456,t=2,p=1$", 0), 0u) << now_hash;
     EXPECT_TRUE(pw::verify(now_hash, kGood));
@@ -568,29 +574,29 @@ TEST_F(PasswordEngine, SetPasswordNeedsAFreshEmailTokenSession) {
     Session s = email_sign_in("f@example.com");
     Session other = email_sign_in("f@example.com");
     Principal p = principal(s);
-    ASSERT_TRUE(id_->set_password(p, Secret(kGood), "c")) << "fresh email session";
+    ASSERT_TRUE(passwords().set_password(p, Secret(kGood), "c")) << "fresh email session";
     EXPECT_TRUE(pw::verify(user("f@example.com")->password_hash, kGood));
-    EXPECT_FALSE(id_->authenticate_from(other.token, "", SessionKind::Cookie));  // every other session ended
-    EXPECT_TRUE(id_->authenticate_from(s.token, "", SessionKind::Cookie));      // this one stays
+    EXPECT_FALSE(sessions().authenticate_from(other.token, "", SessionKind::Cookie));  // every other session ended
+    EXPECT_TRUE(sessions().authenticate_from(s.token, "", SessionKind::Cookie));      // this one stays
 
     // a password-made session is not fresh, whatever its age
-    auto by_pw = id_->login_password_from("f@example.com", Secret(kGood), "c");
+    auto by_pw = passwords().login_password_from("f@example.com", Secret(kGood), "c");
     ASSERT_TRUE(by_pw);
-    EXPECT_EQ(id_->set_password(principal(by_pw.value()), Secret(kGood2)).error().code,
+    EXPECT_EQ(passwords().set_password(principal(by_pw.value()), Secret(kGood2)).error().code,
               Code::FreshSessionRequired);
     // an email-token session older than ten minutes is not either
     clock_->advance(10 * kMinute);
-    EXPECT_EQ(id_->set_password(principal(s), Secret(kGood2)).error().code, Code::FreshSessionRequired);
+    EXPECT_EQ(passwords().set_password(principal(s), Secret(kGood2)).error().code, Code::FreshSessionRequired);
     // the policy applies
     Session fresh = email_sign_in("f@example.com");
-    auto weak = id_->set_password(principal(fresh), Secret("qwertyuiopasdfgh"));
+    auto weak = passwords().set_password(principal(fresh), Secret("qwertyuiopasdfgh"));
     EXPECT_EQ(weak.error().code, Code::WeakPassword);
     // a checker applies, and an error refuses
-    id_->with_password_check([](std::string_view candidate) -> Status {
+    passwords().with_password_check([](std::string_view candidate) -> Status {
         if (candidate.find("orange") != std::string_view::npos) return Error{Code::InvalidRequest, "no fruit, please"};
         return ok_status();
     });
-    auto refused = id_->set_password(principal(fresh), Secret(kGood2));
+    auto refused = passwords().set_password(principal(fresh), Secret(kGood2));
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().code, Code::WeakPassword);
     EXPECT_EQ(refused.error().message, "no fruit, please");
@@ -598,39 +604,40 @@ TEST_F(PasswordEngine, SetPasswordNeedsAFreshEmailTokenSession) {
 
 TEST_F(PasswordEngine, ResetClearsTheAddressAttemptHistory) {
     register_with("reset@example.com", kGood);
-    for (int i = 0; i < 6; ++i) (void)id_->login_password_from("reset@example.com", Secret(kGood2), "c1");
-    for (int i = 0; i < 6; ++i) (void)id_->login_password_from("reset@example.com", Secret(kGood2), "c2");
-    EXPECT_EQ(id_->login_password_from("reset@example.com", Secret(kGood), "c1").error().code, Code::RateLimited);
+    for (int i = 0; i < 6; ++i) (void)passwords().login_password_from("reset@example.com", Secret(kGood2), "c1");
+    for (int i = 0; i < 6; ++i) (void)passwords().login_password_from("reset@example.com", Secret(kGood2), "c2");
+    EXPECT_EQ(passwords().login_password_from("reset@example.com", Secret(kGood), "c1").error().code,
+              Code::RateLimited);
     Session fresh = email_sign_in("reset@example.com");
-    ASSERT_TRUE(id_->set_password(principal(fresh), Secret(kGood2)));
-    EXPECT_TRUE(id_->login_password_from("reset@example.com", Secret(kGood2), "c1"));
-    EXPECT_TRUE(id_->login_password_from("reset@example.com", Secret(kGood2), "c2"));
+    ASSERT_TRUE(passwords().set_password(principal(fresh), Secret(kGood2)));
+    EXPECT_TRUE(passwords().login_password_from("reset@example.com", Secret(kGood2), "c1"));
+    EXPECT_TRUE(passwords().login_password_from("reset@example.com", Secret(kGood2), "c2"));
 }
 
 TEST_F(PasswordEngine, ChangePasswordRules) {
     add_user("nopw@example.com");
     Session np = email_sign_in("nopw@example.com");
-    EXPECT_EQ(id_->change_password_from(principal(np), Secret(kGood), Secret(kGood2), "c").error().code,
+    EXPECT_EQ(passwords().change_password_from(principal(np), Secret(kGood), Secret(kGood2), "c").error().code,
               Code::NoPassword);
 
     register_with("ch@example.com", kGood);
-    auto a = id_->login_password_from("ch@example.com", Secret(kGood), "c");
-    auto b = id_->login_password_from("ch@example.com", Secret(kGood), "c", SessionKind::Bearer);
+    auto a = passwords().login_password_from("ch@example.com", Secret(kGood), "c");
+    auto b = passwords().login_password_from("ch@example.com", Secret(kGood), "c", SessionKind::Bearer);
     ASSERT_TRUE(a && b);
     const std::size_t sent = outbox_.count();
-    auto wrong = id_->change_password_from(principal(a.value()), Secret(kGood2), Secret(kGood2), "c");
+    auto wrong = passwords().change_password_from(principal(a.value()), Secret(kGood2), Secret(kGood2), "c");
     ASSERT_FALSE(wrong);
     EXPECT_EQ(wrong.error().code, Code::WrongPassword);
     auto entries = audit(100);  // entries of one millisecond have no order among themselves
     EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const AuditEntry &e) {
         return e.kind == "login.failed" && e.detail == "password_change";
     }));
-    auto weak = id_->change_password_from(principal(a.value()), Secret(kGood), Secret("Password12345678"), "c");
+    auto weak = passwords().change_password_from(principal(a.value()), Secret(kGood), Secret("Password12345678"), "c");
     EXPECT_EQ(weak.error().code, Code::WeakPassword);
-    ASSERT_TRUE(id_->change_password_from(principal(a.value()), Secret(kGood), Secret(kGood2), "c"));
+    ASSERT_TRUE(passwords().change_password_from(principal(a.value()), Secret(kGood), Secret(kGood2), "c"));
     EXPECT_TRUE(pw::verify(user("ch@example.com")->password_hash, kGood2));
-    EXPECT_TRUE(id_->authenticate_from(a->token, "", SessionKind::Cookie));   // this session stays
-    EXPECT_FALSE(id_->authenticate_from(b->token, "", SessionKind::Bearer));  // every other ends
+    EXPECT_TRUE(sessions().authenticate_from(a->token, "", SessionKind::Cookie));   // this session stays
+    EXPECT_FALSE(sessions().authenticate_from(b->token, "", SessionKind::Bearer));  // every other ends
     ASSERT_EQ(outbox_.count(), sent + 1);
     EXPECT_EQ(outbox_.last().purpose, Purpose::PasswordChanged);
     EXPECT_TRUE(outbox_.last().token.empty());
@@ -643,27 +650,27 @@ TEST_F(PasswordEngine, SignInHalvesRecheckTheAccountBeforeWriting) {
     register_with("half@example.com", kGood);
     const std::size_t before = store_->read()->sessions_of(user("half@example.com")->id).size();
 
-    auto check = id_->check_password_login("half@example.com", Secret(kGood), "c");
+    auto check = passwords().check_password_login("half@example.com", Secret(kGood), "c");
     ASSERT_TRUE(check) << check.error().message;
     EXPECT_TRUE(check->matched());
     EXPECT_EQ(store_->read()->sessions_of(user("half@example.com")->id).size(), before) << "the verify half writes nothing";
     Session fresh = email_sign_in("half@example.com");  // the password is reset meanwhile
-    ASSERT_TRUE(id_->set_password(principal(fresh), Secret(kGood2)));
-    auto late = id_->finish_password_login(check.value());
+    ASSERT_TRUE(passwords().set_password(principal(fresh), Secret(kGood2)));
+    auto late = passwords().finish_password_login(check.value());
     ASSERT_FALSE(late);
     EXPECT_EQ(late.error().code, Code::InvalidCredentials);
 
-    auto again = id_->check_password_login("half@example.com", Secret(kGood2), "c");
+    auto again = passwords().check_password_login("half@example.com", Secret(kGood2), "c");
     ASSERT_TRUE(again && again->matched());
     ASSERT_TRUE(id_->set_suspended("default", "half@example.com", true));  // suspended meanwhile
-    EXPECT_EQ(id_->finish_password_login(again.value()).error().code, Code::InvalidCredentials);
+    EXPECT_EQ(passwords().finish_password_login(again.value()).error().code, Code::InvalidCredentials);
     ASSERT_TRUE(id_->set_suspended("default", "half@example.com", false));
 
-    auto wrong = id_->check_password_login("half@example.com", Secret(kGood), "c");
+    auto wrong = passwords().check_password_login("half@example.com", Secret(kGood), "c");
     ASSERT_TRUE(wrong);
     EXPECT_FALSE(wrong->matched());
     const std::size_t audited = audit(1000).size();
-    EXPECT_EQ(id_->finish_password_login(wrong.value()).error().code, Code::InvalidCredentials);
+    EXPECT_EQ(passwords().finish_password_login(wrong.value()).error().code, Code::InvalidCredentials);
     auto entries = audit(1000);
     EXPECT_EQ(entries.size(), audited + 1) << "the write half records the failure";
     EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const AuditEntry &e) {
@@ -673,15 +680,15 @@ TEST_F(PasswordEngine, SignInHalvesRecheckTheAccountBeforeWriting) {
 
 TEST_F(PasswordEngine, ChangeHalvesRefuseAPasswordThatMovedMeanwhile) {
     register_with("mv@example.com", kGood);
-    auto a = id_->login_password_from("mv@example.com", Secret(kGood), "c");
+    auto a = passwords().login_password_from("mv@example.com", Secret(kGood), "c");
     ASSERT_TRUE(a);
     const Principal p = principal(a.value());
-    auto update = id_->check_password_change(p, Secret(kGood), Secret(kGood2), "c");
+    auto update = passwords().check_password_change(p, Secret(kGood), Secret(kGood2), "c");
     ASSERT_TRUE(update) << update.error().message;
     EXPECT_TRUE(pw::verify(user("mv@example.com")->password_hash, kGood)) << "the hash half writes nothing";
 
-    ASSERT_TRUE(id_->change_password_from(p, Secret(kGood), Secret(kGood3), "c"));  // another change wins
-    auto late = id_->store_password_change(p, update.value(), "c");
+    ASSERT_TRUE(passwords().change_password_from(p, Secret(kGood), Secret(kGood3), "c"));  // another change wins
+    auto late = passwords().store_password_change(p, update.value(), "c");
     ASSERT_FALSE(late);
     EXPECT_EQ(late.error().code, Code::WrongPassword);
     EXPECT_TRUE(pw::verify(user("mv@example.com")->password_hash, kGood3));
@@ -689,10 +696,10 @@ TEST_F(PasswordEngine, ChangeHalvesRefuseAPasswordThatMovedMeanwhile) {
     // set: the session that asked must still exist when the write runs
     Session fresh = email_sign_in("mv@example.com");
     const Principal fp = principal(fresh);
-    auto set = id_->prepare_set_password(fp, Secret(kGood2));
+    auto set = passwords().prepare_set_password(fp, Secret(kGood2));
     ASSERT_TRUE(set) << set.error().message;
-    ASSERT_TRUE(id_->logout(fp, "c"));
-    EXPECT_EQ(id_->store_set_password(fp, set.value(), "c").error().code, Code::Unauthenticated);
+    ASSERT_TRUE(sessions().logout(fp, "c"));
+    EXPECT_EQ(passwords().store_set_password(fp, set.value(), "c").error().code, Code::Unauthenticated);
     EXPECT_TRUE(pw::verify(user("mv@example.com")->password_hash, kGood3));
 }
 

@@ -42,7 +42,7 @@ protected:
 };
 
 TEST_F(ThrottleEngineTest, OverTheAddressLimitNothingIsIssuedAndThrottledIsAudited) {
-    auto r = id_->issue_token(Intent::Register, "New@Example.com", "", "198.51.100.7", false);
+    auto r = id_->tokens().issue_token(Intent::Register, "New@Example.com", "", "198.51.100.7", false);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_FALSE(r->delivery.has_value());
     auto audit = store_->read()->audit(10);
@@ -54,7 +54,7 @@ TEST_F(ThrottleEngineTest, OverTheAddressLimitNothingIsIssuedAndThrottledIsAudit
     EXPECT_TRUE(store_->read()->tokens_for("default", "new@example.com").empty());
 
     // the same request allowed to send makes a token
-    auto sent = id_->issue_token(Intent::Register, "new@example.com", "", "198.51.100.7", true);
+    auto sent = id_->tokens().issue_token(Intent::Register, "new@example.com", "", "198.51.100.7", true);
     ASSERT_TRUE(sent);
     EXPECT_TRUE(sent->delivery.has_value());
 }

@@ -38,14 +38,16 @@ protected:
     LmdbOptions opts_;
     std::shared_ptr<Store> store_;
     // the engine over store_: its write_batch is the transports' group commit
-    Identity engine() { return Identity(store_, Origin{"https://app.example.com", true, false}, Policy{}); }
+    std::unique_ptr<Identity> engine() {
+        return std::make_unique<Identity>(store_, Origin{"https://app.example.com", true, false}, Policy{});
+    }
 };
 
 TEST_F(WriteBatchTest, EveryOperationOfABatchIsDurableWhenItReturns) {
     constexpr int kOps = 100;
     {
-        Identity id = engine();
-        Status st = id.write_batch([&] {
+        auto id = engine();
+        Status st = id->write_batch([&] {
             for (int i = 0; i < kOps; ++i) {
                 auto w = store_->write();
                 w->put_token(token(1, i));
@@ -60,8 +62,8 @@ TEST_F(WriteBatchTest, EveryOperationOfABatchIsDurableWhenItReturns) {
 }
 
 TEST_F(WriteBatchTest, AnOperationThatThrowsLosesTheBatchAndSaysSo) {
-    Identity id = engine();
-    Status st = id.write_batch([&] {
+    auto id = engine();
+    Status st = id->write_batch([&] {
         auto w = store_->write();
         w->put_token(token(5, 5));
         w->commit();
@@ -116,7 +118,7 @@ TEST_F(WriteBatchTest, AFullMapFailsCleanlyAndLosesNothingAcknowledged) {
     opts_.map_size = 256 * 1024;
     std::filesystem::remove_all(opts_.path);
     store_ = open_lmdb_store(opts_);
-    auto id = std::make_unique<Identity>(engine());
+    auto id = engine();
     int acknowledged = 0;
     bool full = false;
     for (int i = 0; i < 5000 && !full; ++i) {

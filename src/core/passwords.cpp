@@ -1,7 +1,7 @@
 // The password operations of the engine (SPEC §3 password rows, §4, §5 rules 7-10, §8).
-#include "core/encoding.hpp"
+#include "signin/passwords.hpp"
+
 #include "core/engine_detail.hpp"
-#include "signin/auth.hpp"
 
 namespace signin {
 namespace {
@@ -30,22 +30,27 @@ Error disabled() { return Error{Code::PasswordsDisabled, "password sign-in is no
 
 }  // namespace
 
-void Identity::with_password_check(PasswordChecker checker) {
+Passwords::Passwords(Engine &engine, Tokens &tokens)
+    : engine_(engine),
+      tokens_(tokens),
+      limiter_(std::make_shared<MemoryAttemptLimiter>(engine.policy().attempts)) {}
+
+void Passwords::with_password_check(PasswordChecker checker) {
     if (checker) checkers_.push_back(std::move(checker));
 }
 
-void Identity::with_attempt_limiter(std::shared_ptr<AttemptLimiter> limiter) {
+void Passwords::with_attempt_limiter(std::shared_ptr<AttemptLimiter> limiter) {
     if (limiter) limiter_ = std::move(limiter);
 }
 
-Result<std::string> Identity::check_new_password(std::string_view pw) const {
+Result<std::string> Passwords::check_new_password(std::string_view pw) const {
     if (pw.size() > password::kMaxBytes * 4) {  // far over the limit: not worth normalizing
         return Error{Code::WeakPassword, "Use at most " + std::to_string(password::kMaxBytes) + " bytes."};
     }
     auto nfc = password::normalize_nfc(pw);
     if (!nfc) return Error{Code::InvalidRequest, "the password is not valid UTF-8"};
     Secret held(std::move(*nfc));  // wiped on every way out
-    Status st = password::check_policy(held.reveal(), policy_.password_min_length);
+    Status st = password::check_policy(held.reveal(), engine_.policy().password_min_length);
     if (!st) return st.error();
     for (const auto &check : checkers_) {
         Status c = check(held.reveal());
@@ -54,55 +59,55 @@ Result<std::string> Identity::check_new_password(std::string_view pw) const {
     return std::string(held.reveal());
 }
 
-Result<std::string> Identity::prepare_password_registration(std::string_view email_in, const Secret &pw,
-                                                            std::string_view group_in) {
-    if (!policy_.with_passwords) return disabled();
-    if (!policy_.allow_registration) return Error{Code::RegistrationDisabled, "registration is not enabled"};
+Result<std::string> Passwords::prepare_password_registration(std::string_view email_in, const Secret &pw,
+                                                             std::string_view group_in) {
+    if (!engine_.policy().with_passwords) return disabled();
+    if (!engine_.policy().allow_registration) return Error{Code::RegistrationDisabled, "registration is not enabled"};
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
     auto group = normalize_group(group_in);
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
-    return guarded("password registration", [&]() -> Result<std::string> {
+    return detail::guarded("password registration", [&]() -> Result<std::string> {
         auto nfc = check_new_password(pw.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
-        if (Millis wait = limiter_->register_attempt(address_key(*group, *email), clock_->now())) {
+        if (Millis wait = limiter_->register_attempt(address_key(*group, *email), engine_.now())) {
             return rate_limited(wait);
         }
         // hashed whether or not the address has an account, so the answer takes the same time
-        auto h = password::hash(held.reveal(), policy_.password_hash);
+        auto h = password::hash(held.reveal(), engine_.policy().password_hash);
         if (!h) return h.error();
         return std::move(h.value());
     });
 }
 
-Result<TokenIssue> Identity::issue_password_registration_hashed(std::string_view email, std::string_view group,
-                                                                std::string_view client,
-                                                                const std::string &password_hash, bool may_send) {
-    return guarded("password registration", [&]() -> Result<TokenIssue> {
-        return issue(Intent::Register, email, group, client, &password_hash, may_send);
+Result<TokenIssue> Passwords::issue_password_registration_hashed(std::string_view email, std::string_view group,
+                                                                 std::string_view client,
+                                                                 const std::string &password_hash, bool may_send) {
+    return detail::guarded("password registration", [&]() -> Result<TokenIssue> {
+        return tokens_.issue(Intent::Register, email, group, client, &password_hash, may_send);
     });
 }
 
-Result<TokenIssue> Identity::issue_password_registration(std::string_view email, const Secret &pw,
-                                                         std::string_view group, std::string_view client,
-                                                         bool may_send) {
+Result<TokenIssue> Passwords::issue_password_registration(std::string_view email, const Secret &pw,
+                                                          std::string_view group, std::string_view client,
+                                                          bool may_send) {
     auto hashed = prepare_password_registration(email, pw, group);
     if (!hashed) return hashed.error();
     return issue_password_registration_hashed(email, group, client, hashed.value(), may_send);
 }
 
-Status Identity::register_password_from(std::string_view email, const Secret &pw, std::string_view client,
-                                        std::string_view group) {
-    return deliver_or_cancel(issue_password_registration(email, pw, group, client), client);
+Status Passwords::register_password_from(std::string_view email, const Secret &pw, std::string_view client,
+                                         std::string_view group) {
+    return tokens_.deliver_or_cancel(issue_password_registration(email, pw, group, client), client);
 }
 
-std::string Identity::password_epoch(std::string_view email, std::string_view group) {
+std::string Passwords::password_epoch(std::string_view email, std::string_view group) {
     auto e = normalize_email(email);
     auto g = normalize_group(group);
     if (!e || !g) return {};
     try {
-        auto u = store_->read()->user_by_email(*g, *e);
+        auto u = engine_.store_->read()->user_by_email(*g, *e);
         // the tail of the PHC string is the tail of the hash: a new password, a new tail
         if (u && u->password_hash.size() > 16) return u->password_hash.substr(u->password_hash.size() - 16);
     } catch (const StoreError &) {
@@ -111,17 +116,17 @@ std::string Identity::password_epoch(std::string_view email, std::string_view gr
     return {};
 }
 
-Result<PasswordLoginCheck> Identity::check_password_login(std::string_view email_in, const Secret &pw,
-                                                         std::string_view client, SessionKind kind,
-                                                         std::string_view user_agent, std::string_view group_in) {
-    if (!policy_.with_passwords) return disabled();
+Result<PasswordLoginCheck> Passwords::check_password_login(std::string_view email_in, const Secret &pw,
+                                                          std::string_view client, SessionKind kind,
+                                                          std::string_view user_agent, std::string_view group_in) {
+    if (!engine_.policy().with_passwords) return disabled();
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
     auto group = normalize_group(group_in);
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
-    return guarded("password sign-in", [&]() -> Result<PasswordLoginCheck> {
+    return detail::guarded("password sign-in", [&]() -> Result<PasswordLoginCheck> {
         PasswordLoginCheck c;
-        c.at_ = clock_->now();
+        c.at_ = engine_.now();
         c.key_ = address_key(*group, *email);
         if (Millis wait = limiter_->login_attempt(c.key_, client, c.at_)) return rate_limited(wait);
         c.email_ = *email;
@@ -136,26 +141,26 @@ Result<PasswordLoginCheck> Identity::check_password_login(std::string_view email
         const bool well_formed = nfc && nfc->size() <= password::kMaxBytes;
         Secret candidate(nfc ? std::move(*nfc) : std::string());
 
-        c.user_ = store_->read()->user_by_email(*group, *email);
+        c.user_ = engine_.store_->read()->user_by_email(*group, *email);
         const bool usable = well_formed && c.user_ && !c.user_->suspended && !c.user_->password_hash.empty();
-        const std::string &phc = usable ? c.user_->password_hash : password::dummy_hash(policy_.password_hash);
+        const std::string &phc = usable ? c.user_->password_hash : password::dummy_hash(engine_.policy().password_hash);
         c.matched_ = password::verify(phc, candidate.reveal()) && usable;
         if (!c.matched_) {
-            limiter_->login_failed(c.key_, client, clock_->now());  // the wait starts when the failure is known
+            limiter_->login_failed(c.key_, client, engine_.now());  // the wait starts when the failure is known
             return c;
         }
         // A hash made with other settings is upgraded now that the password is known.
-        if (password::needs_rehash(c.user_->password_hash, policy_.password_hash)) {
-            auto h = password::hash(candidate.reveal(), policy_.password_hash);
+        if (password::needs_rehash(c.user_->password_hash, engine_.policy().password_hash)) {
+            auto h = password::hash(candidate.reveal(), engine_.policy().password_hash);
             if (h) c.rehashed_ = std::move(h.value());
         }
         return c;
     });
 }
 
-Result<SignInStep> Identity::finish_password_login(const PasswordLoginCheck &c) {
-    return guarded("password sign-in", [&]() -> Result<SignInStep> {
-        auto txn = store_->write();
+Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c) {
+    return detail::guarded("password sign-in", [&]() -> Result<SignInStep> {
+        auto txn = engine_.store_->write();
         if (!c.matched_) {
             if (c.user_) {
                 const char *why = c.user_->suspended                 ? "suspended"
@@ -172,15 +177,15 @@ Result<SignInStep> Identity::finish_password_login(const PasswordLoginCheck &c) 
         if (!fresh || fresh->suspended || fresh->password_hash != c.user_->password_hash) {
             return invalid_credentials();  // changed while we verified: the old password no longer counts
         }
-        const Millis now = clock_->now();
+        const Millis now = engine_.now();
         if (c.rehashed_) {
             fresh->password_hash = *c.rehashed_;
             fresh->updated_at = now;
             txn->put_user(*fresh);
             txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, c.client_, fresh->id));
         }
-        Session out = open_session(*txn, *fresh, c.kind_, SignInMethod::Password, c.client_, c.user_agent_, now,
-                                   "password:" + std::string(kind_name(c.kind_)));
+        Session out = engine_.open_session(*txn, *fresh, c.kind_, SignInMethod::Password, c.client_,
+                                           c.user_agent_, now, "password:" + std::string(kind_name(c.kind_)));
         txn->commit();
         limiter_->login_succeeded(c.key_, c.client_);
 
@@ -191,17 +196,17 @@ Result<SignInStep> Identity::finish_password_login(const PasswordLoginCheck &c) 
     });
 }
 
-Result<SignInStep> Identity::login_password_step(std::string_view email, const Secret &pw, std::string_view client,
-                                                 SessionKind kind, std::string_view user_agent,
-                                                 std::string_view group) {
+Result<SignInStep> Passwords::login_password_step(std::string_view email, const Secret &pw, std::string_view client,
+                                                  SessionKind kind, std::string_view user_agent,
+                                                  std::string_view group) {
     auto check = check_password_login(email, pw, client, kind, user_agent, group);
     if (!check) return check.error();
     return finish_password_login(check.value());
 }
 
-Result<Session> Identity::login_password_from(std::string_view email, const Secret &pw, std::string_view client,
-                                              SessionKind kind, std::string_view user_agent,
-                                              std::string_view group) {
+Result<Session> Passwords::login_password_from(std::string_view email, const Secret &pw, std::string_view client,
+                                               SessionKind kind, std::string_view user_agent,
+                                               std::string_view group) {
     auto step = login_password_step(email, pw, client, kind, user_agent, group);
     if (!step) return step.error();
     if (!step->signed_in() || !step->session) {
@@ -210,20 +215,20 @@ Result<Session> Identity::login_password_from(std::string_view email, const Secr
     return std::move(*step->session);
 }
 
-Result<PasswordUpdate> Identity::prepare_set_password(const Principal &p, const Secret &pw) {
-    if (!policy_.with_passwords) return disabled();
-    const Millis now = clock_->now();
-    if (p.session.method != SignInMethod::EmailToken || now - p.session.created_at >= policy_.fresh_window) {
+Result<PasswordUpdate> Passwords::prepare_set_password(const Principal &p, const Secret &pw) {
+    if (!engine_.policy().with_passwords) return disabled();
+    const Millis now = engine_.now();
+    if (p.session.method != SignInMethod::EmailToken || now - p.session.created_at >= engine_.policy().fresh_window) {
         return Error{Code::FreshSessionRequired,
                      "setting a password needs a sign-in with an email code in the last " +
-                         std::to_string(policy_.fresh_window / 60000) +
+                         std::to_string(engine_.policy().fresh_window / 60000) +
                          " minutes: sign in with a code again, then set it"};
     }
-    return guarded("set password", [&]() -> Result<PasswordUpdate> {
+    return detail::guarded("set password", [&]() -> Result<PasswordUpdate> {
         auto nfc = check_new_password(pw.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
-        auto h = password::hash(held.reveal(), policy_.password_hash);
+        auto h = password::hash(held.reveal(), engine_.policy().password_hash);
         if (!h) return h.error();
         PasswordUpdate u;
         u.new_hash_ = std::move(h.value());
@@ -231,17 +236,17 @@ Result<PasswordUpdate> Identity::prepare_set_password(const Principal &p, const 
     });
 }
 
-Status Identity::store_set_password(const Principal &p, const PasswordUpdate &u, std::string_view client) {
-    if (!policy_.with_passwords) return disabled();
-    return guarded("set password", [&]() -> Status {
-        auto txn = store_->write();
+Status Passwords::store_set_password(const Principal &p, const PasswordUpdate &u, std::string_view client) {
+    if (!engine_.policy().with_passwords) return disabled();
+    return detail::guarded("set password", [&]() -> Status {
+        auto txn = engine_.store_->write();
         auto user = txn->user_by_id(p.user.id);
         if (!user || user->suspended || !txn->session(p.session.hash)) {
             return Error{Code::Unauthenticated, "not signed in"};
         }
         const bool had = !user->password_hash.empty();
         user->password_hash = u.new_hash_;
-        user->updated_at = clock_->now();
+        user->updated_at = engine_.now();
         txn->put_user(*user);
         for (const auto &s : txn->sessions_of(user->id)) {
             if (s.hash != p.session.hash) txn->del_session(s.hash);
@@ -254,18 +259,18 @@ Status Identity::store_set_password(const Principal &p, const PasswordUpdate &u,
     });
 }
 
-Status Identity::set_password(const Principal &p, const Secret &pw, std::string_view client) {
+Status Passwords::set_password(const Principal &p, const Secret &pw, std::string_view client) {
     auto update = prepare_set_password(p, pw);
     if (!update) return update.error();
     return store_set_password(p, update.value(), client);
 }
 
-Result<PasswordUpdate> Identity::check_password_change(const Principal &p, const Secret &current, const Secret &next,
-                                                       std::string_view client) {
-    if (!policy_.with_passwords) return disabled();
-    return guarded("change password", [&]() -> Result<PasswordUpdate> {
-        const Millis now = clock_->now();
-        auto user = store_->read()->user_by_id(p.user.id);
+Result<PasswordUpdate> Passwords::check_password_change(const Principal &p, const Secret &current, const Secret &next,
+                                                        std::string_view client) {
+    if (!engine_.policy().with_passwords) return disabled();
+    return detail::guarded("change password", [&]() -> Result<PasswordUpdate> {
+        const Millis now = engine_.now();
+        auto user = engine_.store_->read()->user_by_id(p.user.id);
         if (!user || user->suspended) return Error{Code::Unauthenticated, "not signed in"};
         if (user->password_hash.empty()) {
             return Error{Code::NoPassword,
@@ -278,7 +283,7 @@ Result<PasswordUpdate> Identity::check_password_change(const Principal &p, const
         if (current.reveal().size() <= password::kMaxBytes * 4) cur = password::normalize_nfc(current.reveal());
         Secret cur_held(cur ? std::move(*cur) : std::string());
         if (!cur || !password::verify(user->password_hash, cur_held.reveal())) {
-            limiter_->login_failed(key, client, clock_->now());
+            limiter_->login_failed(key, client, engine_.now());
             u.wrong_current_ = true;
             return u;
         }
@@ -287,19 +292,19 @@ Result<PasswordUpdate> Identity::check_password_change(const Principal &p, const
         auto nfc = check_new_password(next.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
-        auto h = password::hash(held.reveal(), policy_.password_hash);
+        auto h = password::hash(held.reveal(), engine_.policy().password_hash);
         if (!h) return h.error();
         u.new_hash_ = std::move(h.value());
         return u;
     });
 }
 
-Result<PasswordChange> Identity::store_password_change(const Principal &p, const PasswordUpdate &u,
-                                                       std::string_view client) {
-    if (!policy_.with_passwords) return disabled();
-    return guarded("change password", [&]() -> Result<PasswordChange> {
-        const Millis now = clock_->now();
-        auto txn = store_->write();
+Result<PasswordChange> Passwords::store_password_change(const Principal &p, const PasswordUpdate &u,
+                                                        std::string_view client) {
+    if (!engine_.policy().with_passwords) return disabled();
+    return detail::guarded("change password", [&]() -> Result<PasswordChange> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
         auto fresh = txn->user_by_id(p.user.id);
         if (u.wrong_current_) {
             if (fresh) {
@@ -330,18 +335,18 @@ Result<PasswordChange> Identity::store_password_change(const Principal &p, const
     });
 }
 
-Result<PasswordChange> Identity::change_password(const Principal &p, const Secret &current, const Secret &next,
-                                                 std::string_view client) {
+Result<PasswordChange> Passwords::change_password(const Principal &p, const Secret &current, const Secret &next,
+                                                  std::string_view client) {
     auto update = check_password_change(p, current, next, client);
     if (!update) return update.error();
     return store_password_change(p, update.value(), client);
 }
 
-Status Identity::change_password_from(const Principal &p, const Secret &current, const Secret &next,
-                                      std::string_view client) {
+Status Passwords::change_password_from(const Principal &p, const Secret &current, const Secret &next,
+                                       std::string_view client) {
     auto changed = change_password(p, current, next, client);
     if (!changed) return changed.error();
-    if (deliver_) (void)deliver_(changed->notice);  // the password is changed whether or not it arrives
+    (void)engine_.deliver(changed->notice);  // the password is changed whether or not it arrives
     return ok_status();
 }
 

@@ -1,0 +1,122 @@
+// The engine's shared context: the store, the origin, the policy, the clock and the delivery
+// function that every capability (tokens.hpp, sessions.hpp, passwords.hpp) works over, and the
+// operations that belong to no capability. An Identity (auth.hpp) is one Engine with its
+// capabilities. No exceptions cross this API. Valid C++17: the glue includes it.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "signin/password.hpp"
+#include "signin/store.hpp"
+#include "signin/types.hpp"
+
+namespace signin {
+
+class Clock {
+public:
+    virtual ~Clock() = default;
+    virtual Millis now() const = 0;
+};
+
+// Every limit of SPEC §8 with the spec's value as default (DESIGN §3 rule 8).
+struct Policy {
+    Millis token_ttl = 10 * 60 * 1000;          // a token is valid ten minutes
+    unsigned tokens_per_address = 3;            // the three most recent stay valid
+    Millis token_resend = 60 * 1000;            // "usable token already waiting" window
+    Millis session_ttl = 30LL * 24 * 3600 * 1000;
+    Millis session_idle = 7LL * 24 * 3600 * 1000;
+    Millis session_touch = 60 * 1000;           // last_seen_at is written at most this often
+    Millis bearer_ttl = 3600 * 1000;
+    Millis fresh_window = 10 * 60 * 1000;       // a fresh session for POST /password
+    bool allow_registration = false;            // auth.allow_registration
+    bool with_email = true;                     // off = auth.new_without_email
+    bool with_passwords = false;                // auth.with_passwords
+    unsigned password_min_length = password::kDefaultMinLength;  // code points; not below 8
+    password::HashParams password_hash;         // Argon2id 19 MiB, 2 iterations
+    AttemptLimits attempts;                     // the default limiter's numbers (SPEC §8)
+};
+
+// A configured origin: "https://app.example.com" or a loopback "http://127.0.0.1:8080".
+struct Origin {
+    std::string text;  // normalized: lowercase scheme and host, no default port, no trailing slash
+    bool https = false;
+    bool loopback = false;
+};
+// Parses and normalizes an origin; nullopt with `why` set when it is not one (an http origin
+// that is not loopback is refused: its session cookie could not be Secure).
+std::optional<Origin> parse_origin(std::string_view text, std::string *why);
+
+// Lowercased, validated address, or nullopt.
+std::optional<std::string> normalize_email(std::string_view email);
+// "" → "default"; otherwise [a-z0-9][a-z0-9._-]{0,63}, or nullopt.
+std::optional<std::string> normalize_group(std::string_view group);
+
+// The token and session secret digest used as store keys (BLAKE2b-256, 32 raw bytes).
+std::string secret_hash(std::string_view secret);
+// Whether text has the shape of a token or session secret this engine makes.
+bool plausible_secret(std::string_view text);
+
+// Caller-supplied delivery (auth.Delivery). An error cancels the token.
+using DeliveryFn = std::function<Status(const Delivery &)>;
+
+class Engine {
+public:
+    Engine(std::shared_ptr<Store> store, Origin origin, Policy policy, DeliveryFn deliver = {},
+           std::shared_ptr<const Clock> clock = nullptr);
+    // The capabilities hold a reference to their engine: it stays where it was made.
+    Engine(const Engine &) = delete;
+    Engine &operator=(const Engine &) = delete;
+
+    const Policy &policy() const { return policy_; }
+    const Origin &origin() const { return origin_; }
+    Millis now() const;
+
+    // auth.check_origin: a present origin must match; a cookie write must carry one.
+    Status check_origin(std::optional<std::string_view> origin, bool cookie_write) const;
+    // auth.cookie_name: __Host-svc_session on https, svc_dev_session on a loopback origin.
+    std::string_view cookie_name() const;
+
+    // Administration (signin-admin): suspend or restore an account.
+    Status set_suspended(std::string_view group, std::string_view email, bool suspended);
+
+    // Appends one audit entry in its own write transaction (a transport's own decisions, such as
+    // a throttled request). The entry must not hold a secret.
+    Status record(const AuditEntry &entry);
+
+    // Deletes expired tokens and sessions, at most `budget`; returns how many.
+    Result<std::size_t> purge_expired(std::size_t budget);
+
+    // Group commit for a transport: runs `operations` (engine calls on this thread), each of
+    // whose writes is a nested transaction of one batch (a failed operation leaves the others
+    // alone), and makes the whole batch durable with one commit. An error when that commit
+    // failed: then nothing of the batch was written, whatever the operations returned.
+    Status write_batch(const std::function<void()> &operations);
+
+private:
+    // Only the capabilities reach the store and open_session: a caller holding an Identity
+    // cannot make a session without passing one of their checks.
+    friend class Tokens;
+    friend class Sessions;
+    friend class Passwords;
+
+    // Writes a new session of `user` in txn (with its audit entry; the caller commits) and returns
+    // it with its secret: one place for every way in (email token, password).
+    Session open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
+                         std::string_view client, std::string_view user_agent, Millis now,
+                         std::string detail) const;
+    // Calls the delivery function; Code::DeliveryFailed when there is none.
+    Status deliver(const Delivery &d) const;
+
+    std::shared_ptr<Store> store_;
+    Origin origin_;
+    Policy policy_;
+    DeliveryFn deliver_;
+    std::shared_ptr<const Clock> clock_;
+};
+
+}  // namespace signin

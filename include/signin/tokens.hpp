@@ -1,0 +1,64 @@
+// Email tokens (SPEC §3 "Email token", §4): a token request, its delivery or cancellation, and
+// the exchange of a token for a session. Valid C++17: the glue includes it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "signin/engine.hpp"
+#include "signin/types.hpp"
+
+namespace signin {
+
+// What the first half of a token request decided: a delivery to make, or nothing to send.
+struct TokenIssue {
+    std::optional<Delivery> delivery;
+};
+
+class Tokens {
+public:
+    explicit Tokens(Engine &engine) : engine_(engine) {}
+
+    // auth.request_token_from: issues a token and calls the delivery function; a delivery error
+    // cancels the token and is returned as Code::DeliveryFailed. Unknown address on Login, or a
+    // usable token already waiting: nothing is sent and the result is success.
+    Status request_token_from(Intent intent, std::string_view email, std::string_view group,
+                              std::string_view client);
+    Status request_token(Intent intent, std::string_view email, std::string_view group) {
+        return request_token_from(intent, email, group, {});
+    }
+
+    // The two halves of request_token_from, for transports that deliver asynchronously.
+    // may_send = false: the address is over its send limit (SPEC §8 rule 1, decided by the
+    // transport's throttle): the same reads, writes and answer as a send, but no token is made,
+    // nothing is delivered, and the audit trail records `throttled`.
+    Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
+                                   std::string_view client, bool may_send = true);
+    Status cancel_token(const Secret &token, std::string_view client);
+
+    // auth.exchange_from: spends the token (even when the exchange then fails) and makes a
+    // session of `kind`. Registration tokens create the account here.
+    Result<Session> exchange_from(const Secret &token, std::string_view client,
+                                  SessionKind kind = SessionKind::Cookie,
+                                  std::string_view user_agent = {});
+    Result<Session> exchange(const Secret &token, SessionKind kind = SessionKind::Cookie) {
+        return exchange_from(token, {}, kind, {});
+    }
+
+private:
+    // A password registration is a Registration token that keeps the password's hash, delivered
+    // the same way.
+    friend class Passwords;
+
+    // The second half of the synchronous token requests: delivers what was issued, and cancels
+    // the token when the delivery function fails.
+    Status deliver_or_cancel(Result<TokenIssue> issued, std::string_view client);
+
+    Result<TokenIssue> issue(Intent intent, std::string_view email, std::string_view group, std::string_view client,
+                             const std::string *password_hash, bool may_send = true);
+
+    Engine &engine_;
+};
+
+}  // namespace signin

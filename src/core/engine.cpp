@@ -1,0 +1,144 @@
+// The engine's shared context: secrets' digests, the one place a session is opened, origin
+// rules, and the operations that belong to no capability (SPEC §4, §5).
+#include "signin/engine.hpp"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "core/encoding.hpp"
+#include "core/engine_detail.hpp"
+
+namespace signin {
+namespace {
+
+class SystemClock final : public Clock {
+public:
+    Millis now() const override {
+        using namespace std::chrono;
+        return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+    }
+};
+
+}  // namespace
+
+std::string secret_hash(std::string_view secret) {
+    std::string out(crypto_generichash_BYTES, '\0');
+    crypto_generichash(reinterpret_cast<unsigned char *>(out.data()), out.size(),
+                       reinterpret_cast<const unsigned char *>(secret.data()), secret.size(), nullptr, 0);
+    return out;
+}
+
+bool plausible_secret(std::string_view text) {
+    if (text.size() != 43) return false;  // 32 random bytes, base64url without padding
+    return std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+               c == '_';
+    });
+}
+
+Engine::Engine(std::shared_ptr<Store> store, Origin origin, Policy policy, DeliveryFn deliver,
+               std::shared_ptr<const Clock> clock)
+    : store_(std::move(store)),
+      origin_(std::move(origin)),
+      policy_(policy),
+      deliver_(std::move(deliver)),
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {
+    if (sodium_init() < 0) {
+        throw std::runtime_error("libsodium could not be initialised");
+    }
+}
+
+Millis Engine::now() const { return clock_->now(); }
+
+Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
+                             std::string_view client, std::string_view user_agent, Millis now,
+                             std::string detail) const {
+    std::string secret = enc::random_secret(32);
+    SessionRecord s;
+    s.hash = secret_hash(secret);
+    s.id = enc::uuid7(now);
+    s.user_id = user.id;
+    s.kind = kind;
+    s.method = method;
+    s.created_at = now;
+    s.last_seen_at = now;
+    s.expires_at = now + (kind == SessionKind::Bearer ? policy_.bearer_ttl : policy_.session_ttl);
+    s.client = std::string(client.substr(0, 64));
+    s.user_agent = std::string(user_agent.substr(0, 256));
+    txn.put_session(s);
+    txn.append_audit(detail::audit(now, "session.created", user.email, client, user.id, detail));
+    Session out;
+    out.user = user;
+    out.token = Secret(std::move(secret));
+    out.expires_at = s.expires_at;
+    out.id = s.id;
+    out.kind = kind;
+    return out;
+}
+
+Status Engine::deliver(const Delivery &d) const {
+    return deliver_ ? deliver_(d) : Status(Error{Code::DeliveryFailed, "no delivery function"});
+}
+
+Status Engine::check_origin(std::optional<std::string_view> origin, bool cookie_write) const {
+    if (!origin) {
+        if (cookie_write) return Error{Code::OriginMismatch, "this request needs an origin header"};
+        return ok_status();
+    }
+    if (*origin != origin_.text) return Error{Code::OriginMismatch, "origin not allowed"};
+    return ok_status();
+}
+
+std::string_view Engine::cookie_name() const {
+    return origin_.https ? "__Host-svc_session" : "svc_dev_session";
+}
+
+Status Engine::set_suspended(std::string_view group, std::string_view email, bool suspended) {
+    auto e = normalize_email(email);
+    auto g = normalize_group(group);
+    if (!e || !g) return Error{Code::InvalidEmail, "that is not an email address"};
+    return detail::guarded("suspend", [&]() -> Status {
+        auto txn = store_->write();
+        auto u = txn->user_by_email(*g, *e);
+        if (!u) return Error{Code::NotFound, "no such account"};
+        u->suspended = suspended;
+        u->updated_at = clock_->now();
+        txn->put_user(*u);
+        txn->append_audit(detail::audit(u->updated_at, suspended ? "user.suspended" : "user.restored", u->email,
+                                "admin", u->id));
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Status Engine::record(const AuditEntry &entry) {
+    return detail::guarded("audit", [&]() -> Status {
+        auto txn = store_->write();
+        AuditEntry e = entry;
+        if (e.at == 0) e.at = clock_->now();
+        txn->append_audit(e);
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Status Engine::write_batch(const std::function<void()> &operations) {
+    return detail::guarded("write batch", [&]() -> Status {
+        store_->batch(operations);
+        return ok_status();
+    });
+}
+
+Result<std::size_t> Engine::purge_expired(std::size_t budget) {
+    return detail::guarded("purge", [&]() -> Result<std::size_t> {
+        auto txn = store_->write();
+        std::size_t n = txn->purge_expired(clock_->now(), budget);
+        txn->commit();
+        return n;
+    });
+}
+
+}  // namespace signin

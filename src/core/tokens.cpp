@@ -1,0 +1,185 @@
+// Email tokens: the request (issue and deliver, or cancel) and the exchange for a session
+// (SPEC §3 "Email token", §4).
+#include "signin/tokens.hpp"
+
+#include <vector>
+
+#include "core/encoding.hpp"
+#include "core/engine_detail.hpp"
+
+namespace signin {
+namespace {
+
+std::string_view intent_name(Intent i) { return i == Intent::Register ? "register" : "login"; }
+
+}  // namespace
+
+Result<TokenIssue> Tokens::issue_token(Intent intent, std::string_view email, std::string_view group,
+                                       std::string_view client, bool may_send) {
+    return issue(intent, email, group, client, nullptr, may_send);
+}
+
+// A token request; a password registration passes the hash its Registration token keeps.
+Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::string_view group_in,
+                                 std::string_view client, const std::string *password_hash, bool may_send) {
+    const Policy &policy = engine_.policy();
+    if (!policy.with_email) return Error{Code::EmailDisabled, "sign-in by email is not enabled"};
+    auto email = normalize_email(email_in);
+    if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto group = normalize_group(group_in);
+    if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    if (intent == Intent::Register && !policy.allow_registration) {
+        return Error{Code::RegistrationDisabled, "registration is not enabled"};
+    }
+    return detail::guarded("token request", [&]() -> Result<TokenIssue> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_email(*group, *email);
+        std::optional<Purpose> purpose;
+        if (intent == Intent::Login) {
+            if (user) purpose = Purpose::SignIn;
+        } else {
+            purpose = user ? Purpose::AlreadyRegistered : Purpose::Registration;
+        }
+        const std::string uid = user ? user->id : std::string();
+        if (!purpose) {
+            txn->append_audit(detail::audit(now, "token.requested", *email, client, uid, "login:no_account"));
+            txn->commit();
+            return TokenIssue{};
+        }
+        // Expired tokens go; a usable one issued within the resend window means nothing is sent.
+        std::vector<TokenRecord> live;
+        for (auto &t : txn->tokens_for(*group, *email)) {
+            if (t.expires_at <= now) {
+                txn->del_token(t.hash);
+            } else {
+                live.push_back(std::move(t));
+            }
+        }
+        for (const auto &t : live) {
+            // A waiting registration token that carries a password someone chose does not stand in
+            // for a registration without one (or with another): the owner of the inbox would only
+            // get the email that creates the account with that password.
+            const bool carries_password = !t.password_hash.empty();
+            if (carries_password && (password_hash == nullptr || *password_hash != t.password_hash)) continue;
+            if (purpose_signs_in(t.purpose) && now - t.created_at < policy.token_resend) {
+                txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
+                                        std::string(intent_name(intent)) + ":waiting"));
+                txn->commit();
+                return TokenIssue{};
+            }
+        }
+        // Over the address's send limit: the same answer, nothing sent (SPEC §8 rule 1).
+        if (!may_send) {
+            txn->append_audit(detail::audit(now, "throttled", *email, client, uid,
+                                    "address:" + std::string(intent_name(intent))));
+            txn->commit();
+            return TokenIssue{};
+        }
+        // The newest tokens stay valid: keep room for this one among tokens_per_address.
+        const std::size_t keep = policy.tokens_per_address > 0 ? policy.tokens_per_address - 1 : 0;
+        for (std::size_t i = 0; i + keep < live.size(); ++i) txn->del_token(live[i].hash);
+
+        std::string secret = enc::random_secret(32);
+        TokenRecord rec;
+        rec.hash = secret_hash(secret);
+        rec.group_id = *group;
+        rec.email = *email;
+        rec.purpose = *purpose;
+        rec.created_at = now;
+        rec.expires_at = now + policy.token_ttl;
+        // only a new address keeps the hash: an existing account's password is never replaced
+        if (password_hash && *purpose == Purpose::Registration) rec.password_hash = *password_hash;
+        txn->put_token(rec);
+        txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
+                                std::string(password_hash ? "password_" : "") + std::string(intent_name(intent)) +
+                                    ":" + std::string(purpose_tag(*purpose))));
+        txn->commit();
+        Delivery d;
+        d.email = *email;
+        d.token = Secret(std::move(secret));
+        d.purpose = *purpose;
+        d.group_id = *group;
+        d.with_password = !rec.password_hash.empty();
+        return TokenIssue{std::move(d)};
+    });
+}
+
+Status Tokens::cancel_token(const Secret &token, std::string_view client) {
+    return detail::guarded("cancel token", [&]() -> Status {
+        const std::string hash = secret_hash(token.reveal());
+        auto txn = engine_.store_->write();
+        auto t = txn->token(hash);
+        if (t) {
+            txn->del_token(hash);
+            txn->append_audit(detail::audit(engine_.now(), "delivery.failed", t->email, client, {},
+                                    purpose_tag(t->purpose)));
+            txn->commit();
+        }
+        return ok_status();
+    });
+}
+
+Status Tokens::request_token_from(Intent intent, std::string_view email, std::string_view group,
+                                  std::string_view client) {
+    return deliver_or_cancel(issue_token(intent, email, group, client), client);
+}
+
+Status Tokens::deliver_or_cancel(Result<TokenIssue> issued, std::string_view client) {
+    if (!issued) return issued.error();
+    if (!issued->delivery) return ok_status();
+    Status sent = engine_.deliver(*issued->delivery);
+    if (!sent) {
+        auto cancelled = cancel_token(issued->delivery->token, client);
+        if (!cancelled) return cancelled.error();
+        return Error{Code::DeliveryFailed, "the email could not be delivered: " + sent.error().message};
+    }
+    return ok_status();
+}
+
+Result<Session> Tokens::exchange_from(const Secret &token, std::string_view client, SessionKind kind,
+                                      std::string_view user_agent) {
+    if (!plausible_secret(token.reveal())) return Error{Code::InvalidToken, "the token is not valid"};
+    return detail::guarded("token exchange", [&]() -> Result<Session> {
+        const Millis now = engine_.now();
+        const std::string hash = secret_hash(token.reveal());
+        auto txn = engine_.store_->write();  // check and spend in one serialized write transaction
+        auto t = txn->token(hash);
+        if (!t || t->expires_at <= now || !purpose_signs_in(t->purpose)) {
+            if (t && t->expires_at <= now) txn->del_token(hash);
+            txn->append_audit(detail::audit(now, "token.invalid", t ? t->email : std::string(), client));
+            txn->commit();
+            return Error{Code::InvalidToken, "the token is not valid"};
+        }
+        txn->del_token(hash);  // spent, whatever happens next
+        auto user = txn->user_by_email(t->group_id, t->email);
+        if (!user && t->purpose == Purpose::Registration) {
+            User u;
+            u.id = enc::uuid7(now);
+            u.email = t->email;
+            u.group_id = t->group_id;
+            u.created_at = now;
+            u.updated_at = now;
+            u.password_hash = t->password_hash;  // only a password registration carries one
+            txn->put_user(u);
+            txn->append_audit(detail::audit(now, "user.created", u.email, client, u.id));
+            user = std::move(u);
+        }
+        if (!user) {
+            txn->append_audit(detail::audit(now, "token.invalid", t->email, client, {}, "no_account"));
+            txn->commit();
+            return Error{Code::InvalidToken, "the token is not valid"};
+        }
+        if (user->suspended) {
+            txn->append_audit(detail::audit(now, "login.suspended", user->email, client, user->id));
+            txn->commit();
+            return Error{Code::Suspended, "this account is suspended"};
+        }
+        Session out = engine_.open_session(*txn, *user, kind, SignInMethod::EmailToken, client, user_agent, now,
+                                           std::string(kind_name(kind)));
+        txn->commit();
+        return out;
+    });
+}
+
+}  // namespace signin
