@@ -12,6 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "signin/throttle.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -95,30 +96,19 @@ struct AttemptLimits {
     Millis register_backoff_max = 3600 * 1000;
 };
 
-// The pure rules, over small state records a shared-memory store can hold as they are.
-namespace throttle_rules {
-struct Pair {          // one (address, client)
-    std::uint32_t failures = 0;
-    Millis blocked_until = 0;
-    Millis last = 0;
+// SPEC §8's password attempt limits in the throttle vocabulary (signin/throttle.hpp), built from
+// the policy's numbers: every limiter applies these same rules, in this process's memory
+// (MemoryAttemptLimiter) or in the nginx glue's shared zone.
+struct PasswordRules {
+    throttle::BackoffRule pair;          // per (address, client): free failures, then the doubling wait
+    throttle::WindowRule address;        // per address, any client
+    throttle::BackoffRule registration;  // per address: every password registration counts
 };
-struct Window {        // one address, any client
-    Millis start = 0;
-    std::uint32_t count = 0;
-};
-struct Backoff {       // repeated registration of one address
-    std::uint32_t count = 0;
-    Millis next_allowed = 0;
-};
-// 0 when an attempt may go ahead, else the milliseconds to wait.
-Millis pair_wait(const Pair &p, Millis now);
-void pair_failed(Pair &p, Millis now, const AttemptLimits &l);
-// Counts the attempt when allowed; returns the wait otherwise.
-Millis window_take(Window &w, Millis now, const AttemptLimits &l);
-Millis backoff_take(Backoff &b, Millis now, const AttemptLimits &l);
-// Whether a record holds nothing that still matters at `now` (so it can be dropped).
-bool pair_idle(const Pair &p, Millis now, const AttemptLimits &l);
-}  // namespace throttle_rules
+PasswordRules password_rules(const AttemptLimits &limits);
+
+// The one key of an address in every counter (attempts, sends): group and address as the engine
+// normalizes them, or "" when either is invalid.
+std::string address_key(std::string_view email, std::string_view group);
 
 // Where the engine keeps password-attempt counters. The engine calls it from any thread.
 class AttemptLimiter {
@@ -152,7 +142,7 @@ public:
 class MemoryAttemptLimiter final : public AttemptLimiter {
 public:
     explicit MemoryAttemptLimiter(AttemptLimits limits, std::size_t max_entries = 100000)
-        : limits_(limits), max_entries_(max_entries) {}
+        : rules_(password_rules(limits)), max_entries_(max_entries) {}
     Millis login_attempt(std::string_view address, std::string_view client, Millis now) override;
     void login_failed(std::string_view address, std::string_view client, Millis now) override;
     void login_succeeded(std::string_view address, std::string_view client) override;
@@ -162,12 +152,12 @@ public:
 private:
     static std::string key(std::string_view address, std::string_view client);
     void prune(Millis now);
-    AttemptLimits limits_;
+    PasswordRules rules_;
     std::size_t max_entries_;
     std::mutex mu_;
-    std::unordered_map<std::string, throttle_rules::Pair> pairs_;
-    std::unordered_map<std::string, throttle_rules::Window> windows_;
-    std::unordered_map<std::string, throttle_rules::Backoff> registrations_;
+    std::unordered_map<std::string, throttle::BackoffState> pairs_;
+    std::unordered_map<std::string, throttle::WindowState> windows_;
+    std::unordered_map<std::string, throttle::BackoffState> registrations_;
 };
 
 }  // namespace signin

@@ -1,57 +1,41 @@
-// Password attempt limits (SPEC §8): the rules, and counters kept in this process's memory.
+// Password attempt limits (SPEC §8): the rules in the throttle vocabulary, and counters kept in
+// this process's memory. The nginx glue keeps the same states under the same rules in its
+// shared-memory zone (ngx_http_signin_limits_module.cpp).
 #include <algorithm>
 
+#include "signin/engine.hpp"
 #include "signin/password.hpp"
 
 namespace signin {
-namespace throttle_rules {
+
+PasswordRules password_rules(const AttemptLimits &l) {
+    PasswordRules r;
+    r.pair.free_failures = l.free_attempts;
+    r.pair.base = l.backoff;
+    r.pair.max = l.backoff_max;
+    r.address.limit = l.address_limit;
+    r.address.window = l.address_window;
+    r.registration.free_failures = 1;  // every registration counts: the first makes the next wait
+    r.registration.base = l.register_backoff;
+    r.registration.max = l.register_backoff_max;
+    return r;
+}
+
+std::string address_key(std::string_view email, std::string_view group) {
+    auto e = normalize_email(email);
+    auto g = normalize_group(group);
+    if (!e || !g) return {};
+    return *g + "\n" + *e;
+}
+
 namespace {
 
-// base doubled `n` times, at most `max`
-Millis doubled(Millis base, std::uint32_t n, Millis max) {
-    Millis d = base;
-    for (std::uint32_t i = 0; i < n && d < max; ++i) d *= 2;
-    return std::min(d, max);
+// How long a backoff still refuses, in milliseconds (0: an attempt may go ahead).
+Millis backoff_wait(const throttle::BackoffState &s, const throttle::BackoffRule &rule, Millis now) {
+    return throttle::backoff_check(s, rule, now).allowed ? 0 : s.until - now;
 }
 
 }  // namespace
-
-Millis pair_wait(const Pair &p, Millis now) { return p.blocked_until > now ? p.blocked_until - now : 0; }
-
-void pair_failed(Pair &p, Millis now, const AttemptLimits &l) {
-    // a quiet hour past the last wait forgets the history
-    if (p.failures > 0 && now >= std::max(p.blocked_until, p.last) + l.backoff_max) p = Pair{};
-    p.failures++;
-    p.last = now;
-    // the free attempts used up, each failure makes the next attempt wait, doubling
-    if (p.failures >= l.free_attempts) {
-        p.blocked_until = now + doubled(l.backoff, p.failures - l.free_attempts, l.backoff_max);
-    }
-}
-
-bool pair_idle(const Pair &p, Millis now, const AttemptLimits &l) {
-    return now >= std::max(p.blocked_until, p.last) + l.backoff_max;
-}
-
-Millis window_take(Window &w, Millis now, const AttemptLimits &l) {
-    if (now >= w.start + l.address_window) {
-        w.start = now;
-        w.count = 0;
-    }
-    if (w.count >= l.address_limit) return w.start + l.address_window - now;
-    w.count++;
-    return 0;
-}
-
-Millis backoff_take(Backoff &b, Millis now, const AttemptLimits &l) {
-    if (b.count > 0 && now < b.next_allowed) return b.next_allowed - now;
-    if (b.count > 0 && now >= b.next_allowed + l.register_backoff_max) b.count = 0;  // long quiet: start over
-    b.next_allowed = now + doubled(l.register_backoff, b.count, l.register_backoff_max);
-    b.count++;
-    return 0;
-}
-
-}  // namespace throttle_rules
 
 std::string MemoryAttemptLimiter::key(std::string_view address, std::string_view client) {
     std::string k(address);
@@ -62,15 +46,16 @@ std::string MemoryAttemptLimiter::key(std::string_view address, std::string_view
 
 void MemoryAttemptLimiter::prune(Millis now) {
     if (pairs_.size() + windows_.size() + registrations_.size() < max_entries_) return;
+    // only state that no longer refuses anything is dropped
     for (auto it = pairs_.begin(); it != pairs_.end();) {
-        it = throttle_rules::pair_idle(it->second, now, limits_) ? pairs_.erase(it) : std::next(it);
+        it = now >= throttle::backoff_expiry(it->second, rules_.pair) ? pairs_.erase(it) : std::next(it);
     }
     for (auto it = windows_.begin(); it != windows_.end();) {
-        it = now >= it->second.start + limits_.address_window ? windows_.erase(it) : std::next(it);
+        it = now >= throttle::window_expiry(it->second, rules_.address) ? windows_.erase(it) : std::next(it);
     }
     for (auto it = registrations_.begin(); it != registrations_.end();) {
-        it = now >= it->second.next_allowed + limits_.register_backoff_max ? registrations_.erase(it)
-                                                                             : std::next(it);
+        it = now >= throttle::backoff_expiry(it->second, rules_.registration) ? registrations_.erase(it)
+                                                                              : std::next(it);
     }
 }
 
@@ -78,14 +63,16 @@ Millis MemoryAttemptLimiter::login_attempt(std::string_view address, std::string
     std::lock_guard<std::mutex> lock(mu_);
     prune(now);
     if (auto it = pairs_.find(key(address, client)); it != pairs_.end()) {
-        if (Millis w = throttle_rules::pair_wait(it->second, now)) return w;
+        if (Millis w = backoff_wait(it->second, rules_.pair, now)) return w;
     }
-    return throttle_rules::window_take(windows_[std::string(address)], now, limits_);
+    throttle::Verdict v = throttle::take(windows_[std::string(address)], rules_.address, now);
+    return v.allowed ? 0 : Millis{v.retry_after} * 1000;
 }
 
 void MemoryAttemptLimiter::login_failed(std::string_view address, std::string_view client, Millis now) {
     std::lock_guard<std::mutex> lock(mu_);
-    throttle_rules::pair_failed(pairs_[key(address, client)], now, limits_);
+    throttle::BackoffState &s = pairs_[key(address, client)];
+    s = throttle::backoff_fail(s, rules_.pair, now);
 }
 
 void MemoryAttemptLimiter::login_succeeded(std::string_view address, std::string_view client) {
@@ -104,7 +91,10 @@ void MemoryAttemptLimiter::reset_address(std::string_view address) {
 Millis MemoryAttemptLimiter::register_attempt(std::string_view address, Millis now) {
     std::lock_guard<std::mutex> lock(mu_);
     prune(now);
-    return throttle_rules::backoff_take(registrations_[std::string(address)], now, limits_);
+    throttle::BackoffState &s = registrations_[std::string(address)];
+    if (Millis w = backoff_wait(s, rules_.registration, now)) return w;
+    s = throttle::backoff_fail(s, rules_.registration, now);
+    return 0;
 }
 
 }  // namespace signin

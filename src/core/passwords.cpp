@@ -6,14 +6,6 @@
 namespace signin {
 namespace {
 
-// The attempt limiter's name for an address: its group and its normalized form.
-std::string address_key(std::string_view group, std::string_view email) {
-    std::string k(group);
-    k.push_back(':');
-    k.append(email);
-    return k;
-}
-
 Error rate_limited(Millis wait) {
     Millis seconds = (wait + 999) / 1000;
     Error e{Code::RateLimited, "too many password attempts; try again in " + std::to_string(seconds) + " seconds"};
@@ -71,7 +63,7 @@ Result<std::string> Passwords::prepare_password_registration(std::string_view em
         auto nfc = check_new_password(pw.reveal());
         if (!nfc) return nfc.error();
         Secret held(std::move(nfc.value()));
-        if (Millis wait = limiter_->register_attempt(address_key(*group, *email), engine_.now())) {
+        if (Millis wait = limiter_->register_attempt(address_key(*email, *group), engine_.now())) {
             return rate_limited(wait);
         }
         // hashed whether or not the address has an account, so the answer takes the same time
@@ -127,7 +119,7 @@ Result<PasswordLoginCheck> Passwords::check_password_login(std::string_view emai
     return detail::guarded("password sign-in", [&]() -> Result<PasswordLoginCheck> {
         PasswordLoginCheck c;
         c.at_ = engine_.now();
-        c.key_ = address_key(*group, *email);
+        c.key_ = address_key(*email, *group);
         if (Millis wait = limiter_->login_attempt(c.key_, client, c.at_)) return rate_limited(wait);
         c.email_ = *email;
         c.client_ = std::string(client);
@@ -254,7 +246,7 @@ Status Passwords::store_set_password(const Principal &p, const PasswordUpdate &u
         txn->append_audit(detail::audit(user->updated_at, had ? "password.reset" : "password.set", user->email,
                                         client, user->id));
         txn->commit();
-        limiter_->reset_address(address_key(user->group_id, user->email));
+        limiter_->reset_address(address_key(user->email, user->group_id));
         return ok_status();
     });
 }
@@ -277,7 +269,7 @@ Result<PasswordUpdate> Passwords::check_password_change(const Principal &p, cons
                          "this account has no password to change: set one from a fresh sign-in with POST /password"};
         }
         PasswordUpdate u;
-        const std::string key = address_key(user->group_id, user->email);
+        const std::string key = address_key(user->email, user->group_id);
         if (Millis wait = limiter_->login_attempt(key, client, now)) return rate_limited(wait);
         std::optional<std::string> cur;
         if (current.reveal().size() <= password::kMaxBytes * 4) cur = password::normalize_nfc(current.reveal());

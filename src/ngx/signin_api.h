@@ -78,8 +78,6 @@ protected:
     std::optional<signin::TokenIssue> issued_;  // the write's outcome: a delivery to make, or none
 };
 
-// The per-address key of the send and password counters: group and address as the engine
-// normalizes them ("" when either is invalid) (signin_tokens.cpp).
-std::string address_key(std::string_view email, std::string_view group);
+using signin::address_key;  // the one key of an address in every counter
 
 }  // namespace signin_ngx

@@ -20,30 +20,8 @@ signin::Identity &id() { return *identity(); }
 // Passwords may be up to 1024 bytes after NFC; longer ones reach the policy's message.
 constexpr std::size_t kPasswordBodyField = 8192;
 
-// SPEC §8 password limits, from the engine's policy (signin_password_* directives).
-throttle::BackoffRule pair_rule() {
-    const signin::AttemptLimits &a = id().policy().attempts;
-    throttle::BackoffRule b;
-    b.free_failures = a.free_attempts;
-    b.base = a.backoff;
-    b.max = a.backoff_max;
-    return b;
-}
-throttle::BackoffRule registration_rule() {
-    const signin::AttemptLimits &a = id().policy().attempts;
-    throttle::BackoffRule b;
-    b.free_failures = 1;  // every registration counts: the first makes the next wait
-    b.base = a.register_backoff;
-    b.max = a.register_backoff_max;
-    return b;
-}
-throttle::WindowRule address_rule() {
-    const signin::AttemptLimits &a = id().policy().attempts;
-    throttle::WindowRule w;
-    w.limit = a.address_limit;
-    w.window = a.address_window;
-    return w;
-}
+// SPEC §8 password limits: the engine's rules (signin_password_* directives), kept in the zone.
+signin::PasswordRules rules() { return signin::password_rules(id().policy().attempts); }
 
 // The key of the (address, client) password backoff. It also names the address's password
 // epoch, so that a reset (a new hash) starts every client's history of that address afresh
@@ -59,12 +37,12 @@ bool attempt_allowed(ApiCall &call, const std::string &address, std::string_view
                      std::string &pair, std::string_view what, ngx_int_t &rc) {
     if (!limits_on(call.r) || address.empty()) return true;
     pair = pair_key(address, email, group, call.client);
-    Verdict v = backoff_check(call.r, Bucket::PasswordPair, pair, pair_rule());
+    Verdict v = backoff_check(call.r, Bucket::PasswordPair, pair, rules().pair);
     if (!v.allowed) {
         rc = send_rate_limited(call.r, Bucket::PasswordPair, v, what);
         return false;
     }
-    v = limit_take_rule(call.r, Bucket::PasswordAddress, address, address_rule());
+    v = limit_take_rule(call.r, Bucket::PasswordAddress, address, rules().address);
     if (!v.allowed) {
         rc = send_rate_limited(call.r, Bucket::PasswordAddress, v, what);
         return false;
@@ -100,7 +78,7 @@ private:
     }
     ngx_int_t answer(ngx_http_request_t *r) override {
         // a registration that went through (not refused by the policy) makes the next one wait
-        if (backoff_) backoff_fail(r, Bucket::PasswordRegistration, send_.address, registration_rule());
+        if (backoff_) backoff_fail(r, Bucket::PasswordRegistration, send_.address, rules().registration);
         return TokenRequestJob::answer(r);
     }
 
@@ -145,7 +123,7 @@ private:
     }
     void failed(ngx_http_request_t *r, const signin::Error &e) override {
         if (!pair_.empty() && e.code == Code::InvalidCredentials) {
-            backoff_fail(r, Bucket::PasswordPair, pair_, pair_rule());
+            backoff_fail(r, Bucket::PasswordPair, pair_, rules().pair);
         }
     }
 
@@ -215,7 +193,7 @@ private:
     }
     void failed(ngx_http_request_t *r, const signin::Error &e) override {
         // a wrong `current` is a failed password attempt of this (address, client)
-        if (!pair_.empty() && e.code == Code::WrongPassword) backoff_fail(r, Bucket::PasswordPair, pair_, pair_rule());
+        if (!pair_.empty() && e.code == Code::WrongPassword) backoff_fail(r, Bucket::PasswordPair, pair_, rules().pair);
     }
 
     signin::Principal principal_;
@@ -264,7 +242,7 @@ ngx_int_t post_password_register(ApiCall &call) {
     const bool limited = limits_on(call.r) && !send.address.empty();
     if (limited) {
         // repeated password registration of one address: 60 s after the first, doubling
-        Verdict verdict = backoff_check(call.r, Bucket::PasswordRegistration, send.address, registration_rule());
+        Verdict verdict = backoff_check(call.r, Bucket::PasswordRegistration, send.address, rules().registration);
         if (!verdict.allowed) {
             return send_rate_limited(call.r, Bucket::PasswordRegistration, verdict, "password/register");
         }

@@ -95,13 +95,6 @@ void TokenRequestJob::failed(ngx_http_request_t *r, const signin::Error &) {
     if (send_.counted) limit_refund(r, Bucket::Address, send_.address);
 }
 
-std::string address_key(std::string_view email, std::string_view group) {
-    auto e = signin::normalize_email(email);
-    auto g = signin::normalize_group(group);
-    if (!e || !g) return {};
-    return *g + "\n" + *e;
-}
-
 ngx_int_t post_register(ApiCall &call) { return request_token(call, signin::Intent::Register); }
 ngx_int_t post_login(ApiCall &call) { return request_token(call, signin::Intent::Login); }
 ngx_int_t post_session(ApiCall &call) { return exchange(call, signin::SessionKind::Cookie); }
