@@ -14,8 +14,9 @@ api_versions {
 }
 }, locations => q{
 location /api/ { signin_require on; api_versions_route; }
-location @v1 { proxy_pass http://127.0.0.1:%%PORT2%%; }
-}, servers => q{server { listen 127.0.0.1:%%PORT2%%; location / { return 200 "controller reached"; } }}));
+location @v1 { proxy_set_header X-User $signin_user_email; proxy_pass http://127.0.0.1:%%PORT2%%; }
+}, servers => q{server { listen 127.0.0.1:%%PORT2%%;
+    location / { return 200 "controller reached user=[$http_x_user] cookie=[$http_cookie]"; } }}));
 
 my $r = $t->req(GET => '/api/v1/things');
 is $r->{status}, 401, 'signin_require on the routed location refuses a visitor';
@@ -24,5 +25,8 @@ my $cookie = $t->sign_in('api@example.com');
 $r = $t->req(GET => '/api/v1/things', headers => { cookie => $cookie });
 is $r->{status}, 200, 'a signed-in user is routed';
 like $r->{content}, qr/controller reached/, 'to the controller';
+# the jump to the named controller keeps who signed in (issue #19 item 7)
+like $r->{content}, qr/user=\[api\@example\.com\]/, '... which gets $signin_user_email';
+like $r->{content}, qr/cookie=\[\]/, '... and not the session cookie';
 $t->done;
 done_testing;

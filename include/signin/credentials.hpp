@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace signin {
@@ -16,6 +17,10 @@ struct CookieScan {
     std::string_view value;
 };
 void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &scan);
+
+// The Cookie header line without the cookie `name` (every occurrence), the other pairs kept in
+// order and joined with "; ". Empty when nothing else was there.
+std::string without_cookie(std::string_view line, std::string_view name);
 
 // The token of "Bearer <token>" (scheme case-insensitive, spaces around trimmed; the token may
 // be empty), or nullopt when the header is not a bearer authorization.

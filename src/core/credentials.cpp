@@ -35,6 +35,21 @@ void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &
     }
 }
 
+std::string without_cookie(std::string_view line, std::string_view name) {
+    std::string kept;
+    while (!line.empty()) {
+        const std::size_t semi = line.find(';');
+        const std::string_view pair = trim(line.substr(0, semi));
+        line = semi == std::string_view::npos ? std::string_view() : line.substr(semi + 1);
+        if (pair.empty()) continue;
+        const std::size_t eq = pair.find('=');
+        if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == name) continue;
+        if (!kept.empty()) kept += "; ";
+        kept += pair;
+    }
+    return kept;
+}
+
 std::optional<std::string_view> bearer_token(std::string_view authorization) {
     const std::string_view v = trim(authorization);
     if (v.size() < 7 || !ascii_lower_equals(v.substr(0, 7), "bearer ")) return std::nullopt;

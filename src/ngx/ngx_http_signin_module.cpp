@@ -95,6 +95,8 @@ static ngx_command_t commands[] = {
      nullptr},
     {ngx_string("signin_email_template"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE23, set_email_template,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_pass_credentials"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+     ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, pass_credentials), nullptr},
     {ngx_string("signin_email_previews"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_email_previews,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
@@ -297,6 +299,7 @@ static void *create_loc_conf(ngx_conf_t *cf) {
     l->require = NGX_CONF_UNSET;
     l->mailbox = NGX_CONF_UNSET;
     l->previews = NGX_CONF_UNSET;
+    l->pass_credentials = NGX_CONF_UNSET;
     return l;
 }
 
@@ -307,6 +310,7 @@ static char *merge_loc_conf(ngx_conf_t *, void *parent, void *child) {
     ngx_conf_init_value(conf->api, 0);
     ngx_conf_init_value(conf->mailbox, 0);
     ngx_conf_init_value(conf->previews, 0);
+    ngx_conf_merge_value(conf->pass_credentials, prev->pass_credentials, 0);
     return NGX_CONF_OK;
 }
 

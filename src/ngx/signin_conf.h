@@ -81,6 +81,7 @@ struct LocConf {
     ngx_flag_t require;   // signin_require (inherited)
     ngx_flag_t mailbox;   // signin_dev_mailbox
     ngx_flag_t previews;  // signin_email_previews
+    ngx_flag_t pass_credentials;  // signin_pass_credentials (inherited): the credential reaches the upstream
 };
 
 inline MainConf *main_conf(ngx_http_request_t *r) {

@@ -16,12 +16,30 @@ static void destroy_ctx(void *data) {
     ctx->~RequestCtx();
 }
 
+// An internal redirect (try_files, error_page, a jump to a named location) zeroes every module's
+// ctx, but the request is the same and so is who signed it in: the ctx is found again in the
+// pool's cleanups, where it lives. Subrequests share their parent's pool: `owner` tells them apart.
+static RequestCtx *find_ctx(ngx_http_request_t *r) {
+    for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == destroy_ctx && static_cast<RequestCtx *>(cln->data)->owner == r) {
+            return static_cast<RequestCtx *>(cln->data);
+        }
+    }
+    return nullptr;
+}
+
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create) {
     auto *ctx = static_cast<RequestCtx *>(ngx_http_get_module_ctx(r, ngx_http_signin_module));
-    if (ctx || !create) return ctx;
+    if (ctx) return ctx;
+    if (r->internal && (ctx = find_ctx(r)) != nullptr) {
+        ngx_http_set_ctx(r, ctx, ngx_http_signin_module);
+        return ctx;
+    }
+    if (!create) return nullptr;
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(RequestCtx));
     if (cln == nullptr) return nullptr;
     ctx = new (cln->data) RequestCtx();
+    ctx->owner = r;
     cln->handler = destroy_ctx;
     ngx_http_set_ctx(r, ctx, ngx_http_signin_module);
     return ctx;
@@ -88,6 +106,66 @@ Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name
         c.secret = signin::Secret(std::string(cookies.value));
     }
     return c;
+}
+
+bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name) {
+    ngx_uint_t n = 0;
+    for (ngx_list_part_t *part = &r->headers_in.headers.part; part; part = part->next) n += part->nelts;
+    // a new list: the old elements stay where headers_in's pointers expect them
+    ngx_list_t kept;
+    if (ngx_list_init(&kept, r->pool, n ? n : 1, sizeof(ngx_table_elt_t)) != NGX_OK) return false;
+    ngx_table_elt_t *first_cookie = nullptr, *last_cookie = nullptr;
+    ngx_uint_t cookies = 0;
+    for (ngx_list_part_t *part = &r->headers_in.headers.part; part; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            const bool is_cookie = equals_nocase(sv(h[i].key), "cookie");
+            std::string line;
+            if (is_cookie) {
+                line = signin::without_cookie(sv(h[i].value), cookie_name);
+                if (line.empty()) continue;
+            } else if (equals_nocase(sv(h[i].key), "authorization") && signin::bearer_token(sv(h[i].value))) {
+                continue;
+            }
+            auto *e = static_cast<ngx_table_elt_t *>(ngx_list_push(&kept));
+            if (e == nullptr) return false;
+            *e = h[i];
+            if (!is_cookie) continue;
+            e->value = pool_copy(r->pool, line);
+            if (e->value.data == nullptr) return false;
+#if defined(nginx_version) && nginx_version >= 1023000
+            e->next = nullptr;
+            if (last_cookie) last_cookie->next = e;
+#endif
+            if (first_cookie == nullptr) first_cookie = e;
+            last_cookie = e;
+            ++cookies;
+        }
+    }
+#if defined(nginx_version) && nginx_version >= 1023000
+    r->headers_in.cookie = first_cookie;
+#else
+    if (ngx_array_init(&r->headers_in.cookies, r->pool, cookies ? cookies : 1, sizeof(ngx_table_elt_t *)) != NGX_OK) {
+        return false;
+    }
+    for (ngx_list_part_t *part = &kept.part; part; part = part->next) {
+        auto *h = static_cast<ngx_table_elt_t *>(part->elts);
+        for (ngx_uint_t i = 0; i < part->nelts; i++) {
+            if (!equals_nocase(sv(h[i].key), "cookie")) continue;
+            auto **slot = static_cast<ngx_table_elt_t **>(ngx_array_push(&r->headers_in.cookies));
+            if (slot == nullptr) return false;
+            *slot = &h[i];
+        }
+    }
+    (void)first_cookie;
+    (void)last_cookie;
+    (void)cookies;
+#endif
+    if (r->headers_in.authorization && signin::bearer_token(sv(r->headers_in.authorization->value))) {
+        r->headers_in.authorization = nullptr;
+    }
+    r->headers_in.headers = kept;
+    return true;
 }
 
 std::optional<std::string_view> sub_path(ngx_http_request_t *r) {

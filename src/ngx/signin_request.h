@@ -18,6 +18,7 @@ struct Route;
 
 // Per-request state: owns C++ members, so it lives in a pool cleanup that runs its destructor.
 struct RequestCtx {
+    ngx_http_request_t *owner = nullptr;          // the request (subrequests share their parent's pool)
     std::optional<signin::Principal> principal;  // who is signed in, for $signin_user_*
     std::string delivery_json;                    // the body of a delivery subrequest (holds a token)
     std::optional<std::string> client;            // the evaluated signin_client value
@@ -38,6 +39,11 @@ struct Credentials {
     signin::Secret secret;
 };
 Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name);
+
+// Takes the module's credentials out of what the request passes on (DESIGN §10.3
+// signin_pass_credentials off): the session cookie from every Cookie line (a line left empty is
+// dropped) and a bearer Authorization. Other headers, and their pointers in headers_in, stay.
+bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name);
 
 // The path below the location: "/auth/" + "register" → "register".
 std::optional<std::string_view> sub_path(ngx_http_request_t *r);

@@ -53,7 +53,13 @@ ngx_int_t gate(ngx_http_request_t *r) {
         }
     }
     auto p = authenticate(r, c);
-    if (p) return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
+    if (p) {
+        // the upstream gets the user ($signin_user_*), not the credential that proves it
+        if (!loc_conf(r)->pass_credentials && !hide_credentials(r, engine->cookie_name())) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
+    }
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
     auto status = static_cast<ngx_int_t>(http_error(p.error().code).status);
     if (sub || (clcf->error_pages && status == NGX_HTTP_UNAUTHORIZED)) return status;

@@ -37,3 +37,10 @@ TEST(Credentials, BearerSchemeIsCaseInsensitiveAndTheTokenTrimmed) {
     EXPECT_FALSE(bearer_token("Bearerabc"));
     EXPECT_FALSE(bearer_token(""));
 }
+
+TEST(Credentials, WithoutCookieKeepsTheOthersInOrder) {
+    EXPECT_EQ(without_cookie("a=1; svc_dev_session=s; b=2", "svc_dev_session"), "a=1; b=2");
+    EXPECT_EQ(without_cookie("svc_dev_session=s;svc_dev_session=t", "svc_dev_session"), "");
+    EXPECT_EQ(without_cookie(" a=1 ;; b ; svc_dev_sessionx=3", "svc_dev_session"), "a=1; b; svc_dev_sessionx=3");
+    EXPECT_EQ(without_cookie("", "svc_dev_session"), "");
+}
