@@ -64,6 +64,15 @@ $r = $t->req(POST => '/auth/register', json => { email => 'other@example.com' },
 is $r->{status}, 202, 'another address from the same client';
 ok $t->last_email('other@example.com'), 'is delivered';
 
+# the limit belongs to the mailbox: another group (tenant) is the same inbox (issue #19 item 6)
+my $inbox = 'tenants@example.com';
+for my $g (0 .. 5) {
+    my $r = $t->req(POST => '/auth/register', json => { email => $inbox, group => "g$g" }, from("10.0.5.$g"),
+                    finished => 1);
+    is $r->{status}, 202, "register in group g$g: 202";
+}
+is scalar(() = $t->emails_to($inbox)), 2, 'six groups, one inbox: two emails, as the address limit says';
+
 # requests that send nothing do not use up the address's sends
 for my $i (1 .. 4) {
     is $t->req(POST => '/auth/login', json => { email => 'ghost@example.com' }, from('10.0.4.1'))->{status}, 202,

@@ -109,6 +109,9 @@ PasswordRules password_rules(const AttemptLimits &limits);
 // The one key of an address in every counter (attempts, sends): group and address as the engine
 // normalizes them, or "" when either is invalid.
 std::string address_key(std::string_view email, std::string_view group);
+// The key of a mailbox in the send counters: the normalized address whatever the group (one
+// inbox is one inbox, however many tenants it registers with), or "" when it is invalid.
+std::string mailbox_key(std::string_view email);
 
 // Where the engine keeps password-attempt counters. The engine calls it from any thread.
 class AttemptLimiter {

@@ -28,6 +28,11 @@ std::string address_key(std::string_view email, std::string_view group) {
     return *g + "\n" + *e;
 }
 
+std::string mailbox_key(std::string_view email) {
+    auto e = normalize_email(email);
+    return e ? *e : std::string();
+}
+
 namespace {
 
 // How long a backoff still refuses, in milliseconds (0: an attempt may go ahead).

@@ -60,7 +60,7 @@ class TokenRequestJob : public Job {
 public:
     // SPEC §8 rule 1: the address's send counter (signin_limit_address).
     struct Send {
-        std::string address;  // the counter's key
+        std::string address;  // the counter's key: the mailbox, whatever the group (signin::mailbox_key)
         bool may_send = true;  // false: over the limit; the same answer, nothing sent
         bool counted = false;  // one send was taken: given back when nothing turns out to be sent
     };

@@ -238,7 +238,7 @@ ngx_int_t post_password_register(ApiCall &call) {
     auto f = credentials_body(call, rc);
     if (!f) return rc;
     Fields &v = *f;
-    TokenRequestJob::Send send{address_key(v["email"], v["group"])};
+    TokenRequestJob::Send send{signin::mailbox_key(v["email"])};
     const bool limited = limits_on(call.r) && !send.address.empty();
     if (limited) {
         // repeated password registration of one address: 60 s after the first, doubling

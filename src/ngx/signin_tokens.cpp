@@ -48,7 +48,7 @@ ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
     auto f = signin::json::parse_object(call.body, {{"email", true}, {"group", false}});
     if (!f) return send_failure(call.r, f.error());
     std::string email = f.value()["email"], group = f.value()["group"];
-    TokenRequestJob::Send send{address_key(email, group)};
+    TokenRequestJob::Send send{signin::mailbox_key(email)};
     if (!send.address.empty() && limits_on(call.r)) {
         send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
         send.counted = send.may_send;
