@@ -106,5 +106,16 @@ ok((grep { /10\.0\.0\.3/ && /signed_in/ } @throttled), 'and the signed-in refusa
 cmp_ok scalar(grep { /10\.0\.0\.1/ } @throttled), '<=', 2, 'one entry per client and window, not one per refusal';
 unlike $audit, qr/x{43}/, 'no token in the audit trail';
 
+# ---------------------------------------------------------------- IPv6: a /64 is one client
+# (issue #19 item 9): 30 sensitive requests spread over a /64's addresses use up its limit
+for my $i (1 .. 30) {
+    my $r = $t->req(POST => '/auth/login', json => { email => "v6-$i\@example.com" }, from("2001:db8:7:7::$i"));
+    die "v6 request $i answered $r->{status}" unless $r->{status} == 202;
+}
+is $t->req(POST => '/auth/login', json => { email => 'v6@example.com' }, from('2001:db8:7:7:ffff::1'))->{status}, 429,
+    'the 31st from another address of the same /64 is refused';
+is $t->req(POST => '/auth/login', json => { email => 'v6@example.com' }, from('2001:db8:7:8::1'))->{status}, 202,
+    'the next /64 is another client';
+
 $t->done;
 done_testing;

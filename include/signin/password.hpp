@@ -94,6 +94,7 @@ struct AttemptLimits {
     Millis address_window = 60 * 1000;          // … per this window
     Millis register_backoff = 60 * 1000;        // repeated password registration for one address
     Millis register_backoff_max = 3600 * 1000;
+    unsigned client_ipv6_prefix = 64;           // IPv6 clients are counted by this prefix
 };
 
 // SPEC §8's password attempt limits in the throttle vocabulary (signin/throttle.hpp), built from
@@ -109,6 +110,10 @@ PasswordRules password_rules(const AttemptLimits &limits);
 // The one key of an address in every counter (attempts, sends): group and address as the engine
 // normalizes them, or "" when either is invalid.
 std::string address_key(std::string_view email, std::string_view group);
+// The key of a client in the per-client counters: an IPv6 address is cut to its first
+// `ipv6_prefix` bits ("2001:db8:1:2::/64": one host owns a whole /64), anything else is itself.
+std::string client_key(std::string_view client, unsigned ipv6_prefix);
+
 // The key of a mailbox in the send counters: the normalized address whatever the group (one
 // inbox is one inbox, however many tenants it registers with), or "" when it is invalid.
 std::string mailbox_key(std::string_view email);
@@ -145,7 +150,7 @@ public:
 class MemoryAttemptLimiter final : public AttemptLimiter {
 public:
     explicit MemoryAttemptLimiter(AttemptLimits limits, std::size_t max_entries = 100000)
-        : rules_(password_rules(limits)), max_entries_(max_entries) {}
+        : rules_(password_rules(limits)), ipv6_prefix_(limits.client_ipv6_prefix), max_entries_(max_entries) {}
     Millis login_attempt(std::string_view address, std::string_view client, Millis now) override;
     void login_failed(std::string_view address, std::string_view client, Millis now) override;
     void login_succeeded(std::string_view address, std::string_view client) override;
@@ -153,9 +158,10 @@ public:
     Millis register_attempt(std::string_view address, Millis now) override;
 
 private:
-    static std::string key(std::string_view address, std::string_view client);
+    std::string key(std::string_view address, std::string_view client) const;
     void prune(Millis now);
     PasswordRules rules_;
+    unsigned ipv6_prefix_;
     std::size_t max_entries_;
     std::mutex mu_;
     std::unordered_map<std::string, throttle::BackoffState> pairs_;

@@ -1,6 +1,8 @@
 // Password attempt limits (SPEC §8): the rules in the throttle vocabulary, and counters kept in
 // this process's memory. The nginx glue keeps the same states under the same rules in its
 // shared-memory zone (ngx_http_signin_limits_module.cpp).
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 #include "signin/engine.hpp"
@@ -28,6 +30,22 @@ std::string address_key(std::string_view email, std::string_view group) {
     return *g + "\n" + *e;
 }
 
+std::string client_key(std::string_view client, unsigned ipv6_prefix) {
+    if (client.find(':') == std::string_view::npos || client.size() >= INET6_ADDRSTRLEN) return std::string(client);
+    char text[INET6_ADDRSTRLEN];
+    client.copy(text, client.size());
+    text[client.size()] = '\0';
+    unsigned char a[16];
+    if (inet_pton(AF_INET6, text, a) != 1) return std::string(client);
+    const unsigned bits = std::min(ipv6_prefix, 128u);
+    for (unsigned i = 0; i < 16; ++i) {
+        if (bits >= 8 * (i + 1)) continue;
+        a[i] = bits <= 8 * i ? 0 : static_cast<unsigned char>(a[i] & (0xff << (8 - (bits - 8 * i))));
+    }
+    if (inet_ntop(AF_INET6, a, text, sizeof text) == nullptr) return std::string(client);
+    return std::string(text) + "/" + std::to_string(bits);
+}
+
 std::string mailbox_key(std::string_view email) {
     auto e = normalize_email(email);
     return e ? *e : std::string();
@@ -42,10 +60,10 @@ Millis backoff_wait(const throttle::BackoffState &s, const throttle::BackoffRule
 
 }  // namespace
 
-std::string MemoryAttemptLimiter::key(std::string_view address, std::string_view client) {
+std::string MemoryAttemptLimiter::key(std::string_view address, std::string_view client) const {
     std::string k(address);
     k.push_back('\0');
-    k.append(client);
+    k.append(client_key(client, ipv6_prefix_));
     return k;
 }
 

@@ -32,6 +32,7 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
+static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
 
 static ngx_command_t commands[] = {
     {ngx_string("signin_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_store, NGX_HTTP_MAIN_CONF_OFFSET, 0,
@@ -70,6 +71,8 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_uri), nullptr},
     {ngx_string("signin_client"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_http_set_complex_value_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, client), nullptr},
+    {ngx_string("signin_client_ipv6_prefix"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, client_ipv6_prefix), &ipv6_prefix_bounds},
     {ngx_string("signin_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, thread_pool_name), nullptr},
     {ngx_string("signin_password_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
@@ -163,6 +166,7 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->session_idle = NGX_CONF_UNSET_MSEC;
     m->bearer_ttl = NGX_CONF_UNSET_MSEC;
     m->body_max = NGX_CONF_UNSET_SIZE;
+    m->client_ipv6_prefix = NGX_CONF_UNSET_UINT;
     m->password_min_length = NGX_CONF_UNSET_UINT;
     m->password_attempts = NGX_CONF_UNSET_UINT;
     m->password_backoff = NGX_CONF_UNSET_MSEC;
@@ -191,6 +195,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_msec_value(m->session_idle, 7ULL * 24 * 3600 * 1000);
     ngx_conf_init_msec_value(m->bearer_ttl, 3600 * 1000);
     ngx_conf_init_size_value(m->body_max, 4096);
+    ngx_conf_init_uint_value(m->client_ipv6_prefix, 64);
     ngx_conf_init_uint_value(m->password_min_length, signin::password::kDefaultMinLength);
     ngx_conf_init_uint_value(m->password_attempts, 5);
     ngx_conf_init_msec_value(m->password_backoff, 60 * 1000);
@@ -281,6 +286,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     a.address_window = static_cast<signin::Millis>(m->password_address_window);
     a.register_backoff = static_cast<signin::Millis>(m->password_register_backoff);
     a.register_backoff_max = static_cast<signin::Millis>(m->password_register_backoff_max);
+    a.client_ipv6_prefix = static_cast<unsigned>(m->client_ipv6_prefix);
     return NGX_CONF_OK;
 }
 

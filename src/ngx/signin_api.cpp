@@ -91,11 +91,11 @@ ngx_int_t api(ngx_http_request_t *r) {
     const Route *route = find_route(r);
     if (route == nullptr) return reject(r, Code::NotFound, "not found");
     // SPEC §8 per-client request limits, before anything else
-    if (Verdict v = limit_take(r, route->bucket, client_of(r)); !v.allowed) {
+    if (Verdict v = limit_take(r, route->bucket, client_key(r)); !v.allowed) {
         return send_rate_limited(r, route->bucket, v, route->path);
     }
     if (route->flags & Route::Exchange) {  // too many failed exchanges: not even a look
-        if (Verdict v = limit_peek(r, Bucket::ExchangeFailure, client_of(r)); !v.allowed) {
+        if (Verdict v = limit_peek(r, Bucket::ExchangeFailure, client_key(r)); !v.allowed) {
             return send_rate_limited(r, Bucket::ExchangeFailure, v, route->path);
         }
     }

@@ -31,6 +31,7 @@ struct MainConf {
 
     // requests
     ngx_http_complex_value_t *client;
+    ngx_uint_t client_ipv6_prefix;  // IPv6 clients are counted by this prefix
     size_t body_max;
 
     // thread pools: durable writes, and Argon2id (the write pool unless named)

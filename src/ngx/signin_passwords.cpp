@@ -36,7 +36,7 @@ std::string pair_key(const std::string &address, std::string_view email, std::st
 bool attempt_allowed(ApiCall &call, const std::string &address, std::string_view email, std::string_view group,
                      std::string &pair, std::string_view what, ngx_int_t &rc) {
     if (!limits_on(call.r) || address.empty()) return true;
-    pair = pair_key(address, email, group, call.client);
+    pair = pair_key(address, email, group, client_key(call.r));
     Verdict v = backoff_check(call.r, Bucket::PasswordPair, pair, rules().pair);
     if (!v.allowed) {
         rc = send_rate_limited(call.r, Bucket::PasswordPair, v, what);

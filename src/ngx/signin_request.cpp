@@ -4,6 +4,7 @@
 #include <new>
 
 #include "signin/credentials.hpp"
+#include "signin/password.hpp"
 #include "signin_conf.h"
 
 namespace signin_ngx {
@@ -79,6 +80,14 @@ std::string client_of(ngx_http_request_t *r) {
     if (client.size() > 64) client.resize(64);
     if (ctx) ctx->client = client;
     return client;
+}
+
+std::string client_key(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx && ctx->client_key) return *ctx->client_key;
+    std::string key = signin::client_key(client_of(r), static_cast<unsigned>(main_conf(r)->client_ipv6_prefix));
+    if (ctx) ctx->client_key = key;
+    return key;
 }
 
 Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name) {

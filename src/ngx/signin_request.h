@@ -22,6 +22,7 @@ struct RequestCtx {
     std::optional<signin::Principal> principal;  // who is signed in, for $signin_user_*
     std::string delivery_json;                    // the body of a delivery subrequest (holds a token)
     std::optional<std::string> client;            // the evaluated signin_client value
+    std::optional<std::string> client_key;        // ... as the per-client counters key it
     std::unique_ptr<Job> job;                     // the job the request waits for (signin_jobs.cpp)
     bool job_answered = false;                    // ... and it reached its Answer stage
     const Route *route = nullptr;                 // the API endpoint whose body is being read
@@ -32,6 +33,8 @@ std::optional<std::string_view> header_value(ngx_http_request_t *r, std::string_
 std::string user_agent(ngx_http_request_t *r);
 // signin_client (default $remote_addr), at most 64 bytes; evaluated once per request.
 std::string client_of(ngx_http_request_t *r);
+// The client as the per-client counters know it: an IPv6 client is its signin_client_ipv6_prefix.
+std::string client_key(ngx_http_request_t *r);
 
 // Credentials of a request (SPEC §5 rules 2, 4; DESIGN §5 cookie tossing).
 struct Credentials {

@@ -32,7 +32,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
     }
     // one client request counts once, however many subrequests it makes
     if (!sub) {
-        if (Verdict v = limit_take(r, Bucket::SignedIn, client_of(r)); !v.allowed) {
+        if (Verdict v = limit_take(r, Bucket::SignedIn, client_key(r)); !v.allowed) {
             return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
         }
     }

@@ -35,7 +35,7 @@ private:
     ngx_int_t answer(ngx_http_request_t *r) override { return send_session(r, *session_); }
     void failed(ngx_http_request_t *r, const signin::Error &e) override {
         // failed exchanges per client bound token guessing (signin_limit_exchange_failures)
-        if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_);
+        if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
     }
 
     signin::Secret token_;

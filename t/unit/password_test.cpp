@@ -709,3 +709,18 @@ TEST_F(PasswordEngine, ChangeHalvesRefuseAPasswordThatMovedMeanwhile) {
 }
 
 }  // namespace
+
+TEST(AttemptRules, IPv6ClientsAreCountedByTheirPrefix) {
+    EXPECT_EQ(client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 64), "2001:db8:1:2::/64");
+    EXPECT_EQ(client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 48), "2001:db8:1::/48");
+    EXPECT_EQ(client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 60), "2001:db8:1::/60");
+    EXPECT_EQ(client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 128), "2001:db8:1:2:aaaa:bbbb:cccc:dddd/128");
+    EXPECT_EQ(client_key("10.0.0.1", 64), "10.0.0.1") << "IPv4 is itself";
+    EXPECT_EQ(client_key("not:an:address:::", 64), "not:an:address:::") << "not an address: itself";
+    EXPECT_EQ(client_key("", 64), "");
+    // one host holds a whole /64: its addresses share one pair backoff
+    MemoryAttemptLimiter m(AttemptLimits{});
+    for (int i = 0; i < 5; ++i) m.login_failed("a", "2001:db8::" + std::to_string(i + 1), kStart);
+    EXPECT_GT(m.login_attempt("a", "2001:db8::99", kStart), 0);
+    EXPECT_EQ(m.login_attempt("a", "2001:db8:0:1::1", kStart), 0) << "another /64 is another client";
+}
