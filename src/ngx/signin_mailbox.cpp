@@ -53,6 +53,31 @@ bool loopback_client(ngx_http_request_t *r) {
     return false;
 }
 
+// "127.0.0.1", "localhost" or "[::1]", with or without a port: a name only this machine has.
+bool loopback_authority(std::string_view a) {
+    if (a.empty()) return false;
+    std::string_view host = a.substr(0, a.front() == '[' ? a.find(']') + 1 : a.find(':'));
+    std::string lower(host);
+    for (char &c : lower) c = static_cast<char>(ngx_tolower(c));
+    return lower == "localhost" || lower == "[::1]" || (lower.rfind("127.", 0) == 0 && lower.find_first_not_of("0123456789.") == std::string::npos);
+}
+
+// DNS rebinding: a page of another site whose name resolves to 127.0.0.1 reaches the mailbox
+// with its own Host, and a cross-site form or fetch carries its own Origin. Only loopback names
+// are answered (issue #19 item 11).
+bool loopback_request(ngx_http_request_t *r) {
+    if (r->headers_in.host == nullptr || r->headers_in.host->value.len == 0) return false;
+    if (!loopback_authority(sv(r->headers_in.host->value))) return false;
+    auto origin = header_value(r, "Origin");
+    if (!origin) return true;
+    for (std::string_view scheme : {"http://", "https://"}) {
+        if (origin->substr(0, scheme.size()) == scheme && origin->size() > scheme.size()) {
+            return loopback_authority(origin->substr(scheme.size()));
+        }
+    }
+    return false;
+}
+
 bool store_email(ngx_http_request_t *r, const std::string &json) {
     ngx_slab_pool_t *pool = nullptr;
     Mailbox *mb = mailbox_of(r, &pool);
@@ -128,11 +153,12 @@ ngx_int_t mailbox(ngx_http_request_t *r) {
         }
         return send_empty(r, NGX_HTTP_NO_CONTENT);
     }
-    if (!loopback_client(r)) {
-        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return send_error(r, signin::Code::OriginMismatch, "the dev mailbox answers loopback clients only");
+    if (!loopback_client(r) || !loopback_request(r)) {
+        return reject(r, signin::Code::OriginMismatch, "the dev mailbox answers loopback clients and names only");
     }
     if (r->method == NGX_HTTP_POST) {
+        // a cross-site form can POST text/plain without a preflight; a delivery is JSON
+        if (!is_json_content_type(r)) return reject(r, kUnsupportedMediaType, "a delivery is application/json");
         r->request_body_in_single_buf = 1;
         ngx_int_t rc = ngx_http_read_client_request_body(r, posted_email);
         if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
