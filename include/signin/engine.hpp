@@ -31,6 +31,7 @@ struct Policy {
     Millis session_ttl = 30LL * 24 * 3600 * 1000;
     Millis session_idle = 7LL * 24 * 3600 * 1000;
     Millis session_touch = 60 * 1000;           // last_seen_at is written at most this often
+    Millis audit_keep = 90LL * 24 * 3600 * 1000;  // audit entries older than this are purged
     Millis bearer_ttl = 3600 * 1000;
     Millis fresh_window = 10 * 60 * 1000;       // a fresh session for POST /password
     bool allow_registration = false;            // auth.allow_registration
@@ -89,6 +90,7 @@ public:
     Status record(const AuditEntry &entry);
 
     // Deletes expired tokens and sessions, at most `budget`; returns how many.
+    // ... and audit entries older than policy().audit_keep, in the same budget.
     Result<std::size_t> purge_expired(std::size_t budget);
 
     // Group commit for a transport: runs `operations` (engine calls on this thread), each of

@@ -40,6 +40,7 @@ public:
     // The newest `limit` audit entries, newest first.
     virtual std::vector<AuditEntry> audit(std::size_t limit) = 0;
     virtual std::size_t user_count() = 0;
+    virtual std::size_t audit_count() = 0;
 };
 
 // One atomic, serialized write. Destroying it without commit() aborts it.
@@ -54,6 +55,8 @@ public:
     virtual void append_audit(const AuditEntry &e) = 0;
     // Deletes expired tokens and sessions (at most `budget` records); returns how many.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
+    // Deletes audit entries recorded before `before`, oldest first (at most `budget`); returns how many.
+    virtual std::size_t purge_audit(Millis before, std::size_t budget) = 0;
     // Durable when it returns (the backend's strongest setting).
     virtual void commit() = 0;
 };

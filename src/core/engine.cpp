@@ -135,7 +135,9 @@ Status Engine::write_batch(const std::function<void()> &operations) {
 Result<std::size_t> Engine::purge_expired(std::size_t budget) {
     return detail::guarded("purge", [&]() -> Result<std::size_t> {
         auto txn = store_->write();
-        std::size_t n = txn->purge_expired(clock_->now(), budget);
+        const Millis now = clock_->now();
+        std::size_t n = txn->purge_expired(now, budget);
+        n += txn->purge_audit(now - policy_.audit_keep, budget - n);
         txn->commit();
         return n;
     });

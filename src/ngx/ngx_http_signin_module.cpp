@@ -89,6 +89,8 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_idle), nullptr},
     {ngx_string("signin_bearer_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, bearer_ttl), nullptr},
+    {ngx_string("signin_audit_keep"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, audit_keep), nullptr},
     {ngx_string("signin_body_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_size_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, body_max), nullptr},
     {ngx_string("signin_api"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
@@ -165,6 +167,7 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->session_ttl = NGX_CONF_UNSET_MSEC;
     m->session_idle = NGX_CONF_UNSET_MSEC;
     m->bearer_ttl = NGX_CONF_UNSET_MSEC;
+    m->audit_keep = NGX_CONF_UNSET_MSEC;
     m->body_max = NGX_CONF_UNSET_SIZE;
     m->client_ipv6_prefix = NGX_CONF_UNSET_UINT;
     m->password_min_length = NGX_CONF_UNSET_UINT;
@@ -194,6 +197,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_msec_value(m->session_ttl, 30ULL * 24 * 3600 * 1000);
     ngx_conf_init_msec_value(m->session_idle, 7ULL * 24 * 3600 * 1000);
     ngx_conf_init_msec_value(m->bearer_ttl, 3600 * 1000);
+    ngx_conf_init_msec_value(m->audit_keep, 90ULL * 24 * 3600 * 1000);
     ngx_conf_init_size_value(m->body_max, 4096);
     ngx_conf_init_uint_value(m->client_ipv6_prefix, 64);
     ngx_conf_init_uint_value(m->password_min_length, signin::password::kDefaultMinLength);
@@ -241,6 +245,10 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
                            "email sign-in needs \"signin_delivery\" (or \"signin_email off\")");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    if (m->audit_keep == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_audit_keep\" must be longer than 0");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     if (m->body_max > 64 * 1024) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_body_max\" must not exceed 64k");
         return static_cast<char *>(NGX_CONF_ERROR);
@@ -262,6 +270,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     m->policy->session_ttl = static_cast<signin::Millis>(m->session_ttl);
     m->policy->session_idle = static_cast<signin::Millis>(m->session_idle);
     m->policy->bearer_ttl = static_cast<signin::Millis>(m->bearer_ttl);
+    m->policy->audit_keep = static_cast<signin::Millis>(m->audit_keep);
     m->policy->allow_registration = m->registration != 0;
     m->policy->with_email = m->email != 0;
     m->policy->with_passwords = m->passwords != 0;

@@ -47,6 +47,7 @@ struct MainConf {
     ngx_msec_t session_ttl;
     ngx_msec_t session_idle;
     ngx_msec_t bearer_ttl;
+    ngx_msec_t audit_keep;
 
     // passwords (raw directive values; see policy)
     ngx_uint_t password_min_length;

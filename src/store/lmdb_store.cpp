@@ -446,6 +446,12 @@ public:
         return st.ms_entries;
     }
 
+    std::size_t audit_count() override {
+        MDB_stat st{};
+        check(env_.env, mdb_stat(live(), env_.dbi.audit, &st), "count audit entries");
+        return st.ms_entries;
+    }
+
 protected:
     MDB_txn *live() const {
         if (txn_ == nullptr) throw StoreError(Code::StorageError, "transaction already ended");
@@ -553,6 +559,22 @@ public:
         std::vector<std::string> sessions = expired(env_.dbi.sessions, now, budget - tokens.size(), false);
         for (const auto &h : sessions) del_session(h);
         return tokens.size() + sessions.size();
+    }
+
+    // Audit keys start with the entry's time (big-endian): the oldest come first.
+    std::size_t purge_audit(Millis before, std::size_t budget) override {
+        std::size_t n = 0;
+        Cursor c(env_.env, live(), env_.dbi.audit);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc == 0 && n < budget;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            if (k.mv_size < 8 || static_cast<Millis>(get_be64(static_cast<const unsigned char *>(k.mv_data))) >= before) {
+                break;
+            }
+            check(env_.env, mdb_cursor_del(c.get(), 0), "delete audit entry");
+            ++n;
+        }
+        return n;
     }
 
     void commit() override {

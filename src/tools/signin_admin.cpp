@@ -21,8 +21,8 @@ int usage() {
                  "  user EMAIL [GROUP]      print an account as JSON\n"
                  "  password-hash EMAIL [GROUP]  print the account's Argon2id PHC string (empty: no password)\n"
                  "  audit [N]               print the newest N audit entries (default 20), JSON lines\n"
-                 "  stats                   counts of users\n"
-                 "  purge                   delete expired tokens and sessions now\n");
+                 "  stats                   counts of users and audit entries\n"
+                 "  purge                   delete expired tokens and sessions, and old audit entries, now\n");
     return 2;
 }
 
@@ -97,7 +97,8 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (cmd == "stats") {
-            std::printf("{\"users\":%zu}\n", st->read()->user_count());
+            auto r = st->read();
+            std::printf("{\"users\":%zu,\"audit_entries\":%zu}\n", r->user_count(), r->audit_count());
             return 0;
         }
         if (cmd == "purge") {

@@ -894,4 +894,19 @@ TEST_F(AuthTest, PurgeRemovesExpiredTokensAndSessions) {
     EXPECT_FALSE(store_->read()->session(secret_hash(b.token.reveal())));
 }
 
+TEST_F(AuthTest, PurgeKeepsTheAuditTrailForAuditKeepOnly) {
+    // anyone can add audit entries (a token request for any address): they must not fill the store
+    for (int i = 0; i < 3; ++i) (void)tokens().request_token_from(Intent::Login, "nobody@example.com", {}, "c");
+    const std::size_t before = store_->read()->audit_count();
+    ASSERT_GE(before, 3u);
+    clock_->advance(policy_.audit_keep - 1);
+    ASSERT_TRUE(id_->purge_expired(100));
+    EXPECT_EQ(store_->read()->audit_count(), before) << "younger than audit_keep: kept";
+    clock_->advance(2);
+    auto n = id_->purge_expired(100);
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_GE(n.value(), before);
+    EXPECT_EQ(store_->read()->audit_count(), 0u) << "older than audit_keep: purged";
+}
+
 }  // namespace

@@ -574,3 +574,27 @@ TEST_F(StoreTest, AnotherProcessesWritesAreVisible) {
     w->put_user(user("u-parent2", "p2@example.com"));
     w->commit();
 }
+
+namespace {
+
+TEST_F(StoreTest, AuditEntriesOlderThanACutOffArePurgedOldestFirst) {
+    Store &s = open();
+    {
+        auto w = s.write();
+        for (Millis at : {1000, 2000, 3000, 4000, 5000}) w->append_audit({at, "token.requested", "a@example.com", "c", "", ""});
+        w->commit();
+    }
+    {
+        auto w = s.write();
+        EXPECT_EQ(w->purge_audit(3000, 1), 1u) << "the budget bounds a round";
+        EXPECT_EQ(w->purge_audit(3000, 100), 1u) << "only entries before the cut-off";
+        w->commit();
+    }
+    auto r = s.read();
+    EXPECT_EQ(r->audit_count(), 3u);
+    auto left = r->audit(10);
+    ASSERT_EQ(left.size(), 3u);
+    EXPECT_EQ(left.back().at, 3000) << "the oldest left is the cut-off itself";
+}
+
+}  // namespace
