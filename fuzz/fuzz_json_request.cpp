@@ -12,6 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     (void)signin::json::parse_object(body, {{"token", true}});
     (void)signin::json::parse_object(body, {{"email", true}, {"password", true}, {"group", false}}, 8192);
     auto any = signin::json::parse_object(body, {});
+    // an error message is quoted in a JSON answer: it must be valid UTF-8 too
+    if (!any && !signin::json::valid_utf8(any.error().message)) __builtin_trap();
     if (any) {
         // an accepted body must be valid UTF-8 in every value
         for (const auto &kv : any.value()) {

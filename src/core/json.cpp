@@ -60,6 +60,14 @@ bool has_nul_escape(std::string_view body) {
     }
     return false;
 }
+// The first bytes of valid UTF-8 text, at most `max`, never cutting a character in two (an error
+// message quotes a field name, and an answer must stay valid UTF-8).
+std::string_view utf8_prefix(std::string_view s, std::size_t max) {
+    if (s.size() <= max) return s;
+    std::size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // s[n] continues a character
+    return s.substr(0, n);
+}
 }  // namespace
 
 void Fields::wipe() noexcept {
@@ -94,7 +102,7 @@ Result<Fields> parse_object(std::string_view body,
         for (const auto &candidate : fields) {
             if (candidate.name == name) f = &candidate;
         }
-        if (!f) return bad("unknown field \"" + std::string(name.substr(0, 40)) + "\"");
+        if (!f) return bad("unknown field \"" + std::string(utf8_prefix(name, 40)) + "\"");
         if (out.count(std::string(name))) return bad("field \"" + std::string(name) + "\" given twice");
         if (!cJSON_IsString(item) || !item->valuestring) {
             return bad("field \"" + std::string(name) + "\" must be a string");

@@ -429,3 +429,13 @@ TEST(Json, FieldsWipeWhatAMoveLeavesBehind) {
     EXPECT_EQ(after.find("unter2"), std::string::npos);
     EXPECT_EQ(after, std::string(after.size(), '\0'));
 }
+
+TEST(Json, AnUnknownFieldsNameIsQuotedWithoutCuttingACharacter) {
+    // 39 ASCII bytes then a 2-byte character: the 40-byte quote must not end inside it
+    std::string name(39, 'a');
+    name += "\xc3\xa9tail";
+    auto f = json::parse_object("{\"" + name + "\":\"x\"}", {{"email", true}});
+    ASSERT_FALSE(f);
+    EXPECT_TRUE(json::valid_utf8(f.error().message)) << f.error().message;
+    EXPECT_NE(f.error().message.find(std::string(39, 'a')), std::string::npos);
+}
