@@ -146,9 +146,9 @@ struct IssueJob final : HashThenWriteJob<std::string, signin::Result<signin::Tok
     bool registration_counted = false;        // the address's password-registration backoff applies
 
     signin::Result<std::string> hash() override {
-        auto hashed = id().prepare_password_registration(email, *password, group);
+        auto prepared = id().prepare_password_registration(email, *password, group);
         password->wipe();  // kept (empty): write() tells a password registration by it
-        return hashed;
+        return prepared;
     }
     signin::Result<signin::TokenIssue> write(const std::string &password_hash) override {
         if (!password) return id().issue_token(intent, email, group, client, may_send);
