@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # ngx_signin build driver.
 #   ./build.sh          install what is missing (apt-get), build the core and the nginx module
-#   ./build.sh test     the same, then the core unit tests (ctest) and the nginx tests (prove t/)
+#   ./build.sh test     the same, then the core unit tests (ctest), the nginx tests (prove t/) and a
+#                       short run of every fuzz target (FUZZ_SECONDS each, default 5)
 #   ./build.sh run      the same as a plain build, then serve nginx.conf.example on 127.0.0.1:$PORT
 #   ./build.sh bench    the same as a plain build, then the benchmarks (bench/run)
+#   ./build.sh fuzz [S] every fuzz target (fuzz/, clang + libFuzzer + ASan/UBSan) for S seconds (60)
 # NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of Debian's nginx-dev.
+# SIGNIN_SANITIZE=1 builds core, unit tests and module with AddressSanitizer and UBSan in
+# build/sanitize/ (the normal build in build/ is left alone); `test` then runs the nginx tests with
+# the sanitizers' runtime preloaded into nginx (SIGNIN_SANITIZE_PRELOAD) and fails on any report.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BUILD="$ROOT/build"
+case "${SIGNIN_SANITIZE:-}" in
+    ""|0|OFF|off|no) SIGNIN_SANITIZE= ;;
+    *) SIGNIN_SANITIZE=1 ;;
+esac
+BUILD="$ROOT/build${SIGNIN_SANITIZE:+/sanitize}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 cmd="${1:-build}"
 
@@ -25,6 +34,7 @@ DEB_PACKAGES=(
     python3 python3-argon2                # cross-checks of password hashes by another implementation
     wrk                                   # ./build.sh bench
     chromium                              # the browser test of the demo page (t/signin_browser.t)
+    clang libclang-rt-dev                 # fuzz/ (libFuzzer, ASan, UBSan): ./build.sh fuzz, and a short run in test
     curl ca-certificates procps
 )
 
@@ -49,13 +59,18 @@ install_deps() {
 }
 
 # ---------------------------------------------------------------- build
+# The core's unit tests (signin_unit, ctest) and signin-admin, for `test` and the tests' use: the
+# module does not need this, its nginx build compiles the core itself (config.make).
 build_core() {
-    log "building the core (CMake)"
+    log "building the core, its unit tests and signin-admin (CMake)"
     cmake -S "$ROOT" -B "$BUILD/core" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
         ${SIGNIN_SANITIZE:+-DSIGNIN_SANITIZE=ON} >/dev/null
     cmake --build "$BUILD/core" -j "$JOBS"
 }
 
+# Configures an nginx tree with --add-dynamic-module=$ROOT and runs its `make modules`: the rules
+# config.make adds build core and glue with CMake inside that tree's objs/, and the module is
+# relinked only when that archive changed.
 build_module() {
     local src flags
     if [ -n "${NGINX_SRC:-}" ]; then
@@ -68,41 +83,46 @@ build_module() {
         flags=("${NGX_CONF_FLAGS[@]}")
     fi
     local tree="$BUILD/nginx"
-    # configure records the list of module sources, so a new file or a new config means reconfigure
+    # configure records the module names (one per src/ngx/ngx_http_*_module.cpp) and the addon's
+    # config: a change there means reconfigure. Sources, headers and CMakeLists.txt are tracked by
+    # the CMake build that config.make runs.
     local stamp
-    stamp="$( { echo "$src"; printf '%s\n' "${flags[@]}"; cat "$ROOT/config"; ls "$ROOT"/src/ngx; } | sha256sum | cut -c1-16)"
+    stamp="$( { echo "$src"; printf '%s\n' "${flags[@]}"; echo "sanitize=$SIGNIN_SANITIZE";
+                cat "$ROOT/config" "$ROOT/config.make"; ls "$ROOT"/src/ngx; } | sha256sum | cut -c1-16)"
     if [ ! -f "$tree/.stamp" ] || [ "$(cat "$tree/.stamp")" != "$stamp" ]; then
         log "configuring nginx from $src"
         rm -rf "$tree"
         mkdir -p "$tree"
         cp -a "$src/." "$tree/"
         rm -rf "$tree/objs" "$tree/Makefile"
-        (cd "$tree" && ./configure "${flags[@]}" --add-dynamic-module="$ROOT" >"$tree/configure.log" 2>&1) || {
+        (cd "$tree" && SIGNIN_SANITIZE="$SIGNIN_SANITIZE" ./configure "${flags[@]}" --add-dynamic-module="$ROOT" \
+            >"$tree/configure.log" 2>&1) || {
             tail -30 "$tree/configure.log" >&2
             exit 1
         }
         echo "$stamp" >"$tree/.stamp"
     fi
-    log "building the nginx module"
-    rm -f "$tree/objs/ngx_http_signin_module.so"
+    log "building the nginx module (core and glue with it)"
     # Debian's tree has only headers: build the module for its /usr/sbin/nginx. A full source tree
     # builds its own nginx binary as well, which the tests and `run` then use.
     local target=modules
-    [ -n "${NGINX_SRC:-}" ] && target=build
+    [ -n "${NGINX_SRC:-}" ] && [ -f "$tree/src/core/nginx.c" ] && target=build
     make -C "$tree" -j "$JOBS" -f objs/Makefile "$target" >"$tree/make.log" 2>&1 || {
         grep -E "error|Error" -A3 "$tree/make.log" | head -60 >&2
         exit 1
     }
     mkdir -p "$BUILD/modules"
     # replace, never overwrite in place: a running nginx has the old file mapped
-    cp "$tree/objs/ngx_http_signin_module.so" "$BUILD/modules/.ngx_http_signin_module.so.new"
-    mv -f "$BUILD/modules/.ngx_http_signin_module.so.new" "$BUILD/modules/ngx_http_signin_module.so"
+    if ! cmp -s "$tree/objs/ngx_http_signin_module.so" "$BUILD/modules/ngx_http_signin_module.so"; then
+        cp "$tree/objs/ngx_http_signin_module.so" "$BUILD/modules/.ngx_http_signin_module.so.new"
+        mv -f "$BUILD/modules/.ngx_http_signin_module.so.new" "$BUILD/modules/ngx_http_signin_module.so"
+    fi
     log "module: $BUILD/modules/ngx_http_signin_module.so"
 }
 
 nginx_bin() {
     if [ -n "${NGINX_BIN:-}" ]; then echo "$NGINX_BIN";
-    elif [ -n "${NGINX_SRC:-}" ]; then echo "$BUILD/nginx/objs/nginx";
+    elif [ -n "${NGINX_SRC:-}" ] && [ -x "$BUILD/nginx/objs/nginx" ]; then echo "$BUILD/nginx/objs/nginx";
     else echo /usr/sbin/nginx; fi
 }
 
@@ -132,7 +152,20 @@ run_tests() {
     export SIGNIN_MODULE="$BUILD/modules/ngx_http_signin_module.so"
     export SIGNIN_ADMIN="$BUILD/core/signin-admin"
     export SIGNIN_ROOT="$ROOT"
+    if [ -n "$SIGNIN_SANITIZE" ]; then
+        # the instrumented module runs inside an uninstrumented nginx: the ASan runtime must be
+        # the first library of the process, so t/lib/SigninTest.pm starts nginx with it preloaded
+        # (GCC links UBSan's own runtime too; it may come later, but is preloaded with it)
+        local lib preload=""
+        for lib in libasan.so libubsan.so; do
+            preload="${preload:+$preload }$(readlink -f "$(g++ -print-file-name="$lib")")"
+        done
+        export SIGNIN_SANITIZE_PRELOAD="$preload"
+        log "sanitizers: nginx runs with LD_PRELOAD=$SIGNIN_SANITIZE_PRELOAD"
+    fi
     prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" "$ROOT"/t/*.t
+    log "fuzz targets, ${FUZZ_SECONDS:-5} s each (fuzz/run)"
+    FUZZ_SECONDS="${FUZZ_SECONDS:-5}" "$ROOT/fuzz/run"
 }
 
 serve_example() {
@@ -163,6 +196,7 @@ case "$cmd" in
     test) build_all; run_tests ;;
     run) build_all; serve_example ;;
     bench) build_all; export NGINX_BIN="$(nginx_bin)"; exec "$ROOT/bench/run" ;;
+    fuzz) install_deps; exec "$ROOT/fuzz/run" "${2:-${FUZZ_SECONDS:-60}}" ;;
     deps) install_deps ;;
-    *) echo "usage: $0 [build|test|run|bench]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|test|run|bench|fuzz [SECONDS]]" >&2; exit 2 ;;
 esac

@@ -140,7 +140,7 @@ ngx_int_t variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_
     if (ctx) {
         value = data == 0 ? ctx->version : ctx->controller_version;
     }
-    v->len = static_cast<unsigned>(value.len);
+    v->len = static_cast<unsigned>(value.len) & 0x0fffffffu;  // len is a 28-bit field
     v->data = value.len ? value.data : reinterpret_cast<u_char *>(const_cast<char *>(""));
     v->valid = 1;
     v->no_cacheable = 1;

@@ -574,7 +574,7 @@ static ngx_int_t get_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     }
     if (s == nullptr) return NGX_OK;
     v->data = reinterpret_cast<u_char *>(const_cast<char *>(s->data()));
-    v->len = static_cast<unsigned>(s->size());
+    v->len = static_cast<unsigned>(s->size()) & 0x0fffffffu;  // len is a 28-bit field
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;

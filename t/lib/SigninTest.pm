@@ -88,6 +88,7 @@ sub new {
     mkdir "$self->{prefix}/$_" for qw(temp logs);
     $self->{ports} = [map { free_port() } 1 .. 3];
     $self->{http} = HTTP::Tiny->new(timeout => 30, max_redirect => 0, keep_alive => 0);
+    $self->sanitizer_setup;    # SIGNIN_SANITIZE_PRELOAD: see "sanitizers" below
     return $self;
 }
 
@@ -300,6 +301,7 @@ sub done {
     my @bad = grep { /\[(alert|emerg|crit)\]|AddressSanitizer|runtime error:|LeakSanitizer|exited on signal/ }
         split /\n/, $log;
     @bad = grep { my $l = $_; !grep { $l =~ $_ } @allow } @bad;
+    push @bad, $self->sanitizer_reports;    # see "sanitizers" below
     my $name = 'error.log has no alert, emerg, crit or crash';
     $name .= " (checked for the test: nginx in $self->{prefix} was never done)" if $o{auto};
     ok(!@bad, $name) or diag join "\n", @bad[0 .. ($#bad > 20 ? 20 : $#bad)];
@@ -349,6 +351,64 @@ sub sleep_until {
     my $d = $when - time;
     sleep $d if $d > 0;
 }
+
+# ---------------------------------------------------------------- sanitizers (begin)
+# SIGNIN_SANITIZE=1 ./build.sh test builds the module with ASan and UBSan and exports
+# SIGNIN_SANITIZE_PRELOAD, the sanitizer runtimes for LD_PRELOAD: Debian's nginx is not
+# instrumented, and ASan's runtime must be the process's first library. Every nginx this object
+# starts (run, nginx_t, reload) gets it through $self->{nginx}; tests that start nginx themselves
+# with $ENV{NGINX_BIN} (t/example_conf.t) get it through NGINX_BIN, set here for this process.
+#   ASAN_OPTIONS:  reports to <prefix>/sanitizer/report.<pid> (world-writable: workers started by
+#                  root run as nobody). detect_leaks=0: LeakSanitizer would judge the whole nginx
+#                  at exit, whose cycle and pools an uninstrumented binary never frees on purpose;
+#                  the core's leaks are checked by ctest, which runs with leak detection on.
+#   UBSAN_OPTIONS: report and go on, with a stack, to the same place.
+# Where reports land: ASan reads its options when nginx starts, and workers inherit them. GCC's
+# UBSan runtime (libubsan, separate from libasan) reads its options only at its first report,
+# and in a worker nginx's setproctitle has already overwritten the environment: UBSan then runs
+# on defaults (no stack) and sets the report path it shares with ASan back to stderr, which nginx
+# points at error.log. So done() fails on report files and on sanitizer lines in error.log (the
+# grep above); a test that dies before done() shows them at exit.
+our ($SANITIZE_NGINX, @SANITIZED, %SANITIZE_CHECKED);
+sub sanitizer_setup {
+    my ($self) = @_;
+    my $preload = $ENV{SIGNIN_SANITIZE_PRELOAD} or return;
+    $SANITIZE_NGINX //= $self->{nginx};
+    my $dir = "$self->{prefix}/sanitizer";
+    mkdir $dir;
+    chmod 01777, $dir;
+    $self->{nginx} = join ' ', 'env', "LD_PRELOAD='$preload'",
+        "ASAN_OPTIONS=log_path=$dir/report:detect_leaks=0",
+        "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=0:log_path=$dir/report", $SANITIZE_NGINX;
+    $ENV{NGINX_BIN} = $self->{nginx};
+    push @SANITIZED, $self->{prefix};
+}
+
+sub sanitizer_reports {
+    my ($self) = @_;
+    my $prefix = ref $self ? $self->{prefix} : $self;
+    $SANITIZE_CHECKED{$prefix} = 1;
+    my @lines;
+    for my $file (sort glob "$prefix/sanitizer/report.*") {
+        open my $fh, '<', $file or next;
+        my @head = grep { defined } map { scalar <$fh> } 1 .. 30;
+        chomp @head;
+        push @lines, "sanitizer report $file:", @head;
+    }
+    return @lines;
+}
+
+END {    # before File::Temp's END removes the prefixes
+    for my $prefix (grep { !$SANITIZE_CHECKED{$_} } @SANITIZED) {
+        my @lines = sanitizer_reports($prefix);
+        if (open my $fh, '<', "$prefix/error.log") {
+            push @lines, grep { /AddressSanitizer|runtime error:|exited on signal/ } <$fh>;
+        }
+        chomp @lines;
+        diag join "\n", "sanitizer reports in $prefix (done() not reached):", @lines if @lines;
+    }
+}
+# ---------------------------------------------------------------- sanitizers (end)
 
 # ---------------------------------------------------------------- HTTP
 # req(METHOD, PATH, headers => {...}, json => $data | body => $bytes, port => N)

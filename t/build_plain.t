@@ -1,0 +1,128 @@
+# One build: a plain nginx source tree builds the module with nothing built before, the way a
+# user without build.sh does it:
+#   ./configure --with-compat --with-threads --add-dynamic-module=<checkout> && make modules
+# from a fresh copy of the checkout (no build/ directory). Then: glue and core were compiled with
+# the same C++ standard and warnings, the module's dynamic symbol table holds only what nginx looks
+# up in a module (also for the build.sh module under test), a second `make modules` relinks
+# nothing, and Debian's nginx loads the module and accepts a configuration that uses it.
+# Takes a minute or two (the whole core compiles); every command is bounded by `timeout`.
+use strict; use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use Cwd qw(abs_path);
+
+my $plain_src = $ENV{SIGNIN_PLAIN_NGINX_SRC} || '/usr/share/nginx/src';
+my $nginx = '/usr/sbin/nginx';    # Debian's nginx 1.22.1, the tree's own binary
+plan skip_all => "no nginx source tree at $plain_src (Debian: apt-get install nginx-dev)"
+    unless -x "$plain_src/configure";
+plan skip_all => "no $nginx to load the module into" unless -x $nginx;
+for my $tool (qw(cmake make nm tar)) {
+    plan skip_all => "$tool is not installed" unless grep { -x "$_/$tool" } split /:/, $ENV{PATH};
+}
+
+my $root = abs_path($ENV{SIGNIN_ROOT} || '.');
+# a plain build, also when the suite runs sanitized (config would read SIGNIN_SANITIZE)
+delete $ENV{SIGNIN_SANITIZE};
+my $tmp = tempdir('ngx_signin_plain.XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{TEST_KEEP});
+my ($tree, $checkout) = ("$tmp/nginx", "$tmp/ngx_signin");
+mkdir $_ or die "$_: $!" for $tree, $checkout;
+
+# Bounded, quiet, niced (the rest of the suite runs beside it): returns (exit status, output).
+sub sh {
+    my ($dir, $limit, $cmd) = @_;
+    open my $ph, '-|', 'timeout', $limit, 'nice', '-n', '10', 'sh', '-c', 'cd "$0" && exec 2>&1 && ' . $cmd, $dir
+        or die "sh: $!";
+    my $out = do { local $/; <$ph> } // '';
+    close $ph;
+    return ($? >> 8, $out);
+}
+sub tail_of { my @l = split /\n/, $_[0]; join "\n", @l[($#l > 40 ? $#l - 40 : 0) .. $#l] }
+
+# the checkout as git knows it (tracked files and new ones not ignored), else everything but the
+# build outputs
+my ($rc, $out);
+if (-e "$root/.git") {
+    ($rc, $out) = sh($root, 60, "git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C '$checkout'");
+} else {
+    ($rc, $out) = sh($root, 60, "tar --exclude=./build --exclude=node_modules -cf - . | tar -xf - -C '$checkout'");
+}
+is $rc, 0, 'a fresh copy of the checkout' or diag $out;
+ok !-e "$checkout/build", '... with no build directory in it';
+($rc, $out) = sh($plain_src, 60, "tar -cf - . | tar -xf - -C '$tree'");
+is $rc, 0, "a copy of the plain nginx tree $plain_src" or diag $out;
+
+($rc, $out) = sh($tree, 300, "./configure --with-compat --with-threads --add-dynamic-module='$checkout'");
+is $rc, 0, './configure --with-compat --with-threads --add-dynamic-module=<checkout>'
+    or BAIL_OUT("configure failed:\n" . tail_of($out));
+# Debian's tree has no top-level Makefile (an upstream tree's only forwards to objs/Makefile)
+($rc, $out) = sh($tree, 900, 'make -j2 -f objs/Makefile modules');
+is $rc, 0, 'make modules' or diag tail_of($out);
+my $so = "$tree/objs/ngx_http_signin_module.so";
+ok -f $so, 'the module is built: objs/ngx_http_signin_module.so' or BAIL_OUT('no module');
+
+# CMake's flags for the core (signin_core_objects) and the glue (ngx_signin) of that build
+my %flags;
+for my $target (qw(signin_core_objects ngx_signin)) {
+    my $file = "$tree/objs/addon/ngx_signin/CMakeFiles/$target.dir/flags.make";
+    open my $fh, '<', $file or do { fail "$file: $!"; next };
+    ($flags{$target}) = map { /^CXX_FLAGS = (.*)$/ ? $1 : () } <$fh>;
+}
+is $flags{ngx_signin}, $flags{signin_core_objects}, 'glue and core compile with the same flags';
+like $flags{ngx_signin} // '', qr/(?=.*-std=c\+\+20)(?=.*-Wconversion)(?=.*-Wshadow)(?=.*-Werror)(?=.*-fvisibility=hidden)/,
+    '... C++20, our warnings as errors, hidden symbols';
+
+# nginx's ngx_load_module() looks up ngx_modules, ngx_module_names and ngx_module_order and
+# nothing else. The version script (src/ngx/exports.map) makes everything else local, including
+# what the linker itself defines (_init, _fini, _edata, _end, __bss_start), so the list is exact.
+my @want = qw(ngx_module_names ngx_module_order ngx_modules);
+sub exported {
+    my ($file) = @_;
+    my @syms = sort map { (split ' ')[-1] } grep { /\S/ } split /\n/, `nm -D --defined-only '$file' 2>&1`;
+    return @syms;
+}
+is_deeply [exported($so)], \@want, 'nm -D --defined-only: ngx_modules, ngx_module_names, ngx_module_order only'
+    or diag join ' ', exported($so);
+if ($ENV{SIGNIN_MODULE}) {
+    is_deeply [exported($ENV{SIGNIN_MODULE})], \@want, "... and the same for the module under test ($ENV{SIGNIN_MODULE})"
+        or diag join ' ', exported($ENV{SIGNIN_MODULE});
+}
+
+# incremental: nothing changed, nothing relinked
+my $mtime = (stat $so)[9];
+sleep 1;
+($rc, $out) = sh($tree, 300, 'make -j2 -f objs/Makefile modules');
+is $rc, 0, 'a second make modules';
+is +(stat $so)[9], $mtime, '... does not relink an unchanged module' or diag tail_of($out);
+
+# Debian's nginx loads it and accepts the directives
+my $prefix = "$tmp/prefix";
+mkdir $prefix;
+mkdir "$prefix/$_" for qw(logs temp);
+open my $fh, '>', "$prefix/nginx.conf" or die;
+print $fh <<"EOF";
+load_module $so;
+pid $prefix/nginx.pid;
+error_log $prefix/error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $prefix/temp/body;
+    proxy_temp_path $prefix/temp/proxy;
+    fastcgi_temp_path $prefix/temp/fastcgi;
+    uwsgi_temp_path $prefix/temp/uwsgi;
+    scgi_temp_path $prefix/temp/scgi;
+    signin_store $prefix/store;
+    signin_origin http://127.0.0.1:8080;
+    signin_delivery /_signin/deliver;
+    server {
+        listen 127.0.0.1:8080;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+    }
+}
+EOF
+close $fh;
+$out = `timeout 60 $nginx -p $prefix -c $prefix/nginx.conf -t 2>&1`;
+is $? >> 8, 0, "$nginx -t loads it (signin_store, signin_origin, signin_api)" or diag $out;
+
+done_testing;
