@@ -40,7 +40,8 @@ std::string client_key(std::string_view client, unsigned ipv6_prefix) {
     const unsigned bits = std::min(ipv6_prefix, 128u);
     for (unsigned i = 0; i < 16; ++i) {
         if (bits >= 8 * (i + 1)) continue;
-        a[i] = bits <= 8 * i ? 0 : static_cast<unsigned char>(a[i] & (0xff << (8 - (bits - 8 * i))));
+        const unsigned keep = bits <= 8 * i ? 0 : bits - 8 * i;  // 0-7 high bits of this byte
+        a[i] = static_cast<unsigned char>(a[i] & static_cast<unsigned char>(0xffu << (8 - keep)));
     }
     if (inet_ntop(AF_INET6, a, text, sizeof text) == nullptr) return std::string(client);
     return std::string(text) + "/" + std::to_string(bits);

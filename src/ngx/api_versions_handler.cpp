@@ -263,25 +263,11 @@ ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view 
 }
 
 ngx_int_t rewrite_handler(ngx_http_request_t *r) {
-    try {
-        return route(r);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions: %s", e.what());
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions: unexpected error");
-    }
-    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return signin_ngx::guard_request(r, "api_versions_route", [r] { return route(r); });
 }
 
 ngx_int_t openapi_handler(ngx_http_request_t *r) {
-    try {
-        return openapi(r);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions_openapi: %s", e.what());
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions_openapi: unexpected error");
-    }
-    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return signin_ngx::guard_request(r, "api_versions_openapi", [r] { return openapi(r); });
 }
 
 }  // namespace apiv

@@ -65,23 +65,13 @@ ngx_int_t call_endpoint(ngx_http_request_t *r, const Route &route, std::string_v
 
 // A POST once its body is read: the endpoint's rc is finalized here, unless a job answers later.
 void body_ready(ngx_http_request_t *r) {
-    ngx_int_t rc;
-    try {
+    ngx_int_t rc = guard_request(r, "signin: a request", [r]() -> ngx_int_t {
         RequestCtx *ctx = get_ctx(r, false);
-        if (ctx == nullptr || ctx->route == nullptr) {
-            rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-        } else {
-            RequestBody body(r);
-            rc = body.too_large() ? send_error(r, kPayloadTooLarge, "the request body is too large")
-                                  : call_endpoint(r, *ctx->route, body.text());
-        }
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: request failed: %s", e.what());
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: request failed");
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+        if (ctx == nullptr || ctx->route == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        RequestBody body(r);
+        return body.too_large() ? send_error(r, kPayloadTooLarge, "the request body is too large")
+                                : call_endpoint(r, *ctx->route, body.text());
+    });
     if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
 }
 
@@ -143,14 +133,7 @@ ngx_int_t api(ngx_http_request_t *r) {
 }  // namespace
 
 ngx_int_t api_handler(ngx_http_request_t *r) {
-    try {
-        return api(r);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: request failed: %s", e.what());
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: request failed");
-    }
-    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return guard_request(r, "signin: a request", [r] { return api(r); });
 }
 
 }  // namespace signin_ngx

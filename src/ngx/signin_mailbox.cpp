@@ -198,11 +198,7 @@ ngx_int_t mailbox(ngx_http_request_t *r) {
 }  // namespace
 
 ngx_int_t mailbox_handler(ngx_http_request_t *r) {
-    try {
-        return mailbox(r);
-    } catch (...) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    return guard_request(r, "signin_dev_mailbox", [r] { return mailbox(r); });
 }
 
 ngx_int_t mailbox_init_zone(ngx_shm_zone_t *zone, void *data) {

@@ -74,14 +74,7 @@ ngx_int_t require_handler(ngx_http_request_t *r) {
     // the sign-in machinery itself is never gated (signin_require on at server level must not
     // lock visitors out of signing in): the API, the dev mailbox and our delivery subrequest
     if (!l->require || l->api == 1 || l->mailbox == 1) return NGX_DECLINED;
-    try {
-        return gate(r);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: access check failed: %s", e.what());
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: access check failed");
-    }
-    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return guard_request(r, "signin: the access check", [r] { return gate(r); });
 }
 
 ngx_int_t require_subrequest_handler(ngx_http_request_t *r) {
