@@ -191,26 +191,30 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_value(m->registration, 0);
     ngx_conf_init_value(m->passwords, 0);
     ngx_conf_init_value(m->email, 1);
-    ngx_conf_init_msec_value(m->token_ttl, 10 * 60 * 1000);
-    ngx_conf_init_msec_value(m->token_resend, 60 * 1000);
-    ngx_conf_init_uint_value(m->tokens_per_address, 3);
-    ngx_conf_init_msec_value(m->session_ttl, 30ULL * 24 * 3600 * 1000);
-    ngx_conf_init_msec_value(m->session_idle, 7ULL * 24 * 3600 * 1000);
-    ngx_conf_init_msec_value(m->bearer_ttl, 3600 * 1000);
-    ngx_conf_init_msec_value(m->audit_keep, 90ULL * 24 * 3600 * 1000);
+    // SPEC §8's values are written once, in the engine's Policy (DESIGN §3 rule 8)
+    const signin::Policy spec;
+    const signin::AttemptLimits &attempts = spec.attempts;
+    auto msec = [](signin::Millis v) { return static_cast<ngx_msec_t>(v); };
+    ngx_conf_init_msec_value(m->token_ttl, msec(spec.token_ttl));
+    ngx_conf_init_msec_value(m->token_resend, msec(spec.token_resend));
+    ngx_conf_init_uint_value(m->tokens_per_address, spec.tokens_per_address);
+    ngx_conf_init_msec_value(m->session_ttl, msec(spec.session_ttl));
+    ngx_conf_init_msec_value(m->session_idle, msec(spec.session_idle));
+    ngx_conf_init_msec_value(m->bearer_ttl, msec(spec.bearer_ttl));
+    ngx_conf_init_msec_value(m->audit_keep, msec(spec.audit_keep));
     ngx_conf_init_size_value(m->body_max, 4096);
-    ngx_conf_init_uint_value(m->client_ipv6_prefix, 64);
-    ngx_conf_init_uint_value(m->password_min_length, signin::password::kDefaultMinLength);
-    ngx_conf_init_uint_value(m->password_attempts, 5);
-    ngx_conf_init_msec_value(m->password_backoff, 60 * 1000);
-    ngx_conf_init_msec_value(m->password_backoff_max, 3600 * 1000);
-    ngx_conf_init_uint_value(m->password_address_limit, 100);
-    ngx_conf_init_msec_value(m->password_address_window, 60 * 1000);
-    ngx_conf_init_msec_value(m->password_register_backoff, 60 * 1000);
-    ngx_conf_init_msec_value(m->password_register_backoff_max, 3600 * 1000);
-    ngx_conf_init_msec_value(m->password_fresh, 10 * 60 * 1000);
-    ngx_conf_init_uint_value(m->password_hash_t, 2);
-    ngx_conf_init_size_value(m->password_hash_m, 19456 * 1024);
+    ngx_conf_init_uint_value(m->client_ipv6_prefix, attempts.client_ipv6_prefix);
+    ngx_conf_init_uint_value(m->password_min_length, spec.password_min_length);
+    ngx_conf_init_uint_value(m->password_attempts, attempts.free_attempts);
+    ngx_conf_init_msec_value(m->password_backoff, msec(attempts.backoff));
+    ngx_conf_init_msec_value(m->password_backoff_max, msec(attempts.backoff_max));
+    ngx_conf_init_uint_value(m->password_address_limit, attempts.address_limit);
+    ngx_conf_init_msec_value(m->password_address_window, msec(attempts.address_window));
+    ngx_conf_init_msec_value(m->password_register_backoff, msec(attempts.register_backoff));
+    ngx_conf_init_msec_value(m->password_register_backoff_max, msec(attempts.register_backoff_max));
+    ngx_conf_init_msec_value(m->password_fresh, msec(spec.fresh_window));
+    ngx_conf_init_uint_value(m->password_hash_t, static_cast<ngx_uint_t>(spec.password_hash.opslimit));
+    ngx_conf_init_size_value(m->password_hash_m, spec.password_hash.memlimit);
     if (m->thread_pool_name.len == 0) {
         ngx_str_set(&m->thread_pool_name, "default");
     }
@@ -418,8 +422,9 @@ static char *set_hash(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     auto *m = static_cast<MainConf *>(conf);
     if (m->password_hash_t != NGX_CONF_UNSET_UINT) return const_cast<char *>("is duplicate");
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-    m->password_hash_t = 2;
-    m->password_hash_m = 19456 * 1024;
+    const signin::password::HashParams spec;  // SPEC §8: Argon2id, 19 MiB, 2 iterations
+    m->password_hash_t = static_cast<ngx_uint_t>(spec.opslimit);
+    m->password_hash_m = spec.memlimit;
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
         bool ok = false;
         if (value[i].len > 2 && ngx_strncmp(value[i].data, "t=", 2) == 0) {
@@ -437,7 +442,7 @@ static char *set_hash(ngx_conf_t *cf, ngx_command_t *, void *conf) {
             return static_cast<char *>(NGX_CONF_ERROR);
         }
     }
-    if (m->password_hash_t < 2 || m->password_hash_m < 19456 * 1024) {
+    if (m->password_hash_t < spec.opslimit || m->password_hash_m < spec.memlimit) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "signin_password_hash is weaker than Argon2id t=2 m=19456k (SPEC §8); use it only in tests");
     }
