@@ -1,13 +1,15 @@
-# Delivery through proxy_pass to a mailer, as in production: the mailer receives the JSON of
-# $signin_delivery_json without the visitor's cookies even with proxy_pass_request_headers on
-# (the module gives the subrequest no client headers), and its 2xx counts as delivered
-# (the token works).
+# Delivery through proxy_pass to a mailer, as in production: the subrequest's own body is the
+# delivery JSON (application/json), so a plain proxy_pass sends it; the mailer gets it without the
+# visitor's cookies even with proxy_pass_request_headers on (the module gives the subrequest no
+# client headers), and its 2xx counts as delivered (the token works). With error_log at debug
+# level, no token is written to it: nothing passes the token through an nginx variable (issue #19
+# item 3). The older recipe with proxy_set_body $signin_delivery_json still delivers.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
-$t->run(http => q{
+$t->run(main => "thread_pool default threads=4;\nerror_log %%PREFIX%%/debug.log debug;", http => q{
     signin_store %%STORE%%;
     signin_origin http://127.0.0.1:%%PORT%%;
     signin_registration on;
@@ -16,6 +18,14 @@ $t->run(http => q{
     log_format mailer '$http_cookie|$http_authorization|$content_type';
     server {
         listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver {
+            internal;
+            proxy_pass http://127.0.0.1:%%PORT2%%/send;
+        }
+    }
+    server {
+        listen 127.0.0.1:%%PORT3%%;
         location /auth/ { signin_api; }
         location = /_signin/deliver {
             internal;
@@ -54,5 +64,21 @@ for (1 .. 40) {   # the access log line is written when the mailer's request end
 ok @lines >= 1, 'the mailer logged the request';
 unlike join('', @lines), qr/theme=dark|other=1/, "the visitor's cookies did not reach the mailer";
 like $lines[0], qr/\|application\/json$/m, 'the mailer got content-type application/json';
+
+# a whole sign-in at debug level: the token of the email and the session secret
+my $cookie = SigninTest::set_cookie_pair($r);
+my ($secret) = $cookie =~ /=(.*)/;
+is $t->req(GET => '/auth/me', headers => { cookie => $cookie })->{status}, 200, 'signed in';
+my $debug = do { local $/; open my $fh, '<', $t->prefix . '/debug.log' or die; <$fh> };
+like $debug, qr/\[debug\]/, 'error.log is at debug level';
+like $debug, qr/http proxy header/, '... and logged the proxied delivery';
+unlike $debug, qr/\Q$m->{token}\E/, 'the delivered token is nowhere in the debug log';
+
+# the older recipe (proxy_set_body $signin_delivery_json) still delivers
+$r = $t->req(POST => '/auth/register', json => { email => 'old-recipe@example.com' }, port => $t->port3);
+is $r->{status}, 202, 'register through the proxy_set_body recipe';
+ok $t->wait_for(sub { grep { $_->{email} eq 'old-recipe@example.com' }
+                      @{ $t->req(GET => '/box', port => $t->port2)->{json}{emails} || [] } }),
+   '... is delivered too';
 $t->done;
 done_testing;
