@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <deque>
 #include <exception>
 #include <new>
 #include <vector>
@@ -188,6 +189,29 @@ struct HashTask {
     ngx_thread_task_t *task = nullptr;
 };
 
+// With one pool for both stages (no signin_password_thread_pool of its own) a write batch would
+// wait behind every queued Argon2id: seconds under a password flood. Then each worker runs one
+// hash at a time and keeps the rest here, so a batch waits for at most one hash per worker.
+// A pool of its own takes as many as it has threads and queue.
+constexpr std::size_t kHashWaiting = 64;  // beyond this the request is answered 503 at once
+std::deque<Waiter> g_hash_waiting;
+std::size_t g_hashing = 0;
+
+std::size_t hash_slots() { return g_hash_pool == g_write_pool ? 1 : static_cast<std::size_t>(-1); }
+
+ngx_int_t post_hash(const Waiter &w);
+
+// A hash slot came free: the next waiting job takes it (a pool that refuses it ends the job).
+void next_hash() {
+    while (g_hashing < hash_slots() && !g_hash_waiting.empty()) {
+        const Waiter w = g_hash_waiting.front();
+        g_hash_waiting.pop_front();
+        if (post_hash(w) == NGX_OK) continue;
+        w.job->fail(signin::Error{signin::Code::StorageError, "the thread pool refused the job"});
+        complete(w);
+    }
+}
+
 void hash_thread(void *data, ngx_log_t *log) {
     auto *t = static_cast<HashTask *>(data);
     lower_thread_priority();
@@ -199,7 +223,23 @@ void hash_done(ngx_event_t *ev) {
     auto *t = static_cast<HashTask *>(ev->data);
     const Waiter w = t->w;
     delete_task(t);
-    guarded("the end of a hashing job", [&w] { next_stage(w); });
+    g_hashing--;
+    guarded("the end of a hashing job", [&w] {
+        next_stage(w);
+        next_hash();
+    });
+}
+
+ngx_int_t post_hash(const Waiter &w) {
+    auto *t = new_task<HashTask>(hash_thread, hash_done);
+    if (t == nullptr) return NGX_ERROR;
+    t->w = w;
+    if (post_task(g_hash_pool, t) != NGX_OK) {
+        delete_task(t);
+        return NGX_ERROR;
+    }
+    g_hashing++;
+    return NGX_OK;
 }
 
 // ---------------------------------------------------------------- the Write stage: batches
@@ -277,12 +317,14 @@ void batch_done(ngx_event_t *ev) {
 ngx_int_t start_stage(const Waiter &w) {
     if (g_write_pool == nullptr || g_hash_pool == nullptr) return NGX_ERROR;
     if (w.job->stage() == Job::Stage::Hash) {
-        auto *t = new_task<HashTask>(hash_thread, hash_done);
-        if (t == nullptr) return NGX_ERROR;
-        t->w = w;
-        if (post_task(g_hash_pool, t) == NGX_OK) return NGX_OK;
-        delete_task(t);
-        return NGX_ERROR;
+        if (g_hashing < hash_slots()) return post_hash(w);
+        if (g_hash_waiting.size() >= kHashWaiting) return NGX_ERROR;
+        try {
+            g_hash_waiting.push_back(w);
+        } catch (const std::bad_alloc &) {
+            return NGX_ERROR;
+        }
+        return NGX_OK;
     }
     try {
         g_waiting.push_back(w);
@@ -321,8 +363,16 @@ void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) {
 ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx == nullptr || start_stage(Waiter{r, job.get()}) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not queue a job to the thread pool");
-        return send_error(r, signin::Code::StorageError, "could not queue the request to the thread pool");
+        // overloaded (a full queue) or misconfigured: the client may try again shortly; the log
+        // says it at most once a second, however many requests are refused
+        static ngx_msec_t logged = 0;
+        if (logged == 0 || ngx_current_msec - logged >= 1000) {
+            logged = ngx_current_msec;
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "signin: the thread pool is full: requests are answered 503 (said at most once a second)");
+        }
+        if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return send_error(r, kBusy, "the server is busy; try again in a second");
     }
     // the job's stage runs no earlier than posted, and comes back no earlier than this handler returns
     ctx->job = std::move(job);

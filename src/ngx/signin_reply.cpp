@@ -83,12 +83,15 @@ HttpError http_error(signin::Code code) {
 }
 
 ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &message) {
-    if (e.status >= 500) {
+    // a server error's reason is for the log, not the client; being busy is neither (its caller
+    // logs it at most once a second, and the client is told to come back)
+    const bool busy = e.code == kBusy.code;
+    if (e.status >= 500 && !busy) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: %s", message.c_str());
     }
-    std::string shown = e.status >= 500 ? std::string(e.status == 507 ? "the sign-in store is full"
-                                                                     : "the sign-in service is unavailable")
-                                        : message;
+    std::string shown = e.status < 500 || busy ? message
+                        : e.status == 507      ? std::string("the sign-in store is full")
+                                               : std::string("the sign-in service is unavailable");
     return send_json(r, e.status, signin::json::error(e.code, shown));
 }
 

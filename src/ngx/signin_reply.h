@@ -23,6 +23,7 @@ inline constexpr HttpError kAmbiguousCredentials{400, "ambiguous_credentials"}; 
 inline constexpr HttpError kMethodNotAllowed{405, "method_not_allowed"};
 inline constexpr HttpError kPayloadTooLarge{413, "payload_too_large"};
 inline constexpr HttpError kUnsupportedMediaType{415, "unsupported_media_type"};
+inline constexpr HttpError kBusy{503, "busy"};  // the thread pools' queues are full (with Retry-After)
 
 // Each send_* returns the output filter's rc, for ngx_http_finalize_request.
 ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
