@@ -89,6 +89,7 @@ struct ngx_http_api_versions_ctx_t {
     ngx_str_t version;             // $api_version: requested or default, "" when none
     ngx_str_t controller_version;  // $api_controller_version
     ngx_uint_t version_index;      // signin::version::npos when none
+    ngx_str_t controller;          // the named location that answers, "" until decided
 };
 static_assert(std::is_trivially_destructible<ngx_http_api_versions_ctx_t>::value,
               "the request ctx lives in pool memory");
@@ -101,6 +102,7 @@ ngx_http_api_versions_ctx_t *create_ctx(ngx_http_request_t *r);
 
 // Phase handler, content handler, header filter and variables (api_versions_*.cpp).
 ngx_int_t rewrite_handler(ngx_http_request_t *r);
+ngx_int_t route_content_handler(ngx_http_request_t *r);
 ngx_int_t openapi_handler(ngx_http_request_t *r);
 ngx_int_t install_filter(ngx_conf_t *cf);
 ngx_int_t add_variables(ngx_conf_t *cf);

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "api_versions_glue.h"
-#include "signin_handlers.h"
 #include "signin_reply.h"
 #include "signin/version/openapi.hpp"
 
@@ -52,11 +51,6 @@ ngx_int_t route(ngx_http_request_t *r) {
     if (!lcf->route) {
         return NGX_DECLINED;
     }
-    // The request leaves this location for a named controller in this phase, so this location's
-    // access phase never runs: a signin_require here is enforced now, before the jump.
-    if (ngx_int_t rc = signin_ngx::require_handler(r); rc != NGX_DECLINED) {
-        return rc;
-    }
     auto *mcf = static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_api_versions_module));
     if (!mcf->state) {
         return NGX_DECLINED;
@@ -72,6 +66,7 @@ ngx_int_t route(ngx_http_request_t *r) {
     ctx->version_index = npos;
     ctx->version.len = 0;
     ctx->controller_version.len = 0;
+    ctx->controller.len = 0;
 
     std::string_view uri = sv(r->uri);
     std::string_view mount = sv(lcf->mount);
@@ -149,14 +144,26 @@ ngx_int_t route(ngx_http_request_t *r) {
         ngx_http_set_exten(r);
     }
 
-    ngx_str_t controller = signin_ngx::ngx_view(d.endpoint->route->controller);
+    // The version is resolved here, in the rewrite phase; the jump to the controller waits for
+    // this location's content phase, so that its access phase (allow/deny, auth_basic,
+    // auth_request, signin_require) and its limit_req run first, as for any location.
+    ctx->controller = signin_ngx::ngx_view(d.endpoint->route->controller);
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "api_versions: %V answered by %V at %V",
-                   &ctx->version, &ctx->controller_version, &controller);
-    // ngx_http_named_location() takes a reference on the request (r->main->count++) and runs
-    // the controller's phases; finalizing with NGX_DONE gives that reference back, as the
-    // rewrite-phase checker does nothing for a handler's NGX_DONE
-    ngx_http_finalize_request(r, ngx_http_named_location(r, &controller));
-    return NGX_DONE;
+                   &ctx->version, &ctx->controller_version, &ctx->controller);
+    return NGX_DECLINED;
+}
+
+// The content handler of an api_versions_route location: the jump to the decided controller.
+ngx_int_t route_content(ngx_http_request_t *r) {
+    ngx_http_api_versions_ctx_t *ctx = find_ctx(r);
+    if (ctx == nullptr || ctx->controller.len == 0) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return send_error(r, NGX_HTTP_NOT_FOUND, "not found", "not_found");
+    }
+    ngx_str_t controller = ctx->controller;
+    // ngx_http_named_location() takes a reference on the request (r->main->count++) and runs the
+    // controller's phases; its NGX_DONE, finalized by the content phase, gives that reference back
+    return ngx_http_named_location(r, &controller);
 }
 
 ngx_int_t openapi(ngx_http_request_t *r) {
@@ -260,6 +267,10 @@ ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view 
     return signin_ngx::send_json(r, status,
                                  "{\"error\":" + signin::version::json_quote(error) + ",\"code\":\"" +
                                      std::string(code) + "\"}");
+}
+
+ngx_int_t route_content_handler(ngx_http_request_t *r) {
+    return signin_ngx::guard_request(r, "api_versions_route", [r] { return route_content(r); });
 }
 
 ngx_int_t rewrite_handler(ngx_http_request_t *r) {

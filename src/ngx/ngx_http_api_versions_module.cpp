@@ -295,6 +295,7 @@ char *route_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
             mount.remove_suffix(1);
         }
         lcf->route = 1;
+        clcf->handler = apiv::route_content_handler;  // the jump, after this location's access phase
         lcf->mount = signin_ngx::pool_copy(cf->pool, mount);
         lcf->route_file = cf->conf_file->file.name.data;
         lcf->route_line = cf->conf_file->line;
