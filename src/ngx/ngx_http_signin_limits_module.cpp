@@ -42,6 +42,7 @@ struct Node {
     Node *next;         // hash chain
     ngx_queue_t queue;  // LRU, most recently used first
     std::int64_t expires;  // after this instant the state equals a fresh one
+    std::int64_t holds;    // it refuses until this instant (a backoff's wait, a full window): never evicted before
     std::int64_t audited;  // last refusal worth an audit entry
     std::int64_t used;     // when the node last moved to the head of the LRU queue
     std::int64_t state[3]; // a WindowState or a BackoffState (memcpy)
@@ -201,16 +202,26 @@ Node *lookup(ZoneCtx *ctx, const Key &k, Bucket b, std::int64_t now, bool create
             ngx_queue_remove(&n->queue);
             ngx_queue_insert_head(&ctx->sh->queue, &n->queue);
         }
-        if (n->expires <= now) std::memset(n->state, 0, sizeof(n->state));  // stale: fresh state
+        if (n->expires <= now) {  // stale: fresh state
+            std::memset(n->state, 0, sizeof(n->state));
+            n->holds = 0;
+        }
         return n;
     }
     if (!create) return nullptr;
     expire(ctx, now);  // room is made where nodes are made
     void *mem = ngx_slab_alloc_locked(ctx->shpool, kNodeSize);
     int evicted = 0;
-    while (mem == nullptr && !ngx_queue_empty(&ctx->sh->queue) && evicted < 16) {
-        // every node has one size, so one eviction frees one slot
-        remove(ctx, ngx_queue_data(ngx_queue_last(&ctx->sh->queue), Node, queue));
+    // Every node has one size, so one eviction frees one slot. The least recently used node that
+    // no longer refuses goes: a flood of fresh keys must not free a victim's live password
+    // backoff. Only so many are looked at; when they all still refuse, there is no room (the
+    // callers then refuse: the zone fails closed).
+    ngx_queue_t *q = ngx_queue_last(&ctx->sh->queue);
+    for (int looked = 0; mem == nullptr && q != ngx_queue_sentinel(&ctx->sh->queue) && looked < 64; looked++) {
+        Node *victim = ngx_queue_data(q, Node, queue);
+        q = ngx_queue_prev(q);
+        if (victim->holds > now) continue;
+        remove(ctx, victim);
         evicted++;
         mem = ngx_slab_alloc_locked(ctx->shpool, kNodeSize);
     }
@@ -233,11 +244,19 @@ Node *lookup(ZoneCtx *ctx, const Key &k, Bucket b, std::int64_t now, bool create
     return n;
 }
 
-void warn_nomem(ngx_log_t *log) {
-    if (g_warned_nomem) return;
-    g_warned_nomem = true;
-    ngx_log_error(NGX_LOG_WARN, log, 0,
-                  "signin_limits: no room for a counter even after eviction; this request is not limited");
+// No room for a new counter: every counter the eviction looked at still refuses someone. The
+// request is refused (fail closed) rather than let through uncounted.
+Verdict no_room(ngx_log_t *log) {
+    if (!g_warned_nomem) {
+        g_warned_nomem = true;
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "signin_limits: the zone is full of counters that still refuse; requests that need a new "
+                      "counter are refused until room frees (a larger zone holds more)");
+    }
+    Verdict v;
+    v.allowed = false;
+    v.retry_after = 1;
+    return v;
 }
 
 throttle::WindowRule rule_of(LimitsConf *c, Bucket b) {
@@ -271,8 +290,7 @@ Verdict window_op(ngx_http_request_t *r, Bucket b, std::string_view key, const t
     Node *n = lookup(ctx, k, b, now, op == Op::Take, r->connection->log);
     if (n == nullptr) {
         ngx_shmtx_unlock(&ctx->shpool->mutex);
-        if (op == Op::Take) warn_nomem(r->connection->log);
-        return out;
+        return op == Op::Take ? no_room(r->connection->log) : out;
     }
     throttle::WindowState s;
     std::memcpy(&s, n->state, sizeof(s));
@@ -286,6 +304,7 @@ Verdict window_op(ngx_http_request_t *r, Bucket b, std::string_view key, const t
         std::memcpy(n->state, &s, sizeof(s));
         n->expires = throttle::window_expiry(s, rule);
     }
+    if (!v.allowed) n->holds = std::max<std::int64_t>(n->holds, now + std::int64_t{v.retry_after} * 1000);
     out.allowed = v.allowed;
     out.retry_after = v.retry_after;
     if (!v.allowed && now - n->audited >= rule.window) {
@@ -360,16 +379,21 @@ Verdict backoff_check(ngx_http_request_t *r, Bucket b, std::string_view key, con
     const std::int64_t now = now_ms();
     Verdict out;
     ngx_shmtx_lock(&ctx->shpool->mutex);
-    if (Node *n = lookup(ctx, k, b, now, false, r->connection->log)) {
-        throttle::BackoffState s;
-        std::memcpy(&s, n->state, sizeof(s));
-        throttle::Verdict v = throttle::backoff_check(s, rule, now);
-        out.allowed = v.allowed;
-        out.retry_after = v.retry_after;
-        if (!v.allowed && now - n->audited >= rule.base) {
-            n->audited = now;
-            out.audit = true;
-        }
+    // made now if absent, so that the attempt's failure has a place to be counted: without one
+    // the attempt is refused (fail closed) instead of going uncounted
+    Node *n = lookup(ctx, k, b, now, true, r->connection->log);
+    if (n == nullptr) {
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return no_room(r->connection->log);
+    }
+    throttle::BackoffState s;
+    std::memcpy(&s, n->state, sizeof(s));
+    throttle::Verdict v = throttle::backoff_check(s, rule, now);
+    out.allowed = v.allowed;
+    out.retry_after = v.retry_after;
+    if (!v.allowed && now - n->audited >= rule.base) {
+        n->audited = now;
+        out.audit = true;
     }
     ngx_shmtx_unlock(&ctx->shpool->mutex);
     return out;
@@ -388,9 +412,10 @@ void backoff_fail(ngx_http_request_t *r, Bucket b, std::string_view key, const t
         s = throttle::backoff_fail(s, rule, now);
         std::memcpy(n->state, &s, sizeof(s));
         n->expires = throttle::backoff_expiry(s, rule);
+        n->holds = s.until;
     }
     ngx_shmtx_unlock(&ctx->shpool->mutex);
-    if (n == nullptr) warn_nomem(r->connection->log);
+    if (n == nullptr) (void)no_room(r->connection->log);
 }
 
 void backoff_clear(ngx_http_request_t *r, Bucket b, std::string_view key) {
