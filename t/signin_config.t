@@ -88,6 +88,24 @@ refused($good . q{ signin_origin https://other.example.com; } . $server, qr/dupl
 refused($good . q{ server { listen 127.0.0.1:%%PORT2%%; location / { signin_store /tmp/x; } } } . $server,
         qr/not allowed|signin_store/, 'signin_store inside a location');
 
+# a delivery location that is not internal is an open mail relay: nginx -t warns (issue #19 item 11)
+{
+    my $open = $good . q{
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { signin_dev_mailbox; }
+    }
+};
+    my ($rc, $out) = nginx_t($open);
+    is $rc, 0, 'a delivery location without internal still passes nginx -t';
+    like $out, qr/\[warn\].*signin_delivery location "\/_signin\/deliver" is not "internal"/,
+        '... with a warning that names it' or diag $out;
+    ($rc, $out) = nginx_t($good . $server);
+    unlike $out, qr/is not "internal"/, 'no warning when it is internal';
+}
+refused($good . q{ signin_audit_keep 0; } . $server, qr/signin_audit_keep/, 'signin_audit_keep 0');
+
 # and a real start with the valid configuration, so the error log is checked too
 my $t = SigninTest->new;
 $t->run(http => $good . $server);

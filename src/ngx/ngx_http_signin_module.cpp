@@ -322,7 +322,7 @@ static void *create_loc_conf(ngx_conf_t *cf) {
     return l;
 }
 
-static char *merge_loc_conf(ngx_conf_t *, void *parent, void *child) {
+static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     auto *prev = static_cast<LocConf *>(parent);
     auto *conf = static_cast<LocConf *>(child);
     ngx_conf_merge_value(conf->require, prev->require, 0);
@@ -330,6 +330,17 @@ static char *merge_loc_conf(ngx_conf_t *, void *parent, void *child) {
     ngx_conf_init_value(conf->mailbox, 0);
     ngx_conf_init_value(conf->previews, 0);
     ngx_conf_merge_value(conf->pass_credentials, prev->pass_credentials, 0);
+    // The delivery location sends email to any address it is given: reachable from outside, it
+    // is an open relay (cf->ctx is this location's while nginx merges it).
+    auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    if (m->used && m->delivery_uri.len && clcf->internal != 1 && clcf->name.len == m->delivery_uri.len &&
+        ngx_strncmp(clcf->name.data, m->delivery_uri.data, m->delivery_uri.len) == 0) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "the signin_delivery location \"%V\" is not \"internal\": anyone can make it send "
+                           "email; add \"internal;\" to it",
+                           &clcf->name);
+    }
     return NGX_CONF_OK;
 }
 
