@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -42,53 +43,59 @@ struct Builder {
 
     Node *make() { return &nodes.emplace_back(); }
 
-    Node *copy(const Node &n) {
-        Node *c = make();
-        c->methods = n.methods;
-        for (const auto &[key, child] : n.literal) {
-            c->literal.emplace(key, copy(*child));
+    // The deterministic trie of an ordered list of alternatives (highest priority first): the
+    // routes a walk may still reach after the segments so far. A literal segment `k` continues
+    // in each alternative's literal child `k` and then its parameter child, in the alternatives'
+    // order; any other segment continues in their parameter children. So a literal wins over a
+    // parameter segment by segment from the left, and a route of a lower alternative is reached
+    // only where no higher one answers (method by method: add() keeps the first). Matching then
+    // walks one node per segment and never backs up. Lists seen before are built once.
+    Node *resolve(const std::vector<const Node *> &alts) {
+        auto known = resolved.find(alts);
+        if (known != resolved.end()) {
+            return known->second;
         }
-        if (n.param) {
-            c->param = copy(*n.param);
+        Node *d = make();
+        resolved.emplace(alts, d);
+        for (const Node *n : alts) {
+            for (const Endpoint *e : n->methods) {
+                d->add(e);
+            }
         }
-        return c;
+        std::vector<std::string_view> keys;
+        for (const Node *n : alts) {
+            for (const auto &kv : n->literal) {
+                if (!d->literal.count(kv.first)) {
+                    d->literal.emplace(kv.first, nullptr);
+                    keys.push_back(kv.first);
+                }
+            }
+        }
+        for (std::string_view k : keys) {
+            std::vector<const Node *> next;
+            for (const Node *n : alts) {
+                if (auto it = n->literal.find(k); it != n->literal.end()) {
+                    next.push_back(it->second);
+                }
+                if (n->param) {
+                    next.push_back(n->param);
+                }
+            }
+            d->literal[k] = resolve(next);
+        }
+        std::vector<const Node *> params;
+        for (const Node *n : alts) {
+            if (n->param) {
+                params.push_back(n->param);
+            }
+        }
+        if (!params.empty()) {
+            d->param = resolve(params);
+        }
+        return d;
     }
 
-    // Adds to `a` what `b` has and `a` lacks (a's routes win, method by method).
-    void merge_into(Node &a, const Node &b) {
-        for (const Endpoint *e : b.methods) {
-            a.add(e);
-        }
-        for (const auto &[key, child] : b.literal) {
-            auto it = a.literal.find(key);
-            if (it == a.literal.end()) {
-                a.literal.emplace(key, copy(*child));
-            } else {
-                merge_into(*it->second, *child);
-            }
-        }
-        if (b.param) {
-            if (a.param) {
-                merge_into(*a.param, *b.param);
-            } else {
-                a.param = copy(*b.param);
-            }
-        }
-    }
-
-    // Makes matching deterministic: below every literal child, the routes the parameter child
-    // would have matched are merged in with lower priority, so a walk never has to back up.
-    void compile(Node &n) {
-        for (auto &[key, child] : n.literal) {
-            if (n.param) {
-                merge_into(*child, *n.param);
-            }
-            compile(*child);
-        }
-        if (n.param) {
-            compile(*n.param);
-        }
-    }
+    std::map<std::vector<const Node *>, Node *> resolved;
 };
 
 constexpr std::uint32_t kNone = 0xffffffffu;
@@ -159,8 +166,14 @@ struct RouteTable::Flat {
         return slot - 1;
     }
 
+    std::unordered_map<const Node *, std::uint32_t> frozen;  // a node reached by several paths is one
+
     std::uint32_t freeze(const Node &n) {
+        if (auto it = frozen.find(&n); it != frozen.end()) {
+            return it->second;
+        }
         auto index = static_cast<std::uint32_t>(nodes.size());
+        frozen.emplace(&n, index);
         nodes.emplace_back();
         FlatNode f;
         f.methods = static_cast<std::uint32_t>(methods.size());
@@ -233,10 +246,10 @@ RouteTable::RouteTable(const std::vector<Endpoint> &endpoints) {
         }
         n->add(&e);
     }
-    b.compile(*root);
+    const Node *matcher = b.resolve({root});
     flat_ = std::make_unique<Flat>();
     flat_->nodes.reserve(b.nodes.size());
-    flat_->freeze(*root);
+    flat_->freeze(*matcher);
 }
 
 RouteTable::Lookup RouteTable::match(std::string_view method, std::string_view path) const noexcept {

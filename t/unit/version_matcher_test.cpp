@@ -117,6 +117,22 @@ TEST(VersionTable, LiteralBeatsParameterWithoutBacktracking) {
     EXPECT_EQ(t.match("GET", "/users/5").allow, "POST");
 }
 
+TEST(VersionTable, TheLeftmostLiteralDecidesBetweenOverlappingRoutes) {
+    // issue #19 item 12: for /a/b/c the literal "a" of the first segment wins over {y}, although
+    // the other route has the literal at the second segment
+    Routes r;
+    r.add("GET", "/a/{x}/c", "@a_x_c");
+    r.add("GET", "/{y}/b/c", "@y_b_c");
+    r.add("GET", "/{y}/b/d", "@y_b_d");
+    RouteTable t(r.endpoints);
+    EXPECT_EQ(controller_of(t, "GET", "/a/b/c"), "@a_x_c");
+    EXPECT_EQ(controller_of(t, "GET", "/z/b/c"), "@y_b_c");
+    // where the literal's branch has no route, the parameter's still answers
+    EXPECT_EQ(controller_of(t, "GET", "/a/b/d"), "@y_b_d");
+    EXPECT_EQ(controller_of(t, "GET", "/a/q/c"), "@a_x_c");
+    EXPECT_EQ(controller_of(t, "GET", "/a/q/d"), "-");
+}
+
 TEST(VersionTable, ManyRoutesStayCorrect) {
     Routes r;
     std::deque<std::string> texts;
