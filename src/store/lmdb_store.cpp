@@ -21,7 +21,6 @@
 // aborts it; values are copied out before a call returns. The environment is opened with MDB_NOTLS
 // (read transactions run on nginx's event-loop thread, write transactions on thread-pool threads)
 // and with full durability: commit() returns after the data is on disk.
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <lmdb.h>
 #include <sodium.h>
@@ -39,11 +38,12 @@
 
 #include "core/encoding.hpp"
 #include "signin/store.hpp"
+#include "store/records.hpp"
 
 namespace signin {
+using namespace records;
 namespace {
 
-constexpr unsigned char kRecordFormat = 1;
 constexpr std::string_view kSchemaKey = "schema_version";
 
 // ---- errors ----------------------------------------------------------------------------------
@@ -61,10 +61,6 @@ constexpr std::string_view kSchemaKey = "schema_version";
 
 inline void check(MDB_env *env, int rc, std::string_view context) {
     if (rc != 0) throw_rc(env, rc, context);
-}
-
-[[noreturn]] void corrupt(std::string_view what) {
-    throw StoreError(Code::StorageError, "corrupt record in the store: " + std::string(what));
 }
 
 // ---- MDB_val helpers -------------------------------------------------------------------------
@@ -86,238 +82,12 @@ std::string addr_key(std::string_view group_id, std::string_view email) {
     return k;
 }
 
-void put_be64(unsigned char *out, std::uint64_t v) {
-    for (int i = 7; i >= 0; --i) {
-        out[i] = static_cast<unsigned char>(v & 0xff);
-        v >>= 8;
-    }
-}
-std::uint64_t get_be64(const unsigned char *in) {
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v = (v << 8) | in[i];
-    return v;
-}
-
 // created_at (BE, so dupsort order is oldest first) + token hash: an addr_tokens value.
 std::string addr_token_value(const TokenRecord &t) {
     std::string v(8, '\0');
     put_be64(reinterpret_cast<unsigned char *>(v.data()), static_cast<std::uint64_t>(t.created_at));
     v.append(t.hash);
     return v;
-}
-
-// ---- record codec ----------------------------------------------------------------------------
-
-class Writer {
-public:
-    explicit Writer(std::size_t reserve) { buf_.reserve(reserve); }
-    void u8(std::uint8_t v) { buf_.push_back(static_cast<char>(v)); }
-    void i64(std::int64_t v) {
-        auto u = static_cast<std::uint64_t>(v);
-        for (int i = 0; i < 8; ++i) {
-            buf_.push_back(static_cast<char>(u & 0xff));
-            u >>= 8;
-        }
-    }
-    void str(std::string_view s) {
-        if (s.size() > 0xffffffffu) throw StoreError(Code::StorageError, "string too long to store");
-        auto n = static_cast<std::uint32_t>(s.size());
-        for (int i = 0; i < 4; ++i) {
-            buf_.push_back(static_cast<char>(n & 0xff));
-            n >>= 8;
-        }
-        buf_.append(s);
-    }
-    const std::string &data() const { return buf_; }
-
-private:
-    std::string buf_;
-};
-
-class Reader {
-public:
-    Reader(std::string_view data, const char *what) : p_(data), what_(what) {
-        if (u8() != kRecordFormat) corrupt(std::string(what_) + ": unknown format version");
-    }
-    std::uint8_t u8() {
-        need(1);
-        auto v = static_cast<std::uint8_t>(p_[0]);
-        p_.remove_prefix(1);
-        return v;
-    }
-    std::int64_t i64() {
-        need(8);
-        std::uint64_t u = 0;
-        for (int i = 7; i >= 0; --i) u = (u << 8) | static_cast<unsigned char>(p_[i]);
-        p_.remove_prefix(8);
-        return static_cast<std::int64_t>(u);
-    }
-    std::string str() {
-        need(4);
-        std::uint32_t n = 0;
-        for (int i = 3; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(p_[i]);
-        p_.remove_prefix(4);
-        need(n);
-        std::string s(p_.substr(0, n));
-        p_.remove_prefix(n);
-        return s;
-    }
-    bool boolean() {
-        auto v = u8();
-        if (v > 1) corrupt(std::string(what_) + ": bad boolean");
-        return v == 1;
-    }
-    template <class E>
-    E enumeration(std::uint8_t lo, std::uint8_t hi) {
-        auto v = u8();
-        if (v < lo || v > hi) corrupt(std::string(what_) + ": bad enumeration value");
-        return static_cast<E>(v);
-    }
-    void done() const {
-        if (!p_.empty()) corrupt(std::string(what_) + ": trailing bytes");
-    }
-
-private:
-    void need(std::size_t n) const {
-        if (p_.size() < n) corrupt(std::string(what_) + ": truncated");
-    }
-    std::string_view p_;
-    const char *what_;
-};
-
-std::string encode_user(const User &u) {
-    Writer w(1 + 4 * 4 + 8 * 2 + 1 + u.id.size() + u.email.size() + u.group_id.size() +
-             u.password_hash.size());
-    w.u8(kRecordFormat);
-    w.str(u.id);
-    w.str(u.email);
-    w.str(u.group_id);
-    w.i64(u.created_at);
-    w.i64(u.updated_at);
-    w.u8(u.suspended ? 1 : 0);
-    w.str(u.password_hash);
-    return w.data();
-}
-
-User decode_user(std::string_view data) {
-    Reader r(data, "user");
-    User u;
-    u.id = r.str();
-    u.email = r.str();
-    u.group_id = r.str();
-    u.created_at = r.i64();
-    u.updated_at = r.i64();
-    u.suspended = r.boolean();
-    u.password_hash = r.str();
-    r.done();
-    return u;
-}
-
-std::string encode_token(const TokenRecord &t) {
-    Writer w(1 + 4 * 3 + 1 + 8 * 2 + t.group_id.size() + t.email.size() + t.password_hash.size());
-    w.u8(kRecordFormat);
-    w.str(t.group_id);
-    w.str(t.email);
-    w.u8(static_cast<std::uint8_t>(t.purpose));
-    w.i64(t.created_at);
-    w.i64(t.expires_at);
-    w.str(t.password_hash);
-    return w.data();
-}
-
-TokenRecord decode_token(std::string_view key, std::string_view data) {
-    Reader r(data, "token");
-    TokenRecord t;
-    t.hash = std::string(key);
-    t.group_id = r.str();
-    t.email = r.str();
-    t.purpose = r.enumeration<Purpose>(1, 7);  // Purpose::SignIn .. Purpose::PasswordChanged
-    t.created_at = r.i64();
-    t.expires_at = r.i64();
-    t.password_hash = r.str();
-    r.done();
-    return t;
-}
-
-std::string encode_session(const SessionRecord &s) {
-    Writer w(1 + 4 * 4 + 2 + 8 * 3 + s.id.size() + s.user_id.size() + s.client.size() +
-             s.user_agent.size());
-    w.u8(kRecordFormat);
-    w.str(s.id);
-    w.str(s.user_id);
-    w.u8(static_cast<std::uint8_t>(s.kind));
-    w.u8(static_cast<std::uint8_t>(s.method));
-    w.i64(s.created_at);
-    w.i64(s.last_seen_at);
-    w.i64(s.expires_at);
-    w.str(s.client);
-    w.str(s.user_agent);
-    return w.data();
-}
-
-SessionRecord decode_session(std::string_view key, std::string_view data) {
-    Reader r(data, "session");
-    SessionRecord s;
-    s.hash = std::string(key);
-    s.id = r.str();
-    s.user_id = r.str();
-    s.kind = r.enumeration<SessionKind>(1, 2);
-    s.method = r.enumeration<SignInMethod>(1, 2);
-    s.created_at = r.i64();
-    s.last_seen_at = r.i64();
-    s.expires_at = r.i64();
-    s.client = r.str();
-    s.user_agent = r.str();
-    r.done();
-    return s;
-}
-
-// ---- audit JSON ------------------------------------------------------------------------------
-
-struct JsonDeleter {
-    void operator()(cJSON *j) const { cJSON_Delete(j); }
-};
-using Json = std::unique_ptr<cJSON, JsonDeleter>;
-struct CharDeleter {
-    void operator()(char *p) const { cJSON_free(p); }
-};
-
-std::string encode_audit(const AuditEntry &e) {
-    Json obj(cJSON_CreateObject());
-    if (!obj) throw std::bad_alloc();
-    auto add = [&](const char *name, const std::string &v) {
-        if (!cJSON_AddStringToObject(obj.get(), name, v.c_str())) throw std::bad_alloc();
-    };
-    add("at", enc::rfc3339(e.at));
-    add("kind", e.kind);
-    add("email", e.email);
-    add("client", e.client);
-    add("user_id", e.user_id);
-    add("detail", e.detail);
-    std::unique_ptr<char, CharDeleter> text(cJSON_PrintUnformatted(obj.get()));
-    if (!text) throw std::bad_alloc();
-    return std::string(text.get());
-}
-
-AuditEntry decode_audit(std::string_view key, std::string_view data) {
-    if (key.size() != 16) corrupt("audit: bad key");
-    AuditEntry e;
-    // The key holds the exact millisecond; the JSON "at" is the same instant for a person to read.
-    e.at = static_cast<Millis>(get_be64(reinterpret_cast<const unsigned char *>(key.data())));
-    Json obj(cJSON_ParseWithLength(data.data(), data.size()));
-    if (!obj || !cJSON_IsObject(obj.get())) corrupt("audit: not a JSON object");
-    auto get = [&](const char *name) -> std::string {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj.get(), name);
-        if (item == nullptr) return {};
-        if (!cJSON_IsString(item) || item->valuestring == nullptr) corrupt("audit: field not a string");
-        return item->valuestring;
-    };
-    e.kind = get("kind");
-    e.email = get("email");
-    e.client = get("client");
-    e.user_id = get("user_id");
-    e.detail = get("detail");
-    return e;
 }
 
 // ---- environment -----------------------------------------------------------------------------

@@ -1,0 +1,36 @@
+// libFuzzer: the decoders of the store's records. A damaged or foreign LMDB file is untrusted
+// input: every decoder must refuse (StoreError) or decode, never read out of bounds; and what the
+// binary decoders accept is exactly what the encoders write (re-encoding gives the same bytes).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "store/records.hpp"
+
+namespace r = signin::records;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+    std::string_view in(reinterpret_cast<const char *>(data), size);
+    const std::string_view key = in.substr(0, std::min<std::size_t>(16, in.size()));
+    try {
+        signin::User u = r::decode_user(in);
+        if (r::encode_user(u) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        signin::TokenRecord t = r::decode_token(key, in);
+        if (r::encode_token(t) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        signin::SessionRecord s = r::decode_session(key, in);
+        if (r::encode_session(s) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        (void)r::decode_audit(key, in);
+    } catch (const signin::StoreError &) {
+    }
+    return 0;
+}

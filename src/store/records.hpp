@@ -1,0 +1,31 @@
+// The encoding of the store's records: what LMDB holds as values, and what is read back from a
+// file that may be damaged. Decoders throw StoreError ("corrupt record") on anything malformed and
+// never read out of bounds; fuzz/fuzz_store_records feeds them arbitrary bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "signin/store.hpp"
+
+namespace signin::records {
+
+inline constexpr unsigned char kRecordFormat = 1;
+
+[[noreturn]] void corrupt(std::string_view what);
+
+void put_be64(unsigned char *out, std::uint64_t v);
+std::uint64_t get_be64(const unsigned char *in);
+
+std::string encode_user(const User &u);
+User decode_user(std::string_view data);
+std::string encode_token(const TokenRecord &t);
+TokenRecord decode_token(std::string_view key, std::string_view data);
+std::string encode_session(const SessionRecord &s);
+SessionRecord decode_session(std::string_view key, std::string_view data);
+// Audit entries are JSON (readable with mdb_dump); the key is the time (BE) and 8 random bytes.
+std::string encode_audit(const AuditEntry &e);
+AuditEntry decode_audit(std::string_view key, std::string_view data);
+
+}  // namespace signin::records
