@@ -4,7 +4,7 @@
 # task and logging "open socket ... left in connection".
 #
 # Password registrations make the jobs slow on purpose: each is an Argon2id hash (19 MiB) in a
-# one-thread pool, so 24 of them keep each worker busy for a while after the signal.
+# one-thread pool, so 40 of them keep each worker busy for a while after the signal.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -12,7 +12,7 @@ use IO::Socket::INET;
 use IO::Select;
 use Time::HiRes qw(sleep time);
 
-my $N = 24;
+my $N = 40;
 
 # Sends $N password registrations on their own connections (each a different client, so the
 # per-client limits stay out of the way) and returns the sockets once every request is written.
@@ -60,7 +60,7 @@ for my $signal (qw(QUIT HUP)) {
     my $t = SigninTest->new;
     $t->run(main => "thread_pool default threads=2;\nthread_pool hash threads=1;", http => passwords_http($t));
     my @socks = send_all($t, $signal);
-    sleep 0.2;  # nginx reads them at once; their hashes take far longer than this
+    sleep 0.1;  # nginx reads them at once; their hashes take far longer than this
     my $before = () = grep { /Registration/ } map { $_->{purpose} } $t->mailbox;
     ok $before < $N, "jobs are still running when SIG$signal arrives ($before of $N done)";
     kill $signal, $t->master_pid;
