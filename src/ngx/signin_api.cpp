@@ -58,8 +58,8 @@ const Route *find_route(ngx_http_request_t *r) {
     return nullptr;
 }
 
-ngx_int_t call_endpoint(ngx_http_request_t *r, const Route &route, std::string_view body) {
-    ApiCall call{r, body, client_of(r)};
+ngx_int_t call_endpoint(ngx_http_request_t *r, const Route &route, std::string_view body, Credentials credentials) {
+    ApiCall call{r, body, client_of(r), std::move(credentials)};
     return route.endpoint(call);
 }
 
@@ -70,7 +70,8 @@ void body_ready(ngx_http_request_t *r) {
         if (ctx == nullptr || ctx->route == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         RequestBody body(r);
         return body.too_large() ? send_error(r, kPayloadTooLarge, "the request body is too large")
-                                : call_endpoint(r, *ctx->route, body.text());
+                                : call_endpoint(r, *ctx->route, body.text(),
+                                                read_credentials(r, identity()->cookie_name()));
     });
     if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
 }
@@ -98,22 +99,22 @@ ngx_int_t api(ngx_http_request_t *r) {
         add_header(r, "Allow", route->method == NGX_HTTP_GET ? "GET, HEAD" : "POST");
         return reject(r, kMethodNotAllowed, "method not allowed");
     }
-    const Credentials::State credentials = read_credentials(r, engine->cookie_name()).state;
+    Credentials credentials = read_credentials(r, engine->cookie_name());
     // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need
     // one. A state change authenticated by the cookie is a cookie write too (CSRF: a cross-site
     // form carries a SameSite=Lax cookie on a top-level POST in some browsers, and a same-site
     // one always), unless the browser says the request is same-origin (Sec-Fetch-Site).
     const bool cookie_write = (route->flags & Route::CookieWrite) ||
-                              ((route->flags & Route::SignedInWrite) && credentials == Credentials::Cookie &&
+                              ((route->flags & Route::SignedInWrite) && credentials.state == Credentials::Cookie &&
                                header_value(r, "Sec-Fetch-Site") != std::optional<std::string_view>("same-origin"));
     auto ok = engine->check_origin(header_value(r, "Origin"), cookie_write);
     if (!ok) return reject(r, ok.error().code, ok.error().message);
-    if (credentials == Credentials::Ambiguous) {
+    if (credentials.state == Credentials::Ambiguous) {
         return reject(r, kAmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
     }
     if (route->method == NGX_HTTP_GET) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return call_endpoint(r, *route, {});
+        return call_endpoint(r, *route, {}, std::move(credentials));
     }
     if (!is_json_content_type(r)) {
         return reject(r, kUnsupportedMediaType, "the request body must be application/json");

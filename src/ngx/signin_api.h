@@ -21,6 +21,7 @@ struct ApiCall {
     ngx_http_request_t *r;
     std::string_view body;  // the JSON body of a POST, "" for a GET; wiped once the call returns
     std::string client;     // signin_client
+    Credentials credentials;  // the request's cookie or bearer token, read once
 };
 // Returns an rc for ngx_http_finalize_request, or NGX_DONE when a job answers later.
 using Endpoint = ngx_int_t (*)(ApiCall &call);

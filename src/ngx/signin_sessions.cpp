@@ -70,7 +70,7 @@ signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Cred
 }
 
 std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie) {
-    Credentials c = read_credentials(call.r, id().cookie_name());
+    const Credentials &c = call.credentials;
     const bool cookie = c.state == Credentials::Cookie;
     if (by_cookie) *by_cookie = cookie;
     auto p = authenticate(call.r, c);
