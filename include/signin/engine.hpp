@@ -51,6 +51,9 @@ struct Origin {
 // Parses and normalizes an origin; nullopt with `why` set when it is not one (an http origin
 // that is not loopback is refused: its session cookie could not be Secure).
 std::optional<Origin> parse_origin(std::string_view text, std::string *why);
+// "localhost", "[::1]" or a dotted 127.x.y.z address (lower case, no port): a name only this
+// machine has.
+bool is_loopback_host(std::string_view host);
 
 // Lowercased, validated address, or nullopt.
 std::optional<std::string> normalize_email(std::string_view email);

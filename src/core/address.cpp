@@ -48,6 +48,8 @@ bool valid_domain(std::string_view s) {
     return labels >= 2;
 }
 
+}  // namespace
+
 bool is_loopback_host(std::string_view host) {
     if (host == "localhost" || host == "[::1]") return true;
     if (host.substr(0, 4) != "127.") return false;
@@ -69,8 +71,6 @@ bool is_loopback_host(std::string_view host) {
     }
     return parts == 4;
 }
-
-}  // namespace
 
 std::optional<std::string> normalize_email(std::string_view email) {
     if (email.size() < 3 || email.size() > 254) return std::nullopt;

@@ -59,7 +59,7 @@ bool loopback_authority(std::string_view a) {
     std::string_view host = a.substr(0, a.front() == '[' ? a.find(']') + 1 : a.find(':'));
     std::string lower(host);
     for (char &c : lower) c = static_cast<char>(ngx_tolower(c));
-    return lower == "localhost" || lower == "[::1]" || (lower.rfind("127.", 0) == 0 && lower.find_first_not_of("0123456789.") == std::string::npos);
+    return signin::is_loopback_host(lower);
 }
 
 // DNS rebinding: a page of another site whose name resolves to 127.0.0.1 reaches the mailbox
