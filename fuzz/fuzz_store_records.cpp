@@ -29,6 +29,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     } catch (const signin::StoreError &) {
     }
     try {
+        // the outbox key is 16 bytes; the record follows it in the input
+        if (in.size() >= 16) {
+            signin::OutboxRecord o = r::decode_outbox(key, in.substr(16));
+            if (r::encode_outbox(o) != in.substr(16)) __builtin_trap();
+        }
+    } catch (const signin::StoreError &) {
+    }
+    try {
         (void)r::decode_audit(key, in);
     } catch (const signin::StoreError &) {
     }

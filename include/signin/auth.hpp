@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "signin/engine.hpp"
+#include "signin/outbox.hpp"
 #include "signin/passwords.hpp"
 #include "signin/sessions.hpp"
 #include "signin/tokens.hpp"
@@ -14,7 +15,7 @@
 namespace signin {
 
 // What a transport creates: the shared context with its operations (engine.hpp: policy, origin,
-// check_origin, cookie_name, record, write_batch, purge_expired, set_suspended) and one of each
+// check_origin, cookie_name, record, write_batch, purge_expired, set_suspended, use_outbox) and one of each
 // capability over it. A new way in is a new capability here, not more operations on Identity.
 class Identity final : public Engine {
 public:
@@ -23,16 +24,19 @@ public:
         : Engine(std::move(store), std::move(origin), std::move(policy), std::move(deliver), std::move(clock)),
           tokens_(*this),
           sessions_(*this),
-          passwords_(*this, tokens_) {}
+          passwords_(*this, tokens_),
+          outbox_(*this) {}
 
     Tokens &tokens() { return tokens_; }
     Sessions &sessions() { return sessions_; }
     Passwords &passwords() { return passwords_; }
+    Outbox &outbox() { return outbox_; }
 
 private:
     Tokens tokens_;
     Sessions sessions_;
     Passwords passwords_;
+    Outbox outbox_;
 };
 
 // SPEC-named free functions (auth.*), for callers who prefer the spec's spelling.

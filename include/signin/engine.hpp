@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "signin/outbox.hpp"
 #include "signin/password.hpp"
 #include "signin/store.hpp"
 #include "signin/types.hpp"
@@ -96,6 +97,12 @@ public:
     // ... and audit entries older than policy().audit_keep, in the same budget.
     Result<std::size_t> purge_expired(std::size_t budget);
 
+    // Deliveries go through the outbox (outbox.hpp) instead of the delivery function: a token
+    // request writes its delivery there in the token's own transaction and returns its key. Set
+    // once, before the engine serves.
+    void use_outbox(const OutboxSettings &settings);
+    bool has_outbox() const { return outbox_.has_value(); }
+
     // Group commit for a transport: runs `operations` (engine calls on this thread), each of
     // whose writes is a nested transaction of one batch (a failed operation leaves the others
     // alone), and makes the whole batch durable with one commit. An error when that commit
@@ -108,7 +115,13 @@ private:
     friend class Tokens;
     friend class Sessions;
     friend class Passwords;
+    friend class Outbox;
 
+    struct OutboxState {
+        SecretKey key;  // the outbox's subkey
+        Millis hold;
+        unsigned retries;
+    };
     // Writes a new session of `user` in txn (with its audit entry; the caller commits) and returns
     // it with its secret: one place for every way in (email token, password).
     Session open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
@@ -116,12 +129,18 @@ private:
                          std::string detail) const;
     // Calls the delivery function; Code::DeliveryFailed when there is none.
     Status deliver(const Delivery &d) const;
+    // With an outbox: writes d to it in txn (the caller commits), held by the caller (the first
+    // send is its own), and returns the entry's key; "" without an outbox.
+    std::string enqueue(WriteTxn &txn, const Delivery &d, std::string_view client, Millis now) const;
+    // Deletes an outbox entry (a synchronous delivery made by the caller instead).
+    Status forget_outbox(std::string_view key) const;
 
     std::shared_ptr<Store> store_;
     Origin origin_;
     Policy policy_;
     DeliveryFn deliver_;
     std::shared_ptr<const Clock> clock_;
+    std::optional<OutboxState> outbox_;
 };
 
 }  // namespace signin

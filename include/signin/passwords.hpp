@@ -29,8 +29,10 @@ struct SignInStep {
 };
 
 // What a password change decided: the PasswordChanged notice to deliver (its token is empty).
+// With an outbox (Engine::use_outbox), the notice is also written there, under outbox_key.
 struct PasswordChange {
     Delivery notice;
+    std::string outbox_key;
 };
 
 class Passwords;

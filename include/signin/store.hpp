@@ -4,6 +4,7 @@
 // Every method may throw signin::StoreError; the engine maps it to a Code at its API boundary.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -25,6 +26,19 @@ private:
     Code code_;  // StorageFull or StorageError
 };
 
+// One email waiting to be delivered (DESIGN §10.3 signin_delivery_retries). The delivery itself,
+// token included, is sealed by the engine with a key that is not in the store: the store never
+// holds a usable token in clear.
+struct OutboxRecord {
+    std::string key;          // 16 bytes: due_at (8 bytes BE ms) + 8 random bytes; set by put_outbox
+    Millis due_at = 0;        // when a worker may (re)send it: a sender holds it until then
+    Millis created_at = 0;
+    std::uint32_t attempts = 0;  // failed or abandoned sends so far
+    std::string token_hash;   // the token it carries (cancelled when the delivery is given up); empty for a notice
+    std::string client;       // who asked, for the audit entry of a failure
+    std::string sealed;       // the sealed Delivery
+};
+
 // A consistent snapshot. Values are copied out; nothing refers into the store after a call.
 class ReadTxn {
 public:
@@ -41,6 +55,10 @@ public:
     virtual std::vector<AuditEntry> audit(std::size_t limit) = 0;
     virtual std::size_t user_count() = 0;
     virtual std::size_t audit_count() = 0;
+    // Outbox entries whose due_at is at or before `now`, earliest first, at most `limit`.
+    virtual std::vector<OutboxRecord> outbox_due(Millis now, std::size_t limit) = 0;
+    virtual std::optional<OutboxRecord> outbox(std::string_view key) = 0;
+    virtual std::size_t outbox_count() = 0;
 };
 
 // One atomic, serialized write. Destroying it without commit() aborts it.
@@ -53,6 +71,9 @@ public:
     virtual void put_session(const SessionRecord &s) = 0;
     virtual void del_session(std::string_view hash) = 0;
     virtual void append_audit(const AuditEntry &e) = 0;
+    // Writes r under a fresh key made from r.due_at, stored into r.key.
+    virtual void put_outbox(OutboxRecord &r) = 0;
+    virtual void del_outbox(std::string_view key) = 0;
     // Deletes expired tokens and sessions (at most `budget` records); returns how many.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
     // Deletes audit entries recorded before `before`, oldest first (at most `budget`); returns how many.

@@ -12,8 +12,10 @@
 namespace signin {
 
 // What the first half of a token request decided: a delivery to make, or nothing to send.
+// With an outbox (Engine::use_outbox), the delivery is also written there, under outbox_key.
 struct TokenIssue {
     std::optional<Delivery> delivery;
+    std::string outbox_key;
 };
 
 class Tokens {

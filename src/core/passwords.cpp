@@ -318,11 +318,12 @@ Result<PasswordChange> Passwords::store_password_change(const Principal &p, cons
             if (s.hash != p.session.hash) txn->del_session(s.hash);
         }
         txn->append_audit(detail::audit(fresh->updated_at, "password.changed", fresh->email, client, fresh->id));
-        txn->commit();
         PasswordChange out;
         out.notice.email = fresh->email;
         out.notice.purpose = Purpose::PasswordChanged;  // a notice: its token is empty
         out.notice.group_id = fresh->group_id;
+        out.outbox_key = engine_.enqueue(*txn, out.notice, client, now);
+        txn->commit();
         return out;
     });
 }
@@ -338,6 +339,7 @@ Status Passwords::change_password_from(const Principal &p, const Secret &current
                                        std::string_view client) {
     auto changed = change_password(p, current, next, client);
     if (!changed) return changed.error();
+    (void)engine_.forget_outbox(changed->outbox_key);  // delivered here, not also from the outbox
     (void)engine_.deliver(changed->notice);  // the password is changed whether or not it arrives
     return ok_status();
 }

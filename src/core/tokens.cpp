@@ -94,14 +94,15 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
                                 std::string(password_hash ? "password_" : "") + std::string(intent_name(intent)) +
                                     ":" + std::string(purpose_tag(*purpose))));
-        txn->commit();
         Delivery d;
         d.email = *email;
         d.token = Secret(std::move(secret));
         d.purpose = *purpose;
         d.group_id = *group;
         d.with_password = !rec.password_hash.empty();
-        return TokenIssue{std::move(d)};
+        std::string outbox_key = engine_.enqueue(*txn, d, client, now);  // sent with the token, or not at all
+        txn->commit();
+        return TokenIssue{std::move(d), std::move(outbox_key)};
     });
 }
 
@@ -128,6 +129,8 @@ Status Tokens::request_token_from(Intent intent, std::string_view email, std::st
 Status Tokens::deliver_or_cancel(Result<TokenIssue> issued, std::string_view client) {
     if (!issued) return issued.error();
     if (!issued->delivery) return ok_status();
+    // delivered here, by the caller's function: not also from the outbox
+    if (auto forgot = engine_.forget_outbox(issued->outbox_key); !forgot) return forgot.error();
     Status sent = engine_.deliver(*issued->delivery);
     if (!sent) {
         auto cancelled = cancel_token(issued->delivery->token, client);

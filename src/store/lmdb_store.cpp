@@ -10,6 +10,7 @@
 //   session_ids    session id -> session hash
 //   user_sessions  (DUPSORT) user id -> session id
 //   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
+//   outbox         due_at (8 bytes BE ms) + 8 random bytes -> outbox record (the delivery sealed)
 //
 // Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
 // fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
@@ -94,7 +95,7 @@ std::string addr_token_value(const TokenRecord &t) {
 
 struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
-            session_ids = 0, user_sessions = 0, audit = 0;
+            session_ids = 0, user_sessions = 0, audit = 0, outbox = 0;
 };
 
 struct Env {
@@ -222,6 +223,34 @@ public:
         return st.ms_entries;
     }
 
+    // Keys start with due_at (big-endian): the earliest come first.
+    std::vector<OutboxRecord> outbox_due(Millis now, std::size_t limit) override {
+        std::vector<OutboxRecord> out;
+        if (limit == 0) return out;
+        Cursor c(env_.env, live(), env_.dbi.outbox);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc != MDB_NOTFOUND && out.size() < limit;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            check(env_.env, rc, "read outbox");
+            OutboxRecord o = decode_outbox(view(k), view(d));
+            if (o.due_at > now) break;
+            out.push_back(std::move(o));
+        }
+        return out;
+    }
+
+    std::optional<OutboxRecord> outbox(std::string_view key) override {
+        auto v = get(env_.dbi.outbox, key, "read outbox");
+        if (!v) return std::nullopt;
+        return decode_outbox(key, *v);
+    }
+
+    std::size_t outbox_count() override {
+        MDB_stat st{};
+        check(env_.env, mdb_stat(live(), env_.dbi.outbox, &st), "count outbox entries");
+        return st.ms_entries;
+    }
+
 protected:
     MDB_txn *live() const {
         if (txn_ == nullptr) throw StoreError(Code::StorageError, "transaction already ended");
@@ -320,6 +349,16 @@ public:
             std::string_view(reinterpret_cast<const char *>(key.data()), key.size()), encode_audit(e),
             MDB_NOOVERWRITE, "write audit entry");
     }
+
+    void put_outbox(OutboxRecord &r) override {
+        std::array<unsigned char, 16> key{};
+        put_be64(key.data(), static_cast<std::uint64_t>(r.due_at));
+        randombytes_buf(key.data() + 8, 8);
+        r.key.assign(reinterpret_cast<const char *>(key.data()), key.size());
+        put(env_.dbi.outbox, r.key, encode_outbox(r), MDB_NOOVERWRITE, "write outbox entry");
+    }
+
+    void del_outbox(std::string_view key) override { del(env_.dbi.outbox, key, nullptr, "delete outbox entry"); }
 
     // A plain full scan of tokens and sessions: both tables are small (live tokens expire in
     // minutes, sessions are bounded per user), and the budget bounds the deletions per call.
@@ -510,6 +549,7 @@ void LmdbStore::open_tables() {
         open("session_ids", 0, d.session_ids);
         open("user_sessions", MDB_DUPSORT, d.user_sessions);
         open("audit", 0, d.audit);
+        open("outbox", 0, d.outbox);  // added without a schema change: a new table, created empty
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

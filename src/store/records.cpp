@@ -196,6 +196,34 @@ SessionRecord decode_session(std::string_view key, std::string_view data) {
     return s;
 }
 
+std::string encode_outbox(const OutboxRecord &o) {
+    Writer w(1 + 8 + 8 + 4 * 3 + o.token_hash.size() + o.client.size() + o.sealed.size());
+    w.u8(kRecordFormat);
+    w.i64(o.created_at);
+    w.i64(static_cast<std::int64_t>(o.attempts));
+    w.str(o.token_hash);
+    w.str(o.client);
+    w.str(o.sealed);
+    return w.data();
+}
+
+OutboxRecord decode_outbox(std::string_view key, std::string_view data) {
+    if (key.size() != 16) corrupt("outbox: bad key");
+    Reader r(data, "outbox");
+    OutboxRecord o;
+    o.key = std::string(key);
+    o.due_at = static_cast<Millis>(get_be64(reinterpret_cast<const unsigned char *>(key.data())));
+    o.created_at = r.i64();
+    const std::int64_t attempts = r.i64();
+    if (attempts < 0 || attempts > 0xffffffffLL) corrupt("outbox: bad attempt count");
+    o.attempts = static_cast<std::uint32_t>(attempts);
+    o.token_hash = r.str();
+    o.client = r.str();
+    o.sealed = r.str();
+    r.done();
+    return o;
+}
+
 // ---- audit JSON ------------------------------------------------------------------------------
 
 namespace {

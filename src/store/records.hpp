@@ -24,6 +24,8 @@ std::string encode_token(const TokenRecord &t);
 TokenRecord decode_token(std::string_view key, std::string_view data);
 std::string encode_session(const SessionRecord &s);
 SessionRecord decode_session(std::string_view key, std::string_view data);
+std::string encode_outbox(const OutboxRecord &o);
+OutboxRecord decode_outbox(std::string_view key, std::string_view data);
 // Audit entries are JSON (readable with mdb_dump); the key is the time (BE) and 8 random bytes.
 std::string encode_audit(const AuditEntry &e);
 AuditEntry decode_audit(std::string_view key, std::string_view data);

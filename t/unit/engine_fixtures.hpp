@@ -22,7 +22,7 @@ private:
     std::atomic<Millis> now_{kStart};
 };
 
-struct Outbox {
+struct Mailer {
     std::mutex mu;
     std::vector<Delivery> sent;
     bool fail = false;

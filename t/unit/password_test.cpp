@@ -25,7 +25,7 @@
 using namespace signin;
 using signin::testing::FakeClock;
 using signin::testing::kStart;
-using signin::testing::Outbox;
+using signin::testing::Mailer;
 namespace pw = signin::password;
 
 namespace {
@@ -374,7 +374,7 @@ protected:
     std::shared_ptr<Store> store_;
     std::shared_ptr<FakeClock> clock_;
     Policy policy_;
-    Outbox outbox_;
+    Mailer outbox_;
     std::unique_ptr<Identity> id_;
 };
 

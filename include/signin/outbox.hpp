@@ -1,0 +1,78 @@
+// The outbox (DESIGN §10.3 signin_delivery_retries): a transport that delivers apart from the
+// visitor's request writes each delivery here, in the same transaction as its token, and sends
+// it afterwards; a refused delivery is tried again with a doubling delay, and one that finally
+// fails cancels its token. A sender that vanished (a crashed worker, a stopped server) leaves its
+// entries to be claimed by another once their hold has passed.
+//
+// The delivery is sealed (XChaCha20-Poly1305) with a key derived from the secret key file, which
+// is never in the store: a copy of the store gives no usable token. Valid C++17: the glue
+// includes it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signin/types.hpp"
+
+namespace signin {
+
+class Engine;
+
+// The secret key file (signin_secret_key): 32 random bytes, base64url without padding on the one
+// line that is not a comment.
+using SecretKey = std::array<unsigned char, 32>;
+
+// Reads the key file at path; when it does not exist and `create` is set, writes a new one
+// (mode 0600, created exclusively: of two processes racing, both end with the same key).
+// Error (Code::Internal) with the reason otherwise.
+Result<SecretKey> load_secret_key(const std::string &path, bool create);
+// The text of a key file holding key.
+std::string secret_key_text(const SecretKey &key);
+
+struct OutboxSettings {
+    SecretKey key{};       // the secret key (the outbox uses a subkey derived from it)
+    Millis hold = 60000;   // how long a sender holds an entry before another may send it again
+    unsigned retries = 3;  // sends after the first failure
+};
+
+// One email waiting to be sent, as a sender holds it.
+struct OutboxItem {
+    std::string key;     // the outbox entry's current key (it changes when the entry is held again)
+    Delivery delivery;
+    std::string client;
+    std::uint32_t attempts = 1;  // sends started, counting the one about to be made
+};
+
+class Outbox {
+public:
+    explicit Outbox(Engine &engine) : engine_(engine) {}
+
+    // Entries whose sender vanished (hold passed): each is held again by the caller and returned
+    // to send, at most `budget`. An entry whose token was spent or expired meanwhile is dropped;
+    // one out of attempts, or that cannot be unsealed (the key file changed), is given up.
+    Result<std::vector<OutboxItem>> claim_due(std::size_t budget);
+    // The mailer took it: the entry goes.
+    Status sent(const OutboxItem &item);
+    // The mailer refused it: the delay before the next send (item.key and item.attempts updated,
+    // the entry held until then), or nullopt when its holder stops: it was the last try (the
+    // entry goes, the token is cancelled, the audit trail records delivery.failed), or another
+    // sender claimed the entry meanwhile.
+    Result<std::optional<Millis>> failed(OutboxItem &item);
+    // Whether the item is still to be sent by its holder: its entry is still under item.key and
+    // its token (if any) is still usable.
+    Result<bool> wanted(const OutboxItem &item);
+    // Entries waiting (sent or not yet).
+    Result<std::size_t> pending();
+
+    // The delay after the n-th failed send (1 s, doubling).
+    static Millis backoff(std::uint32_t failures);
+
+private:
+    Engine &engine_;
+};
+
+}  // namespace signin
