@@ -326,10 +326,12 @@ $t->done;
 
 # ================================================================ a failed delivery cancels the token
 # The delivery goes to a second server that mirrors the email into the dev mailbox (so the test can
-# read the token) and then answers 503, i.e. the delivery fails.
+# read the token) and then answers 503, i.e. the delivery fails. With no retries (t/signin_outbox.t
+# tries again), the first failure gives the delivery up.
 sub failing_conf {
     my ($status) = @_;
     return (
+        extra => 'signin_delivery_retries 0;',
         deliver => q{location = /_signin/deliver {
             internal;
             proxy_method POST;
@@ -350,8 +352,8 @@ sub failing_conf {
 $t = SigninTest->new;
 $t->run(http => conf(failing_conf(503)), wait_ports => [$t->port, $t->port2]);
 {
-    # The exchange goes on the register's connection: the same worker reads it only once the
-    # register and its delivery ended, so a cancel was queued before it in that worker's writes.
+    # The delivery is sent apart from the request: the exchange is made once the audit trail
+    # says the delivery was given up.
     my $c = $t->connection;
     my $e = addr('undelivered');
     my $r = $t->req(POST => '/auth/register', json => { email => $e }, conn => $c);
@@ -359,6 +361,8 @@ $t->run(http => conf(failing_conf(503)), wait_ports => [$t->port, $t->port2]);
     is $r->{content}, '{"status":"sent"}', 'with the usual body';
     my $m = $t->last_email($e);
     ok $m && $m->{token}, 'the mailer saw the token before failing';
+    ok $t->wait_for(sub { my (undef, $a) = $t->admin('audit', 50); $a =~ /delivery\.failed[^\n]*\Q$e\E|\Q$e\E[^\n]*delivery\.failed/ }, timeout => 5),
+        'the failed delivery is audited';
     err_is $t->req(POST => '/auth/session', json => { token => $m->{token} }, headers => { origin => $t->origin }, conn => $c),
         401, 'invalid_token', 'the token of a failed delivery is cancelled';
     # nothing is waiting now: a new request issues (and again fails to deliver) a new token

@@ -1,6 +1,7 @@
 // ngx_http_signin_module: directives, configuration, process hooks and variables of the sign-in
 // half. The engine is the core (include/signin); this file only translates.
 #include "signin_conf.h"
+#include "signin_delivery.h"
 #include "signin_handlers.h"
 #include "signin_request.h"
 
@@ -21,6 +22,7 @@ static ngx_int_t preconfiguration(ngx_conf_t *cf);
 static ngx_int_t postconfiguration(ngx_conf_t *cf);
 static ngx_int_t init_module(ngx_cycle_t *cycle);
 static char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_secret_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_origin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_min_length(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_blocklist(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -33,6 +35,7 @@ static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
+static ngx_conf_num_bounds_t retries_bounds = {ngx_conf_check_num_bounds, 0, 10};
 
 static ngx_command_t commands[] = {
     {ngx_string("signin_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_store, NGX_HTTP_MAIN_CONF_OFFSET, 0,
@@ -69,6 +72,12 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, email), nullptr},
     {ngx_string("signin_delivery"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_uri), nullptr},
+    {ngx_string("signin_delivery_retries"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_retries), &retries_bounds},
+    {ngx_string("signin_delivery_timeout"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_timeout), nullptr},
+    {ngx_string("signin_secret_key"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_secret_key, NGX_HTTP_MAIN_CONF_OFFSET,
+     0, nullptr},
     {ngx_string("signin_client"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_http_set_complex_value_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, client), nullptr},
     {ngx_string("signin_client_ipv6_prefix"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
@@ -169,6 +178,8 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->bearer_ttl = NGX_CONF_UNSET_MSEC;
     m->audit_keep = NGX_CONF_UNSET_MSEC;
     m->body_max = NGX_CONF_UNSET_SIZE;
+    m->delivery_retries = NGX_CONF_UNSET_UINT;
+    m->delivery_timeout = NGX_CONF_UNSET_MSEC;
     m->client_ipv6_prefix = NGX_CONF_UNSET_UINT;
     m->password_min_length = NGX_CONF_UNSET_UINT;
     m->password_attempts = NGX_CONF_UNSET_UINT;
@@ -203,6 +214,8 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_msec_value(m->bearer_ttl, msec(spec.bearer_ttl));
     ngx_conf_init_msec_value(m->audit_keep, msec(spec.audit_keep));
     ngx_conf_init_size_value(m->body_max, 4096);
+    ngx_conf_init_uint_value(m->delivery_retries, 3);
+    ngx_conf_init_msec_value(m->delivery_timeout, 60000);
     ngx_conf_init_uint_value(m->client_ipv6_prefix, attempts.client_ipv6_prefix);
     ngx_conf_init_uint_value(m->password_min_length, spec.password_min_length);
     ngx_conf_init_uint_value(m->password_attempts, attempts.free_attempts);
@@ -248,6 +261,18 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "email sign-in needs \"signin_delivery\" (or \"signin_email off\")");
         return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->delivery_timeout == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_delivery_timeout\" must be longer than 0");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->secret_key_path.len == 0) {  // beside the store, never in it: "<store>.key"
+        ngx_str_t dir = m->store_path;
+        while (dir.len > 1 && dir.data[dir.len - 1] == '/') dir.len--;
+        m->secret_key_path.len = dir.len + 4;
+        m->secret_key_path.data = static_cast<u_char *>(ngx_pnalloc(cf->pool, dir.len + 5));
+        if (m->secret_key_path.data == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+        *ngx_cpymem(ngx_cpymem(m->secret_key_path.data, dir.data, dir.len), ".key", 4) = '\0';
     }
     if (m->audit_keep == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_audit_keep\" must be longer than 0");
@@ -364,6 +389,14 @@ static char *set_store(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", &value[i]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    return NGX_CONF_OK;
+}
+
+static char *set_secret_key(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (m->secret_key_path.len) return const_cast<char *>("is duplicate");
+    m->secret_key_path = static_cast<ngx_str_t *>(cf->args->elts)[1];
+    if (ngx_conf_full_name(cf->cycle, &m->secret_key_path, 0) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
     return NGX_CONF_OK;
 }
 
@@ -625,6 +658,7 @@ static ngx_int_t postconfiguration(ngx_conf_t *cf) {
     h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers));
     if (h == nullptr) return NGX_ERROR;
     *h = require_subrequest_handler;
+    if (m->email) return find_delivery_server(cf, m);
     return NGX_OK;
 }
 
@@ -652,6 +686,19 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
             }
         }
     }
+    // The secret key (never in the store): read, or made at the first start. Workers inherit it.
+    std::string key_path(sv(m->secret_key_path));
+    auto key = signin::load_secret_key(key_path, true);
+    if (!key) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "%s", key.error().message.c_str());
+        return NGX_ERROR;
+    }
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cycle->pool, sizeof(signin::SecretKey));
+    if (cln == nullptr) return NGX_ERROR;
+    m->secret_key = new (cln->data) signin::SecretKey(key.value());
+    cln->handler = [](void *p) { ngx_explicit_memzero(p, sizeof(signin::SecretKey)); };
+    key.value().fill(0);
+
     auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
     if (geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {
         for (const char *f : {"", "/data.mdb", "/lock.mdb"}) {

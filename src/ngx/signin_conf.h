@@ -65,6 +65,11 @@ struct MainConf {
 
     // emails and their delivery
     ngx_str_t delivery_uri;
+    ngx_http_conf_ctx_t *delivery_ctx;  // the server whose locations serve delivery_uri
+    ngx_uint_t delivery_retries;        // signin_delivery_retries
+    ngx_msec_t delivery_timeout;        // signin_delivery_timeout: how long a send holds its email
+    ngx_str_t secret_key_path;          // signin_secret_key (default: the store's path + ".key")
+    signin::SecretKey *secret_key;      // read (or made) by the master in init_module
     signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
     ngx_flag_t previews;     // some location uses signin_email_previews
 

@@ -1,9 +1,25 @@
-// Delivery of emails (signin_delivery.h).
+// Delivery of emails from the outbox (signin_delivery.h).
+//
+// A send is a background subrequest to the signin_delivery location, made from a request of the
+// module's own on a connection of its own, in the shape of HTTP/2's stream connections: the
+// connection holds /dev/null (so that nginx's own close path works), its events count as
+// registered (nothing is ever added to epoll for it), and whatever the subrequest would write to
+// a client is discarded (the mailer's answer is only read for its status). The request lives
+// until its subrequest is over, then is freed the way nginx frees a finished request.
 #include "signin_delivery.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <deque>
+#include <list>
+#include <memory>
 #include <new>
+#include <optional>
 
 #include "signin/json.hpp"
+#include "signin/outbox.hpp"
 #include "signin_conf.h"
 #include "signin_jobs.h"
 #include "signin_request.h"
@@ -11,47 +27,216 @@
 namespace signin_ngx {
 namespace {
 
-class CancelJob final : public BackgroundJob {
+constexpr std::size_t kMaxSending = 64;     // sends in flight per worker
+constexpr std::size_t kMaxWaiting = 4096;   // beyond: left in the outbox, claimed after their hold
+constexpr ngx_msec_t kCheckEvery = 1000;    // the outbox check
+constexpr ngx_msec_t kReapAgain = 100;      // a request not yet free to go: look again
+
+signin::Identity &id() { return *identity(); }
+
+// ---------------------------------------------------------------- one send
+
+struct Sending {
+    signin::OutboxItem item;
+    ngx_event_t ev{};            // the next step: start, end, or the next try
+    ngx_connection_t dummy{};    // ev->data (nginx's event code reads it as a connection)
+    ngx_http_request_t *fr = nullptr;  // the module's own request while the subrequest runs
+    bool answered = false;       // the subrequest's post handler ran
+    bool ok = false;             // ... and the mailer took the email
+};
+
+std::list<std::unique_ptr<Sending>> g_sending;  // in flight or waiting for their next try
+std::deque<signin::OutboxItem> g_waiting;       // over kMaxSending
+std::size_t g_in_flight = 0;
+
+void begin(Sending *s);
+void settle(Sending *s, bool ok);
+
+Sending *sending_of(ngx_event_t *ev) { return static_cast<Sending *>(static_cast<ngx_connection_t *>(ev->data)->data); }
+
+Sending *new_sending(signin::OutboxItem item) {
+    auto s = std::make_unique<Sending>();
+    s->item = std::move(item);
+    s->dummy.fd = -1;
+    s->dummy.data = s.get();
+    s->ev.data = &s->dummy;
+    s->ev.log = ngx_cycle->log;
+    Sending *raw = s.get();
+    g_sending.push_back(std::move(s));
+    return raw;
+}
+
+void drop(Sending *s) {
+    if (s->ev.timer_set) ngx_del_timer(&s->ev);
+    if (s->ev.posted) {  // nginx's macro is two statements: braces
+        ngx_delete_posted_event(&s->ev);
+    }
+    for (auto it = g_sending.begin(); it != g_sending.end(); ++it) {
+        if (it->get() == s) {
+            g_sending.erase(it);
+            return;
+        }
+    }
+}
+
+void on_begin(ngx_event_t *ev) { begin(sending_of(ev)); }
+
+// Starts a send now, or queues it when this worker has kMaxSending in flight.
+void enqueue(signin::OutboxItem item) {
+    if (g_in_flight >= kMaxSending) {
+        if (g_waiting.size() < kMaxWaiting) {
+            g_waiting.push_back(std::move(item));
+        } else {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "signin: %uz emails are waiting to be sent; this one stays in the outbox and is sent "
+                          "after signin_delivery_timeout",
+                          g_waiting.size());
+        }
+        return;
+    }
+    Sending *s = new_sending(std::move(item));
+    ++g_in_flight;
+    s->ev.handler = on_begin;
+    ngx_post_event(&s->ev, &ngx_posted_events);
+}
+
+void next_waiting() {
+    while (g_in_flight < kMaxSending && !g_waiting.empty()) {
+        signin::OutboxItem item = std::move(g_waiting.front());
+        g_waiting.pop_front();
+        enqueue(std::move(item));
+    }
+}
+
+// ---------------------------------------------------------------- what the send wrote
+
+class SentJob final : public BackgroundJob {
 public:
-    CancelJob(signin::Secret token, std::string client)
-        : BackgroundJob(Stage::Write), token_(std::move(token)), client_(std::move(client)) {}
+    explicit SentJob(signin::OutboxItem item) : BackgroundJob(Stage::Write), item_(std::move(item)) {}
 
 private:
-    signin::Status write() override { return identity()->tokens().cancel_token(token_, client_); }
-
-    signin::Secret token_;
-    std::string client_;
+    signin::Status write() override { return id().outbox().sent(item_); }
+    signin::OutboxItem item_;
 };
 
-struct DeliveryState {
-    signin::Secret token;
-    std::string client;
-    bool handled = false;
+// A refused send: the entry is held until its next try (or given up); the next try is this
+// worker's, on a timer that keeps a worker that is shutting down until it is made.
+class FailedJob final : public BackgroundJob {
+public:
+    explicit FailedJob(signin::OutboxItem item) : BackgroundJob(Stage::Write), item_(std::move(item)) {}
+
+private:
+    signin::Status write() override {
+        auto d = id().outbox().failed(item_);
+        if (!d) return d.error();
+        delay_ = d.value();
+        return signin::ok_status();
+    }
+    void done(const signin::Error *failure) override;
+
+    signin::OutboxItem item_;
+    std::optional<signin::Millis> delay_;
 };
+
+void on_retry(ngx_event_t *ev) {
+    Sending *s = sending_of(ev);
+    auto wanted = id().outbox().wanted(s->item);
+    if (!wanted || !wanted.value()) {  // spent, expired, claimed by another, or the store failed
+        drop(s);
+        return;
+    }
+    if (g_in_flight >= kMaxSending) {
+        signin::OutboxItem item = std::move(s->item);
+        drop(s);
+        enqueue(std::move(item));
+        return;
+    }
+    ++g_in_flight;
+    begin(s);
+}
+
+void FailedJob::done(const signin::Error *failure) {
+    if (failure != nullptr) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "signin: could not record a failed delivery (%s); it is tried again after "
+                      "signin_delivery_timeout",
+                      failure->message.c_str());
+        return;
+    }
+    if (!delay_) return;  // given up (the token is cancelled), or another worker holds it
+    Sending *s = new_sending(std::move(item_));
+    s->ev.handler = on_retry;
+    ngx_add_timer(&s->ev, static_cast<ngx_msec_t>(*delay_));
+}
+
+// The send is over: record it, and let the next waiting one go.
+void settle(Sending *s, bool ok) {
+    --g_in_flight;
+    signin::OutboxItem item = std::move(s->item);
+    drop(s);
+    std::unique_ptr<BackgroundJob> job;
+    if (ok) {
+        job = std::make_unique<SentJob>(std::move(item));
+    } else {
+        job = std::make_unique<FailedJob>(std::move(item));
+    }
+    if (start_background_job(std::move(job)) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "signin: could not record a delivery; the outbox sends it again after signin_delivery_timeout");
+    }
+    next_waiting();
+}
+
+// ---------------------------------------------------------------- the module's own request
+
+// What nginx would write to a client: nothing reads it.
+ngx_chain_t *discard_chain(ngx_connection_t *c, ngx_chain_t *in, off_t) {
+    for (ngx_chain_t *cl = in; cl; cl = cl->next) {
+        if (ngx_buf_special(cl->buf)) continue;
+        c->sent += ngx_buf_size(cl->buf);
+        if (ngx_buf_in_memory(cl->buf)) cl->buf->pos = cl->buf->last;
+        if (cl->buf->in_file) cl->buf->file_pos = cl->buf->file_last;
+    }
+    return nullptr;
+}
+ssize_t discard_send(ngx_connection_t *c, u_char *, size_t size) {
+    c->sent += static_cast<off_t>(size);
+    return static_cast<ssize_t>(size);
+}
+ssize_t nothing_to_read(ngx_connection_t *, u_char *, size_t) { return 0; }
+
+// Error lines of a send say so, then what nginx says of a request (server, subrequest, upstream).
+u_char *log_context(ngx_log_t *log, u_char *buf, size_t len) {
+    u_char *p = ngx_snprintf(buf, len, " while sending an email from the signin outbox");
+    len -= static_cast<size_t>(p - buf);
+    auto *ctx = static_cast<ngx_http_log_ctx_t *>(log->data);
+    if (ctx != nullptr && ctx->request != nullptr && ctx->request->log_handler != nullptr) {
+        return ctx->request->log_handler(ctx->request, ctx->current_request, p, len);
+    }
+    return p;
+}
+
+// "unix:", as nginx shows a client of a unix socket: the module itself.
+struct sockaddr g_self_addr = {AF_UNIX, {0}};
 
 ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
-    auto *st = static_cast<DeliveryState *>(data);
-    if (st->handled) return rc;
-    st->handled = true;
-    if (st->token.empty()) return rc;  // a notice (PasswordChanged): no token to cancel
+    auto *s = static_cast<Sending *>(data);
+    if (s->answered) return rc;
+    s->answered = true;
     ngx_uint_t status = sr->headers_out.status;
-    bool ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
-    if (ok) return rc;
-    ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0,
-                  "signin: delivery subrequest \"%V\" failed (rc %i, status %ui); the token is cancelled", &sr->uri,
-                  rc, status);
-    try {
-        cancel_token(std::move(st->token), st->client);
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, sr->connection->log, 0, "signin: could not cancel the undelivered token");
+    s->ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
+    if (!s->ok) {
+        ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0,
+                      "signin: delivery subrequest \"%V\" failed (rc %i, status %ui)", &sr->uri, rc, status);
     }
+    ngx_post_event(&s->ev, &ngx_posted_events);  // reap (on_end) once this finalization is over
     return rc;
 }
 
 // The delivery JSON becomes the subrequest's own request body (application/json), so that a
-// plain `proxy_pass` sends it to the mailer. No nginx variable carries it: nginx's script engine
-// writes the value of every variable it evaluates to a debug-level error.log, token included.
-// The JSON lives in the subrequest's ctx until the request's pool goes.
+// plain `proxy_pass` sends it to the mailer. No nginx variable carries it into proxy_set_body:
+// nginx's script engine writes the value of every variable it evaluates to a debug-level
+// error.log, token included. The JSON lives in the subrequest's ctx until the pool goes.
 ngx_int_t give_body(ngx_http_request_t *sr, const std::string &json) {
     auto *rb = static_cast<ngx_http_request_body_t *>(ngx_pcalloc(sr->pool, sizeof(ngx_http_request_body_t)));
     auto *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(sr->pool));
@@ -81,53 +266,287 @@ ngx_int_t give_body(ngx_http_request_t *sr, const std::string &json) {
     return NGX_OK;
 }
 
-ngx_int_t subrequest(ngx_http_request_t *r, signin::Delivery &d, const std::string &client) {
-    MainConf *m = main_conf(r);
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(DeliveryState));
-    if (cln == nullptr) return NGX_ERROR;
-    auto *st = new (cln->data) DeliveryState();
-    cln->handler = [](void *p) { static_cast<DeliveryState *>(p)->~DeliveryState(); };
-    st->client = client;
-    auto *ps = static_cast<ngx_http_post_subrequest_t *>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
-    if (ps == nullptr) return NGX_ERROR;
-    ps->handler = delivery_done;
-    ps->data = st;
-    ngx_http_request_t *sr = nullptr;
-    if (ngx_http_subrequest(r, &m->delivery_uri, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) != NGX_OK) {
-        return NGX_ERROR;
+// A connection of the module's own, in the server that holds the delivery location.
+ngx_connection_t *own_connection(MainConf *m) {
+    ngx_socket_t fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd == -1) {
+        ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, ngx_errno, "signin: open(\"/dev/null\") failed");
+        return nullptr;
     }
-    sr->header_only = 1;  // the mailer's answer body is not needed, only its status
-    sr->method = NGX_HTTP_POST;
-    ngx_str_set(&sr->method_name, "POST");
-    // the mailer must not see the visitor's cookies or authorization
-    if (ngx_list_init(&sr->headers_in.headers, sr->pool, 2, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
-    sr->headers_in.authorization = nullptr;
-#if defined(nginx_version) && nginx_version >= 1023000
-    sr->headers_in.cookie = nullptr;
-#else
-    sr->headers_in.cookies.nelts = 0;
+    ngx_connection_t *c = ngx_get_connection(fd, ngx_cycle->log);
+    if (c == nullptr) {
+        close(fd);
+        return nullptr;
+    }
+#if (NGX_STAT_STUB)
+    (void)ngx_atomic_fetch_add(ngx_stat_active, 1);  // as accepted ones; ngx_http_close_connection counts it out
 #endif
-    RequestCtx *sctx = get_ctx(sr, true);
-    if (sctx == nullptr) return NGX_ERROR;
-    sctx->delivery_json = signin::json::delivery(d, m->emails->render(d, identity()->origin().text));
-    if (give_body(sr, sctx->delivery_json) != NGX_OK) return NGX_ERROR;
-    st->token = std::move(d.token);
-    return NGX_OK;
+    c->pool = ngx_create_pool(1024, ngx_cycle->log);
+    auto *log = c->pool ? static_cast<ngx_log_t *>(ngx_palloc(c->pool, sizeof(ngx_log_t))) : nullptr;
+    auto *lctx = c->pool ? static_cast<ngx_http_log_ctx_t *>(ngx_pcalloc(c->pool, sizeof(ngx_http_log_ctx_t))) : nullptr;
+    auto *hc = c->pool ? static_cast<ngx_http_connection_t *>(ngx_pcalloc(c->pool, sizeof(ngx_http_connection_t)))
+                       : nullptr;
+    c->buffer = c->pool ? ngx_create_temp_buf(c->pool, 1) : nullptr;  // empty: nothing was read
+    if (log == nullptr || lctx == nullptr || hc == nullptr || c->buffer == nullptr) {
+        ngx_http_close_connection(c);
+        return nullptr;
+    }
+    *log = *ngx_cycle->log;
+    lctx->connection = c;
+    log->data = lctx;
+    log->handler = log_context;
+    log->action = nullptr;
+    c->log = log;
+    c->pool->log = log;
+    c->read->log = log;
+    c->write->log = log;
+    c->log_error = NGX_ERROR_INFO;
+    c->sockaddr = &g_self_addr;
+    c->socklen = sizeof(sa_family_t);
+    c->local_sockaddr = &g_self_addr;
+    c->local_socklen = sizeof(sa_family_t);
+    ngx_str_set(&c->addr_text, "unix:");
+    c->send_chain = discard_chain;
+    c->send = discard_send;
+    c->recv = nothing_to_read;
+    c->read->eof = 1;       // nothing comes from this "client"
+    c->write->ready = 1;    // and anything can be written to it
+    c->read->active = 1;    // as if registered: nginx adds no event for /dev/null
+    c->write->active = 1;   // (and deletes none: closing it with NGX_CLOSE_EVENT makes no call)
+    c->start_time = ngx_current_msec;
+    hc->conf_ctx = m->delivery_ctx;
+    c->data = hc;
+    return c;
+}
+
+void forget_request(void *data) { static_cast<Sending *>(data)->fr = nullptr; }
+
+// The module's own request, and its subrequest to the delivery location.
+bool start_subrequest(Sending *s) {
+    MainConf *m = cycle_main_conf(const_cast<ngx_cycle_t *>(ngx_cycle));
+    if (m == nullptr || m->delivery_ctx == nullptr) return false;
+    ngx_connection_t *c = own_connection(m);
+    if (c == nullptr) return false;
+    ngx_http_request_t *r = ngx_http_create_request(c);
+    if (r == nullptr) {
+        ngx_http_close_connection(c);
+        return false;
+    }
+    c->data = r;
+    r->logged = 1;  // the module's own request: nothing for the access log (log_subrequest logs the send)
+    r->method = NGX_HTTP_POST;
+    ngx_str_set(&r->method_name, "POST");
+    r->uri = m->delivery_uri;
+    r->unparsed_uri = m->delivery_uri;
+    ngx_str_set(&r->request_line, "POST (signin outbox)");
+    ngx_str_set(&r->http_protocol, "HTTP/1.1");
+    r->http_version = NGX_HTTP_VERSION_11;
+    r->http_state = NGX_HTTP_PROCESS_REQUEST_STATE;
+#if (NGX_STAT_STUB)
+    if (r->stat_reading) {  // as ngx_http_process_request: it is being answered, not read
+        (void)ngx_atomic_fetch_add(ngx_stat_reading, -1);
+        r->stat_reading = 0;
+        (void)ngx_atomic_fetch_add(ngx_stat_writing, 1);
+        r->stat_writing = 1;
+    }
+#endif
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == nullptr || ngx_list_init(&r->headers_in.headers, r->pool, 2, sizeof(ngx_table_elt_t)) != NGX_OK) {
+        ngx_http_free_request(r, 0);
+        ngx_http_close_connection(c);
+        return false;
+    }
+    cln->handler = forget_request;
+    cln->data = s;
+    s->fr = r;
+
+    auto *ps = static_cast<ngx_http_post_subrequest_t *>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
+    ngx_http_request_t *sr = nullptr;
+    RequestCtx *sctx = nullptr;
+    bool ok = ps != nullptr;
+    if (ok) {
+        ps->handler = delivery_done;
+        ps->data = s;
+        ok = ngx_http_subrequest(r, &m->delivery_uri, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) == NGX_OK;
+    }
+    if (ok) {
+        sr->header_only = 1;  // the mailer's answer body is not needed, only its status
+        sr->method = NGX_HTTP_POST;
+        ngx_str_set(&sr->method_name, "POST");
+        // headers of its own (a copied list would grow the parent's)
+        sctx = ngx_list_init(&sr->headers_in.headers, sr->pool, 2, sizeof(ngx_table_elt_t)) == NGX_OK
+                   ? get_ctx(sr, true)
+                   : nullptr;
+        ok = sctx != nullptr;
+    }
+    if (ok) {
+        try {
+            sctx->delivery_json =
+                signin::json::delivery(s->item.delivery, m->emails->render(s->item.delivery, id().origin().text));
+            ok = give_body(sr, sctx->delivery_json) == NGX_OK;
+        } catch (...) {
+            ok = false;
+        }
+    }
+    if (!ok && sr == nullptr) {  // nothing runs: free it here
+        s->fr = nullptr;
+        ngx_http_free_request(r, 0);
+        ngx_http_close_connection(c);
+        return false;
+    }
+    // a subrequest without its body still runs: the mailer refuses it, and it is tried again
+    ngx_http_run_posted_requests(c);
+    return true;
+}
+
+void on_end(ngx_event_t *ev);
+
+void begin(Sending *s) {
+    s->answered = false;
+    s->ok = false;
+    s->ev.handler = on_end;
+    if (!start_subrequest(s)) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: could not start a delivery subrequest");
+        settle(s, false);
+    }
+}
+
+// After the subrequest's post handler: free the module's request once nginx is done with it.
+void on_end(ngx_event_t *ev) {
+    Sending *s = sending_of(ev);
+    if (ngx_http_request_t *r = s->fr) {
+        if (r->count != 1 || r->blocked) {  // the subrequest has not let go yet
+            ngx_add_timer(&s->ev, kReapAgain);
+            return;
+        }
+        ngx_connection_t *c = r->connection;
+        s->fr = nullptr;
+        ngx_http_free_request(r, 0);
+        ngx_http_close_connection(c);
+    }
+    settle(s, s->ok);
+}
+
+// ---------------------------------------------------------------- the outbox check
+
+class ClaimJob final : public BackgroundJob {
+public:
+    explicit ClaimJob(std::size_t budget) : BackgroundJob(Stage::Write), budget_(budget) {}
+
+private:
+    signin::Status write() override {
+        auto items = id().outbox().claim_due(budget_);
+        if (!items) return items.error();
+        items_ = std::move(items.value());
+        return signin::ok_status();
+    }
+    void done(const signin::Error *) override;
+
+    std::size_t budget_;
+    std::vector<signin::OutboxItem> items_;
+};
+
+bool g_claiming = false;
+ngx_event_t g_check;
+ngx_connection_t g_check_dummy;
+
+void ClaimJob::done(const signin::Error *failure) {
+    g_claiming = false;
+    if (failure != nullptr) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: the outbox check failed: %s", failure->message.c_str());
+    }
+    for (auto &item : items_) {
+        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                      "signin: sending an email from the outbox whose sender stopped (try %uD)", item.attempts);
+        enqueue(std::move(item));
+    }
+}
+
+void check_outbox(ngx_event_t *ev) {
+    if (ngx_exiting || ngx_quit || ngx_terminate || identity() == nullptr) return;
+    if (!g_claiming && g_in_flight < kMaxSending && g_waiting.empty()) {
+        auto due = id().outbox().any_due();
+        if (due && due.value()) {
+            try {
+                g_claiming = start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_in_flight)) == NGX_OK;
+            } catch (...) {
+                g_claiming = false;
+            }
+        }
+    }
+    ngx_add_timer(ev, kCheckEvery);
+}
+
+// ---------------------------------------------------------------- where deliveries are made
+
+// Whether a static location tree (exact and prefix locations) has one that matches uri, the way
+// nginx's location search walks it.
+bool matches(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len) {
+    bool found = false;
+    while (node != nullptr) {
+        size_t n = len <= node->len ? len : node->len;
+        ngx_int_t rc = ngx_filename_cmp(const_cast<u_char *>(uri), node->name, n);
+        if (rc != 0) {
+            node = rc < 0 ? node->left : node->right;
+            continue;
+        }
+        if (len > node->len) {
+            if (node->inclusive) {  // a prefix location: a longer one may follow inside it
+                found = true;
+                node = node->tree;
+                uri += n;
+                len -= n;
+                continue;
+            }
+            node = node->right;
+            continue;
+        }
+        if (len == node->len) return true;
+        node = node->left;
+    }
+    return found;
 }
 
 }  // namespace
 
-void cancel_token(signin::Secret token, const std::string &client) {
-    if (start_background_job(std::make_unique<CancelJob>(std::move(token), client)) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: could not cancel an undelivered token");
-    }
+void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client) {
+    if (outbox_key.empty()) return;
+    signin::OutboxItem item;
+    item.key = std::move(outbox_key);
+    item.delivery = std::move(d);
+    item.client = client;
+    item.attempts = 1;
+    enqueue(std::move(item));
 }
 
-ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::string &client) {
-    if (subrequest(r, d, client) == NGX_OK) return NGX_OK;
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not start the delivery subrequest");
-    if (!d.token.empty()) cancel_token(std::move(d.token), client);
+ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m) {
+    if (m->delivery_uri.len == 0) return NGX_OK;
+    auto *cmcf =
+        static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto **servers = static_cast<ngx_http_core_srv_conf_t **>(cmcf->servers.elts);
+    for (ngx_uint_t i = 0; i < cmcf->servers.nelts; i++) {
+        ngx_http_conf_ctx_t *ctx = servers[i]->ctx;
+        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ctx->loc_conf[ngx_http_core_module.ctx_index]);
+        if (matches(clcf->static_locations, m->delivery_uri.data, m->delivery_uri.len)) {
+            m->delivery_ctx = ctx;
+            return NGX_OK;
+        }
+    }
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "signin_delivery \"%V\" matches no exact or prefix location in any server: add "
+                       "\"location = %V { internal; proxy_pass ...; }\"",
+                       &m->delivery_uri, &m->delivery_uri);
     return NGX_ERROR;
+}
+
+void start_outbox(ngx_cycle_t *cycle) {
+    g_check_dummy.fd = -1;
+    g_check.handler = check_outbox;
+    g_check.log = cycle->log;
+    g_check.data = &g_check_dummy;
+    g_check.cancelable = 1;  // a worker that is shutting down does not wait for the next check
+    // workers start their checks apart, so that they do not all claim at the same moment
+    ngx_add_timer(&g_check, kCheckEvery + static_cast<ngx_msec_t>(ngx_worker) * 250 % kCheckEvery);
 }
 
 }  // namespace signin_ngx

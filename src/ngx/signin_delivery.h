@@ -1,5 +1,10 @@
-// Delivery of emails (SPEC §2 auth.Delivery): a background subrequest to the signin_delivery
-// location, whose body is $signin_delivery_json. A delivery that fails cancels its token.
+// Delivery of emails (SPEC §2 auth.Delivery; DESIGN §10.3 signin_delivery_retries): every email
+// is written to the outbox (signin/outbox.hpp) in its token's own transaction, then sent by this
+// worker apart from the visitor's request, as a subrequest to the signin_delivery location made
+// from a request of the module's own (no visitor connection waits for the mailer). A refused
+// delivery is tried again, 1 s after the first failure and doubling, signin_delivery_retries
+// times; then its token is cancelled. A worker checks the outbox every second for entries whose
+// sender vanished (signin_delivery_timeout after it took them) and sends them.
 #pragma once
 
 #include "ngx_signin_nginx.h"
@@ -10,11 +15,18 @@
 
 namespace signin_ngx {
 
-// Starts the delivery of d in the background: the visitor's answer does not wait for it. The
-// token moves out of d. On NGX_ERROR the token has been given to cancel_token already.
-ngx_int_t start_delivery(ngx_http_request_t *r, signin::Delivery &d, const std::string &client);
+struct MainConf;
 
-// Cancels an undelivered token in the background (a write batch).
-void cancel_token(signin::Secret token, const std::string &client);
+// Sends what a token request or a password change just wrote to the outbox under outbox_key,
+// once the current event is over (the visitor's answer goes first). The delivery moves out of d.
+// An empty key (no outbox) sends nothing.
+void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client);
+
+// postconfiguration: the server whose locations serve signin_delivery (requests of the module's
+// own are made in it). NGX_ERROR when no server has an exact or prefix location that matches.
+ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m);
+
+// init_process: the outbox check every second (after the engine is open).
+void start_outbox(ngx_cycle_t *cycle);
 
 }  // namespace signin_ngx

@@ -91,7 +91,13 @@ ngx_int_t start_stage(const Waiter &w);
 // The job's Answer stage: the request resumes (job_resume), or a background job is deleted.
 void complete(const Waiter &w) {
     if (w.r == nullptr) {
-        delete w.job;
+        auto *job = static_cast<BackgroundJob *>(w.job);
+        try {
+            job->done(job->failure());
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: a background job's completion failed");
+        }
+        delete job;
         return;
     }
     ngx_http_request_t *r = w.r;

@@ -30,6 +30,8 @@ public:
     Job &operator=(const Job &) = delete;
 
     Stage stage() const { return stage_; }
+    // Why the job failed, or nullptr.
+    const signin::Error *failure() const { return failure_ ? &*failure_ : nullptr; }
 
     // The current stage, in a pool thread; never throws. Then the stage after it.
     void run_stage(ngx_log_t *log);
@@ -59,6 +61,11 @@ private:
 
 // A job whose outcome no request waits for (a touch, a cancel, a purge, an audit entry).
 class BackgroundJob : public Job {
+public:
+    // Back on the event loop when the job is over, before it is deleted: `failure` is why it
+    // failed, or nullptr.
+    virtual void done(const signin::Error *failure) { (void)failure; }
+
 protected:
     using Job::Job;
     ngx_int_t answer(ngx_http_request_t *) final { return NGX_OK; }

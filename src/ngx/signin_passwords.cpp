@@ -188,7 +188,7 @@ private:
     }
     ngx_int_t answer(ngx_http_request_t *r) override {
         if (!pair_.empty()) backoff_clear(r, Bucket::PasswordPair, pair_);
-        (void)start_delivery(r, change_->notice, client_);
+        start_delivery(change_->notice, std::move(change_->outbox_key), client_);
         return send_empty(r, NGX_HTTP_NO_CONTENT);
     }
     void failed(ngx_http_request_t *r, const signin::Error &e) override {

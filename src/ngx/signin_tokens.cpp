@@ -84,7 +84,8 @@ signin::Status TokenRequestJob::write() {
 
 ngx_int_t TokenRequestJob::answer(ngx_http_request_t *r) {
     if (issued_->delivery) {
-        (void)start_delivery(r, *issued_->delivery, client_);  // a failure cancels the token
+        // from the outbox, after this answer: the visitor's connection never waits for the mailer
+        start_delivery(*issued_->delivery, std::move(issued_->outbox_key), client_);
     } else if (send_.counted) {
         limit_refund(r, Bucket::Address, send_.address);  // the counter counts sends only
     }

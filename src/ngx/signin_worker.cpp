@@ -1,6 +1,7 @@
 // The per-worker engine: the store opened after fork (DESIGN §3 rule 7), the job pools, the
 // purge of expired records, and the warm-up of the dummy hash.
 #include "signin_conf.h"
+#include "signin_delivery.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
 #include "signin_limits.h"
@@ -60,6 +61,14 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     opts.map_size = m->store_size;
     g_store = signin::open_lmdb_store(opts);
     g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
+    if (m->secret_key != nullptr && m->delivery_ctx != nullptr) {  // every email leaves through the outbox
+        signin::OutboxSettings outbox;
+        outbox.key = *m->secret_key;
+        outbox.hold = static_cast<signin::Millis>(m->delivery_timeout);
+        outbox.retries = static_cast<unsigned>(m->delivery_retries);
+        g_identity->use_outbox(outbox);
+        outbox.key.fill(0);
+    }
     if (m->blocklist) g_identity->passwords().with_password_check(signin::password::blocklist_checker(*m->blocklist));
     // Password attempt counters live in the signin_limits zone (signin_passwords.cpp), shared by
     // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
@@ -100,6 +109,7 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
     } catch (...) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
     }
+    if (g_identity->has_outbox()) start_outbox(cycle);
     if (ngx_worker == 0) {
         g_purge_dummy.fd = -1;
         g_purge_event.handler = purge_tick;
