@@ -25,16 +25,6 @@ $t->run(main => "thread_pool default threads=4;\nerror_log %%PREFIX%%/debug.log 
         }
     }
     server {
-        listen 127.0.0.1:%%PORT3%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver {
-            internal;
-            proxy_set_header Content-Type application/json;
-            proxy_set_body $signin_delivery_json;
-            proxy_pass http://127.0.0.1:%%PORT2%%/send;
-        }
-    }
-    server {
         listen 127.0.0.1:%%PORT2%%;
         location = /send { access_log %%PREFIX%%/mailer.log mailer; signin_dev_mailbox; }
         location = /box { signin_dev_mailbox; }
@@ -74,11 +64,36 @@ like $debug, qr/\[debug\]/, 'error.log is at debug level';
 like $debug, qr/http proxy header/, '... and logged the proxied delivery';
 unlike $debug, qr/\Q$m->{token}\E/, 'the delivered token is nowhere in the debug log';
 
-# the older recipe (proxy_set_body $signin_delivery_json) still delivers
-$r = $t->req(POST => '/auth/register', json => { email => 'old-recipe@example.com' }, port => $t->port3);
-is $r->{status}, 202, 'register through the proxy_set_body recipe';
-ok $t->wait_for(sub { grep { $_->{email} eq 'old-recipe@example.com' }
-                      @{ $t->req(GET => '/box', port => $t->port2)->{json}{emails} || [] } }),
-   '... is delivered too';
 $t->done;
+
+# the older recipe (proxy_set_body $signin_delivery_json) still delivers
+my $t2 = SigninTest->new;
+$t2->run(http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on;
+    signin_delivery /_signin/deliver;
+    signin_limits off;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver {
+            internal;
+            proxy_set_header Content-Type application/json;
+            proxy_set_body $signin_delivery_json;
+            proxy_pass http://127.0.0.1:%%PORT2%%/send;
+        }
+    }
+    server {
+        listen 127.0.0.1:%%PORT2%%;
+        location = /send { signin_dev_mailbox; }
+        location = /box { signin_dev_mailbox; }
+    }
+});
+$r = $t2->req(POST => '/auth/register', json => { email => 'old-recipe@example.com' });
+is $r->{status}, 202, 'register through the proxy_set_body recipe';
+ok $t2->wait_for(sub { grep { $_->{email} eq 'old-recipe@example.com' }
+                       @{ $t2->req(GET => '/box', port => $t2->port2)->{json}{emails} || [] } }),
+   '... is delivered too';
+$t2->done;
 done_testing;

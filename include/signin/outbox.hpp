@@ -67,6 +67,8 @@ public:
     Result<bool> wanted(const OutboxItem &item);
     // Entries waiting (sent or not yet).
     Result<std::size_t> pending();
+    // Whether claim_due would find something (a read: cheap enough to ask every second).
+    Result<bool> any_due();
 
     // The delay after the n-th failed send (1 s, doubling).
     static Millis backoff(std::uint32_t failures);

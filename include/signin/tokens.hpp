@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "signin/engine.hpp"
+#include "signin/store.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -59,6 +60,11 @@ private:
 
     Result<TokenIssue> issue(Intent intent, std::string_view email, std::string_view group, std::string_view client,
                              const std::string *password_hash, bool may_send = true);
+    // The writes of an issued token (token, address index, outbox entry), undone in the same
+    // transaction: a request that sends nothing costs the store what one that sends costs, so
+    // that the time of its answer does not tell whether the address has an account.
+    void decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
+                     Millis now);
 
     Engine &engine_;
 };

@@ -330,6 +330,13 @@ Result<bool> Outbox::wanted(const OutboxItem &item) {
     });
 }
 
+Result<bool> Outbox::any_due() {
+    if (!engine_.outbox_) return false;
+    return detail::guarded("outbox read", [&]() -> Result<bool> {
+        return !engine_.store_->read()->outbox_due(engine_.now(), 1).empty();
+    });
+}
+
 Result<std::size_t> Outbox::pending() {
     return detail::guarded("outbox read", [&]() -> Result<std::size_t> { return engine_.store_->read()->outbox_count(); });
 }

@@ -43,6 +43,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         }
         const std::string uid = user ? user->id : std::string();
         if (!purpose) {
+            decoy_issue(*txn, *group, *email, client, now);
             txn->append_audit(detail::audit(now, "token.requested", *email, client, uid, "login:no_account"));
             txn->commit();
             return TokenIssue{};
@@ -63,6 +64,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
             const bool carries_password = !t.password_hash.empty();
             if (carries_password && (password_hash == nullptr || *password_hash != t.password_hash)) continue;
             if (purpose_signs_in(t.purpose) && now - t.created_at < policy.token_resend) {
+                decoy_issue(*txn, *group, *email, client, now);
                 txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
                                         std::string(intent_name(intent)) + ":waiting"));
                 txn->commit();
@@ -71,6 +73,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         }
         // Over the address's send limit: the same answer, nothing sent (SPEC §8 rule 1).
         if (!may_send) {
+            decoy_issue(*txn, *group, *email, client, now);
             txn->append_audit(detail::audit(now, "throttled", *email, client, uid,
                                     "address:" + std::string(intent_name(intent))));
             txn->commit();
@@ -104,6 +107,26 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         txn->commit();
         return TokenIssue{std::move(d), std::move(outbox_key)};
     });
+}
+
+void Tokens::decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
+                         Millis now) {
+    const std::string secret = enc::random_secret(32);
+    TokenRecord rec;
+    rec.hash = secret_hash(secret);
+    rec.group_id = group;
+    rec.email = email;
+    rec.purpose = Purpose::SignIn;
+    rec.created_at = now;
+    rec.expires_at = now;  // never usable, even for the instant it exists
+    txn.put_token(rec);
+    Delivery d;
+    d.email = email;
+    d.token = Secret(secret);
+    d.group_id = group;
+    const std::string key = engine_.enqueue(txn, d, client, now);
+    if (!key.empty()) txn.del_outbox(key);
+    txn.del_token(rec.hash);
 }
 
 Status Tokens::cancel_token(const Secret &token, std::string_view client) {

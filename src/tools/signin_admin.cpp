@@ -98,7 +98,8 @@ int main(int argc, char **argv) {
         }
         if (cmd == "stats") {
             auto r = st->read();
-            std::printf("{\"users\":%zu,\"audit_entries\":%zu}\n", r->user_count(), r->audit_count());
+            std::printf("{\"users\":%zu,\"audit_entries\":%zu,\"outbox\":%zu}\n", r->user_count(), r->audit_count(),
+                        r->outbox_count());
             return 0;
         }
         if (cmd == "purge") {

@@ -496,8 +496,9 @@ sub emails_to {
 #   $t->req(POST => '/auth/login', json => {...}, finished => 1);    # must send nothing
 #   $t->assert_nothing_sent($email, name => '/login unknown: nothing is sent');
 #
-# Contract: the requests that must send nothing were made with finished => 1 (or by raw(), which
-# also reads until nginx closes), so each one's delivery, had it started one, has ended. The control
+# Contract: the requests that must send nothing were answered before this is called; a delivery
+# starts at most 22 ms after its answer (t/signin_outbox.t), and the control is requested 50 ms
+# later, so an email that should not exist would have reached the mailbox before the control's. The control
 # request (finished => 1 too) must be answered 2xx and its email must reach the mailbox within 5 s;
 # then the addresses must hold `count` emails. Two tests: the control arrived, and the check.
 #   $who       an address, an array of addresses, or a qr// matched against addresses (the
@@ -512,6 +513,7 @@ sub assert_nothing_sent {
     my $ctl = $c->{email} // sprintf 'control-%d-%d@control.example', $$, ++$self->{controls};
     my $path = $c->{path} // '/auth/register';
     my %mb = %{ $o{mailbox} || {} };
+    sleep 0.05;    # a send starts up to 22 ms after its answer: the control's must start later
     my $r = $self->req(POST => $path, json => { email => $ctl, %{ $c->{json} || {} } },
         headers => $c->{headers} || {}, finished => 1, ($c->{port} ? (port => $c->{port}) : ()));
     my $landed = $r->{status} >= 200 && $r->{status} < 300 && $self->last_email($ctl, %mb);
@@ -794,5 +796,97 @@ sub dechunk {
     }
     return $out;
 }
+
+# ---------------------------------------------------------------- a mailer over HTTP
+# A stand-in for a mail API behind the signin_delivery location's proxy_pass, on a loopback port,
+# in a child process: each request's body (the delivery JSON) is appended to a file, one line each,
+# and answered `delay` seconds later with the next status of `statuses` (the last one repeats).
+# Requests are answered concurrently (one select loop). Stopped by stop() or when the object goes.
+#   my $mailer = SigninTest::Mailer->new(port => $t->port2, delay => 0.3, statuses => [503, 204]);
+#   my @emails = $mailer->emails;    # [{email, token, purpose, ...}], in arrival order
+package SigninTest::Mailer;
+
+use strict;
+use warnings;
+use IO::Socket::INET;
+use IO::Select;
+use Time::HiRes qw(time sleep);
+use POSIX ();
+
+sub new {
+    my ($class, %o) = @_;
+    my $self = bless { port => $o{port}, delay => $o{delay} // 0, statuses => $o{statuses} || [204],
+        file => $o{file} // File::Temp::tempdir(CLEANUP => 1) . '/mailer.log', owner => $$ }, $class;
+    open my $touch, '>>', $self->{file} or die "$self->{file}: $!";
+    close $touch;
+    my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $self->{port}, Listen => 128,
+        ReuseAddr => 1) or die "mailer: listen on $self->{port}: $!";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP PIPE);
+        $self->serve($listen);
+        POSIX::_exit(0);
+    }
+    close $listen;
+    $self->{pid} = $pid;
+    return $self;
+}
+
+sub serve {
+    my ($self, $listen) = @_;
+    my $sel = IO::Select->new($listen);
+    my (%buf, %due);
+    my $n = 0;
+    my $deadline = time + 600;    # bounded: a mailer outlives no test
+    while (time < $deadline) {
+        my @ready = $sel->can_read(0.01);
+        for my $s (@ready) {
+            if ($s == $listen) {
+                my $c = $listen->accept or next;
+                $sel->add($c);
+                $buf{$c} = '';
+                next;
+            }
+            my $got = sysread($s, $buf{$s}, 65536, length $buf{$s});
+            if (!$got) { $sel->remove($s); delete $buf{$s}; delete $due{$s}; close $s; next; }
+            next if $due{$s};
+            my ($head, $body) = $buf{$s} =~ /^(.*?\r\n\r\n)(.*)$/s or next;
+            my ($len) = $head =~ /^content-length:\s*(\d+)/mi;
+            next if length($body) < ($len // 0);
+            open my $fh, '>>', $self->{file} or die;
+            print $fh substr($body, 0, $len // 0), "\n";
+            close $fh;
+            my @st = @{ $self->{statuses} };
+            $due{$s} = [time + $self->{delay}, $st[$n < @st ? $n : -1], $s];
+            $n++;
+        }
+        for my $k (keys %due) {
+            my ($at, $status, $s) = @{ $due{$k} };
+            next if time < $at;
+            syswrite $s, "HTTP/1.1 $status X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            $sel->remove($s);
+            delete $due{$k};
+            delete $buf{$s};
+            close $s;
+        }
+    }
+}
+
+sub emails {
+    my ($self) = @_;
+    open my $fh, '<', $self->{file} or return ();
+    return map { $SigninTest::JSON->decode($_) } grep { /\S/ } <$fh>;
+}
+
+sub stop {
+    my ($self) = @_;
+    return unless $self->{pid} && $self->{owner} == $$;
+    kill 'TERM', $self->{pid};
+    waitpid $self->{pid}, 0;
+    delete $self->{pid};
+}
+
+sub DESTROY { $_[0]->stop }
+
 
 1;

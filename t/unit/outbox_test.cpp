@@ -135,6 +135,18 @@ TEST_F(OutboxTest, UnknownAddressWritesNothingToSend) {
     EXPECT_FALSE(issued->delivery.has_value());
     EXPECT_TRUE(issued->outbox_key.empty());
     EXPECT_EQ(pending(), 0u);
+    // the decoy writes that make it cost what a send costs leave nothing behind
+    EXPECT_TRUE(store_->read()->tokens_for("default", "nobody@example.com").empty());
+    // ... nor does a request while a token is waiting
+    add_user("wait@example.com");
+    OutboxItem first = request("wait@example.com");
+    policy_.token_resend = 60000;
+    id_ = make_identity(settings_);
+    auto again = id_->tokens().issue_token(Intent::Login, "wait@example.com", {}, "198.51.100.7");
+    ASSERT_TRUE(again);
+    EXPECT_FALSE(again->delivery.has_value());
+    EXPECT_EQ(pending(), 1u) << "only the first request's email";
+    EXPECT_EQ(store_->read()->tokens_for("default", "wait@example.com").size(), 1u);
 }
 
 TEST_F(OutboxTest, RefusedSendsAreTriedAgainWithADoublingDelayThenGivenUp) {
