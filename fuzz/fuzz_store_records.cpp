@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     const std::string_view key = in.substr(0, std::min<std::size_t>(16, in.size()));
     try {
         signin::User u = r::decode_user(in);
-        if (r::encode_user(u) != in) __builtin_trap();
+        // an older format is re-encoded in the newest: only the newest must round-trip exactly
+        if (!in.empty() && in[0] == static_cast<char>(r::kUserFormat) && r::encode_user(u) != in) __builtin_trap();
     } catch (const signin::StoreError &) {
     }
     try {

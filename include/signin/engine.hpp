@@ -88,6 +88,9 @@ public:
 
     // Administration (signin-admin): suspend or restore an account.
     Status set_suspended(std::string_view group, std::string_view email, bool suspended);
+    // Administration: give or take a role (access.hpp normalize_role). Adding one held, or
+    // removing one not held, changes nothing and succeeds.
+    Status set_role(std::string_view group, std::string_view email, std::string_view role, bool add);
 
     // Appends one audit entry in its own write transaction (a transport's own decisions, such as
     // a throttled request). The entry must not hold a secret.

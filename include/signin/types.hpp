@@ -51,6 +51,7 @@ struct User {
     Millis updated_at = 0;
     bool suspended = false;
     std::string password_hash;  // PHC string, empty when the account has no password
+    std::vector<std::string> roles;  // sorted, each [a-z0-9_-]{1,32} (access.hpp)
 };
 
 // What the delivery function is given: the token is revealed only where the email is written.

@@ -10,6 +10,7 @@
 
 #include "core/encoding.hpp"
 #include "core/engine_detail.hpp"
+#include "signin/access.hpp"
 
 namespace signin {
 namespace {
@@ -109,6 +110,34 @@ Status Engine::set_suspended(std::string_view group, std::string_view email, boo
         txn->put_user(*u);
         txn->append_audit(detail::audit(u->updated_at, suspended ? "user.suspended" : "user.restored", u->email,
                                 "admin", u->id));
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Status Engine::set_role(std::string_view group, std::string_view email, std::string_view role_in, bool add) {
+    auto e = normalize_email(email);
+    auto g = normalize_group(group);
+    if (!e || !g) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto role = normalize_role(role_in);
+    if (!role) return Error{Code::InvalidRequest, "a role is 1 to 32 of a-z, 0-9, _ and -"};
+    return detail::guarded("role", [&]() -> Status {
+        auto txn = store_->write();
+        auto u = txn->user_by_email(*g, *e);
+        if (!u) return Error{Code::NotFound, "no such account"};
+        auto it = std::lower_bound(u->roles.begin(), u->roles.end(), *role);
+        const bool held = it != u->roles.end() && *it == *role;
+        if (held == add) return ok_status();
+        if (add) {
+            if (u->roles.size() >= 64) return Error{Code::InvalidRequest, "an account holds at most 64 roles"};
+            u->roles.insert(it, *role);
+        } else {
+            u->roles.erase(it);
+        }
+        u->updated_at = clock_->now();
+        txn->put_user(*u);
+        txn->append_audit(detail::audit(u->updated_at, add ? "user.role_added" : "user.role_removed", u->email,
+                                        "admin", u->id, *role));
         txn->commit();
         return ok_status();
     });

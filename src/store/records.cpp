@@ -58,9 +58,12 @@ private:
 
 class Reader {
 public:
-    Reader(std::string_view data, const char *what) : p_(data), what_(what) {
-        if (u8() != kRecordFormat) corrupt(std::string(what_) + ": unknown format version");
+    // Formats 1 .. newest are read (a record is rewritten in the newest when it is next written).
+    Reader(std::string_view data, const char *what, std::uint8_t newest = kRecordFormat) : p_(data), what_(what) {
+        version_ = u8();
+        if (version_ < 1 || version_ > newest) corrupt(std::string(what_) + ": unknown format version");
     }
+    std::uint8_t version() const { return version_; }
     std::uint8_t u8() {
         need(1);
         auto v = static_cast<std::uint8_t>(p_[0]);
@@ -105,6 +108,7 @@ private:
     }
     std::string_view p_;
     const char *what_;
+    std::uint8_t version_ = 0;
 };
 
 }  // namespace
@@ -112,7 +116,7 @@ private:
 std::string encode_user(const User &u) {
     Writer w(1 + 4 * 4 + 8 * 2 + 1 + u.id.size() + u.email.size() + u.group_id.size() +
              u.password_hash.size());
-    w.u8(kRecordFormat);
+    w.u8(kUserFormat);
     w.str(u.id);
     w.str(u.email);
     w.str(u.group_id);
@@ -120,11 +124,14 @@ std::string encode_user(const User &u) {
     w.i64(u.updated_at);
     w.u8(u.suspended ? 1 : 0);
     w.str(u.password_hash);
+    if (u.roles.size() > 255) throw StoreError(Code::StorageError, "too many roles to store");
+    w.u8(static_cast<std::uint8_t>(u.roles.size()));
+    for (const auto &role : u.roles) w.str(role);
     return w.data();
 }
 
 User decode_user(std::string_view data) {
-    Reader r(data, "user");
+    Reader r(data, "user", kUserFormat);
     User u;
     u.id = r.str();
     u.email = r.str();
@@ -133,6 +140,13 @@ User decode_user(std::string_view data) {
     u.updated_at = r.i64();
     u.suspended = r.boolean();
     u.password_hash = r.str();
+    if (r.version() >= 2) {  // format 2 added roles
+        const std::uint8_t n = r.u8();
+        for (std::uint8_t i = 0; i < n; ++i) {
+            u.roles.push_back(r.str());
+            if (i > 0 && !(u.roles[i - 1] < u.roles[i])) corrupt("user: roles not sorted");
+        }
+    }
     r.done();
     return u;
 }

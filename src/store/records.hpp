@@ -12,6 +12,8 @@
 namespace signin::records {
 
 inline constexpr unsigned char kRecordFormat = 1;
+// Users: format 2 adds roles; format 1 records are still read.
+inline constexpr unsigned char kUserFormat = 2;
 
 [[noreturn]] void corrupt(std::string_view what);
 

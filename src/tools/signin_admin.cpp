@@ -19,6 +19,7 @@ int usage() {
                  "  suspend EMAIL [GROUP]   suspend an account (its sessions stop working)\n"
                  "  restore EMAIL [GROUP]   lift a suspension\n"
                  "  user EMAIL [GROUP]      print an account as JSON\n"
+                 "  role add|remove EMAIL ROLE [GROUP]  give or take a role (signin_allow role ROLE)\n"
                  "  password-hash EMAIL [GROUP]  print the account's Argon2id PHC string (empty: no password)\n"
                  "  audit [N]               print the newest N audit entries (default 20), JSON lines\n"
                  "  stats                   counts of users and audit entries\n"
@@ -56,6 +57,12 @@ int main(int argc, char **argv) {
             std::printf("%s: %s\n", args[1].c_str(), cmd == "suspend" ? "suspended" : "restored");
             return 0;
         }
+        if (cmd == "role" && args.size() >= 4 && (args[1] == "add" || args[1] == "remove")) {
+            auto r = id.set_role(args.size() > 4 ? args[4] : "", args[2], args[3], args[1] == "add");
+            if (!r) return fail(r.error());
+            std::printf("%s: role %s %s\n", args[2].c_str(), args[3].c_str(), args[1] == "add" ? "added" : "removed");
+            return 0;
+        }
         if (cmd == "user" && args.size() >= 2) {
             auto email = signin::normalize_email(args[1]);
             auto g = signin::normalize_group(group);
@@ -65,7 +72,10 @@ int main(int argc, char **argv) {
             signin::json::Writer w;
             w.begin_object().key("user");
             signin::json::write_user(w, *u);
-            w.key("suspended").value(u->suspended).key("has_password").value(!u->password_hash.empty()).end_object();
+            w.key("suspended").value(u->suspended).key("has_password").value(!u->password_hash.empty());
+            w.key("roles").begin_array();
+            for (const auto &role : u->roles) w.value(role);
+            w.end_array().end_object();
             std::printf("%s\n", w.str().c_str());
             return 0;
         }

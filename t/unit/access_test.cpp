@@ -1,0 +1,131 @@
+// Access rules, people lists and roles (access.hpp), and roles in the store.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "signin/access.hpp"
+#include "signin/auth.hpp"
+#include "store/records.hpp"
+
+using namespace signin;
+
+namespace {
+
+User user(std::string email, std::vector<std::string> roles = {}) {
+    User u;
+    u.id = "u1";
+    u.email = std::move(email);
+    u.group_id = "default";
+    u.roles = std::move(roles);
+    return u;
+}
+
+AccessRule rule(bool allow, std::string_view form, std::string_view value = {}, std::string_view text = {}) {
+    auto r = AccessRules::rule(allow, form, value, text);
+    EXPECT_TRUE(r) << form << " " << value << ": " << r.error().message;
+    return r ? r.value() : AccessRule{};
+}
+
+TEST(AccessRules, EmptyListAllowsEveryone) {
+    AccessRules rules;
+    EXPECT_TRUE(rules.allows(user("a@b.example")));
+}
+
+TEST(AccessRules, EachFormMatchesWhatItNames) {
+    EXPECT_TRUE(rule(true, "email", "Alice@Acme.com").matches(user("alice@acme.com")));
+    EXPECT_FALSE(rule(true, "email", "alice@acme.com").matches(user("bob@acme.com")));
+    EXPECT_TRUE(rule(true, "domain", "ACME.com").matches(user("bob@acme.com")));
+    EXPECT_TRUE(rule(true, "domain", "@acme.com").matches(user("bob@acme.com")));
+    EXPECT_FALSE(rule(true, "domain", "acme.com").matches(user("bob@sub.acme.com"))) << "exact domain only";
+    EXPECT_FALSE(rule(true, "domain", "acme.com").matches(user("bob@notacme.com")));
+    EXPECT_TRUE(rule(true, "role", "staff").matches(user("c@x.example", {"admin", "staff"})));
+    EXPECT_FALSE(rule(true, "role", "staff").matches(user("c@x.example", {"admin"})));
+    EXPECT_TRUE(rule(false, "all").matches(user("d@x.example")));
+    AccessRule file = rule(true, "file", "people.txt", "# staff\nalice@acme.com\n@partner.example  # all of them\n\n");
+    EXPECT_TRUE(file.matches(user("alice@acme.com")));
+    EXPECT_TRUE(file.matches(user("zed@partner.example")));
+    EXPECT_FALSE(file.matches(user("bob@acme.com")));
+}
+
+TEST(AccessRules, FirstMatchWinsAndAnAllowListDeniesTheRest) {
+    AccessRules rules;
+    rules.add(rule(false, "email", "mallory@acme.com"));
+    rules.add(rule(true, "domain", "acme.com"));
+    EXPECT_FALSE(rules.allows(user("mallory@acme.com"))) << "the deny comes first";
+    EXPECT_TRUE(rules.allows(user("alice@acme.com")));
+    EXPECT_FALSE(rules.allows(user("eve@evil.example"))) << "an allow list ends in deny";
+
+    AccessRules deny_list;
+    deny_list.add(rule(false, "domain", "evil.example"));
+    EXPECT_TRUE(deny_list.allows(user("alice@acme.com"))) << "a deny list ends in allow";
+    EXPECT_FALSE(deny_list.allows(user("eve@evil.example")));
+
+    AccessRules staff;
+    staff.add(rule(true, "role", "staff"));
+    staff.add(rule(false, "all"));
+    EXPECT_TRUE(staff.allows(user("s@x.example", {"staff"})));
+    EXPECT_FALSE(staff.allows(user("t@x.example")));
+}
+
+TEST(AccessRules, MistakesAreRefusedWithTheReason) {
+    EXPECT_FALSE(AccessRules::rule(true, "emial", "a@b.example"));
+    EXPECT_FALSE(AccessRules::rule(true, "email", "not-an-address"));
+    EXPECT_FALSE(AccessRules::rule(true, "domain", "bad domain"));
+    EXPECT_FALSE(AccessRules::rule(true, "role", "Staff!"));
+    EXPECT_FALSE(AccessRules::rule(true, "all", "x"));
+    EXPECT_FALSE(AccessRules::rule(true, "email", ""));
+    auto bad = AccessRules::rule(true, "file", "people.txt", "alice@acme.com\nnot an address\n");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("line 2"), std::string::npos) << bad.error().message;
+}
+
+TEST(Roles, Normalized) {
+    EXPECT_EQ(normalize_role("Staff"), "staff");
+    EXPECT_EQ(normalize_role("on-call_2"), "on-call_2");
+    EXPECT_FALSE(normalize_role(""));
+    EXPECT_FALSE(normalize_role(std::string(33, 'a')));
+    EXPECT_FALSE(normalize_role("a b"));
+}
+
+TEST(Roles, StoredSortedAndReadBackFromOlderRecords) {
+    User u = user("r@x.example", {"a", "b"});
+    EXPECT_EQ(records::decode_user(records::encode_user(u)).roles, u.roles);
+    // a user written before roles existed (format 1) reads back with none
+    std::string v2 = records::encode_user(user("old@x.example"));
+    std::string v1 = v2.substr(0, v2.size() - 1);
+    v1[0] = 1;
+    EXPECT_TRUE(records::decode_user(v1).roles.empty());
+    std::string unsorted = records::encode_user(user("u@x.example", {"b", "a"}));
+    EXPECT_THROW(records::decode_user(unsorted), StoreError);
+}
+
+TEST(Roles, GivenAndTakenByTheAdministration) {
+    char tmpl[] = "/tmp/signin-roles-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    {
+        LmdbOptions o;
+        o.path = std::string(tmpl) + "/db";
+        o.map_size = 1ull << 24;
+        std::shared_ptr<Store> store(open_lmdb_store(o));
+        std::string why;
+        Identity id(store, *parse_origin("http://127.0.0.1:8080", &why), Policy{});
+        User u = user("ro@x.example");
+        {
+            auto txn = store->write();
+            txn->put_user(u);
+            txn->commit();
+        }
+        EXPECT_TRUE(id.set_role("", "ro@x.example", "staff", true));
+        EXPECT_TRUE(id.set_role("", "ro@x.example", "admin", true));
+        EXPECT_TRUE(id.set_role("", "ro@x.example", "staff", true)) << "adding a held role changes nothing";
+        EXPECT_EQ(store->read()->user_by_id("u1")->roles, (std::vector<std::string>{"admin", "staff"}));
+        EXPECT_TRUE(id.set_role("", "ro@x.example", "admin", false));
+        EXPECT_EQ(store->read()->user_by_id("u1")->roles, (std::vector<std::string>{"staff"}));
+        EXPECT_FALSE(id.set_role("", "nobody@x.example", "staff", true));
+        EXPECT_FALSE(id.set_role("", "ro@x.example", "Bad Role", true));
+        EXPECT_EQ(store->read()->audit(1)[0].kind, "user.role_removed");
+    }
+    std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
