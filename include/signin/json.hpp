@@ -69,6 +69,8 @@ void append_escaped(std::string &out, std::string_view s);
 // {"id", "email", "group_id", "created_at", "updated_at"} (SPEC §2 User).
 void write_user(Writer &w, const User &u);
 std::string user(const User &u);
+// GET /me: the user and its roles.
+std::string me(const User &u);
 // {"error": message, "code": code_name(c)}
 std::string error(Code c, std::string_view message);
 // The same with a transport's own code (DESIGN §5 shape).

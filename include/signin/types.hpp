@@ -149,6 +149,7 @@ enum class Code : std::uint8_t {
     InvalidCredentials,    // invalid_credentials: password sign-in failed, whatever the cause
     FreshSessionRequired,  // fresh_session_required: setting a password needs a fresh email-token session
     NoPassword,            // no_password: changing a password of an account without one
+    Forbidden,             // forbidden: signed in, and the location's access rules refuse this account
 };
 std::string_view code_name(Code c);
 

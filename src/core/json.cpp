@@ -228,6 +228,20 @@ std::string user(const User &u) {
     return w.take();
 }
 
+std::string me(const User &u) {
+    Writer w;
+    w.begin_object()
+        .key("id").value(u.id)
+        .key("email").value(u.email)
+        .key("group_id").value(u.group_id)
+        .key("created_at").time(u.created_at)
+        .key("updated_at").time(u.updated_at)
+        .key("roles").begin_array();
+    for (const auto &role : u.roles) w.value(role);
+    w.end_array().end_object();
+    return w.take();
+}
+
 std::string error(Code c, std::string_view message) { return error(code_name(c), message); }
 
 std::string error(std::string_view code, std::string_view message) {

@@ -56,6 +56,7 @@ std::string_view code_name(Code c) {
     case Code::InvalidCredentials: return "invalid_credentials";
     case Code::FreshSessionRequired: return "fresh_session_required";
     case Code::NoPassword: return "no_password";
+    case Code::Forbidden: return "forbidden";
     }
     return "internal";
 }

@@ -32,6 +32,7 @@ static char *set_require(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_email_template(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
@@ -113,6 +114,10 @@ static ngx_command_t commands[] = {
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, pass_credentials), nullptr},
     {ngx_string("signin_email_previews"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_email_previews,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_allow"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
+     set_access_rule, NGX_HTTP_LOC_CONF_OFFSET, 1, nullptr},
+    {ngx_string("signin_deny"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
+     set_access_rule, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 
 static ngx_http_module_t module_ctx = {
@@ -355,6 +360,7 @@ static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     ngx_conf_init_value(conf->mailbox, 0);
     ngx_conf_init_value(conf->previews, 0);
     ngx_conf_merge_value(conf->pass_credentials, prev->pass_credentials, 0);
+    if (conf->rules == nullptr) conf->rules = prev->rules;  // a level with rules replaces the outer list
     // The delivery location sends email to any address it is given: reachable from outside, it
     // is an open relay (cf->ctx is this location's while nginx merges it).
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
@@ -595,6 +601,47 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     return NGX_CONF_OK;
 }
 
+// signin_allow FORM [VALUE] / signin_deny FORM [VALUE] (cmd->offset: 1 = allow). A file is read
+// now: a reload reads it again.
+static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    try {
+        auto *l = static_cast<LocConf *>(conf);
+        auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+        const bool allow = cmd->offset == 1;
+        std::string_view form = sv(value[1]);
+        std::string_view arg = cf->args->nelts > 2 ? sv(value[2]) : std::string_view();
+        std::string text;
+        std::string path;
+        if (form == "file" && !arg.empty()) {
+            ngx_str_t full = value[2];
+            if (ngx_conf_full_name(cf->cycle, &full, 1) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
+            path.assign(sv(full));
+            std::ifstream in(path, std::ios::binary);
+            if (!in) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "%V \"%s\" cannot be read", &cmd->name, path.c_str());
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+            std::ostringstream ss;
+            ss << in.rdbuf();
+            text = ss.str();
+            arg = path;
+        }
+        auto rule = signin::AccessRules::rule(allow, form, arg, text);
+        if (!rule) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V: %s", &cmd->name, rule.error().message.c_str());
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        if (l->rules == nullptr) {
+            l->rules = pool_object<signin::AccessRules>(cf->pool);
+            if (l->rules == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        l->rules->add(std::move(rule.value()));
+        return NGX_CONF_OK;
+    } catch (...) {
+        return conf_exception(cf, "signin_allow/signin_deny");
+    }
+}
+
 static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     auto *l = static_cast<LocConf *>(conf);
     if (l->previews != NGX_CONF_UNSET) return const_cast<char *>("is duplicate");
@@ -607,7 +654,26 @@ static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *, void *conf) {
 
 // ---------------------------------------------------------------- variables
 
-enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson };
+enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson, VarUserRoles };
+
+// $signin_user_roles: the roles, sorted, comma-separated (in the request's pool).
+static ngx_int_t roles_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, const signin::User &u) {
+    size_t len = 0;
+    for (const auto &role : u.roles) len += role.size() + 1;
+    auto *p = static_cast<u_char *>(ngx_pnalloc(r->pool, len ? len : 1));
+    if (p == nullptr) return NGX_ERROR;
+    u_char *q = p;
+    for (const auto &role : u.roles) {
+        if (q != p) *q++ = ',';
+        q = ngx_cpymem(q, role.data(), role.size());
+    }
+    v->data = p;
+    v->len = static_cast<unsigned>(q - p) & 0x0fffffffu;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    return NGX_OK;
+}
 
 static ngx_int_t get_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data) {
     v->not_found = 1;
@@ -619,6 +685,7 @@ static ngx_int_t get_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     case VarUserEmail: s = ctx->principal ? &ctx->principal->user.email : nullptr; break;
     case VarSessionId: s = ctx->principal ? &ctx->principal->session.id : nullptr; break;
     case VarDeliveryJson: s = ctx->delivery_json.empty() ? nullptr : &ctx->delivery_json; break;
+    case VarUserRoles: return ctx->principal ? roles_variable(r, v, ctx->principal->user) : NGX_OK;
     default: break;
     }
     if (s == nullptr) return NGX_OK;
@@ -634,6 +701,7 @@ static ngx_http_variable_t variables[] = {
     {ngx_string("signin_user_id"), nullptr, get_variable, VarUserId, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_user_email"), nullptr, get_variable, VarUserEmail, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_session_id"), nullptr, get_variable, VarSessionId, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("signin_user_roles"), nullptr, get_variable, VarUserRoles, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_delivery_json"), nullptr, get_variable, VarDeliveryJson, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_null_string, nullptr, nullptr, 0, 0, 0}};
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "signin/access.hpp"
 #include "signin/auth.hpp"
 #include "signin/emails.hpp"
 
@@ -89,6 +90,7 @@ struct LocConf {
     ngx_flag_t mailbox;   // signin_dev_mailbox
     ngx_flag_t previews;  // signin_email_previews
     ngx_flag_t pass_credentials;  // signin_pass_credentials (inherited): the credential reaches the upstream
+    signin::AccessRules *rules;   // signin_allow / signin_deny of this level, or the inherited list
 };
 
 inline MainConf *main_conf(ngx_http_request_t *r) {

@@ -71,7 +71,8 @@ HttpError http_error(signin::Code code) {
     case Code::OriginMismatch:
     case Code::PasswordsDisabled:
     case Code::FreshSessionRequired:
-    case Code::NoPassword: status = NGX_HTTP_FORBIDDEN; break;
+    case Code::NoPassword:
+    case Code::Forbidden: status = NGX_HTTP_FORBIDDEN; break;
     case Code::NotFound: status = NGX_HTTP_NOT_FOUND; break;
     case Code::RateLimited: status = 429; break;
     case Code::StorageFull: status = 507; break;

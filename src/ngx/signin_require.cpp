@@ -53,6 +53,16 @@ ngx_int_t gate(ngx_http_request_t *r) {
         }
     }
     auto p = authenticate(r, c);
+    if (p && loc_conf(r)->rules && !loc_conf(r)->rules->allows(p.value().user)) {
+        // signed in, and this location is not for this account: no identity reaches anything
+        if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: the access rules refuse user %s here",
+                      p.value().user.id.c_str());
+        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+        if (sub || clcf->error_pages) return NGX_HTTP_FORBIDDEN;
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return finish_with(r, reject(r, Code::Forbidden, "this account may not use this page"));
+    }
     if (p) {
         // the upstream gets the user ($signin_user_*), not the credential that proves it
         if (!loc_conf(r)->pass_credentials && !hide_credentials(r, engine->cookie_name())) {

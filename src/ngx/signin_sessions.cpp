@@ -92,7 +92,7 @@ ngx_int_t get_me(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    return send_json(call.r, 200, signin::json::user(p->user));
+    return send_json(call.r, 200, signin::json::me(p->user));
 }
 
 ngx_int_t get_sessions(ApiCall &call) {
