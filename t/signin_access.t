@@ -105,6 +105,47 @@ is get('/via-auth/x', 'alice@acme.com')->{status}, 200, 'auth_request to a staff
 is get('/via-auth/x', 'bob@acme.com')->{status}, 403, 'others are refused';
 $t->done;
 
+# ---------------------------------------------------------------- who may join
+my $j = SigninTest->new;
+open $fh, '>', $j->prefix . '/guests.txt' or die;
+print $fh "guest\@elsewhere.example\n";
+close $fh;
+$j->run(http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on domain=acme.com file=guests.txt;
+    signin_delivery /_signin/deliver;
+    signin_limits off;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+        location = /_dev/mailbox { signin_dev_mailbox; }
+    }
+});
+my $in = $j->req(POST => '/auth/register', json => { email => 'new@acme.com' });
+ok $j->last_email('new@acme.com'), 'domain=acme.com: an address of the domain may join';
+ok $j->last_email('guest@elsewhere.example') || do {
+    $j->req(POST => '/auth/register', json => { email => 'guest@elsewhere.example' });
+    $j->last_email('guest@elsewhere.example') }, 'file=: a listed address may join';
+my $out_r = $j->req(POST => '/auth/register', json => { email => 'outsider@evil.example' }, finished => 1);
+is $out_r->{status}, $in->{status}, 'an address outside gets the same status';
+is $out_r->{content}, $in->{content}, 'and the same body';
+$j->assert_nothing_sent('outsider@evil.example', name => 'and no email',
+    control => { email => 'control@acme.com' });
+my (undef, $audit) = $j->admin('audit', 20);
+like $audit, qr/register:not_allowed/, 'the audit trail says why';
+$j->done;
+my ($jc, $jmsg) = $j->nginx_t(http => q{
+    signin_store %%STORE%%;
+    signin_origin http://127.0.0.1:%%PORT%%;
+    signin_registration on domain=acme.com file=/nonexistent/guests.txt;
+    signin_delivery /_signin/deliver;
+    server { listen 127.0.0.1:%%PORT%%; location /auth/ { signin_api; } location = /_signin/deliver { internal; return 204; } }
+});
+isnt $jc, 0, 'nginx -t refuses a file= that cannot be read';
+like $jmsg, qr{signin_registration "/nonexistent/guests.txt" cannot be read}, '... saying so';
+
 # ---------------------------------------------------------------- nginx -t
 my $base = <<'EOF';
     signin_store %%STORE%%;

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "signin/access.hpp"
 #include "signin/outbox.hpp"
 #include "signin/password.hpp"
 #include "signin/store.hpp"
@@ -36,6 +37,9 @@ struct Policy {
     Millis bearer_ttl = 3600 * 1000;
     Millis fresh_window = 10 * 60 * 1000;       // a fresh session for POST /password
     bool allow_registration = false;            // auth.allow_registration
+    // Who may join when registration is on (signin_registration on domain=... file=...): an
+    // address outside gets the same answer and no account and no email. nullptr: anyone.
+    std::shared_ptr<const People> may_join;
     bool with_email = true;                     // off = auth.new_without_email
     bool with_passwords = false;                // auth.with_passwords
     unsigned password_min_length = password::kDefaultMinLength;  // code points; not below 8

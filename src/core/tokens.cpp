@@ -42,6 +42,15 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
             purpose = user ? Purpose::AlreadyRegistered : Purpose::Registration;
         }
         const std::string uid = user ? user->id : std::string();
+        // a new account outside who may join: the same answer and the same writes as any request
+        // that sends nothing, and no email (the address's owner is not told either)
+        if (purpose == Purpose::Registration && policy.may_join && !policy.may_join->contains(*email)) {
+            decoy_issue(*txn, *group, *email, client, now);
+            txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
+                                            std::string(password_hash ? "password_" : "") + "register:not_allowed"));
+            txn->commit();
+            return TokenIssue{};
+        }
         if (!purpose) {
             decoy_issue(*txn, *group, *email, client, now);
             txn->append_audit(detail::audit(now, "token.requested", *email, client, uid, "login:no_account"));

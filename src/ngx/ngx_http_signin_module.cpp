@@ -33,6 +33,7 @@ static char *set_mailbox(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_email_template(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_registration(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
@@ -43,8 +44,8 @@ static ngx_command_t commands[] = {
      nullptr},
     {ngx_string("signin_origin"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_origin, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},
-    {ngx_string("signin_registration"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
-     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, registration), nullptr},
+    {ngx_string("signin_registration"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_registration,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("signin_passwords"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passwords), nullptr},
     {ngx_string("signin_password_min_length"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_min_length,
@@ -306,6 +307,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     m->policy->bearer_ttl = static_cast<signin::Millis>(m->bearer_ttl);
     m->policy->audit_keep = static_cast<signin::Millis>(m->audit_keep);
     m->policy->allow_registration = m->registration != 0;
+    if (m->join) m->policy->may_join = std::make_shared<const signin::People>(*m->join);
     m->policy->with_email = m->email != 0;
     m->policy->with_passwords = m->passwords != 0;
     m->policy->fresh_window = static_cast<signin::Millis>(m->password_fresh);
@@ -601,6 +603,75 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     return NGX_CONF_OK;
 }
 
+// A file's whole text, or nullopt (nginx -t says why).
+static std::optional<std::string> read_conf_file(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t name, std::string &path) {
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) return std::nullopt;
+    path.assign(sv(name));
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "%V \"%s\" cannot be read", &cmd->name, path.c_str());
+        return std::nullopt;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// signin_registration on|off [domain=DOMAIN ...] [file=PATH]: who may join, read now (and at
+// every reload).
+static char *set_registration(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    try {
+        auto *m = static_cast<MainConf *>(conf);
+        if (m->registration != NGX_CONF_UNSET) return const_cast<char *>("is duplicate");
+        auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+        std::string_view flag = sv(value[1]);
+        if (flag != "on" && flag != "off") {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_registration takes \"on\" or \"off\", not \"%V\"", &value[1]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->registration = flag == "on";
+        if (cf->args->nelts == 2) return NGX_CONF_OK;
+        if (!m->registration) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_registration off takes no domain= or file=");
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->join = pool_object<signin::People>(cf->pool);
+        if (m->join == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+        std::string text;
+        for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+            std::string_view a = sv(value[i]);
+            if (a.rfind("domain=", 0) == 0) {
+                text += "@" + std::string(a.substr(7)) + "\n";
+            } else if (a.rfind("file=", 0) == 0) {
+                std::string path;
+                auto file = read_conf_file(cf, cmd, ngx_str_t{value[i].len - 5, value[i].data + 5}, path);
+                if (!file) return static_cast<char *>(NGX_CONF_ERROR);
+                std::string why;
+                auto people = signin::People::parse(*file, &why);
+                if (!people) {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_registration file \"%s\": %s", path.c_str(),
+                                       why.c_str());
+                    return static_cast<char *>(NGX_CONF_ERROR);
+                }
+                text += *file + "\n";
+            } else {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\" (domain=DOMAIN or file=PATH)", &value[i]);
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+        }
+        std::string why;
+        auto people = signin::People::parse(text, &why);
+        if (!people) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_registration: a domain= is not a domain");
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        *m->join = std::move(*people);
+        return NGX_CONF_OK;
+    } catch (...) {
+        return conf_exception(cf, "signin_registration");
+    }
+}
+
 // signin_allow FORM [VALUE] / signin_deny FORM [VALUE] (cmd->offset: 1 = allow). A file is read
 // now: a reload reads it again.
 static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
@@ -613,17 +684,9 @@ static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
         std::string text;
         std::string path;
         if (form == "file" && !arg.empty()) {
-            ngx_str_t full = value[2];
-            if (ngx_conf_full_name(cf->cycle, &full, 1) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
-            path.assign(sv(full));
-            std::ifstream in(path, std::ios::binary);
-            if (!in) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "%V \"%s\" cannot be read", &cmd->name, path.c_str());
-                return static_cast<char *>(NGX_CONF_ERROR);
-            }
-            std::ostringstream ss;
-            ss << in.rdbuf();
-            text = ss.str();
+            auto file = read_conf_file(cf, cmd, value[2], path);
+            if (!file) return static_cast<char *>(NGX_CONF_ERROR);
+            text = std::move(*file);
             arg = path;
         }
         auto rule = signin::AccessRules::rule(allow, form, arg, text);

@@ -27,6 +27,7 @@ struct MainConf {
 
     // ways in
     ngx_flag_t registration;
+    signin::People *join;  // signin_registration on domain=... file=...: who may join (nullptr: anyone)
     ngx_flag_t passwords;
     ngx_flag_t email;
 

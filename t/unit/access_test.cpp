@@ -129,3 +129,51 @@ TEST(Roles, GivenAndTakenByTheAdministration) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(WhoMayJoin, AnAddressOutsideGetsTheSameAnswerAndNothingElse) {
+    char tmpl[] = "/tmp/signin-join-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    {
+        LmdbOptions o;
+        o.path = std::string(tmpl) + "/db";
+        o.map_size = 1ull << 24;
+        std::shared_ptr<Store> store(open_lmdb_store(o));
+        std::string why;
+        auto people = People::parse("@acme.com\nguest@elsewhere.example\n", &why);
+        ASSERT_TRUE(people) << why;
+        Policy policy;
+        policy.allow_registration = true;
+        policy.may_join = std::make_shared<const People>(*people);
+        std::vector<Delivery> sent;
+        Identity id(store, *parse_origin("http://127.0.0.1:8080", &why), policy, [&](const Delivery &d) -> Status {
+            sent.push_back(d);
+            return ok_status();
+        });
+        EXPECT_TRUE(id.tokens().request_token(Intent::Register, "outsider@evil.example", ""));
+        EXPECT_TRUE(sent.empty()) << "no email outside who may join";
+        EXPECT_TRUE(store->read()->tokens_for("default", "outsider@evil.example").empty());
+        EXPECT_TRUE(id.tokens().request_token(Intent::Register, "new@acme.com", ""));
+        EXPECT_TRUE(id.tokens().request_token(Intent::Register, "guest@elsewhere.example", ""));
+        ASSERT_EQ(sent.size(), 2u);
+        EXPECT_EQ(sent[0].purpose, Purpose::Registration);
+        // an account that exists (made by an administrator) is told it exists, wherever it is
+        User u;
+        u.id = "u-old";
+        u.email = "old@evil.example";
+        u.group_id = "default";
+        {
+            auto txn = store->write();
+            txn->put_user(u);
+            txn->commit();
+        }
+        EXPECT_TRUE(id.tokens().request_token(Intent::Register, "old@evil.example", ""));
+        ASSERT_EQ(sent.size(), 3u);
+        EXPECT_EQ(sent[2].purpose, Purpose::AlreadyRegistered);
+        EXPECT_EQ(store->read()->audit(4)[3].detail, "register:not_allowed");
+    }
+    std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
