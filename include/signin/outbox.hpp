@@ -16,22 +16,12 @@
 #include <string_view>
 #include <vector>
 
+#include "signin/secret_key.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
 
 class Engine;
-
-// The secret key file (signin_secret_key): 32 random bytes, base64url without padding on the one
-// line that is not a comment.
-using SecretKey = std::array<unsigned char, 32>;
-
-// Reads the key file at path; when it does not exist and `create` is set, writes a new one
-// (mode 0600, created exclusively: of two processes racing, both end with the same key).
-// Error (Code::Internal) with the reason otherwise.
-Result<SecretKey> load_secret_key(const std::string &path, bool create);
-// The text of a key file holding key.
-std::string secret_key_text(const SecretKey &key);
 
 struct OutboxSettings {
     SecretKey key{};       // the secret key (the outbox uses a subkey derived from it)

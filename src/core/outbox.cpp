@@ -1,15 +1,9 @@
-// The outbox (outbox.hpp): the secret key file, sealed deliveries, and the entry's life: held by
+// The outbox (outbox.hpp): sealed deliveries, and the entry's life: held by
 // its sender, sent, tried again, given up, or claimed when its sender vanished.
 #include "signin/outbox.hpp"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstring>
-#include <sstream>
 #include <stdexcept>
 
 #include "core/encoding.hpp"
@@ -18,10 +12,6 @@
 
 namespace signin {
 namespace {
-
-constexpr char kKeyComment[] =
-    "# ngx_signin secret key (signin_secret_key). Keep it secret and back it up apart from the store:\n"
-    "# without it, emails waiting in the outbox cannot be sent.\n";
 
 // The outbox's subkey: BLAKE2b-based KDF of the secret key, its own context and id.
 constexpr std::uint64_t kOutboxSubkeyId = 1;
@@ -105,88 +95,7 @@ std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, st
     return out;
 }
 
-Error key_error(const std::string &path, const std::string &why) {
-    return Error{Code::Internal, "signin_secret_key \"" + path + "\": " + why};
-}
-
-std::optional<SecretKey> parse_key_text(const std::string &text) {
-    std::istringstream lines(text);
-    std::string line;
-    std::optional<SecretKey> key;
-    while (std::getline(lines, line)) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.empty() || line[0] == '#') continue;
-        if (key) return std::nullopt;  // one key line
-        auto raw = enc::base64url_decode(line);
-        if (!raw || raw->size() != 32) return std::nullopt;
-        SecretKey k{};
-        std::memcpy(k.data(), raw->data(), 32);
-        sodium_memzero(raw->data(), raw->size());
-        key = k;
-        sodium_memzero(line.data(), line.size());
-    }
-    return key;
-}
-
 }  // namespace
-
-std::string secret_key_text(const SecretKey &key) {
-    return std::string(kKeyComment) + enc::base64url(key.data(), key.size()) + "\n";
-}
-
-Result<SecretKey> load_secret_key(const std::string &path, bool create) {
-    if (sodium_init() < 0) return key_error(path, "libsodium could not be initialised");
-    for (int round = 0; round < 2; ++round) {
-        int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd >= 0) {
-            struct stat st {};
-            if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
-                return key_error(path, "not a regular file");
-            }
-            if (st.st_mode & 077) {
-                close(fd);
-                return key_error(path, "readable by others: chmod 600 it");
-            }
-            std::string text;
-            char buf[512];
-            for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
-                if (n < 0 && errno == EINTR) continue;
-                if (n <= 0) break;
-                text.append(buf, static_cast<std::size_t>(n));
-                if (text.size() > 64 * 1024) break;
-            }
-            sodium_memzero(buf, sizeof buf);
-            close(fd);
-            auto key = parse_key_text(text);
-            sodium_memzero(text.data(), text.size());
-            if (!key) return key_error(path, "not a key file (one line of 43 base64url characters expected)");
-            return *key;
-        }
-        if (errno != ENOENT) return key_error(path, std::strerror(errno));
-        if (!create) return key_error(path, "does not exist");
-        // Written whole under a temporary name, then linked in place: a reader never sees half a
-        // key, and of two processes creating it at once, the second reads the first's.
-        SecretKey key{};
-        randombytes_buf(key.data(), key.size());
-        std::string text = secret_key_text(key);
-        std::string tmp = path + ".tmp." + std::to_string(getpid());
-        int out = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (out < 0) return key_error(path, std::string("cannot create it: ") + std::strerror(errno));
-        bool ok = write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(out) == 0;
-        ok = close(out) == 0 && ok;
-        sodium_memzero(text.data(), text.size());
-        int linked = ok ? link(tmp.c_str(), path.c_str()) : -1;
-        int link_errno = errno;
-        unlink(tmp.c_str());
-        if (!ok) return key_error(path, "cannot write it");
-        if (linked == 0) return key;
-        if (link_errno != EEXIST) return key_error(path, std::string("cannot create it: ") + std::strerror(link_errno));
-        // another process made it first: read theirs
-    }
-    return key_error(path, "cannot be read");
-}
 
 // ---- the engine's side -------------------------------------------------------------------------
 
