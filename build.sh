@@ -32,6 +32,7 @@ DEB_PACKAGES=(
     libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
     perl                                  # prove and the t/*.t harness (core modules only)
     python3 python3-argon2                # cross-checks of password hashes by another implementation
+    python3-jwt python3-cryptography      # an independent JOSE library verifies $signin_assertion
     wrk                                   # ./build.sh bench
     chromium                              # the browser test of the demo page (t/signin_browser.t)
     clang libclang-rt-dev                 # fuzz/ (libFuzzer, ASan, UBSan): ./build.sh fuzz, and a short run in test

@@ -115,6 +115,8 @@ static ngx_command_t commands[] = {
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, pass_credentials), nullptr},
     {ngx_string("signin_email_previews"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_email_previews,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_assertion_audience"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_http_set_complex_value_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, assertion_audience), nullptr},
     {ngx_string("signin_allow"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
      set_access_rule, NGX_HTTP_LOC_CONF_OFFSET, 1, nullptr},
     {ngx_string("signin_deny"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
@@ -363,6 +365,7 @@ static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     ngx_conf_init_value(conf->previews, 0);
     ngx_conf_merge_value(conf->pass_credentials, prev->pass_credentials, 0);
     if (conf->rules == nullptr) conf->rules = prev->rules;  // a level with rules replaces the outer list
+    if (conf->assertion_audience == nullptr) conf->assertion_audience = prev->assertion_audience;
     // The delivery location sends email to any address it is given: reachable from outside, it
     // is an open relay (cf->ctx is this location's while nginx merges it).
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
@@ -717,7 +720,24 @@ static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *, void *conf) {
 
 // ---------------------------------------------------------------- variables
 
-enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson, VarUserRoles };
+enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson, VarUserRoles, VarAssertion };
+
+// $signin_assertion: made once per request, for the audience of the location (default $host).
+static const std::string *assertion_of(ngx_http_request_t *r, RequestCtx *ctx) {
+    if (!ctx->principal) return nullptr;
+    if (!ctx->assertion.empty()) return &ctx->assertion;
+    MainConf *m = main_conf(r);
+    signin::Identity *engine = identity();
+    if (m->assertions == nullptr || engine == nullptr) return nullptr;
+    ngx_str_t aud = r->headers_in.server;  // $host: the Host header's name, or the server's name
+    if (aud.len == 0) {
+        aud = static_cast<ngx_http_core_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_core_module))->server_name;
+    }
+    LocConf *l = loc_conf(r);
+    if (l->assertion_audience && ngx_http_complex_value(r, l->assertion_audience, &aud) != NGX_OK) return nullptr;
+    ctx->assertion = m->assertions->sign(ctx->principal->user, engine->origin().text, sv(aud), engine->now(), false);
+    return &ctx->assertion;
+}
 
 // $signin_user_roles: the roles, sorted, comma-separated (in the request's pool).
 static ngx_int_t roles_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, const signin::User &u) {
@@ -749,6 +769,13 @@ static ngx_int_t get_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     case VarSessionId: s = ctx->principal ? &ctx->principal->session.id : nullptr; break;
     case VarDeliveryJson: s = ctx->delivery_json.empty() ? nullptr : &ctx->delivery_json; break;
     case VarUserRoles: return ctx->principal ? roles_variable(r, v, ctx->principal->user) : NGX_OK;
+    case VarAssertion:
+        try {
+            s = assertion_of(r, ctx);
+        } catch (...) {
+            return NGX_ERROR;
+        }
+        break;
     default: break;
     }
     if (s == nullptr) return NGX_OK;
@@ -765,6 +792,7 @@ static ngx_http_variable_t variables[] = {
     {ngx_string("signin_user_email"), nullptr, get_variable, VarUserEmail, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_session_id"), nullptr, get_variable, VarSessionId, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_user_roles"), nullptr, get_variable, VarUserRoles, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("signin_assertion"), nullptr, get_variable, VarAssertion, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_delivery_json"), nullptr, get_variable, VarDeliveryJson, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_null_string, nullptr, nullptr, 0, 0, 0}};
 
@@ -819,16 +847,20 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     }
     // The secret key (never in the store): read, or made at the first start. Workers inherit it.
     std::string key_path(sv(m->secret_key_path));
-    auto key = signin::load_secret_key(key_path, true);
+    auto key = signin::load_key_file(key_path, true);
     if (!key) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "%s", key.error().message.c_str());
         return NGX_ERROR;
     }
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cycle->pool, sizeof(signin::SecretKey));
     if (cln == nullptr) return NGX_ERROR;
-    m->secret_key = new (cln->data) signin::SecretKey(key.value());
+    m->secret_key = new (cln->data) signin::SecretKey(key.value().key);
     cln->handler = [](void *p) { ngx_explicit_memzero(p, sizeof(signin::SecretKey)); };
-    key.value().fill(0);
+    cln = ngx_pool_cleanup_add(cycle->pool, sizeof(signin::AssertionKeys));
+    if (cln == nullptr) return NGX_ERROR;
+    m->assertions = new (cln->data) signin::AssertionKeys(key.value().key, key.value().assertion_generation);
+    cln->handler = [](void *p) { static_cast<signin::AssertionKeys *>(p)->~AssertionKeys(); };
+    key.value().key.fill(0);
 
     auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
     if (geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {

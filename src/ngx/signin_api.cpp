@@ -31,12 +31,13 @@ namespace {
 using signin::Code;
 
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
-constexpr std::array<Route, 13> kRoutes = {{
+constexpr std::array<Route, 14> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
     {"token", NGX_HTTP_POST, post_token, Bucket::Sensitive, Route::Exchange},
     {"me", NGX_HTTP_GET, get_me, Bucket::SignedIn, Route::None},
+    {".well-known/jwks.json", NGX_HTTP_GET, get_jwks, Bucket::SignedIn, Route::None},
     {"sessions", NGX_HTTP_GET, get_sessions, Bucket::SignedIn, Route::None},
     {"sessions/revoke", NGX_HTTP_POST, post_sessions_revoke, Bucket::SignedIn, Route::SignedInWrite},
     {"logout", NGX_HTTP_POST, post_logout, Bucket::SignedIn, Route::SignedInWrite},

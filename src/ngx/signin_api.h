@@ -34,6 +34,7 @@ ngx_int_t post_token(ApiCall &call);
 
 // signin_sessions.cpp
 ngx_int_t get_me(ApiCall &call);
+ngx_int_t get_jwks(ApiCall &call);
 ngx_int_t get_sessions(ApiCall &call);
 ngx_int_t post_sessions_revoke(ApiCall &call);
 ngx_int_t post_logout(ApiCall &call);

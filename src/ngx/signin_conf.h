@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "signin/access.hpp"
+#include "signin/assertion.hpp"
 #include "signin/auth.hpp"
 #include "signin/emails.hpp"
 
@@ -72,6 +73,7 @@ struct MainConf {
     ngx_msec_t delivery_timeout;        // signin_delivery_timeout: how long a send holds its email
     ngx_str_t secret_key_path;          // signin_secret_key (default: the store's path + ".key")
     signin::SecretKey *secret_key;      // read (or made) by the master in init_module
+    signin::AssertionKeys *assertions;  // $signin_assertion's keys, from the same file
     signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
     ngx_flag_t previews;     // some location uses signin_email_previews
 
@@ -92,6 +94,7 @@ struct LocConf {
     ngx_flag_t previews;  // signin_email_previews
     ngx_flag_t pass_credentials;  // signin_pass_credentials (inherited): the credential reaches the upstream
     signin::AccessRules *rules;   // signin_allow / signin_deny of this level, or the inherited list
+    ngx_http_complex_value_t *assertion_audience;  // signin_assertion_audience (default: $host)
 };
 
 inline MainConf *main_conf(ngx_http_request_t *r) {

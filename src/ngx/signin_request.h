@@ -26,6 +26,7 @@ struct RequestCtx {
     std::unique_ptr<Job> job;                     // the job the request waits for (signin_jobs.cpp)
     bool job_answered = false;                    // ... and it reached its Answer stage
     const Route *route = nullptr;                 // the API endpoint whose body is being read
+    std::string assertion;                        // $signin_assertion, once made for this request
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 

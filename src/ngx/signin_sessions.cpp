@@ -95,6 +95,13 @@ ngx_int_t get_me(ApiCall &call) {
     return send_json(call.r, 200, signin::json::me(p->user));
 }
 
+// The public keys of $signin_assertion (RFC 7517), for upstreams to verify it.
+ngx_int_t get_jwks(ApiCall &call) {
+    MainConf *m = main_conf(call.r);
+    if (m->assertions == nullptr) return send_error(call.r, Code::NotFound, "not found");
+    return send_json(call.r, 200, m->assertions->jwks());
+}
+
 ngx_int_t get_sessions(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);

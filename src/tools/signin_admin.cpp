@@ -9,6 +9,7 @@
 #include "core/encoding.hpp"
 #include "signin/json.hpp"
 #include "signin/auth.hpp"
+#include "signin/secret_key.hpp"
 
 namespace {
 
@@ -20,6 +21,8 @@ int usage() {
                  "  restore EMAIL [GROUP]   lift a suspension\n"
                  "  user EMAIL [GROUP]      print an account as JSON\n"
                  "  role add|remove EMAIL ROLE [GROUP]  give or take a role (signin_allow role ROLE)\n"
+                 "  key rotate [KEYFILE]    the next $signin_assertion signing key (KEYFILE: signin_secret_key,\n"
+                 "                          default DIR.key); nginx signs with it after its next reload\n"
                  "  password-hash EMAIL [GROUP]  print the account's Argon2id PHC string (empty: no password)\n"
                  "  audit [N]               print the newest N audit entries (default 20), JSON lines\n"
                  "  stats                   counts of users and audit entries\n"
@@ -42,6 +45,17 @@ int main(int argc, char **argv) {
         args.erase(args.begin(), args.begin() + 2);
     }
     if (store.empty() || args.empty()) return usage();
+    if (args[0] == "key") {  // the key file, not the store
+        if (args.size() < 2 || args[1] != "rotate" || args.size() > 3) return usage();
+        std::string dir = store;
+        while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+        std::string path = args.size() == 3 ? args[2] : dir + ".key";
+        auto g = signin::rotate_assertion_key(path);
+        if (!g) return fail(g.error());
+        std::printf("%s: assertion key generation %llu (reload nginx to sign with it)\n", path.c_str(),
+                    static_cast<unsigned long long>(g.value()));
+        return 0;
+    }
     try {
         signin::LmdbOptions opts;
         opts.path = store;
