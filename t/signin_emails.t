@@ -62,12 +62,12 @@ is $r->{status}, 200, 'GET the previews';
 is $r->{headers}{'cache-control'}, 'no-store', '... no-store';
 my @p = @{ $r->{json}{emails} || [] };
 is_deeply [map { $_->{purpose} } @p],
-    [qw(SignIn Registration AlreadyRegistered EmailChange EmailChangeApproval EmailChanged PasswordChanged)],
+    [qw(SignIn Registration AlreadyRegistered EmailChange EmailChangeApproval EmailChanged PasswordChanged Invitation)],
     'one preview per purpose';
 is_deeply [map { $_->{tag} } @p],
     [qw(auth.sign_in auth.registration auth.already_registered auth.email_change auth.email_change_approval
-        auth.email_changed auth.password_changed)], '... with their tags';
-is_deeply [map { $_->{custom} ? 1 : 0 } @p], [1, 0, 0, 0, 0, 0, 1], '... saying which are custom';
+        auth.email_changed auth.password_changed auth.invitation)], '... with their tags';
+is_deeply [map { $_->{custom} ? 1 : 0 } @p], [1, 0, 0, 0, 0, 0, 1, 0], '... saying which are custom';
 is $p[0]{subject}, "Your code for $origin", '... rendered from the custom template';
 like $p[0]{text}, qr/Code: PREVIEW-CODE-0000/, '... with a sample code, not a real one';
 is $p[6]{text}, "Your password on $origin was changed.\n", '... the custom notice';

@@ -66,7 +66,7 @@ public:
     static constexpr std::string_view kPreviewEmail = "someone@example.com";
 
 private:
-    static constexpr std::size_t kPurposes = 7;
+    static constexpr std::size_t kPurposes = 8;
     std::array<EmailTemplate, kPurposes> templates_;
     std::array<bool, kPurposes> custom_{};
     Millis token_ttl_;
@@ -77,7 +77,7 @@ void append_html_escaped(std::string &out, std::string_view s);
 
 // Every purpose, in the SPEC's order; and a purpose by its name (SignIn) or tag (sign_in, or
 // auth.sign_in).
-const std::array<Purpose, 7> &all_purposes();
+const std::array<Purpose, 8> &all_purposes();
 std::optional<Purpose> purpose_from_text(std::string_view text);
 
 }  // namespace signin

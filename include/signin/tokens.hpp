@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "signin/engine.hpp"
 #include "signin/store.hpp"
@@ -39,6 +40,12 @@ public:
     Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
                                    std::string_view client, bool may_send = true);
     Status cancel_token(const Secret &token, std::string_view client);
+
+    // signin-admin invite (DESIGN §10.1): the account is made now if it does not exist (so its
+    // sign-in works with registration off), with `roles` added; with `send`, an Invitation token
+    // whose email signs the person in is issued (and written to the outbox when there is one).
+    Result<TokenIssue> invite(std::string_view email, std::string_view group, const std::vector<std::string> &roles,
+                              bool send, std::string_view client = "admin");
 
     // auth.exchange_from: spends the token (even when the exchange then fails) and makes a
     // session of `kind`. Registration tokens create the account here.

@@ -26,6 +26,7 @@ enum class Purpose : std::uint8_t {
     EmailChangeApproval = 5,
     EmailChanged = 6,
     PasswordChanged = 7,
+    Invitation = 8,  // DESIGN §10.1: signin-admin invite --send; its token signs the person in
 };
 // "SignIn", "Registration", ... as SPEC names them.
 std::string_view purpose_name(Purpose p);

@@ -77,6 +77,13 @@ EmailTemplate builtin(Purpose p) {
                 "site right away.\n",
                 html_page("<p>The address of your account on {{origin}} was just changed. If this was not you, "
                           "contact the site right away.</p>\n")};
+    case Purpose::Invitation:
+        return {"You are invited",
+                "You are invited to {{origin}}. Use this code to sign in:\n\n{{token}}\n\nIt is valid for "
+                "{{minutes}} minutes and can be used once. Later, sign in with your address, {{email}}.\n",
+                html_page("<p>You are invited to {{origin}}. Use this code to sign in:</p>\n" + code +
+                          "<p>It is valid for {{minutes}} minutes and can be used once. Later, sign in with your "
+                          "address, {{email}}.</p>\n")};
     case Purpose::PasswordChanged:
         return {"Your password was changed",
                 "The password of your account on {{origin}} was just changed, and every other session was signed "
@@ -160,11 +167,11 @@ void append_html_escaped(std::string &out, std::string_view s) {
     }
 }
 
-const std::array<Purpose, 7> &all_purposes() {
-    static const std::array<Purpose, 7> all = {Purpose::SignIn,          Purpose::Registration,
+const std::array<Purpose, 8> &all_purposes() {
+    static const std::array<Purpose, 8> all = {Purpose::SignIn,          Purpose::Registration,
                                                Purpose::AlreadyRegistered, Purpose::EmailChange,
                                                Purpose::EmailChangeApproval, Purpose::EmailChanged,
-                                               Purpose::PasswordChanged};
+                                               Purpose::PasswordChanged, Purpose::Invitation};
     return all;
 }
 

@@ -82,7 +82,7 @@ std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, st
         in.remove_prefix(3);
         Delivery d;
         std::string token;
-        if (purpose >= 1 && purpose <= 7 && with_password <= 1 && get_str16(in, d.email) &&
+        if (purpose >= 1 && purpose <= static_cast<unsigned char>(Purpose::Invitation) && with_password <= 1 && get_str16(in, d.email) &&
             get_str16(in, d.group_id) && get_str16(in, token) && in.empty()) {
             d.purpose = static_cast<Purpose>(purpose);
             d.with_password = with_password == 1;

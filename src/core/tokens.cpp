@@ -2,10 +2,12 @@
 // (SPEC §3 "Email token", §4).
 #include "signin/tokens.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/encoding.hpp"
 #include "core/engine_detail.hpp"
+#include "signin/access.hpp"
 
 namespace signin {
 namespace {
@@ -136,6 +138,62 @@ void Tokens::decoy_issue(WriteTxn &txn, const std::string &group, const std::str
     const std::string key = engine_.enqueue(txn, d, client, now);
     if (!key.empty()) txn.del_outbox(key);
     txn.del_token(rec.hash);
+}
+
+Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view group_in,
+                                  const std::vector<std::string> &roles_in, bool send, std::string_view client) {
+    auto email = normalize_email(email_in);
+    if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto group = normalize_group(group_in);
+    if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    std::vector<std::string> roles;
+    for (const auto &r : roles_in) {
+        auto role = normalize_role(r);
+        if (!role) return Error{Code::InvalidRequest, "\"" + r + "\" is not a role ([a-z0-9_-]{1,32})"};
+        roles.push_back(*role);
+    }
+    return detail::guarded("invite", [&]() -> Result<TokenIssue> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_email(*group, *email);
+        const bool existed = user.has_value();
+        if (!user) {
+            User u;
+            u.id = enc::uuid7(now);
+            u.email = *email;
+            u.group_id = *group;
+            u.created_at = now;
+            user = std::move(u);
+        }
+        for (const auto &role : roles) {
+            auto it = std::lower_bound(user->roles.begin(), user->roles.end(), role);
+            if (it == user->roles.end() || *it != role) user->roles.insert(it, role);
+        }
+        user->updated_at = now;
+        txn->put_user(*user);
+        txn->append_audit(detail::audit(now, "user.invited", *email, client, user->id, existed ? "existing" : "new"));
+        TokenIssue out;
+        if (send) {
+            std::string secret = enc::random_secret(32);
+            TokenRecord rec;
+            rec.hash = secret_hash(secret);
+            rec.group_id = *group;
+            rec.email = *email;
+            rec.purpose = Purpose::Invitation;
+            rec.created_at = now;
+            rec.expires_at = now + engine_.policy().token_ttl;
+            txn->put_token(rec);
+            Delivery d;
+            d.email = *email;
+            d.token = Secret(std::move(secret));
+            d.purpose = Purpose::Invitation;
+            d.group_id = *group;
+            out.outbox_key = engine_.enqueue(*txn, d, client, now);
+            out.delivery = std::move(d);
+        }
+        txn->commit();
+        return out;
+    });
 }
 
 Status Tokens::cancel_token(const Secret &token, std::string_view client) {

@@ -11,6 +11,7 @@ std::string_view purpose_name(Purpose p) {
     case Purpose::EmailChangeApproval: return "EmailChangeApproval";
     case Purpose::EmailChanged: return "EmailChanged";
     case Purpose::PasswordChanged: return "PasswordChanged";
+    case Purpose::Invitation: return "Invitation";
     }
     return "Unknown";
 }
@@ -24,12 +25,14 @@ std::string_view purpose_tag(Purpose p) {
     case Purpose::EmailChangeApproval: return "email_change_approval";
     case Purpose::EmailChanged: return "email_changed";
     case Purpose::PasswordChanged: return "password_changed";
+    case Purpose::Invitation: return "invitation";
     }
     return "unknown";
 }
 
 bool purpose_signs_in(Purpose p) {
-    return p == Purpose::SignIn || p == Purpose::Registration || p == Purpose::AlreadyRegistered;
+    return p == Purpose::SignIn || p == Purpose::Registration || p == Purpose::AlreadyRegistered ||
+           p == Purpose::Invitation;
 }
 
 std::string_view kind_name(SessionKind k) { return k == SessionKind::Bearer ? "bearer" : "cookie"; }

@@ -21,6 +21,9 @@ int usage() {
                  "  restore EMAIL [GROUP]   lift a suspension\n"
                  "  user EMAIL [GROUP]      print an account as JSON\n"
                  "  role add|remove EMAIL ROLE [GROUP]  give or take a role (signin_allow role ROLE)\n"
+                 "  invite EMAIL [--role ROLE]... [--group G] [--send [--key KEYFILE]]\n"
+                 "                          make the account (its sign-in works with registration off); --send\n"
+                 "                          writes an invitation email to the outbox, sent by nginx within a second\n"
                  "  key rotate [KEYFILE]    the next $signin_assertion signing key (KEYFILE: signin_secret_key,\n"
                  "                          default DIR.key); nginx signs with it after its next reload\n"
                  "  password-hash EMAIL [GROUP]  print the account's Argon2id PHC string (empty: no password)\n"
@@ -69,6 +72,39 @@ int main(int argc, char **argv) {
             auto r = id.set_suspended(group, args[1], cmd == "suspend");
             if (!r) return fail(r.error());
             std::printf("%s: %s\n", args[1].c_str(), cmd == "suspend" ? "suspended" : "restored");
+            return 0;
+        }
+        if (cmd == "invite" && args.size() >= 2) {
+            std::vector<std::string> roles;
+            std::string key_path;
+            bool send = false;
+            std::string invite_group;
+            for (std::size_t i = 2; i < args.size(); ++i) {
+                if (args[i] == "--send") {
+                    send = true;
+                } else if ((args[i] == "--role" || args[i] == "--group" || args[i] == "--key") && i + 1 < args.size()) {
+                    const std::string &v = args[++i];
+                    if (args[i - 1] == "--role") roles.push_back(v);
+                    else if (args[i - 1] == "--group") invite_group = v;
+                    else key_path = v;
+                } else {
+                    return usage();
+                }
+            }
+            if (send) {  // the email goes through nginx's outbox: sealed with the same key
+                std::string dir = store;
+                while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+                auto key = signin::load_secret_key(key_path.empty() ? dir + ".key" : key_path, false);
+                if (!key) return fail(key.error());
+                signin::OutboxSettings outbox;
+                outbox.key = key.value();
+                outbox.hold = 0;  // due now: the next outbox check of any nginx worker sends it
+                id.use_outbox(outbox);
+                outbox.key.fill(0);
+            }
+            auto r = id.tokens().invite(args[1], invite_group, roles, send);
+            if (!r) return fail(r.error());
+            std::printf("%s: invited%s\n", args[1].c_str(), send ? "; the invitation email waits in the outbox" : "");
             return 0;
         }
         if (cmd == "role" && args.size() >= 4 && (args[1] == "add" || args[1] == "remove")) {

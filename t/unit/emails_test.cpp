@@ -134,7 +134,7 @@ TEST(Emails, PreviewsListEveryPurposeWithASampleCode) {
         EXPECT_TRUE(has(list[i].text, Emails::kPreviewEmail) || !has(list[i].text, "@"));
     }
     EXPECT_TRUE(has(list[0].text, Emails::kPreviewToken));
-    EXPECT_EQ(list.back().subject, "Changed");
+    EXPECT_EQ(list[6].subject, "Changed");  // PasswordChanged, replaced
     std::string json = json::email_previews(emails, kOrigin);
     EXPECT_TRUE(has(json, "\"tag\":\"auth.password_changed\",\"custom\":true"));
     EXPECT_TRUE(has(json, "\"tag\":\"auth.sign_in\",\"custom\":false"));
