@@ -114,9 +114,12 @@ sub sign_in_bearer {
     is $r->{status}, 200, "signed in $e with a bearer token" or diag $r->{content};
     return ($r->{json}{access_token}, $r);
 }
+# GET /me adds the roles (DESIGN §10.1) to the user JSON every other answer carries.
 sub user_ok {
-    my ($u, $email, $label) = @_;
-    is_deeply [sort keys %{ $u || {} }], [qw(created_at email group_id id updated_at)], "$label: user JSON has exactly id, email, group_id, created_at, updated_at";
+    my ($u, $email, $label, %o) = @_;
+    my @keys = (qw(created_at email group_id id), ($o{me} ? ('roles') : ()), 'updated_at');
+    is_deeply [sort keys %{ $u || {} }], \@keys, "$label: user JSON has exactly @keys";
+    is_deeply $u->{roles}, [], "$label: no roles yet" if $o{me};
     is $u->{email}, $email, "$label: email";
     ok length($u->{id} // '') && !ref $u->{id}, "$label: id is a string";
     like $u->{created_at} // '', $RFC3339, "$label: created_at is RFC 3339";
@@ -134,8 +137,8 @@ my ($c1, $s1) = sign_in_cookie($alice, ua => 'browser-one/1');
     user_ok $s1->{json}, $alice, '/session answer';
     my $me = api(GET => '/auth/me', headers => C($c1));
     is $me->{status}, 200, '/me with the cookie';
-    user_ok $me->{json}, $alice, '/me (cookie)';
-    is_deeply $me->{json}, $s1->{json}, '/me is the user /session answered';
+    user_ok $me->{json}, $alice, '/me (cookie)', me => 1;
+    is_deeply { %{ $me->{json} }, roles => undef }, { %{ $s1->{json} }, roles => undef }, '/me is the user /session answered';
     err_is api(GET => '/auth/me', headers => C('svc_dev_session=' . ('x' x 43))), 401, 'unauthenticated', '/me with an unknown cookie';
     err_is api(GET => '/auth/me', headers => C('__Host-svc_session=' . ($c1 =~ s/^[^=]*=//r))), 401, 'unauthenticated', '/me with the secret under the https cookie name';
     my $r = api(GET => '/auth/me', headers => C("theme=dark; $c1; lang=en"));
@@ -152,7 +155,7 @@ my ($b1, $bt) = sign_in_bearer($alice);
     my $me = api(GET => '/auth/me', headers => B($b1));
     is $me->{status}, 200, '/me with the bearer token';
     is $me->{json}{id}, $s1->{json}{id}, 'the bearer token is the same user';
-    user_ok $me->{json}, $alice, '/me (bearer)';
+    user_ok $me->{json}, $alice, '/me (bearer)', me => 1;
     my $r = api(GET => '/auth/me');
     err_is $r, 401, 'unauthenticated', '/me without credentials';
     like $r->{headers}{'www-authenticate'} // '', qr/^Bearer\b/, '401 without credentials: WWW-Authenticate: Bearer';
