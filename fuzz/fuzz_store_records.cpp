@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     }
     try {
         signin::TokenRecord t = r::decode_token(key, in);
-        if (r::encode_token(t) != in) __builtin_trap();
+        if (!in.empty() && in[0] == static_cast<char>(r::kTokenFormat) && r::encode_token(t) != in) __builtin_trap();
     } catch (const signin::StoreError &) {
     }
     try {

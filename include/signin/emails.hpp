@@ -22,7 +22,9 @@ struct Email {
 };
 
 // A template: {{name}} is replaced by a value. Names:
-//   {{token}}          the code (empty in the notices EmailChanged and PasswordChanged)
+//   {{code}}           the short code, XXXX-XXXX (empty in the notices EmailChanged and PasswordChanged)
+//   {{token}}          the whole token (43 characters), for templates written before codes
+//   {{site_name}}      signin_site_name (default: the origin without its scheme)
 //   {{email}}          the address written to
 //   {{origin}}         the site (signin_origin)
 //   {{minutes}}        how long a code stays valid (signin_token_ttl), in whole minutes
@@ -46,8 +48,8 @@ public:
     static Status check(Purpose purpose, const EmailTemplate &t);
 
     // Replaces one purpose's email. Refused (Code::InvalidRequest, with a message naming the
-    // problem): an unknown or unclosed {{name}}; a purpose that carries a code without {{token}} in
-    // its text (and its html, when given); a notice with {{token}}; a code in the subject (subjects
+    // problem): an unknown or unclosed {{name}}; a purpose that carries a code without {{code}} or
+    // {{token}} in its text (and its html, when given); a notice with either; a code in the subject (subjects
     // show on lock screens and in mail logs); an empty or multi-line subject.
     Status replace(Purpose purpose, EmailTemplate t);
     // Whether replace() changed this purpose's email.
@@ -55,6 +57,8 @@ public:
 
     // {{minutes}}: how long a code stays valid (signin_token_ttl).
     void set_token_ttl(Millis token_ttl) { token_ttl_ = token_ttl; }
+    // {{site_name}}: signin_site_name.
+    void set_site_name(std::string name) { site_name_ = std::move(name); }
 
     Email render(const Delivery &d, std::string_view origin) const;
 
@@ -63,6 +67,7 @@ public:
     std::vector<Email> previews(std::string_view origin) const;
 
     static constexpr std::string_view kPreviewToken = "PREVIEW-CODE-0000";
+    static constexpr std::string_view kPreviewCode = "A1B2-C3D4";
     static constexpr std::string_view kPreviewEmail = "someone@example.com";
 
 private:
@@ -70,6 +75,7 @@ private:
     std::array<EmailTemplate, kPurposes> templates_;
     std::array<bool, kPurposes> custom_{};
     Millis token_ttl_;
+    std::string site_name_;
 };
 
 // Appends s to out with & < > " ' as HTML entities.

@@ -55,6 +55,12 @@ public:
     Result<Session> exchange(const Secret &token, SessionKind kind = SessionKind::Cookie) {
         return exchange_from(token, {}, kind, {});
     }
+    // The same with the token's short code and its address (DESIGN §9.1): spending either form
+    // spends the token. A wrong code counts against the address: the fifth cancels every token
+    // waiting for it.
+    Result<Session> exchange_code_from(std::string_view email, std::string_view code, std::string_view group,
+                                       std::string_view client, SessionKind kind = SessionKind::Cookie,
+                                       std::string_view user_agent = {});
 
 private:
     // A password registration is a Registration token that keeps the password's hash, delivered
@@ -70,6 +76,8 @@ private:
     // The writes of an issued token (token, address index, outbox entry), undone in the same
     // transaction: a request that sends nothing costs the store what one that sends costs, so
     // that the time of its answer does not tell whether the address has an account.
+    Result<Session> spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
+                          std::string_view user_agent, Millis now);
     void decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
                      Millis now);
 

@@ -59,6 +59,7 @@ struct User {
 struct Delivery {
     std::string email;
     Secret token;
+    std::string code;  // the token's short code, XXXX-XXXX (codes.hpp); empty in notices
     Purpose purpose = Purpose::SignIn;
     std::string group_id;
     bool with_password = false;  // a Registration token that creates the account with a chosen password
@@ -73,6 +74,8 @@ struct TokenRecord {
     Millis created_at = 0;
     Millis expires_at = 0;
     std::string password_hash;  // a password registration keeps only the hash until the exchange
+    std::string code_hash;      // the short code's digest with its address (codes.hpp), 32 raw bytes
+    std::uint8_t code_failures = 0;  // wrong codes for the address while this token waited
 };
 
 // A session (cookie) or bearer token as stored, keyed by the hash of its secret.

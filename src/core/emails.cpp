@@ -16,7 +16,8 @@ constexpr std::string_view kHtmlHead =
     "<body style=\"font-family: sans-serif; line-height: 1.5\">\n";
 constexpr std::string_view kHtmlFoot = "</body></html>\n";
 constexpr std::string_view kHtmlCode =
-    "<p style=\"font-family: monospace; font-size: 1.4em; letter-spacing: 0.05em\"><strong>{{token}}</strong></p>\n";
+    "<p style=\"font-family: monospace; font-size: 2em; letter-spacing: 0.1em; white-space: nowrap\">"
+    "<strong>{{code}}</strong></p>\n";
 
 std::size_t index_of(Purpose p) { return static_cast<std::size_t>(p) - 1; }
 
@@ -34,61 +35,61 @@ EmailTemplate builtin(Purpose p) {
     const std::string code(kHtmlCode);
     switch (p) {
     case Purpose::SignIn:
-        return {"Your sign-in code",
-                "Use this code to sign in to {{origin}}:\n\n{{token}}\n\nIt is valid for {{minutes}} minutes and can be "
+        return {"Your sign-in code for {{site_name}}",
+                "Use this code to sign in to {{site_name}}:\n\n{{code}}\n\nIt is valid for {{minutes}} minutes and can be "
                 "used once. If you did not ask for it, ignore this email.\n",
-                html_page("<p>Use this code to sign in to {{origin}}:</p>\n" + code +
+                html_page("<p>Use this code to sign in to {{site_name}}:</p>\n" + code +
                           "<p>It is valid for {{minutes}} minutes and can be used once. If you did not ask for it, "
                           "ignore this email.</p>\n")};
     case Purpose::Registration:
-        return {"Confirm your address",
-                "Use this code to finish creating your account on {{origin}}:\n\n{{token}}\n\nIt is valid for "
+        return {"Confirm your address for {{site_name}}",
+                "Use this code to finish creating your account on {{site_name}}:\n\n{{code}}\n\nIt is valid for "
                 "{{minutes}} minutes and can be used once.\n{{password_note}}",
-                html_page("<p>Use this code to finish creating your account on {{origin}}:</p>\n" + code +
+                html_page("<p>Use this code to finish creating your account on {{site_name}}:</p>\n" + code +
                           "<p>It is valid for {{minutes}} minutes and can be used once.</p>\n"
                           "<p>{{password_note}}</p>\n")};
     case Purpose::AlreadyRegistered:
-        return {"Your sign-in code",
-                "Someone tried to register this address, which already has an account on {{origin}}.\n"
-                "Use this code to sign in:\n\n{{token}}\n\nIt is valid for {{minutes}} minutes and can be used once. "
+        return {"Your sign-in code for {{site_name}}",
+                "Someone tried to register this address, which already has an account on {{site_name}}.\n"
+                "Use this code to sign in:\n\n{{code}}\n\nIt is valid for {{minutes}} minutes and can be used once. "
                 "If you did not ask for it, ignore this email.\n",
-                html_page("<p>Someone tried to register this address, which already has an account on {{origin}}. "
+                html_page("<p>Someone tried to register this address, which already has an account on {{site_name}}. "
                           "Use this code to sign in:</p>\n" +
                           code +
                           "<p>It is valid for {{minutes}} minutes and can be used once. If you did not ask for it, "
                           "ignore this email.</p>\n")};
     case Purpose::EmailChange:
-        return {"Confirm your new address",
-                "Use this code to confirm {{email}} as the new address of your account on {{origin}}:\n\n{{token}}\n\n"
+        return {"Confirm your new address for {{site_name}}",
+                "Use this code to confirm {{email}} as the new address of your account on {{site_name}}:\n\n{{code}}\n\n"
                 "It is valid for {{minutes}} minutes. It cannot be used to sign in.\n",
                 html_page("<p>Use this code to confirm {{email}} as the new address of your account on "
-                          "{{origin}}:</p>\n" +
+                          "{{site_name}}:</p>\n" +
                           code + "<p>It is valid for {{minutes}} minutes. It cannot be used to sign in.</p>\n")};
     case Purpose::EmailChangeApproval:
-        return {"Approve a change of address",
-                "Someone asked to move your account on {{origin}} to a new address. If it was you, approve it with "
-                "this code:\n\n{{token}}\n\nIt is valid for {{minutes}} minutes. If it was not you, do not use it.\n",
-                html_page("<p>Someone asked to move your account on {{origin}} to a new address. If it was you, "
+        return {"Approve a change of address for {{site_name}}",
+                "Someone asked to move your account on {{site_name}} to a new address. If it was you, approve it with "
+                "this code:\n\n{{code}}\n\nIt is valid for {{minutes}} minutes. If it was not you, do not use it.\n",
+                html_page("<p>Someone asked to move your account on {{site_name}} to a new address. If it was you, "
                           "approve it with this code:</p>\n" +
                           code + "<p>It is valid for {{minutes}} minutes. If it was not you, do not use it.</p>\n")};
     case Purpose::EmailChanged:
-        return {"Your address was changed",
-                "The address of your account on {{origin}} was just changed. If this was not you, contact the "
+        return {"Your address for {{site_name}} was changed",
+                "The address of your account on {{site_name}} was just changed. If this was not you, contact the "
                 "site right away.\n",
-                html_page("<p>The address of your account on {{origin}} was just changed. If this was not you, "
+                html_page("<p>The address of your account on {{site_name}} was just changed. If this was not you, "
                           "contact the site right away.</p>\n")};
     case Purpose::Invitation:
-        return {"You are invited",
-                "You are invited to {{origin}}. Use this code to sign in:\n\n{{token}}\n\nIt is valid for "
+        return {"You are invited to {{site_name}}",
+                "You are invited to {{site_name}}. Use this code to sign in:\n\n{{code}}\n\nIt is valid for "
                 "{{minutes}} minutes and can be used once. Later, sign in with your address, {{email}}.\n",
-                html_page("<p>You are invited to {{origin}}. Use this code to sign in:</p>\n" + code +
+                html_page("<p>You are invited to {{site_name}}. Use this code to sign in:</p>\n" + code +
                           "<p>It is valid for {{minutes}} minutes and can be used once. Later, sign in with your "
                           "address, {{email}}.</p>\n")};
     case Purpose::PasswordChanged:
-        return {"Your password was changed",
-                "The password of your account on {{origin}} was just changed, and every other session was signed "
+        return {"Your password for {{site_name}} was changed",
+                "The password of your account on {{site_name}} was just changed, and every other session was signed "
                 "out.\n\nIf this was not you, sign in with an email code and set a new password right away.\n",
-                html_page("<p>The password of your account on {{origin}} was just changed, and every other session "
+                html_page("<p>The password of your account on {{site_name}} was just changed, and every other session "
                           "was signed out.</p>\n<p>If this was not you, sign in with an email code and set a new "
                           "password right away.</p>\n")};
     }
@@ -96,7 +97,7 @@ EmailTemplate builtin(Purpose p) {
 }
 
 struct Values {
-    std::string_view token, email, origin, minutes, password_note;
+    std::string_view token, email, origin, minutes, password_note, code, site_name;
 };
 
 std::optional<std::string_view> value_of(const Values &v, std::string_view name) {
@@ -105,6 +106,8 @@ std::optional<std::string_view> value_of(const Values &v, std::string_view name)
     if (name == "origin") return v.origin;
     if (name == "minutes") return v.minutes;
     if (name == "password_note") return v.password_note;
+    if (name == "code") return v.code;
+    if (name == "site_name") return v.site_name;
     return std::nullopt;
 }
 
@@ -216,7 +219,7 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     if (t.subject.empty() || t.subject.find_first_of("\r\n") != std::string::npos) {
         return Error{Code::InvalidRequest, name + ": the subject must be one line, not empty"};
     }
-    const Values probe{"t", "e", "o", "1", "n"};
+    const Values probe{"t", "e", "o", "1", "n", "c", "s"};
     std::vector<std::string> in_subject, in_text, in_html;
     auto s = expand(t.subject, probe, false, &in_subject);
     if (!s) return Error{Code::InvalidRequest, name + " subject: " + s.error().message};
@@ -224,17 +227,18 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     if (!x) return Error{Code::InvalidRequest, name + " text: " + x.error().message};
     auto h = expand(t.html, probe, true, &in_html);
     if (!h) return Error{Code::InvalidRequest, name + " html: " + h.error().message};
-    if (uses(in_subject, "token")) {
+    auto shows_code = [](const std::vector<std::string> &names) { return uses(names, "token") || uses(names, "code"); };
+    if (shows_code(in_subject)) {
         return Error{Code::InvalidRequest,
                      name + ": the subject must not show the code (subjects show on lock screens and in mail logs)"};
     }
     if (carries_code(purpose)) {
-        if (!uses(in_text, "token")) return Error{Code::InvalidRequest, name + ": the text must show {{token}}"};
-        if (!t.html.empty() && !uses(in_html, "token")) {
-            return Error{Code::InvalidRequest, name + ": the html must show {{token}}"};
+        if (!shows_code(in_text)) return Error{Code::InvalidRequest, name + ": the text must show {{code}} or {{token}}"};
+        if (!t.html.empty() && !shows_code(in_html)) {
+            return Error{Code::InvalidRequest, name + ": the html must show {{code}} or {{token}}"};
         }
-    } else if (uses(in_text, "token") || uses(in_html, "token")) {
-        return Error{Code::InvalidRequest, name + " is a notice: it has no {{token}} to show"};
+    } else if (shows_code(in_text) || shows_code(in_html)) {
+        return Error{Code::InvalidRequest, name + " is a notice: it has no {{code}} or {{token}} to show"};
     }
     return ok_status();
 }
@@ -252,8 +256,14 @@ bool Emails::is_custom(Purpose purpose) const { return custom_[index_of(purpose)
 Email Emails::render(const Delivery &d, std::string_view origin) const {
     const EmailTemplate &t = templates_[index_of(d.purpose)];
     const std::string minutes = std::to_string(std::max<Millis>(1, (token_ttl_ + 59999) / 60000));
+    // the site's name: signin_site_name, or the origin without its scheme
+    std::string_view site = site_name_;
+    if (site.empty()) {
+        site = origin;
+        if (auto colon = site.find("://"); colon != std::string_view::npos) site.remove_prefix(colon + 3);
+    }
     Values v{d.token.reveal(), d.email, origin, minutes,
-             d.purpose == Purpose::Registration && d.with_password ? kPasswordNote : std::string_view()};
+             d.purpose == Purpose::Registration && d.with_password ? kPasswordNote : std::string_view(), d.code, site};
     Email e;
     e.purpose = d.purpose;
     e.tag = "auth." + std::string(purpose_tag(d.purpose));
@@ -268,7 +278,10 @@ Email Emails::preview(Purpose purpose, std::string_view origin) const {
     Delivery d;
     d.email = std::string(kPreviewEmail);
     d.purpose = purpose;
-    if (carries_code(purpose)) d.token = Secret(std::string(kPreviewToken));
+    if (carries_code(purpose)) {
+        d.token = Secret(std::string(kPreviewToken));
+        d.code = std::string(kPreviewCode);
+    }
     d.with_password = purpose == Purpose::Registration;
     return render(d, origin);
 }

@@ -288,6 +288,7 @@ std::string delivery(const Delivery &d, const Email &e) {
     w.begin_object()
         .key("email").value(d.email)
         .key("token").value(d.token.reveal())
+        .key("code").value(d.code)
         .key("purpose").value(purpose_name(d.purpose))
         .key("tag").value(e.tag)
         .key("group").value(d.group_id)

@@ -20,7 +20,7 @@ constexpr char kOutboxContext[crypto_kdf_CONTEXTBYTES + 1] = "sgoutbox";
 // Sealed: nonce (24) || XChaCha20-Poly1305 of the plaintext, with the token's hash as associated
 // data (a sealed delivery moved to another entry does not open). Plaintext: version byte,
 // purpose, with_password, then email, group and token, each a u16 LE length and its bytes.
-constexpr unsigned char kSealVersion = 1;
+constexpr unsigned char kSealVersion = 2;  // 2 added the short code after the token
 
 void put_str16(std::string &out, std::string_view s) {
     if (s.size() > 0xffff) throw std::length_error("outbox: field too long");
@@ -48,6 +48,7 @@ std::string seal(const SecretKey &key, const Delivery &d, std::string_view token
     put_str16(plain, d.email);
     put_str16(plain, d.group_id);
     put_str16(plain, d.token.reveal());
+    put_str16(plain, d.code);
     std::string out(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plain.size() +
                         crypto_aead_xchacha20poly1305_ietf_ABYTES,
                     '\0');
@@ -76,14 +77,16 @@ std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, st
     }
     std::string_view in(plain.data(), static_cast<std::size_t>(plen));
     std::optional<Delivery> out;
-    if (in.size() >= 3 && static_cast<unsigned char>(in[0]) == kSealVersion) {
+    const auto version = in.empty() ? 0 : static_cast<unsigned char>(in[0]);
+    if (in.size() >= 3 && version >= 1 && version <= kSealVersion) {
         const auto purpose = static_cast<unsigned char>(in[1]);
         const auto with_password = static_cast<unsigned char>(in[2]);
         in.remove_prefix(3);
         Delivery d;
         std::string token;
         if (purpose >= 1 && purpose <= static_cast<unsigned char>(Purpose::Invitation) && with_password <= 1 && get_str16(in, d.email) &&
-            get_str16(in, d.group_id) && get_str16(in, token) && in.empty()) {
+            get_str16(in, d.group_id) && get_str16(in, token) && (version < 2 || get_str16(in, d.code)) &&
+            in.empty()) {
             d.purpose = static_cast<Purpose>(purpose);
             d.with_password = with_password == 1;
             d.token = Secret(std::move(token));

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <vector>
 
+#include <sodium.h>
+
 #include "core/encoding.hpp"
+#include "signin/codes.hpp"
 #include "core/engine_detail.hpp"
 #include "signin/access.hpp"
 
@@ -13,6 +16,20 @@ namespace signin {
 namespace {
 
 std::string_view intent_name(Intent i) { return i == Intent::Register ? "register" : "login"; }
+
+// The stored form of a short code: bound to its address, so a code is only ever tried with it.
+std::string code_digest(std::string_view group, std::string_view email, std::string_view code8) {
+    std::string in;
+    in.reserve(8 + group.size() + email.size() + code8.size());
+    in.append("code\0", 5).append(group).push_back('\0');
+    in.append(email).push_back('\0');
+    in.append(code8);
+    std::string out = secret_hash(in);
+    sodium_memzero(in.data(), in.size());
+    return out;
+}
+
+constexpr std::uint8_t kCodeFailures = 5;  // wrong codes for an address that cancel its tokens
 
 }  // namespace
 
@@ -95,6 +112,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         for (std::size_t i = 0; i + keep < live.size(); ++i) txn->del_token(live[i].hash);
 
         std::string secret = enc::random_secret(32);
+        const std::string code = new_code();
         TokenRecord rec;
         rec.hash = secret_hash(secret);
         rec.group_id = *group;
@@ -102,6 +120,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         rec.purpose = *purpose;
         rec.created_at = now;
         rec.expires_at = now + policy.token_ttl;
+        rec.code_hash = code_digest(*group, *email, code);
         // only a new address keeps the hash: an existing account's password is never replaced
         if (password_hash && *purpose == Purpose::Registration) rec.password_hash = *password_hash;
         txn->put_token(rec);
@@ -111,6 +130,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         Delivery d;
         d.email = *email;
         d.token = Secret(std::move(secret));
+        d.code = format_code(code);
         d.purpose = *purpose;
         d.group_id = *group;
         d.with_password = !rec.password_hash.empty();
@@ -130,10 +150,13 @@ void Tokens::decoy_issue(WriteTxn &txn, const std::string &group, const std::str
     rec.purpose = Purpose::SignIn;
     rec.created_at = now;
     rec.expires_at = now;  // never usable, even for the instant it exists
+    const std::string code = new_code();
+    rec.code_hash = code_digest(group, email, code);
     txn.put_token(rec);
     Delivery d;
     d.email = email;
     d.token = Secret(secret);
+    d.code = format_code(code);
     d.group_id = group;
     const std::string key = engine_.enqueue(txn, d, client, now);
     if (!key.empty()) txn.del_outbox(key);
@@ -182,10 +205,13 @@ Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view gr
             rec.purpose = Purpose::Invitation;
             rec.created_at = now;
             rec.expires_at = now + engine_.policy().token_ttl;
+            const std::string code = new_code();
+            rec.code_hash = code_digest(*group, *email, code);
             txn->put_token(rec);
             Delivery d;
             d.email = *email;
             d.token = Secret(std::move(secret));
+            d.code = format_code(code);
             d.purpose = Purpose::Invitation;
             d.group_id = *group;
             out.outbox_key = engine_.enqueue(*txn, d, client, now);
@@ -244,35 +270,83 @@ Result<Session> Tokens::exchange_from(const Secret &token, std::string_view clie
             txn->commit();
             return Error{Code::InvalidToken, "the token is not valid"};
         }
-        txn->del_token(hash);  // spent, whatever happens next
-        auto user = txn->user_by_email(t->group_id, t->email);
-        if (!user && t->purpose == Purpose::Registration) {
-            User u;
-            u.id = enc::uuid7(now);
-            u.email = t->email;
-            u.group_id = t->group_id;
-            u.created_at = now;
-            u.updated_at = now;
-            u.password_hash = t->password_hash;  // only a password registration carries one
-            txn->put_user(u);
-            txn->append_audit(detail::audit(now, "user.created", u.email, client, u.id));
-            user = std::move(u);
-        }
-        if (!user) {
-            txn->append_audit(detail::audit(now, "token.invalid", t->email, client, {}, "no_account"));
-            txn->commit();
-            return Error{Code::InvalidToken, "the token is not valid"};
-        }
-        if (user->suspended) {
-            txn->append_audit(detail::audit(now, "login.suspended", user->email, client, user->id));
-            txn->commit();
-            return Error{Code::Suspended, "this account is suspended"};
-        }
-        Session out = engine_.open_session(*txn, *user, kind, SignInMethod::EmailToken, client, user_agent, now,
-                                           std::string(kind_name(kind)));
-        txn->commit();
-        return out;
+        return spend(*txn, *t, client, kind, user_agent, now);
     });
+}
+
+Result<Session> Tokens::exchange_code_from(std::string_view email_in, std::string_view typed_code,
+                                           std::string_view group_in, std::string_view client, SessionKind kind,
+                                           std::string_view user_agent) {
+    auto email = normalize_email(email_in);
+    if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto group = normalize_group(group_in);
+    if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    auto code = normalize_code(typed_code);
+    return detail::guarded("code exchange", [&]() -> Result<Session> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        std::vector<TokenRecord> live;
+        for (auto &t : txn->tokens_for(*group, *email)) {
+            if (t.expires_at > now && purpose_signs_in(t.purpose) && !t.code_hash.empty()) live.push_back(std::move(t));
+        }
+        if (code) {
+            const std::string digest = code_digest(*group, *email, *code);
+            for (const auto &t : live) {
+                if (sodium_memcmp(t.code_hash.data(), digest.data(), digest.size()) == 0) {
+                    return spend(*txn, t, client, kind, user_agent, now);
+                }
+            }
+        }
+        // A wrong code: counted on the address's tokens; the fifth cancels them all. An address
+        // with no token waiting gets the same writes (a decoy), so the time of the answer does not
+        // tell whether one is waiting.
+        bool locked = false;
+        for (auto &t : live) {
+            t.code_failures = static_cast<std::uint8_t>(t.code_failures + 1);
+            locked = locked || t.code_failures >= kCodeFailures;
+            txn->put_token(t);
+        }
+        if (live.empty()) decoy_issue(*txn, *group, *email, client, now);
+        if (locked) {
+            for (const auto &t : live) txn->del_token(t.hash);
+        }
+        txn->append_audit(detail::audit(now, locked ? "code.locked" : "token.invalid", *email, client, {}, "code"));
+        txn->commit();
+        return Error{Code::InvalidToken, "the code is not valid"};
+    });
+}
+
+// Spends t (it is gone whatever happens next) and opens a session; the caller's transaction.
+Result<Session> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
+                              std::string_view user_agent, Millis now) {
+    txn.del_token(t.hash);  // spent, whatever happens next
+    auto user = txn.user_by_email(t.group_id, t.email);
+    if (!user && t.purpose == Purpose::Registration) {
+        User u;
+        u.id = enc::uuid7(now);
+        u.email = t.email;
+        u.group_id = t.group_id;
+        u.created_at = now;
+        u.updated_at = now;
+        u.password_hash = t.password_hash;  // only a password registration carries one
+        txn.put_user(u);
+        txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id));
+        user = std::move(u);
+    }
+    if (!user) {
+        txn.append_audit(detail::audit(now, "token.invalid", t.email, client, {}, "no_account"));
+        txn.commit();
+        return Error{Code::InvalidToken, "the token is not valid"};
+    }
+    if (user->suspended) {
+        txn.append_audit(detail::audit(now, "login.suspended", user->email, client, user->id));
+        txn.commit();
+        return Error{Code::Suspended, "this account is suspended"};
+    }
+    Session out = engine_.open_session(txn, *user, kind, SignInMethod::EmailToken, client, user_agent, now,
+                                       std::string(kind_name(kind)));
+    txn.commit();
+    return out;
 }
 
 }  // namespace signin

@@ -153,18 +153,20 @@ User decode_user(std::string_view data) {
 
 std::string encode_token(const TokenRecord &t) {
     Writer w(1 + 4 * 3 + 1 + 8 * 2 + t.group_id.size() + t.email.size() + t.password_hash.size());
-    w.u8(kRecordFormat);
+    w.u8(kTokenFormat);
     w.str(t.group_id);
     w.str(t.email);
     w.u8(static_cast<std::uint8_t>(t.purpose));
     w.i64(t.created_at);
     w.i64(t.expires_at);
     w.str(t.password_hash);
+    w.str(t.code_hash);
+    w.u8(t.code_failures);
     return w.data();
 }
 
 TokenRecord decode_token(std::string_view key, std::string_view data) {
-    Reader r(data, "token");
+    Reader r(data, "token", kTokenFormat);
     TokenRecord t;
     t.hash = std::string(key);
     t.group_id = r.str();
@@ -173,6 +175,10 @@ TokenRecord decode_token(std::string_view key, std::string_view data) {
     t.created_at = r.i64();
     t.expires_at = r.i64();
     t.password_hash = r.str();
+    if (r.version() >= 2) {  // format 2 added the short code
+        t.code_hash = r.str();
+        t.code_failures = r.u8();
+    }
     r.done();
     return t;
 }

@@ -14,6 +14,8 @@ namespace signin::records {
 inline constexpr unsigned char kRecordFormat = 1;
 // Users: format 2 adds roles; format 1 records are still read.
 inline constexpr unsigned char kUserFormat = 2;
+// Tokens: format 2 adds the short code's digest and its failures.
+inline constexpr unsigned char kTokenFormat = 2;
 
 [[noreturn]] void corrupt(std::string_view what);
 

@@ -10,11 +10,13 @@ namespace {
 
 const char *kOrigin = "https://app.example.com";
 
-Delivery delivery(Purpose p, std::string token = "ABCD-EFGH-1234", std::string email = "ann@example.com") {
+// A delivery whose token is "ABCD-EFGH-1234" and whose short code is `code`.
+Delivery delivery(Purpose p, std::string code = "ABCD-EFGH", std::string email = "ann@example.com") {
     Delivery d;
     d.email = std::move(email);
     d.purpose = p;
-    d.token = Secret(std::move(token));
+    d.token = Secret(code.empty() ? std::string() : "ABCD-EFGH-1234");
+    d.code = std::move(code);
     return d;
 }
 
@@ -24,14 +26,16 @@ TEST(Emails, EveryPurposeHasATaggedBuiltInEmail) {
     Emails emails;
     for (Purpose p : all_purposes()) {
         const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
-        Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH-1234"), kOrigin);
+        Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
         EXPECT_EQ(e.tag, "auth." + std::string(purpose_tag(p)));
         EXPECT_FALSE(e.subject.empty()) << purpose_name(p);
         EXPECT_FALSE(has(e.subject, "ABCD")) << "no code in a subject";
-        EXPECT_TRUE(has(e.text, kOrigin)) << purpose_name(p);
+        EXPECT_TRUE(has(e.subject, "app.example.com")) << "the subject names the site: " << e.subject;
+        EXPECT_TRUE(has(e.text, "app.example.com")) << purpose_name(p);
         EXPECT_TRUE(has(e.html, "<!doctype html>")) << purpose_name(p);
-        EXPECT_EQ(has(e.text, "ABCD-EFGH-1234"), !notice) << purpose_name(p);
-        EXPECT_EQ(has(e.html, "ABCD-EFGH-1234"), !notice) << purpose_name(p);
+        EXPECT_EQ(has(e.text, "ABCD-EFGH"), !notice) << purpose_name(p);
+        EXPECT_EQ(has(e.html, "ABCD-EFGH"), !notice) << purpose_name(p);
+        EXPECT_FALSE(has(e.text, "ABCD-EFGH-1234")) << "the short code, not the whole token";
         EXPECT_FALSE(has(e.text, "{{")) << purpose_name(p);
         EXPECT_FALSE(emails.is_custom(p));
     }
@@ -45,7 +49,7 @@ TEST(Emails, HtmlEscapesEveryValueAndTextKeepsThem) {
     EXPECT_FALSE(has(e.html, "<script>"));
     EXPECT_TRUE(has(e.html, "x&lt;script&gt;@example.com"));
     EXPECT_TRUE(has(e.html, "A&amp;B"));
-    EXPECT_TRUE(has(e.html, "https://a.example&quot;"));
+    EXPECT_TRUE(has(e.html, "a.example&quot;"));
 }
 
 TEST(Emails, MinutesFollowTheTokenLifetime) {
@@ -88,8 +92,10 @@ TEST(Emails, ParseRefusesWhatWouldMakeABadEmail) {
         {Purpose::SignIn, "Subject: \n\n{{token}}", "", "one line, not empty"},
         {Purpose::SignIn, "Subject: x\n\n{{tokn}}", "", "unknown \"{{tokn}}\""},
         {Purpose::SignIn, "Subject: x\n\n{{token", "", "never closed"},
-        {Purpose::SignIn, "Subject: x\n\nno code here", "", "must show {{token}}"},
-        {Purpose::SignIn, "Subject: x\n\n{{token}}", "<p>no code</p>", "html must show {{token}}"},
+        {Purpose::SignIn, "Subject: x\n\nno code here", "", "must show {{code}} or {{token}}"},
+        {Purpose::SignIn, "Subject: x\n\n{{token}}", "<p>no code</p>", "html must show {{code}} or {{token}}"},
+        {Purpose::SignIn, "Subject: code {{code}}\n\n{{code}}", "", "must not show the code"},
+        {Purpose::PasswordChanged, "Subject: x\n\nYour code {{code}}", "", "is a notice"},
         {Purpose::SignIn, "Subject: code {{token}}\n\n{{token}}", "", "must not show the code"},
         {Purpose::PasswordChanged, "Subject: x\n\nYour code {{token}}", "", "is a notice"},
         {Purpose::Registration, "Subject: x\n\n{{token}}", "<p>{{nope}}</p>", "html: unknown"},
@@ -114,7 +120,9 @@ TEST(Emails, ACustomTemplateReplacesOnePurposeOnly) {
     EXPECT_EQ(e.text, "Hi ann@example.com: ABCD-EFGH-1234 (10 min)\n");
     EXPECT_EQ(e.html, "<b>ABCD-EFGH-1234</b> for ann@example.com");
     EXPECT_EQ(e.tag, "auth.sign_in");
-    EXPECT_EQ(emails.render(delivery(Purpose::Registration), kOrigin).subject, "Confirm your address");
+    EXPECT_EQ(emails.render(delivery(Purpose::Registration), kOrigin).subject, "Confirm your address for app.example.com");
+    emails.set_site_name("Acme");
+    EXPECT_EQ(emails.render(delivery(Purpose::Registration), kOrigin).subject, "Confirm your address for Acme");
 
     // without an html file the html is the text, escaped
     auto plain = Emails::parse(Purpose::AlreadyRegistered, "Subject: x\n\n<{{token}}>\n");
@@ -133,7 +141,7 @@ TEST(Emails, PreviewsListEveryPurposeWithASampleCode) {
         EXPECT_EQ(list[i].purpose, all_purposes()[i]);
         EXPECT_TRUE(has(list[i].text, Emails::kPreviewEmail) || !has(list[i].text, "@"));
     }
-    EXPECT_TRUE(has(list[0].text, Emails::kPreviewToken));
+    EXPECT_TRUE(has(list[0].text, Emails::kPreviewCode));
     EXPECT_EQ(list[6].subject, "Changed");  // PasswordChanged, replaced
     std::string json = json::email_previews(emails, kOrigin);
     EXPECT_TRUE(has(json, "\"tag\":\"auth.password_changed\",\"custom\":true"));
@@ -155,7 +163,8 @@ TEST(Emails, DeliveryJsonCarriesTheRenderedEmail) {
     std::string body = json::delivery(d, emails.render(d, kOrigin));
     EXPECT_TRUE(has(body, "\"token\":\"ABCD-EFGH-1234\""));
     EXPECT_TRUE(has(body, "\"tag\":\"auth.sign_in\""));
-    EXPECT_TRUE(has(body, "\"subject\":\"Your sign-in code\""));
+    EXPECT_TRUE(has(body, "\"code\":\"ABCD-EFGH\""));
+    EXPECT_TRUE(has(body, "\"subject\":\"Your sign-in code for app.example.com\""));
     EXPECT_TRUE(has(body, "\"html\":\""));  // (the writer escapes < and > in strings)
     EXPECT_TRUE(has(body, "doctype html"));
 }
