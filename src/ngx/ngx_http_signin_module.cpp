@@ -34,6 +34,7 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_registration(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_site_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
@@ -108,6 +109,8 @@ static ngx_command_t commands[] = {
     {ngx_string("signin_require"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      set_require, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, require), nullptr},
     {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("signin_site_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_site_name, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},
     {ngx_string("signin_email_template"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE23, set_email_template,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
@@ -604,6 +607,23 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         return conf_exception(cf, "signin_email_template");
     }
     return NGX_CONF_OK;
+}
+
+// signin_site_name NAME: {{site_name}} in the emails (default: the origin without its scheme).
+static char *set_site_name(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    try {
+        auto *m = static_cast<MainConf *>(conf);
+        ngx_str_t name = static_cast<ngx_str_t *>(cf->args->elts)[1];
+        std::string_view v = sv(name);
+        if (v.empty() || v.size() > 100 || v.find_first_of("\r\n") != std::string_view::npos) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_site_name must be one line of 1 to 100 bytes");
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->emails->set_site_name(std::string(v));
+        return NGX_CONF_OK;
+    } catch (...) {
+        return conf_exception(cf, "signin_site_name");
+    }
 }
 
 // A file's whole text, or nullopt (nginx -t says why).

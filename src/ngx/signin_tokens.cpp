@@ -16,18 +16,28 @@ signin::Identity &id() { return *identity(); }
 
 // POST /session and /token: spends the token and opens a session, in one write (one token
 // exchanged by many connections through several workers yields one session).
+// With {email, code, group?} instead of {token}: the token's short code (DESIGN §9.1).
+struct ByCode {
+    std::string email, group;
+    signin::Secret code;
+};
+
 class ExchangeJob final : public Job {
 public:
-    ExchangeJob(signin::Secret token, std::string client, std::string user_agent, signin::SessionKind kind)
+    ExchangeJob(signin::Secret token, std::optional<ByCode> by_code, std::string client, std::string user_agent,
+                signin::SessionKind kind)
         : Job(Stage::Write),
           token_(std::move(token)),
+          by_code_(std::move(by_code)),
           client_(std::move(client)),
           user_agent_(std::move(user_agent)),
           kind_(kind) {}
 
 private:
     signin::Status write() override {
-        auto s = id().tokens().exchange_from(token_, client_, kind_, user_agent_);
+        auto s = by_code_ ? id().tokens().exchange_code_from(by_code_->email, by_code_->code.reveal(), by_code_->group,
+                                                             client_, kind_, user_agent_)
+                          : id().tokens().exchange_from(token_, client_, kind_, user_agent_);
         if (!s) return s.error();
         session_ = std::move(s.value());
         return signin::ok_status();
@@ -39,6 +49,7 @@ private:
     }
 
     signin::Secret token_;
+    std::optional<ByCode> by_code_;
     std::string client_, user_agent_;
     signin::SessionKind kind_;
     std::optional<signin::Session> session_;
@@ -57,11 +68,21 @@ ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
                                                                std::move(group), call.client, std::move(send)));
 }
 
+// {token}, or {email, code, group?}: one form or the other.
 ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
-    auto f = signin::json::parse_object(call.body, {{"token", true}});
+    auto f = signin::json::parse_object(call.body, {{"token", false}, {"email", false}, {"code", false}, {"group", false}});
     if (!f) return send_failure(call.r, f.error());
-    return start_job(call.r, std::make_unique<ExchangeJob>(signin::Secret(std::move(f.value()["token"])), call.client,
-                                                           user_agent(call.r), kind));
+    auto &fields = f.value();
+    const bool token = fields.count("token") != 0;
+    const bool code = fields.count("email") != 0 && fields.count("code") != 0;
+    if (token == code || (token && (fields.count("email") || fields.count("code") || fields.count("group"))) ||
+        (!token && fields.size() != (fields.count("group") ? 3u : 2u))) {
+        return send_failure(call.r, signin::Error{Code::InvalidRequest, "send {\"token\"} or {\"email\", \"code\"}"});
+    }
+    std::optional<ByCode> by_code;
+    if (code) by_code = ByCode{fields["email"], fields["group"], signin::Secret(std::move(fields["code"]))};
+    return start_job(call.r, std::make_unique<ExchangeJob>(signin::Secret(std::move(fields["token"])), std::move(by_code),
+                                                           call.client, user_agent(call.r), kind));
 }
 
 }  // namespace
