@@ -34,11 +34,11 @@ is $r->{status}, 202, 'register';
 my $m = $t->last_email('new@example.com') or die 'no email';
 is $m->{purpose}, 'Registration', 'a registration email';
 is $m->{tag}, 'auth.registration', '... tagged auth.<purpose>';
-is $m->{subject}, 'Confirm your address', '... the built-in subject';
-like $m->{text}, qr/\Q$m->{token}\E/, '... the text shows the code';
+is $m->{subject}, 'Confirm your address for 127.0.0.1:' . $t->port, '... the built-in subject, naming the site';
+like $m->{text}, qr/\Q$m->{code}\E/, '... the text shows the code';
 like $m->{text}, qr/valid for 15 minutes/, '... and how long it lasts (signin_token_ttl)';
 like $m->{html}, qr/^<!doctype html>/, '... an html body';
-like $m->{html}, qr/\Q$m->{token}\E/, '... showing the code';
+like $m->{html}, qr/\Q$m->{code}\E/, '... showing the code';
 unlike $m->{subject}, qr/\Q$m->{token}\E/, '... never in the subject';
 $r = $t->req(POST => '/auth/session', json => { token => $m->{token} }, headers => { origin => $origin });
 is $r->{status}, 200, 'its code signs in';
@@ -90,7 +90,7 @@ $t->done;
 my $c = SigninTest->new;
 $dir = $c->prefix;
 my @bad = (
-    ['no_code.txt', "Subject: Hi\n\nNo code here.\n", 'SignIn', qr/SignIn: the text must show \{\{token\}\}/],
+    ['no_code.txt', "Subject: Hi\n\nNo code here.\n", 'SignIn', qr/SignIn: the text must show \{\{code\}\} or \{\{token\}\}/],
     ['unknown.txt', "Subject: Hi\n\n{{token}} {{name}}\n", 'SignIn', qr/unknown "\{\{name\}\}"/],
     ['subject.txt', "Subject: {{token}}\n\n{{token}}\n", 'Registration', qr/subject must not show the code/],
     ['notice.txt', "Subject: Hi\n\n{{token}}\n", 'PasswordChanged', qr/is a notice/],

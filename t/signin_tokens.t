@@ -109,7 +109,7 @@ my $t = start();
     ok $m1 && $m1->{token}, 'first register sent a token';
     is $m1->{purpose}, 'Registration', 'purpose Registration';
     is $m1->{tag}, 'auth.registration', 'tagged auth.registration';
-    like $m1->{text} // '', qr/\Q$m1->{token}\E/, 'the email text carries the token';
+    like $m1->{text} // '', qr/\Q$m1->{code}\E/, 'the email text carries the code';
     my $r2 = $t->req(POST => '/auth/register', json => { email => $e }, finished => 1);
     is $r2->{status}, 202, 'second register within the resend window: still 202';
     is $r2->{content}, $r1->{content}, 'with a byte-identical body';
