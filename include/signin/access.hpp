@@ -14,6 +14,11 @@
 
 namespace signin {
 
+// Whether a return_to (signin_login_url, DESIGN §9.2), once decoded, is a path of this site that a
+// page may send the browser to: "/x...", never "//host", "/\\host" (browsers read "\\" as "/"), a
+// scheme, or a control character, space or backslash anywhere.
+bool is_same_origin_path(std::string_view path);
+
 // A role name: [a-z0-9_-]{1,32}, or nullopt.
 std::optional<std::string> normalize_role(std::string_view role);
 

@@ -7,6 +7,16 @@
 
 namespace signin {
 
+bool is_same_origin_path(std::string_view path) {
+    if (path.empty() || path.size() > 2048 || path[0] != '/') return false;
+    if (path.size() > 1 && (path[1] == '/' || path[1] == '\\')) return false;
+    for (char c : path) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u == 0x7f || c == '\\') return false;
+    }
+    return true;
+}
+
 std::optional<std::string> normalize_role(std::string_view role) {
     if (role.empty() || role.size() > 32) return std::nullopt;
     std::string out;

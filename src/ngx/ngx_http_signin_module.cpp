@@ -118,6 +118,8 @@ static ngx_command_t commands[] = {
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, pass_credentials), nullptr},
     {ngx_string("signin_email_previews"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_email_previews,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_login_url"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, login_url), nullptr},
     {ngx_string("signin_assertion_audience"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_http_set_complex_value_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, assertion_audience), nullptr},
     {ngx_string("signin_allow"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
@@ -369,6 +371,13 @@ static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     ngx_conf_merge_value(conf->pass_credentials, prev->pass_credentials, 0);
     if (conf->rules == nullptr) conf->rules = prev->rules;  // a level with rules replaces the outer list
     if (conf->assertion_audience == nullptr) conf->assertion_audience = prev->assertion_audience;
+    ngx_conf_merge_str_value(conf->login_url, prev->login_url, "");
+    if (conf->login_url.len && conf->login_url.data[0] != '/' &&
+        ngx_strncmp(conf->login_url.data, "https://", 8) != 0 && ngx_strncmp(conf->login_url.data, "http://", 7) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_login_url \"%V\" must be a path or an http(s) URL",
+                           &conf->login_url);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     // The delivery location sends email to any address it is given: reachable from outside, it
     // is an open relay (cf->ctx is this location's while nginx merges it).
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));

@@ -95,6 +95,7 @@ struct LocConf {
     ngx_flag_t pass_credentials;  // signin_pass_credentials (inherited): the credential reaches the upstream
     signin::AccessRules *rules;   // signin_allow / signin_deny of this level, or the inherited list
     ngx_http_complex_value_t *assertion_audience;  // signin_assertion_audience (default: $host)
+    ngx_str_t login_url;  // signin_login_url (inherited): where a signed-out browser navigation goes
 };
 
 inline MainConf *main_conf(ngx_http_request_t *r) {

@@ -19,6 +19,48 @@ ngx_int_t finish_with(ngx_http_request_t *r, ngx_int_t rc) {
     return NGX_DONE;
 }
 
+// A browser navigation: a GET or HEAD of the main request that accepts text/html (a fetch() or
+// an API client asks for JSON and keeps its 401).
+bool browser_navigation(ngx_http_request_t *r) {
+    if (r != r->main || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
+    auto accept = header_value(r, "Accept");
+    return accept && accept->find("text/html") != std::string_view::npos;
+}
+
+// signin_login_url: 302 to the sign-in page with return_to = this path and query, escaped as a
+// query value. The page follows it only when it is a path of this site (is_same_origin_path).
+ngx_int_t redirect_to_login(ngx_http_request_t *r, const ngx_str_t &url) {
+    const ngx_str_t &uri = r->unparsed_uri;
+    const uintptr_t extra = ngx_escape_uri(nullptr, uri.data, uri.len, NGX_ESCAPE_ARGS);
+    const bool has_query = ngx_strlchr(url.data, url.data + url.len, '?') != nullptr;
+    const size_t len = url.len + sizeof("?return_to=") - 1 + uri.len + 2 * extra;
+    auto *p = static_cast<u_char *>(ngx_pnalloc(r->pool, len));
+    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
+    if (p == nullptr || h == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    u_char *q = ngx_cpymem(p, url.data, url.len);
+    q = ngx_cpymem(q, has_query ? "&return_to=" : "?return_to=", sizeof("?return_to=") - 1);
+    q = reinterpret_cast<u_char *>(ngx_escape_uri(q, uri.data, uri.len, NGX_ESCAPE_ARGS));
+    h->hash = 1;
+#if defined(nginx_version) && nginx_version >= 1023000
+    h->next = nullptr;
+#endif
+    ngx_str_set(&h->key, "Location");
+    h->value.data = p;
+    h->value.len = static_cast<size_t>(q - p);
+    r->headers_out.location = h;
+    if (!add_header(r, "Cache-Control", "no-store")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return NGX_HTTP_MOVED_TEMPORARILY;
+}
+
+// The sign-in page itself (its path, without the query) is never sent to itself: no loop when a
+// server-wide signin_require also covers it.
+bool is_login_page(ngx_http_request_t *r, const ngx_str_t &url) {
+    if (url.len == 0 || url.data[0] != '/') return false;
+    const u_char *q = ngx_strlchr(url.data, url.data + url.len, '?');
+    const size_t path_len = q ? static_cast<size_t>(q - url.data) : url.len;
+    return r->uri.len == path_len && ngx_strncmp(r->uri.data, url.data, path_len) == 0;
+}
+
 ngx_int_t gate(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, false);
     if (ctx && (ctx->principal || !ctx->delivery_json.empty())) return NGX_DECLINED;
@@ -72,6 +114,11 @@ ngx_int_t gate(ngx_http_request_t *r) {
     }
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
     auto status = static_cast<ngx_int_t>(http_error(p.error().code).status);
+    if (status == NGX_HTTP_UNAUTHORIZED && loc_conf(r)->login_url.len && browser_navigation(r) &&
+        !is_login_page(r, loc_conf(r)->login_url)) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return finish_with(r, redirect_to_login(r, loc_conf(r)->login_url));
+    }
     if (sub || (clcf->error_pages && status == NGX_HTTP_UNAUTHORIZED)) return status;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));

@@ -177,3 +177,19 @@ TEST(WhoMayJoin, AnAddressOutsideGetsTheSameAnswerAndNothingElse) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ReturnTo, OnlyPathsOfThisSite) {
+    for (const char *ok : {"/", "/app/", "/app/x?y=1&z=%2F", "/a//b", "/%2F%2Fevil.example"}) {
+        EXPECT_TRUE(is_same_origin_path(ok)) << ok;
+    }
+    for (const char *bad : {"", "app", "//evil.example", "/\\evil.example", "\\\\evil.example", "https://evil.example",
+                            "javascript:alert(1)", "/a b", "/a\tb", "/a\nb", "/a\rb", "/x\\y", " /app",
+                            "http:/evil.example", "/\x7f"}) {
+        EXPECT_FALSE(is_same_origin_path(bad)) << bad;
+    }
+    EXPECT_FALSE(is_same_origin_path(std::string("/a\0b", 4)));
+}
+
+}  // namespace
