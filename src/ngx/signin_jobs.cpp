@@ -10,8 +10,9 @@
 //
 // Write stages do not take a pool thread each: they wait in this worker's list, and one thread
 // task runs every waiting write in one store transaction with one durable commit; its completion
-// event then resumes them all. Writes that arrive meanwhile form the next batch, started when
-// this one is done.
+// event then resumes them all. The task takes the list once it holds the store's write lock, so
+// writes that arrive while it waits for the lock (another worker's batch is committing) join it;
+// writes that arrive after that form the next batch, started when this one is done.
 #include "signin_jobs.h"
 
 #include <sys/resource.h>
@@ -20,6 +21,7 @@
 
 #include <deque>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -251,35 +253,56 @@ ngx_int_t post_hash(const Waiter &w) {
 // ---------------------------------------------------------------- the Write stage: batches
 
 struct WriteBatch {
-    std::vector<Waiter> members;
+    std::vector<Waiter> members;            // taken by the thread from g_waiting
+    bool taken = false;
     std::optional<signin::Error> failure;  // the commit's
     ngx_pool_t *pool = nullptr;
     ngx_thread_task_t *task = nullptr;
 };
 
-std::vector<Waiter> g_waiting;  // event-loop state of this worker: no lock
+// The jobs waiting for a batch: the event loop adds them, the batch's thread takes them. Only
+// this list is shared; g_batch_running and everything else here is event-loop state.
+std::mutex g_waiting_lock;
+std::vector<Waiter> g_waiting;
 bool g_batch_running = false;
 
+bool anyone_waiting() {
+    std::lock_guard<std::mutex> hold(g_waiting_lock);
+    return !g_waiting.empty();
+}
+
+void take_waiting(WriteBatch *b) {
+    std::lock_guard<std::mutex> hold(g_waiting_lock);
+    b->members.swap(g_waiting);
+    b->taken = true;
+}
+
+// A measured cost (issue #20): an exchange's batch waited ~1 ms for the other worker's commit to
+// release the store's write lock, and the exchanges that arrived meanwhile waited for the next
+// batch, another lock wait and commit later. Taking the list only once the lock is held lets them
+// share this commit.
 void batch_thread(void *data, ngx_log_t *log) {
     auto *b = static_cast<WriteBatch *>(data);
     signin::Identity *id = identity();
     signin::Status st = id == nullptr
                             ? signin::Status(signin::Code::StorageError, "the sign-in store is not open")
                             : id->write_batch([b, log] {
+                                  take_waiting(b);
                                   for (Waiter &w : b->members) w.job->run_stage(log);  // one failing job stops no other
                               });
-    if (!st) b->failure = st.error();
+    if (!st) {
+        b->failure = st.error();
+        if (!b->taken) take_waiting(b);  // the transaction never began: they get its error
+    }
 }
 
 void batch_done(ngx_event_t *ev);
 
-// Moves every waiting job into a new batch and posts it; on failure they stay waiting.
+// Posts a batch for the waiting jobs (its thread takes them).
 ngx_int_t launch_batch() {
     auto *b = new_task<WriteBatch>(batch_thread, batch_done);
     if (b == nullptr) return NGX_ERROR;
-    b->members.swap(g_waiting);
     if (post_task(g_write_pool, b) != NGX_OK) {
-        g_waiting.swap(b->members);
         delete_task(b);
         return NGX_ERROR;
     }
@@ -289,11 +312,14 @@ ngx_int_t launch_batch() {
 
 // Starts a batch for the waiting jobs when none runs; a pool that refuses it ends them.
 void launch_waiting() {
-    while (!g_batch_running && !g_waiting.empty()) {
+    while (!g_batch_running && anyone_waiting()) {
         if (launch_batch() == NGX_OK) return;
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: could not post a write batch to the thread pool");
         std::vector<Waiter> refused;
-        refused.swap(g_waiting);
+        {
+            std::lock_guard<std::mutex> hold(g_waiting_lock);
+            refused.swap(g_waiting);
+        }
         g_batch_running = true;  // what they post while finishing waits for the next round
         for (const Waiter &w : refused) {
             w.job->fail(signin::Error{signin::Code::StorageError, "the thread pool refused the write"});
@@ -333,11 +359,13 @@ ngx_int_t start_stage(const Waiter &w) {
         return NGX_OK;
     }
     try {
+        std::lock_guard<std::mutex> hold(g_waiting_lock);
         g_waiting.push_back(w);
     } catch (const std::bad_alloc &) {
         return NGX_ERROR;
     }
     if (g_batch_running || launch_batch() == NGX_OK) return NGX_OK;
+    std::lock_guard<std::mutex> hold(g_waiting_lock);  // no batch runs: nobody took it
     g_waiting.pop_back();
     return NGX_ERROR;
 }
