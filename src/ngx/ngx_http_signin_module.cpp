@@ -35,6 +35,7 @@ static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_registration(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_site_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
@@ -85,9 +86,9 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, client), nullptr},
     {ngx_string("signin_client_ipv6_prefix"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, client_ipv6_prefix), &ipv6_prefix_bounds},
-    {ngx_string("signin_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+    {ngx_string("signin_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_thread_pool,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, thread_pool_name), nullptr},
-    {ngx_string("signin_password_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+    {ngx_string("signin_password_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_thread_pool,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_pool_name), nullptr},
     {ngx_string("signin_token_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, token_ttl), nullptr},
@@ -274,6 +275,16 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "email sign-in needs \"signin_delivery\" (or \"signin_email off\")");
         return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->token_ttl == 0 || m->session_ttl == 0 || m->bearer_ttl == 0 || m->session_idle == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "signin_token_ttl, signin_session_ttl, signin_session_idle and signin_bearer_ttl must be "
+                           "longer than 0 (every code or session would be dead on arrival)");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (!m->has_api) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "signin_require is used but no location has \"signin_api\": nobody can sign in");
     }
     if (m->delivery_timeout == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_delivery_timeout\" must be longer than 0");
@@ -524,6 +535,7 @@ static char *set_api(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     clcf->handler = api_handler;
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
     m->used = 1;
+    m->has_api = 1;
     return NGX_CONF_OK;
 }
 
@@ -616,6 +628,15 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         return conf_exception(cf, "signin_email_template");
     }
     return NGX_CONF_OK;
+}
+
+// signin_thread_pool NAME / signin_password_thread_pool NAME: the pool is added here, so that
+// nginx's "unknown thread pool" names this line when no `thread_pool NAME ...;` declares it.
+static char *set_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    char *rv = ngx_conf_set_str_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) return rv;
+    ngx_str_t name = static_cast<ngx_str_t *>(cf->args->elts)[1];
+    return ngx_thread_pool_add(cf, &name) == nullptr ? static_cast<char *>(NGX_CONF_ERROR) : NGX_CONF_OK;
 }
 
 // signin_site_name NAME: {{site_name}} in the emails (default: the origin without its scheme).

@@ -109,7 +109,10 @@ ngx_int_t api(ngx_http_request_t *r) {
                               ((route->flags & Route::SignedInWrite) && credentials.state == Credentials::Cookie &&
                                header_value(r, "Sec-Fetch-Site") != std::optional<std::string_view>("same-origin"));
     auto ok = engine->check_origin(header_value(r, "Origin"), cookie_write);
-    if (!ok) return reject(r, ok.error().code, ok.error().message);
+    if (!ok) {
+        log_origin_refusal(r, engine->origin().text);
+        return reject(r, ok.error().code, ok.error().message);
+    }
     if (credentials.state == Credentials::Ambiguous) {
         return reject(r, kAmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
     }
@@ -136,6 +139,17 @@ ngx_int_t api(ngx_http_request_t *r) {
 
 ngx_int_t api_handler(ngx_http_request_t *r) {
     return guard_request(r, "signin: a request", [r] { return api(r); });
+}
+
+void log_origin_refusal(ngx_http_request_t *r, std::string_view site_origin) {
+    if (r->connection->log->log_level < NGX_LOG_INFO) return;
+    auto origin = header_value(r, "Origin");
+    std::string shown = origin ? std::string(origin->substr(0, 100)) : std::string("(none)");
+    for (char &c : shown) {
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e || c == '"') c = '?';
+    }
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: refused Origin \"%s\": signin_origin is \"%*s\"",
+                  shown.c_str(), site_origin.size(), site_origin.data());
 }
 
 }  // namespace signin_ngx

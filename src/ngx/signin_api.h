@@ -51,6 +51,10 @@ ngx_int_t post_password_change(ApiCall &call);
 // The principal behind the request's credentials; sets ctx->principal ($signin_user_*) on
 // success, and has last_seen_at written in the background when it is due.
 signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Credentials &c);
+
+// Logs (info, as nginx logs a client's mistakes) why an origin was refused, naming the request's
+// Origin (printable bytes only, at most 100) and signin_origin: the usual TLS or host name mistake.
+void log_origin_refusal(ngx_http_request_t *r, std::string_view site_origin);
 // The signed-in caller of an endpoint, or the 401/400 answer's rc in `rc`.
 std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie = nullptr);
 // 200 with the bearer answer, or with the user and the session cookie.

@@ -83,7 +83,8 @@ struct MainConf {
     ngx_uint_t mailbox_line;      // where it was first used, for the nginx -t message
     ngx_str_t mailbox_file;
 
-    ngx_flag_t used;  // some location uses signin_api or signin_require
+    ngx_flag_t used;     // some location uses signin_api or signin_require
+    ngx_flag_t has_api;  // some location uses signin_api
 };
 
 // location level

@@ -90,6 +90,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
     const bool unsafe = !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_OPTIONS));
     if (c.state == Credentials::Cookie && unsafe) {
         if (auto ok = engine->check_origin(header_value(r, "Origin"), false); !ok) {
+            log_origin_refusal(r, engine->origin().text);
             if (sub) return NGX_HTTP_FORBIDDEN;
             return finish_with(r, reject(r, ok.error().code, ok.error().message));
         }
