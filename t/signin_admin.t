@@ -97,5 +97,22 @@ sub audit {
     like $out, qr/\Q$e\E/, 'with the address';
 }
 
+# ---------------------------------------------------------------- the command line (issue #22)
+{
+    my $admin = $t->{admin};
+    my $missing = $t->prefix . '/no-such-store';
+    my $out = `'$admin' --store '$missing' stats 2>&1`;
+    is $? >> 8, 1, 'a mistyped --store is an error';
+    like $out, qr/no store at \Q$missing\E \(give --create to make one\)/, '... saying so';
+    ok !-e "$missing/data.mdb", '... and makes nothing';
+    $out = `'$admin' stats --store '$missing' --create 2>&1`;
+    is $? >> 8, 0, '--create makes one (options anywhere on the line)';
+    like $out, qr/"users":0/, '... and reports on it';
+    my ($rc) = $t->admin('audit', 'abc');
+    is $rc, 2, 'audit abc: a usage error (exit 2), not a crash';
+    ($rc, $out) = $t->admin('stats');
+    is $rc, 0, 'stats';
+}
+
 $t->done;
 done_testing;

@@ -1,6 +1,8 @@
 // signin-admin: operate on an ngx_signin LMDB store from the shell, also while nginx runs
 // (LMDB serializes writers across processes). Run it as the nginx worker user, or as root on a
 // store nginx has not opened yet (nginx gives the directory to its worker user at start).
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,7 +17,8 @@ namespace {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: signin-admin --store DIR COMMAND [ARGS]\n"
+                 "usage: signin-admin --store DIR [--create] COMMAND [ARGS]   (options anywhere)\n"
+                 "  a missing store is an error unless --create is given\n"
                  "commands:\n"
                  "  suspend EMAIL [GROUP]   suspend an account (its sessions stop working)\n"
                  "  restore EMAIL [GROUP]   lift a suspension\n"
@@ -41,13 +44,29 @@ int fail(const signin::Error &e) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
+    // --store DIR and --create anywhere on the line; the rest is the command and its arguments
+    std::vector<std::string> args;
     std::string store;
-    if (args.size() >= 2 && args[0] == "--store") {
-        store = args[1];
-        args.erase(args.begin(), args.begin() + 2);
+    bool create = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--store" && i + 1 < argc) {
+            store = argv[++i];
+        } else if (a.rfind("--store=", 0) == 0) {
+            store = a.substr(8);
+        } else if (a == "--create") {
+            create = true;
+        } else {
+            args.push_back(std::move(a));
+        }
     }
     if (store.empty() || args.empty()) return usage();
+    // a mistyped --store must not quietly make an empty store and report on it
+    struct stat data_file {};
+    if (args[0] != "key" && !create && stat((store + "/data.mdb").c_str(), &data_file) != 0) {
+        std::fprintf(stderr, "signin-admin: no store at %s (give --create to make one)\n", store.c_str());
+        return 1;
+    }
     if (args[0] == "key") {  // the key file, not the store
         if (args.size() < 2 || args[1] != "rotate" || args.size() > 3) return usage();
         std::string dir = store;
@@ -141,7 +160,13 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (cmd == "audit") {
-            std::size_t n = args.size() > 1 ? std::stoul(args[1]) : 20;
+            std::size_t n = 20;
+            if (args.size() > 1) {
+                if (args[1].empty() || args[1].size() > 9 || args[1].find_first_not_of("0123456789") != std::string::npos) {
+                    return usage();
+                }
+                n = std::stoul(args[1]);
+            }
             for (const auto &e : st->read()->audit(n)) {
                 signin::json::Writer w;
                 w.begin_object()
