@@ -27,7 +27,7 @@ try {
     const res = await page.request.get(base + "/_dev/mailbox");
     const box = await res.json();
     const mail = box.emails.filter((m) => m.email === email).pop();
-    token = mail && mail.token;
+    token = mail && mail.code;  // what a person reads in the email: the short code
     if (!token) await page.waitForTimeout(100);
   }
   seen.got_token = Boolean(token);
