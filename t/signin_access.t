@@ -16,18 +16,8 @@ my $backend = q{
             proxy_set_header X-User $signin_user_email;
             proxy_set_header X-Roles $signin_user_roles;
             proxy_pass http://127.0.0.1:%%PORT2%%/echo;};
-$t->run(http => qq{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    signin_limits off;
-    server {
-        listen 127.0.0.1:%%PORT%%;
+$t->run(http => $t->signin_http(extra => 'signin_limits off;', locations => qq{
         signin_allow domain acme.com;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
         location /inherit/ { signin_require on; $backend }
         location /staff/ { signin_require on; signin_allow role staff; signin_deny all; $backend }
         location /not-mallory/ { signin_require on; signin_deny email mallory\@acme.com; $backend }
@@ -39,13 +29,11 @@ $t->run(http => qq{
             $backend
         }
         location = /denied.html { return 200 "this page is not for you"; }
-        location /via-auth/ { auth_request /staff/probe; $backend }
-    }
+        location /via-auth/ { auth_request /staff/probe; $backend }}, servers => q{
     server {
         listen 127.0.0.1:%%PORT2%%;
-        location /echo { return 200 "\$http_x_user|\$http_x_roles"; }
-    }
-});
+        location /echo { return 200 "$http_x_user|$http_x_roles"; }
+    }}));
 
 my %cookie;
 for my $who (qw(alice@acme.com bob@acme.com mallory@acme.com eve@evil.example zed@partner.example carol@elsewhere.example)) {

@@ -13,17 +13,7 @@ system($py, '-c', 'import jwt; from jwt.algorithms import OKPAlgorithm') == 0
     or plan skip_all => 'PyJWT without EdDSA support (python3-cryptography)';
 
 my $t = SigninTest->new;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    signin_limits off;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
+$t->run(http => $t->signin_http(extra => 'signin_limits off;', locations => q{
         location /app/ {
             signin_require on;
             proxy_set_header X-User-Id $signin_user_id;
@@ -35,13 +25,11 @@ $t->run(http => q{
             signin_assertion_audience https://other.example;
             proxy_set_header X-Signin-Assertion $signin_assertion;
             proxy_pass http://127.0.0.1:%%PORT2%%/echo;
-        }
-    }
+        }}, servers => q{
     server {
         listen 127.0.0.1:%%PORT2%%;
         location /echo { return 200 "$http_x_user_id $http_x_signin_assertion"; }
-    }
-});
+    }}));
 
 # PyJWT checks a token against a JWKS: prints the claims as JSON, or the exception's class name.
 my $checker = $t->prefix . '/check.py';

@@ -8,21 +8,7 @@ use Test::More;
 use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_token_resend 0;
-    signin_site_name "Acme Intranet";
-    signin_delivery /_signin/deliver;
-    signin_limits off;
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
-    }
-});
+$t->run(http => $t->signin_http(extra => 'signin_token_resend 0; signin_site_name "Acme Intranet"; signin_limits off;'));
 my $O = { origin => $t->origin };
 my $CODE = qr/^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/;
 

@@ -9,29 +9,17 @@ use Test::More;
 use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
-$t->run(http => q{
-    signin_store %%STORE%%;
-    signin_origin http://127.0.0.1:%%PORT%%;
-    signin_registration on;
-    signin_delivery /_signin/deliver;
-    signin_limits off;
-    server {
-        listen 127.0.0.1:%%PORT%%;
+$t->run(http => $t->signin_http(extra => 'signin_limits off;', locations => q{
         signin_require on;
         signin_login_url /login.html;
-        location /auth/ { signin_api; }
-        location = /_signin/deliver { internal; signin_dev_mailbox; }
-        location = /_dev/mailbox { signin_dev_mailbox; }
         location / { proxy_pass http://127.0.0.1:%%PORT2%%; }
         location /q/ { signin_login_url "https://id.example.com/signin?app=1"; proxy_pass http://127.0.0.1:%%PORT2%%; }
-        location /ssi/ { ssi on; signin_require off; proxy_pass http://127.0.0.1:%%PORT2%%; }
-    }
+        location /ssi/ { ssi on; signin_require off; proxy_pass http://127.0.0.1:%%PORT2%%; }}, servers => q{
     server {
         listen 127.0.0.1:%%PORT2%%;
         location / { default_type text/html; return 200 "page $uri"; }
         location /ssi/ { default_type text/html; return 200 'before <!--# include virtual="/private/x" --> after'; }
-    }
-});
+    }}));
 my $HTML = { accept => 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
 
 my $r = $t->req(GET => '/private/report?year=2026&q=a%20b', headers => $HTML);

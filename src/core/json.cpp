@@ -212,14 +212,23 @@ Writer &Writer::null() {
 }
 Writer &Writer::time(Millis ms) { return value(enc::rfc3339(ms)); }
 
-void write_user(Writer &w, const User &u) {
-    w.begin_object()
-        .key("id").value(u.id)
+namespace {
+
+// The user's fields, in an object the caller opened (and closes).
+void user_fields(Writer &w, const User &u) {
+    w.key("id").value(u.id)
         .key("email").value(u.email)
         .key("group_id").value(u.group_id)
         .key("created_at").time(u.created_at)
-        .key("updated_at").time(u.updated_at)
-        .end_object();
+        .key("updated_at").time(u.updated_at);
+}
+
+}  // namespace
+
+void write_user(Writer &w, const User &u) {
+    w.begin_object();
+    user_fields(w, u);
+    w.end_object();
 }
 
 std::string user(const User &u) {
@@ -230,13 +239,9 @@ std::string user(const User &u) {
 
 std::string me(const User &u) {
     Writer w;
-    w.begin_object()
-        .key("id").value(u.id)
-        .key("email").value(u.email)
-        .key("group_id").value(u.group_id)
-        .key("created_at").time(u.created_at)
-        .key("updated_at").time(u.updated_at)
-        .key("roles").begin_array();
+    w.begin_object();
+    user_fields(w, u);
+    w.key("roles").begin_array();
     for (const auto &role : u.roles) w.value(role);
     w.end_array().end_object();
     return w.take();
