@@ -921,6 +921,12 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
                 return NGX_ERROR;
             }
         }
+        // the key too, so that signin-admin run as the worker user can seal an invitation
+        if (chown(key_path.c_str(), ccf->user, static_cast<gid_t>(-1)) != 0) {
+            ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_secret_key: chown \"%s\" failed",
+                          key_path.c_str());
+            return NGX_ERROR;
+        }
     }
     return NGX_OK;
 }
