@@ -114,5 +114,31 @@ sub audit {
     is $rc, 0, 'stats';
 }
 
+# ---------------------------------------------------------------- users, sessions, revoke (issue #22)
+{
+    my $cookie = $t->sign_in('listed@example.com');
+    my $other = $t->sign_in('listed@example.com');
+    my ($rc, $out) = $t->admin('users');
+    is $rc, 0, 'users';
+    my @users = map { $SigninTest::JSON->decode($_) } grep { /\S/ } split /\n/, $out;
+    ok((grep { $_->{user}{email} eq 'listed@example.com' } @users), '... lists every account, one JSON line each');
+    ($rc, $out) = $t->admin('users', '--email', 'listed@');
+    @users = map { $SigninTest::JSON->decode($_) } grep { /\S/ } split /\n/, $out;
+    is_deeply [map { $_->{user}{email} } @users], ['listed@example.com'], 'users --email filters by address';
+    ($rc, $out) = $t->admin('sessions', 'listed@example.com');
+    my @sessions = map { $SigninTest::JSON->decode($_) } grep { /\S/ } split /\n/, $out;
+    is scalar(@sessions), 2, 'sessions lists the account\'s two sessions';
+    my $me = $t->req(GET => '/auth/sessions', headers => { cookie => $cookie })->{json}{sessions};
+    my ($current) = grep { $_->{current} } @$me;
+    ($rc, $out) = $t->admin('revoke', $current->{id});
+    is $rc, 0, 'revoke SESSION_ID' or diag $out;
+    is $t->req(GET => '/auth/me', headers => { cookie => $cookie })->{status}, 401, 'that session no longer works';
+    is $t->req(GET => '/auth/me', headers => { cookie => $other })->{status}, 200, 'the other still does';
+    ($rc) = $t->admin('revoke', $current->{id});
+    is $rc, 1, 'revoking it again: not found';
+    (undef, $out) = $t->admin('audit', 5);
+    like $out, qr/session\.revoked.*listed\@example\.com|listed\@example\.com.*session\.revoked/, 'audited with the address';
+}
+
 $t->done;
 done_testing;

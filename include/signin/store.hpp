@@ -54,6 +54,9 @@ public:
     // The newest `limit` audit entries, newest first.
     virtual std::vector<AuditEntry> audit(std::size_t limit) = 0;
     virtual std::size_t user_count() = 0;
+    // Users in id order (ids are UUIDv7: creation order), after `after_id` (exclusive; "" = from
+    // the first), at most `limit`.
+    virtual std::vector<User> users(std::string_view after_id, std::size_t limit) = 0;
     virtual std::size_t audit_count() = 0;
     // Outbox entries whose due_at is at or before `now`, earliest first, at most `limit`.
     virtual std::vector<OutboxRecord> outbox_due(Millis now, std::size_t limit) = 0;

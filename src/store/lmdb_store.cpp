@@ -211,6 +211,26 @@ public:
         return out;
     }
 
+    std::vector<User> users(std::string_view after_id, std::size_t limit) override {
+        std::vector<User> out;
+        if (limit == 0) return out;
+        Cursor c(env_.env, live(), env_.dbi.users);
+        MDB_val k{}, d{};
+        int rc;
+        if (after_id.empty()) {
+            rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
+        } else {
+            k = val(after_id);
+            rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE);
+            if (rc == 0 && view(k) == after_id) rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT);
+        }
+        for (; rc != MDB_NOTFOUND && out.size() < limit; rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            check(env_.env, rc, "list users");
+            out.push_back(decode_user(view(d)));
+        }
+        return out;
+    }
+
     std::size_t user_count() override {
         MDB_stat st{};
         check(env_.env, mdb_stat(live(), env_.dbi.users, &st), "count users");

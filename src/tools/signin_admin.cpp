@@ -23,6 +23,9 @@ int usage() {
                  "  suspend EMAIL [GROUP]   suspend an account (its sessions stop working)\n"
                  "  restore EMAIL [GROUP]   lift a suspension\n"
                  "  user EMAIL [GROUP]      print an account as JSON\n"
+                 "  users [--email TEXT]    every account (or those whose address contains TEXT), JSON lines\n"
+                 "  sessions EMAIL [GROUP]  the account's live sessions, JSON lines\n"
+                 "  revoke SESSION_ID       end one session (its id as GET /sessions and `sessions` show it)\n"
                  "  role add|remove EMAIL ROLE [GROUP]  give or take a role (signin_allow role ROLE)\n"
                  "  invite EMAIL [--role ROLE]... [--group G] [--send [--key KEYFILE]]\n"
                  "                          make the account (its sign-in works with registration off); --send\n"
@@ -124,6 +127,67 @@ int main(int argc, char **argv) {
             auto r = id.tokens().invite(args[1], invite_group, roles, send);
             if (!r) return fail(r.error());
             std::printf("%s: invited%s\n", args[1].c_str(), send ? "; the invitation email waits in the outbox" : "");
+            return 0;
+        }
+        if (cmd == "users" && (args.size() == 1 || (args.size() == 3 && args[1] == "--email"))) {
+            const std::string needle = args.size() == 3 ? args[2] : "";
+            auto txn = st->read();
+            std::string after;
+            for (;;) {
+                auto page = txn->users(after, 1000);
+                for (const auto &u : page) {
+                    if (!needle.empty() && u.email.find(needle) == std::string::npos) continue;
+                    signin::json::Writer w;
+                    w.begin_object().key("user");
+                    signin::json::write_user(w, u);
+                    w.key("suspended").value(u.suspended).key("has_password").value(!u.password_hash.empty());
+                    w.key("roles").begin_array();
+                    for (const auto &role : u.roles) w.value(role);
+                    w.end_array().end_object();
+                    std::printf("%s\n", w.str().c_str());
+                }
+                if (page.size() < 1000) break;
+                after = page.back().id;
+            }
+            return 0;
+        }
+        if (cmd == "sessions" && args.size() >= 2) {
+            auto email = signin::normalize_email(args[1]);
+            auto g = signin::normalize_group(group);
+            if (!email || !g) return fail({signin::Code::InvalidEmail, "that is not an email address"});
+            auto txn = st->read();
+            auto u = txn->user_by_email(*g, *email);
+            if (!u) return fail({signin::Code::NotFound, "no such account"});
+            for (const auto &s : txn->sessions_of(u->id)) {
+                signin::json::Writer w;
+                w.begin_object()
+                    .key("id").value(s.id)
+                    .key("kind").value(signin::kind_name(s.kind))
+                    .key("created_at").time(s.created_at)
+                    .key("last_seen_at").time(s.last_seen_at)
+                    .key("expires_at").time(s.expires_at)
+                    .key("client").value(s.client)
+                    .key("user_agent").value(s.user_agent)
+                    .end_object();
+                std::printf("%s\n", w.str().c_str());
+            }
+            return 0;
+        }
+        if (cmd == "revoke" && args.size() == 2) {
+            auto txn = st->write();
+            auto s = txn->session_by_id(args[1]);
+            if (!s) return fail({signin::Code::NotFound, "no such session"});
+            txn->del_session(s->hash);
+            signin::AuditEntry e;
+            e.at = id.now();
+            e.kind = "session.revoked";
+            e.client = "admin";
+            e.user_id = s->user_id;
+            if (auto owner = txn->user_by_id(s->user_id)) e.email = owner->email;
+            e.detail = s->id;
+            txn->append_audit(e);
+            txn->commit();
+            std::printf("%s: revoked\n", args[1].c_str());
             return 0;
         }
         if (cmd == "role" && args.size() >= 4 && (args[1] == "add" || args[1] == "remove")) {

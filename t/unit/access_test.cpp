@@ -123,7 +123,9 @@ TEST(Roles, GivenAndTakenByTheAdministration) {
         EXPECT_EQ(store->read()->user_by_id("u1")->roles, (std::vector<std::string>{"staff"}));
         EXPECT_FALSE(id.set_role("", "nobody@x.example", "staff", true));
         EXPECT_FALSE(id.set_role("", "ro@x.example", "Bad Role", true));
-        EXPECT_EQ(store->read()->audit(1)[0].kind, "user.role_removed");
+        bool audited = false;  // (entries of one millisecond come in any order)
+        for (const auto &e : store->read()->audit(100)) audited = audited || e.kind == "user.role_removed";
+        EXPECT_TRUE(audited);
     }
     std::filesystem::remove_all(tmpl);
 }
@@ -171,7 +173,11 @@ TEST(WhoMayJoin, AnAddressOutsideGetsTheSameAnswerAndNothingElse) {
         EXPECT_TRUE(id.tokens().request_token(Intent::Register, "old@evil.example", ""));
         ASSERT_EQ(sent.size(), 3u);
         EXPECT_EQ(sent[2].purpose, Purpose::AlreadyRegistered);
-        EXPECT_EQ(store->read()->audit(4)[3].detail, "register:not_allowed");
+        bool audited = false;  // (entries of one millisecond come in any order)
+        for (const auto &e : store->read()->audit(100)) {
+            audited = audited || (e.email == "outsider@evil.example" && e.detail == "register:not_allowed");
+        }
+        EXPECT_TRUE(audited) << "the audit trail says why";
     }
     std::filesystem::remove_all(tmpl);
 }

@@ -598,3 +598,27 @@ TEST_F(StoreTest, AuditEntriesOlderThanACutOffArePurgedOldestFirst) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(StoreTest, UsersAreListedInIdOrderAPageAtATime) {
+    Store &s = open();
+    {
+        auto w = s.write();
+        for (const char *id : {"u3", "u1", "u5", "u2", "u4"}) w->put_user(user(id, std::string(id) + "@example.com"));
+        w->commit();
+    }
+    auto r = s.read();
+    auto first = r->users("", 2);
+    ASSERT_EQ(first.size(), 2u);
+    EXPECT_EQ(first[0].id, "u1");
+    EXPECT_EQ(first[1].id, "u2");
+    auto next = r->users(first.back().id, 2);
+    ASSERT_EQ(next.size(), 2u);
+    EXPECT_EQ(next[0].id, "u3") << "after the last id, exclusive";
+    EXPECT_EQ(r->users("u4", 10).size(), 1u);
+    EXPECT_TRUE(r->users("u5", 10).empty());
+    EXPECT_EQ(r->users("u0", 10).size(), 5u) << "an id that is not there starts at the next one";
+}
+
+}  // namespace
