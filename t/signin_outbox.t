@@ -196,8 +196,13 @@ sub welch_t {
     $t->run(http => $conf);
     is $t->req(POST => '/auth/register', json => { email => 'crash@example.com' })->{status}, 202, 'register: 202';
     ok $t->wait_for(sub { emails_to($slow, 'crash@example.com') }, timeout => 5), 'the send is under way';
-    kill 'KILL', $_ for $t->worker_pids, $t->master_pid;    # the whole server, mid-send
-    $t->wait_for(sub { !grep { kill 0, $_ } $t->leftover_pids }, timeout => 5);
+    # the whole server, mid-send: the master first (a master that outlives its workers by an
+    # instant starts new ones, which would be left running), then the workers it had
+    my @workers = $t->worker_pids;
+    kill 'KILL', $t->master_pid;
+    kill 'KILL', @workers;
+    $t->wait_for(sub { !grep { kill(0, $_) && !SigninTest::exited($_) } $t->master_pid, @workers }, timeout => 5);
+    ok !grep({ kill(0, $_) && !SigninTest::exited($_) } @workers), 'no worker of the killed server is left';
     $t->{running} = 0;
     $slow->stop;
     my $mailer = SigninTest::Mailer->new(port => $t->port2);
