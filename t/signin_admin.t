@@ -138,6 +138,15 @@ sub audit {
     is $rc, 1, 'revoking it again: not found';
     (undef, $out) = $t->admin('audit', 5);
     like $out, qr/session\.revoked.*listed\@example\.com|listed\@example\.com.*session\.revoked/, 'audited with the address';
+    ($rc, $out) = $t->admin('audit', '--email', 'Listed@Example.com', '--kind', 'session.created', '1');
+    my @lines = grep { /\S/ } split /\n/, $out;
+    is scalar(@lines), 1, 'audit N --email --kind: at most N entries';
+    my $e = $SigninTest::JSON->decode($lines[0] // '{}');
+    is_deeply [$e->{email}, $e->{kind}], ['listed@example.com', 'session.created'], '... that match both';
+    ($rc, $out) = $t->admin('audit', '--kind', 'session.created', '--email', 'listed@example.com');
+    is scalar(grep { /\S/ } split /\n/, $out), 2, '... all of them (two sign-ins) within the default 20';
+    ($rc) = $t->admin('audit', '--bogus');
+    is $rc, 2, 'an unknown option: usage error';
 }
 
 $t->done;

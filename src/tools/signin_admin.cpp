@@ -33,7 +33,8 @@ int usage() {
                  "  key rotate [KEYFILE]    the next $signin_assertion signing key (KEYFILE: signin_secret_key,\n"
                  "                          default DIR.key); nginx signs with it after its next reload\n"
                  "  password-hash EMAIL [GROUP]  print the account's Argon2id PHC string (empty: no password)\n"
-                 "  audit [N]               print the newest N audit entries (default 20), JSON lines\n"
+                 "  audit [N] [--email ADDRESS] [--kind KIND]\n"
+                 "                          the newest N audit entries (default 20) that match, JSON lines\n"
                  "  stats                   counts of users and audit entries\n"
                  "  purge                   delete expired tokens and sessions, and old audit entries, now\n");
     return 2;
@@ -224,14 +225,31 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (cmd == "audit") {
+            // audit [N] [--email ADDRESS] [--kind KIND]: the newest N entries (20) that match
             std::size_t n = 20;
-            if (args.size() > 1) {
-                if (args[1].empty() || args[1].size() > 9 || args[1].find_first_not_of("0123456789") != std::string::npos) {
+            std::string email, kind;
+            for (std::size_t i = 1; i < args.size(); ++i) {
+                if ((args[i] == "--email" || args[i] == "--kind") && i + 1 < args.size()) {
+                    (args[i] == "--email" ? email : kind) = args[i + 1];
+                    ++i;
+                } else if (!args[i].empty() && args[i].size() <= 9 &&
+                           args[i].find_first_not_of("0123456789") == std::string::npos) {
+                    n = std::stoul(args[i]);
+                } else {
                     return usage();
                 }
-                n = std::stoul(args[1]);
             }
-            for (const auto &e : st->read()->audit(n)) {
+            if (!email.empty()) {
+                auto normalized = signin::normalize_email(email);
+                if (!normalized) return fail({signin::Code::InvalidEmail, "that is not an email address"});
+                email = *normalized;
+            }
+            auto txn = st->read();
+            const bool filtered = !email.empty() || !kind.empty();
+            std::size_t shown = 0;
+            for (const auto &e : txn->audit(filtered ? txn->audit_count() : n)) {
+                if (shown == n) break;
+                if ((!email.empty() && e.email != email) || (!kind.empty() && e.kind != kind)) continue;
                 signin::json::Writer w;
                 w.begin_object()
                     .key("at").time(e.at)
@@ -242,6 +260,7 @@ int main(int argc, char **argv) {
                     .key("detail").value(e.detail)
                     .end_object();
                 std::printf("%s\n", w.str().c_str());
+                ++shown;
             }
             return 0;
         }
