@@ -197,14 +197,7 @@ Result<std::vector<OutboxItem>> Outbox::claim_due(std::size_t budget) {
     });
 }
 
-Status Outbox::sent(const OutboxItem &item) {
-    return detail::guarded("outbox sent", [&]() -> Status {
-        auto txn = engine_.store_->write();
-        txn->del_outbox(item.key);
-        txn->commit();
-        return ok_status();
-    });
-}
+Status Outbox::sent(const OutboxItem &item) { return engine_.forget_outbox(item.key); }
 
 Result<std::optional<Millis>> Outbox::failed(OutboxItem &item) {
     if (!engine_.outbox_) return Error{Code::Internal, "no outbox"};

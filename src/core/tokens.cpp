@@ -31,6 +31,32 @@ std::string code_digest(std::string_view group, std::string_view email, std::str
 
 constexpr std::uint8_t kCodeFailures = 5;  // wrong codes for an address that cancel its tokens
 
+// A new token: its record (the secret and the code only as digests) and the email that carries it.
+struct NewToken {
+    TokenRecord record;
+    Delivery delivery;
+};
+
+NewToken new_token(const std::string &group, const std::string &email, Purpose purpose, Millis now,
+                   Millis expires_at) {
+    NewToken t;
+    std::string secret = enc::random_secret(32);
+    const std::string code = new_code();
+    t.record.hash = secret_hash(secret);
+    t.record.group_id = group;
+    t.record.email = email;
+    t.record.purpose = purpose;
+    t.record.created_at = now;
+    t.record.expires_at = expires_at;
+    t.record.code_hash = code_digest(group, email, code);
+    t.delivery.email = email;
+    t.delivery.token = Secret(std::move(secret));
+    t.delivery.code = format_code(code);
+    t.delivery.purpose = purpose;
+    t.delivery.group_id = group;
+    return t;
+}
+
 }  // namespace
 
 Result<TokenIssue> Tokens::issue_token(Intent intent, std::string_view email, std::string_view group,
@@ -111,56 +137,29 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         const std::size_t keep = policy.tokens_per_address > 0 ? policy.tokens_per_address - 1 : 0;
         for (std::size_t i = 0; i + keep < live.size(); ++i) txn->del_token(live[i].hash);
 
-        std::string secret = enc::random_secret(32);
-        const std::string code = new_code();
-        TokenRecord rec;
-        rec.hash = secret_hash(secret);
-        rec.group_id = *group;
-        rec.email = *email;
-        rec.purpose = *purpose;
-        rec.created_at = now;
-        rec.expires_at = now + policy.token_ttl;
-        rec.code_hash = code_digest(*group, *email, code);
+        NewToken t = new_token(*group, *email, *purpose, now, now + policy.token_ttl);
         // only a new address keeps the hash: an existing account's password is never replaced
-        if (password_hash && *purpose == Purpose::Registration) rec.password_hash = *password_hash;
-        txn->put_token(rec);
+        if (password_hash && *purpose == Purpose::Registration) t.record.password_hash = *password_hash;
+        t.delivery.with_password = !t.record.password_hash.empty();
+        txn->put_token(t.record);
         txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
                                 std::string(password_hash ? "password_" : "") + std::string(intent_name(intent)) +
                                     ":" + std::string(purpose_tag(*purpose))));
-        Delivery d;
-        d.email = *email;
-        d.token = Secret(std::move(secret));
-        d.code = format_code(code);
-        d.purpose = *purpose;
-        d.group_id = *group;
-        d.with_password = !rec.password_hash.empty();
-        std::string outbox_key = engine_.enqueue(*txn, d, client, now);  // sent with the token, or not at all
+        // sent with the token, or not at all
+        std::string outbox_key = engine_.enqueue(*txn, t.delivery, client, now);
         txn->commit();
-        return TokenIssue{std::move(d), std::move(outbox_key)};
+        return TokenIssue{std::move(t.delivery), std::move(outbox_key)};
     });
 }
 
 void Tokens::decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
                          Millis now) {
-    const std::string secret = enc::random_secret(32);
-    TokenRecord rec;
-    rec.hash = secret_hash(secret);
-    rec.group_id = group;
-    rec.email = email;
-    rec.purpose = Purpose::SignIn;
-    rec.created_at = now;
-    rec.expires_at = now;  // never usable, even for the instant it exists
-    const std::string code = new_code();
-    rec.code_hash = code_digest(group, email, code);
-    txn.put_token(rec);
-    Delivery d;
-    d.email = email;
-    d.token = Secret(secret);
-    d.code = format_code(code);
-    d.group_id = group;
-    const std::string key = engine_.enqueue(txn, d, client, now);
+    // expires at once: never usable, even for the instant it exists
+    const NewToken t = new_token(group, email, Purpose::SignIn, now, now);
+    txn.put_token(t.record);
+    const std::string key = engine_.enqueue(txn, t.delivery, client, now);
     if (!key.empty()) txn.del_outbox(key);
-    txn.del_token(rec.hash);
+    txn.del_token(t.record.hash);
 }
 
 Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view group_in,
@@ -197,25 +196,10 @@ Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view gr
         txn->append_audit(detail::audit(now, "user.invited", *email, client, user->id, existed ? "existing" : "new"));
         TokenIssue out;
         if (send) {
-            std::string secret = enc::random_secret(32);
-            TokenRecord rec;
-            rec.hash = secret_hash(secret);
-            rec.group_id = *group;
-            rec.email = *email;
-            rec.purpose = Purpose::Invitation;
-            rec.created_at = now;
-            rec.expires_at = now + engine_.policy().token_ttl;
-            const std::string code = new_code();
-            rec.code_hash = code_digest(*group, *email, code);
-            txn->put_token(rec);
-            Delivery d;
-            d.email = *email;
-            d.token = Secret(std::move(secret));
-            d.code = format_code(code);
-            d.purpose = Purpose::Invitation;
-            d.group_id = *group;
-            out.outbox_key = engine_.enqueue(*txn, d, client, now);
-            out.delivery = std::move(d);
+            NewToken t = new_token(*group, *email, Purpose::Invitation, now, now + engine_.policy().token_ttl);
+            txn->put_token(t.record);
+            out.outbox_key = engine_.enqueue(*txn, t.delivery, client, now);
+            out.delivery = std::move(t.delivery);
         }
         txn->commit();
         return out;

@@ -152,7 +152,8 @@ User decode_user(std::string_view data) {
 }
 
 std::string encode_token(const TokenRecord &t) {
-    Writer w(1 + 4 * 3 + 1 + 8 * 2 + t.group_id.size() + t.email.size() + t.password_hash.size());
+    Writer w(1 + 4 * 4 + 1 + 8 * 2 + 1 + t.group_id.size() + t.email.size() + t.password_hash.size() +
+             t.code_hash.size());
     w.u8(kTokenFormat);
     w.str(t.group_id);
     w.str(t.email);
