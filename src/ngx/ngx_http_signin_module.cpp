@@ -228,8 +228,9 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_msec_value(m->bearer_ttl, msec(spec.bearer_ttl));
     ngx_conf_init_msec_value(m->audit_keep, msec(spec.audit_keep));
     ngx_conf_init_size_value(m->body_max, 4096);
-    ngx_conf_init_uint_value(m->delivery_retries, 3);
-    ngx_conf_init_msec_value(m->delivery_timeout, 60000);
+    const signin::OutboxSettings outbox;  // the outbox's defaults are the engine's too
+    ngx_conf_init_uint_value(m->delivery_retries, outbox.retries);
+    ngx_conf_init_msec_value(m->delivery_timeout, msec(outbox.hold));
     ngx_conf_init_uint_value(m->client_ipv6_prefix, attempts.client_ipv6_prefix);
     ngx_conf_init_uint_value(m->password_min_length, spec.password_min_length);
     ngx_conf_init_uint_value(m->password_attempts, attempts.free_attempts);
@@ -690,35 +691,26 @@ static char *set_registration(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
         }
         m->join = pool_object<signin::People>(cf->pool);
         if (m->join == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
-        std::string text;
         for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
             std::string_view a = sv(value[i]);
+            std::string text, what(a), why;
             if (a.rfind("domain=", 0) == 0) {
-                text += "@" + std::string(a.substr(7)) + "\n";
+                text = "@" + std::string(a.substr(7));
             } else if (a.rfind("file=", 0) == 0) {
-                std::string path;
-                auto file = read_conf_file(cf, cmd, ngx_str_t{value[i].len - 5, value[i].data + 5}, path);
+                auto file = read_conf_file(cf, cmd, ngx_str_t{value[i].len - 5, value[i].data + 5}, what);
                 if (!file) return static_cast<char *>(NGX_CONF_ERROR);
-                std::string why;
-                auto people = signin::People::parse(*file, &why);
-                if (!people) {
-                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_registration file \"%s\": %s", path.c_str(),
-                                       why.c_str());
-                    return static_cast<char *>(NGX_CONF_ERROR);
-                }
-                text += *file + "\n";
+                text = std::move(*file);
             } else {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\" (domain=DOMAIN or file=PATH)", &value[i]);
                 return static_cast<char *>(NGX_CONF_ERROR);
             }
+            auto people = signin::People::parse(text, &why);
+            if (!people) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_registration \"%s\": %s", what.c_str(), why.c_str());
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+            m->join->add(*people);
         }
-        std::string why;
-        auto people = signin::People::parse(text, &why);
-        if (!people) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_registration: a domain= is not a domain");
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        *m->join = std::move(*people);
         return NGX_CONF_OK;
     } catch (...) {
         return conf_exception(cf, "signin_registration");

@@ -96,32 +96,31 @@ ngx_int_t gate(ngx_http_request_t *r) {
         }
     }
     auto p = authenticate(r, c);
-    if (p && loc_conf(r)->rules && !loc_conf(r)->rules->allows(p.value().user)) {
-        // signed in, and this location is not for this account: no identity reaches anything
-        if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: the access rules refuse user %s here",
-                      p.value().user.id.c_str());
-        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
-        if (sub || clcf->error_pages) return NGX_HTTP_FORBIDDEN;
-        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return finish_with(r, reject(r, Code::Forbidden, "this account may not use this page"));
-    }
-    if (p) {
+    LocConf *l = loc_conf(r);
+    // signed in, and this location's rules are not for this account
+    const bool refused = p && l->rules && !l->rules->allows(p.value().user);
+    if (p && !refused) {
         // the upstream gets the user ($signin_user_*), not the credential that proves it
-        if (!loc_conf(r)->pass_credentials && !hide_credentials(r, engine->cookie_name())) {
+        if (!l->pass_credentials && !hide_credentials(r, engine->cookie_name())) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
         return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
     }
-    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
-    auto status = static_cast<ngx_int_t>(http_error(p.error().code).status);
-    if (status == NGX_HTTP_UNAUTHORIZED && loc_conf(r)->login_url.len && browser_navigation(r) &&
-        !is_login_page(r, loc_conf(r)->login_url)) {
-        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return finish_with(r, redirect_to_login(r, loc_conf(r)->login_url));
+    if (refused) {  // no identity reaches anything
+        if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: the access rules refuse user %s here",
+                      p.value().user.id.c_str());
     }
-    if (sub || (clcf->error_pages && status == NGX_HTTP_UNAUTHORIZED)) return status;
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+    auto status = refused ? NGX_HTTP_FORBIDDEN : static_cast<ngx_int_t>(http_error(p.error().code).status);
+    if (status == NGX_HTTP_UNAUTHORIZED && l->login_url.len && browser_navigation(r) && !is_login_page(r, l->login_url)) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return finish_with(r, redirect_to_login(r, l->login_url));
+    }
+    // the location's error_page decides what a 401 or a refusal looks like
+    if (sub || (clcf->error_pages && (refused || status == NGX_HTTP_UNAUTHORIZED))) return status;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (refused) return finish_with(r, reject(r, Code::Forbidden, "this account may not use this page"));
     return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
 }
 
