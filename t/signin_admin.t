@@ -147,6 +147,12 @@ sub audit {
     is scalar(grep { /\S/ } split /\n/, $out), 2, '... all of them (two sign-ins) within the default 20';
     ($rc) = $t->admin('audit', '--bogus');
     is $rc, 2, 'an unknown option: usage error';
+    ($rc, $out) = $t->admin('role', 'add', 'listed@example.com', 'ops', '--group', 'default');
+    is $rc, 0, 'role add EMAIL ROLE --group G' or diag $out;
+    (undef, $out) = $t->admin('--group', 'default', 'user', 'listed@example.com');
+    like $out, qr/"roles":\["ops"\]/, '... the role is held (and --group before the command reads it too)';
+    (undef, $out) = $t->admin('users', '--group', 'nosuch');
+    is $out, '', 'users --group lists only that group';
 }
 
 $t->done;

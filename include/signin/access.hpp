@@ -32,6 +32,11 @@ public:
     std::size_t size() const { return emails_.size() + domains_.size(); }
     void add_email(std::string normalized) { emails_.insert(std::move(normalized)); }
     void add_domain(std::string lowercase) { domains_.insert(std::move(lowercase)); }
+    // Everyone of `other` too.
+    void add(const People &other) {
+        emails_.insert(other.emails_.begin(), other.emails_.end());
+        domains_.insert(other.domains_.begin(), other.domains_.end());
+    }
 
 private:
     std::set<std::string, std::less<>> emails_;

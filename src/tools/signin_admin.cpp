@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,10 @@ int usage() {
                  "  suspend EMAIL [GROUP]   suspend an account (its sessions stop working)\n"
                  "  restore EMAIL [GROUP]   lift a suspension\n"
                  "  user EMAIL [GROUP]      print an account as JSON\n"
-                 "  users [--email TEXT]    every account (or those whose address contains TEXT), JSON lines\n"
+                 "  users [--email TEXT] [--group G]  every account (or those whose address contains TEXT), JSON lines\n"
                  "  sessions EMAIL [GROUP]  the account's live sessions, JSON lines\n"
                  "  revoke SESSION_ID       end one session (its id as GET /sessions and `sessions` show it)\n"
-                 "  role add|remove EMAIL ROLE [GROUP]  give or take a role (signin_allow role ROLE)\n"
+                 "  role add|remove EMAIL ROLE [--group G]  give or take a role (signin_allow role ROLE)\n"
                  "  invite EMAIL [--role ROLE]... [--group G] [--send [--key KEYFILE]]\n"
                  "                          make the account (its sign-in works with registration off); --send\n"
                  "                          writes an invitation email to the outbox, sent by nginx within a second\n"
@@ -45,12 +46,42 @@ int fail(const signin::Error &e) {
     return 1;
 }
 
+// signin_secret_key's default: the store's path + ".key".
+std::string default_key_file(std::string dir) {
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return dir + ".key";
+}
+
+// The account of an address in a group ("" = default).
+signin::Result<signin::User> find_account(signin::ReadTxn &txn, const std::string &email_in, const std::string &group) {
+    auto email = signin::normalize_email(email_in);
+    auto g = signin::normalize_group(group);
+    if (!email || !g) return signin::Error{signin::Code::InvalidEmail, "that is not an email address"};
+    auto u = txn.user_by_email(*g, *email);
+    if (!u) return signin::Error{signin::Code::NotFound, "no such account"};
+    return *u;
+}
+
+// One account as a JSON line: the user, and what the API does not show.
+void print_account(const signin::User &u) {
+    signin::json::Writer w;
+    w.begin_object().key("user");
+    signin::json::write_user(w, u);
+    w.key("suspended").value(u.suspended).key("has_password").value(!u.password_hash.empty());
+    w.key("roles").begin_array();
+    for (const auto &role : u.roles) w.value(role);
+    w.end_array().end_object();
+    std::printf("%s\n", w.str().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
-    // --store DIR and --create anywhere on the line; the rest is the command and its arguments
+    // --store DIR, --group G and --create anywhere on the line; the rest is the command and its
+    // arguments
     std::vector<std::string> args;
     std::string store;
+    std::optional<std::string> group_option;
     bool create = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -58,6 +89,8 @@ int main(int argc, char **argv) {
             store = argv[++i];
         } else if (a.rfind("--store=", 0) == 0) {
             store = a.substr(8);
+        } else if (a == "--group" && i + 1 < argc) {
+            group_option = argv[++i];
         } else if (a == "--create") {
             create = true;
         } else {
@@ -73,9 +106,7 @@ int main(int argc, char **argv) {
     }
     if (args[0] == "key") {  // the key file, not the store
         if (args.size() < 2 || args[1] != "rotate" || args.size() > 3) return usage();
-        std::string dir = store;
-        while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-        std::string path = args.size() == 3 ? args[2] : dir + ".key";
+        std::string path = args.size() == 3 ? args[2] : default_key_file(store);
         auto g = signin::rotate_assertion_key(path);
         if (!g) return fail(g.error());
         std::printf("%s: assertion key generation %llu (reload nginx to sign with it)\n", path.c_str(),
@@ -90,7 +121,8 @@ int main(int argc, char **argv) {
         auto origin = signin::parse_origin("http://127.0.0.1", &why);
         signin::Identity id(st, *origin, signin::Policy{});
         const std::string &cmd = args[0];
-        std::string group = args.size() > 2 ? args[2] : "";
+        // a command's GROUP: --group G, or its argument after the address (suspend EMAIL GROUP)
+        std::string group = group_option ? *group_option : args.size() > 2 ? args[2] : "";
         if ((cmd == "suspend" || cmd == "restore") && args.size() >= 2) {
             auto r = id.set_suspended(group, args[1], cmd == "suspend");
             if (!r) return fail(r.error());
@@ -101,23 +133,19 @@ int main(int argc, char **argv) {
             std::vector<std::string> roles;
             std::string key_path;
             bool send = false;
-            std::string invite_group;
             for (std::size_t i = 2; i < args.size(); ++i) {
                 if (args[i] == "--send") {
                     send = true;
-                } else if ((args[i] == "--role" || args[i] == "--group" || args[i] == "--key") && i + 1 < args.size()) {
-                    const std::string &v = args[++i];
-                    if (args[i - 1] == "--role") roles.push_back(v);
-                    else if (args[i - 1] == "--group") invite_group = v;
-                    else key_path = v;
+                } else if (args[i] == "--role" && i + 1 < args.size()) {
+                    roles.push_back(args[++i]);
+                } else if (args[i] == "--key" && i + 1 < args.size()) {
+                    key_path = args[++i];
                 } else {
                     return usage();
                 }
             }
             if (send) {  // the email goes through nginx's outbox: sealed with the same key
-                std::string dir = store;
-                while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-                auto key = signin::load_secret_key(key_path.empty() ? dir + ".key" : key_path, false);
+                auto key = signin::load_secret_key(key_path.empty() ? default_key_file(store) : key_path, false);
                 if (!key) return fail(key.error());
                 signin::OutboxSettings outbox;
                 outbox.key = key.value();
@@ -125,7 +153,7 @@ int main(int argc, char **argv) {
                 id.use_outbox(outbox);
                 outbox.key.fill(0);
             }
-            auto r = id.tokens().invite(args[1], invite_group, roles, send);
+            auto r = id.tokens().invite(args[1], group_option.value_or(""), roles, send);
             if (!r) return fail(r.error());
             std::printf("%s: invited%s\n", args[1].c_str(), send ? "; the invitation email waits in the outbox" : "");
             return 0;
@@ -138,14 +166,8 @@ int main(int argc, char **argv) {
                 auto page = txn->users(after, 1000);
                 for (const auto &u : page) {
                     if (!needle.empty() && u.email.find(needle) == std::string::npos) continue;
-                    signin::json::Writer w;
-                    w.begin_object().key("user");
-                    signin::json::write_user(w, u);
-                    w.key("suspended").value(u.suspended).key("has_password").value(!u.password_hash.empty());
-                    w.key("roles").begin_array();
-                    for (const auto &role : u.roles) w.value(role);
-                    w.end_array().end_object();
-                    std::printf("%s\n", w.str().c_str());
+                    if (group_option && u.group_id != *group_option) continue;
+                    print_account(u);
                 }
                 if (page.size() < 1000) break;
                 after = page.back().id;
@@ -153,12 +175,9 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (cmd == "sessions" && args.size() >= 2) {
-            auto email = signin::normalize_email(args[1]);
-            auto g = signin::normalize_group(group);
-            if (!email || !g) return fail({signin::Code::InvalidEmail, "that is not an email address"});
             auto txn = st->read();
-            auto u = txn->user_by_email(*g, *email);
-            if (!u) return fail({signin::Code::NotFound, "no such account"});
+            auto u = find_account(*txn, args[1], group);
+            if (!u) return fail(u.error());
             for (const auto &s : txn->sessions_of(u->id)) {
                 signin::json::Writer w;
                 w.begin_object()
@@ -192,35 +211,23 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (cmd == "role" && args.size() >= 4 && (args[1] == "add" || args[1] == "remove")) {
-            auto r = id.set_role(args.size() > 4 ? args[4] : "", args[2], args[3], args[1] == "add");
+            auto r = id.set_role(group_option ? *group_option : args.size() > 4 ? args[4] : "", args[2], args[3],
+                                 args[1] == "add");
             if (!r) return fail(r.error());
             std::printf("%s: role %s %s\n", args[2].c_str(), args[3].c_str(), args[1] == "add" ? "added" : "removed");
             return 0;
         }
         if (cmd == "user" && args.size() >= 2) {
-            auto email = signin::normalize_email(args[1]);
-            auto g = signin::normalize_group(group);
-            if (!email || !g) return fail({signin::Code::InvalidEmail, "that is not an email address"});
-            auto u = st->read()->user_by_email(*g, *email);
-            if (!u) return fail({signin::Code::NotFound, "no such account"});
-            signin::json::Writer w;
-            w.begin_object().key("user");
-            signin::json::write_user(w, *u);
-            w.key("suspended").value(u->suspended).key("has_password").value(!u->password_hash.empty());
-            w.key("roles").begin_array();
-            for (const auto &role : u->roles) w.value(role);
-            w.end_array().end_object();
-            std::printf("%s\n", w.str().c_str());
+            auto u = find_account(*st->read(), args[1], group);
+            if (!u) return fail(u.error());
+            print_account(u.value());
             return 0;
         }
         if (cmd == "password-hash" && args.size() >= 2) {
             // a one-way hash, not a secret: printed for audits of the hash settings and for
             // checking it with another Argon2 implementation
-            auto email = signin::normalize_email(args[1]);
-            auto g = signin::normalize_group(group);
-            if (!email || !g) return fail({signin::Code::InvalidEmail, "that is not an email address"});
-            auto u = st->read()->user_by_email(*g, *email);
-            if (!u) return fail({signin::Code::NotFound, "no such account"});
+            auto u = find_account(*st->read(), args[1], group);
+            if (!u) return fail(u.error());
             std::printf("%s\n", u->password_hash.c_str());
             return 0;
         }
