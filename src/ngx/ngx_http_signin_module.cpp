@@ -121,6 +121,10 @@ static ngx_command_t commands[] = {
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("signin_login_url"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, login_url), nullptr},
+    {ngx_string("signin_pages"), NGX_HTTP_LOC_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
+     offsetof(LocConf, pages), nullptr},
+    {ngx_string("signin_pages_css"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, pages_css), nullptr},
     {ngx_string("signin_assertion_audience"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_http_set_complex_value_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, assertion_audience), nullptr},
     {ngx_string("signin_allow"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE12,
@@ -370,6 +374,7 @@ static void *create_loc_conf(ngx_conf_t *cf) {
     l->mailbox = NGX_CONF_UNSET;
     l->previews = NGX_CONF_UNSET;
     l->pass_credentials = NGX_CONF_UNSET;
+    l->pages = NGX_CONF_UNSET;
     return l;
 }
 
@@ -381,6 +386,18 @@ static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     ngx_conf_init_value(conf->mailbox, 0);
     ngx_conf_init_value(conf->previews, 0);
     ngx_conf_merge_value(conf->pass_credentials, prev->pass_credentials, 0);
+    ngx_conf_init_value(conf->pages, 0);
+    if (conf->pages && !conf->api) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_pages\" needs \"signin_api\" in the same location");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    ngx_conf_merge_str_value(conf->pages_css, prev->pages_css, "");
+    // the pages' CSP loads styles from this origin only ('self'): a path of this site
+    if (conf->pages_css.len && !signin::is_same_origin_path(sv(conf->pages_css))) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_pages_css \"%V\" must be a path of this site, like /static/site.css",
+                           &conf->pages_css);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     if (conf->rules == nullptr) conf->rules = prev->rules;  // a level with rules replaces the outer list
     if (conf->assertion_audience == nullptr) conf->assertion_audience = prev->assertion_audience;
     ngx_conf_merge_str_value(conf->login_url, prev->login_url, "");
@@ -651,6 +668,7 @@ static char *set_site_name(ngx_conf_t *cf, ngx_command_t *, void *conf) {
             return static_cast<char *>(NGX_CONF_ERROR);
         }
         m->emails->set_site_name(std::string(v));
+        m->site_name = name;
         return NGX_CONF_OK;
     } catch (...) {
         return conf_exception(cf, "signin_site_name");

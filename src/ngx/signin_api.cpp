@@ -6,6 +6,7 @@
 #include <array>
 
 #include "signin_conf.h"
+#include "signin_handlers.h"
 #include "signin_limits.h"
 #include "signin_reply.h"
 
@@ -78,6 +79,8 @@ void body_ready(ngx_http_request_t *r) {
 }
 
 ngx_int_t api(ngx_http_request_t *r) {
+    // signin_pages: the pages work (and explain) even when the store is not open
+    if (auto path = sub_path(r); path && serves_pages(r, *path)) return pages_handler(r, *path);
     signin::Identity *engine = identity();
     if (engine == nullptr) return reject(r, Code::StorageError, "the sign-in store is not open");
     const Route *route = find_route(r);

@@ -76,6 +76,7 @@ struct MainConf {
     signin::AssertionKeys *assertions;  // $signin_assertion's keys, from the same file
     signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
     ngx_flag_t previews;     // some location uses signin_email_previews
+    ngx_str_t site_name;     // signin_site_name ("": the origin without its scheme)
 
     // the dev mailbox
     ngx_shm_zone_t *mailbox;      // its zone, when signin_dev_mailbox is used
@@ -97,6 +98,8 @@ struct LocConf {
     signin::AccessRules *rules;   // signin_allow / signin_deny of this level, or the inherited list
     ngx_http_complex_value_t *assertion_audience;  // signin_assertion_audience (default: $host)
     ngx_str_t login_url;  // signin_login_url (inherited): where a signed-out browser navigation goes
+    ngx_flag_t pages;     // signin_pages: the sign-in and account pages, beside signin_api
+    ngx_str_t pages_css;  // signin_pages_css (inherited): the site's stylesheet for the pages
 };
 
 inline MainConf *main_conf(ngx_http_request_t *r) {

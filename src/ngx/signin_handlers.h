@@ -4,11 +4,17 @@
 #include "ngx_signin_nginx.h"
 
 #include <string>
+#include <string_view>
 
 namespace signin_ngx {
 
 // signin_api (signin_api.cpp): the content handler of the JSON API.
 ngx_int_t api_handler(ngx_http_request_t *r);
+
+// signin_pages (signin_pages.cpp), inside the signin_api location: whether the request (its
+// path below the location) is a page or an asset, and its answer.
+bool serves_pages(ngx_http_request_t *r, std::string_view path);
+ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path);
 
 // signin_require (signin_require.cpp): the access-phase gate, and the same check in the
 // precontent phase for subrequests (nginx skips the access phase for them).

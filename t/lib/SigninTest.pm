@@ -568,10 +568,10 @@ sub set_cookie_pair {
 
 # The http-level text of the usual sign-in server: the API at /auth/, the dev mailbox as delivery
 # (and at /_dev/mailbox), registration on. `extra`: more http-level directives; `locations`: more
-# locations in that server; `servers`: more server blocks.
+# locations in that server; `servers`: more server blocks; `auth`: more directives in /auth/
 sub signin_http {
     my ($self, %o) = @_;
-    my ($extra, $locations, $servers) = map { $_ // '' } @o{qw(extra locations servers)};
+    my ($extra, $locations, $servers, $auth) = map { $_ // '' } @o{qw(extra locations servers auth)};
     return qq{
     signin_store %%STORE%%;
     signin_origin http://127.0.0.1:%%PORT%%;
@@ -580,7 +580,7 @@ sub signin_http {
     $extra
     server {
         listen 127.0.0.1:%%PORT%%;
-        location /auth/ { signin_api; }
+        location /auth/ { signin_api; $auth }
         location = /_signin/deliver { internal; signin_dev_mailbox; }
         location = /_dev/mailbox { signin_dev_mailbox; }
         $locations

@@ -1,0 +1,43 @@
+// The ready-made browser pages of `signin_pages on` (DESIGN §9.2): the sign-in page and the
+// account page, rendered from the templates of src/pages, and the stylesheet and scripts they
+// load, which the module serves itself (no third-party asset). The pages run no inline script,
+// so they work under content_security_policy(). Valid C++17: the glue includes it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace signin::pages {
+
+enum class Page { SignIn, Account };
+
+// What a page is told by the server: the rest it learns from the API.
+struct Settings {
+    std::string site_name;      // signin_site_name (or the origin's host)
+    bool passwords = false;     // signin_passwords on: the password forms
+    bool registration = false;  // signin_registration on: the pages ask /register, not /login
+    long long resend_seconds = 60;  // signin_token_resend: how long "send a new code" waits
+    long long token_minutes = 10;   // signin_token_ttl, in minutes: how long a code stays valid
+    long long fresh_minutes = 10;   // signin_password_fresh: shown where a fresh session is needed
+    std::string stylesheet;     // signin_pages_css: a same-origin path loaded after the module's own
+};
+
+// The page's HTML. Every value is HTML-escaped; asset URLs carry their content hash (?v=), so a
+// new module version is never served a stale script from a cache.
+std::string render(Page page, const Settings &settings);
+
+// A stylesheet, script or image of the pages by its file name ("pages.css", "signin.js"), with its
+// content type; nullptr for any other name (the page templates themselves are not assets).
+struct Asset {
+    std::string_view name, content_type, body, hash;
+};
+const Asset *asset(std::string_view name);
+
+// The Content-Security-Policy of the pages: scripts, styles, images and fetches from this origin
+// only, no inline script or style, no framing, no plugins, forms posting nowhere else.
+constexpr std::string_view content_security_policy() {
+    return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+}
+
+}  // namespace signin::pages

@@ -1,0 +1,28 @@
+# Writes OUT, a C++ source holding every file of DIR (the pages of signin_pages: src/pages) as a
+# raw string literal, with a short hash of each, for src/core/pages.cpp. Run by CMake at build
+# time (cmake -DDIR=... -DOUT=... -P embed_pages.cmake) whenever a file of DIR changes.
+file(GLOB _files RELATIVE ${DIR} ${DIR}/*)
+list(SORT _files)
+set(_body "// Generated from src/pages by src/core/data/embed_pages.cmake: do not edit.\n")
+string(APPEND _body "#include \"core/pages_data.hpp\"\n\nnamespace signin::pages_data {\n\n")
+string(APPEND _body "const EmbeddedFile kFiles[] = {\n")
+set(_count 0)
+foreach(_f IN LISTS _files)
+  file(READ ${DIR}/${_f} _text)
+  if(_text MATCHES "\\)signin_page\"")
+    message(FATAL_ERROR "${_f} contains the raw string delimiter )signin_page\"")
+  endif()
+  file(SHA256 ${DIR}/${_f} _hash)
+  string(SUBSTRING ${_hash} 0 12 _hash)
+  string(APPEND _body "    {\"${_f}\", \"${_hash}\", R\"signin_page(${_text})signin_page\"},\n")
+  math(EXPR _count "${_count} + 1")
+endforeach()
+string(APPEND _body "};\nconst std::size_t kFileCount = ${_count};\n\n}  // namespace signin::pages_data\n")
+# rewritten only when it changes, so an unchanged page set does not recompile
+if(EXISTS ${OUT})
+  file(READ ${OUT} _old)
+  if(_old STREQUAL _body)
+    return()
+  endif()
+endif()
+file(WRITE ${OUT} "${_body}")

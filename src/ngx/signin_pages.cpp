@@ -1,0 +1,108 @@
+// signin_pages: the ready-made sign-in and account pages (DESIGN §9.2), served by the signin_api
+// location itself: GET {auth_path}/ and {auth_path}/account, and their assets under
+// {auth_path}/assets/. The pages and assets are the core's (signin/pages.hpp); this file only
+// adds what HTTP needs: the security headers, and conditional GETs of the assets.
+#include "signin_handlers.h"
+
+#include "signin_conf.h"
+#include "signin_reply.h"
+#include "signin_request.h"
+#include "signin/pages.hpp"
+
+namespace signin_ngx {
+namespace {
+
+// Headers of every page and asset: nothing on them runs in a frame, leaks a referrer or is
+// sniffed into another type.
+bool add_page_headers(ngx_http_request_t *r) {
+    return add_header(r, "Content-Security-Policy", signin::pages::content_security_policy()) &&
+           add_header(r, "Referrer-Policy", "no-referrer") && add_header(r, "X-Content-Type-Options", "nosniff") &&
+           add_header(r, "X-Frame-Options", "DENY") && add_header(r, "Cross-Origin-Opener-Policy", "same-origin");
+}
+
+// The site's name on the pages: signin_site_name, or the origin without its scheme.
+std::string site_name(const MainConf *m) {
+    if (m->site_name.len) return std::string(sv(m->site_name));
+    if (m->origin == nullptr) return "this site";
+    std::string_view o = m->origin->text;
+    const auto scheme = o.find("://");
+    return std::string(scheme == std::string_view::npos ? o : o.substr(scheme + 3));
+}
+
+ngx_int_t send_body(ngx_http_request_t *r, std::string_view content_type, std::string_view body, bool copy) {
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_type = pool_copy(r->pool, content_type);
+    if (r->headers_out.content_type.data == nullptr) return NGX_ERROR;
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_length_n = static_cast<off_t>(body.size());
+    if (r->method == NGX_HTTP_HEAD) r->header_only = 1;
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
+    auto *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
+    if (b == nullptr) return NGX_ERROR;
+    if (copy) {  // a rendered page lives in a std::string that is gone when this returns
+        ngx_str_t kept = pool_copy(r->pool, body);
+        if (kept.data == nullptr) return NGX_ERROR;
+        b->pos = kept.data;
+        b->last = kept.data + kept.len;
+    } else {     // an asset is static data of the module
+        b->pos = reinterpret_cast<u_char *>(const_cast<char *>(body.data()));
+        b->last = b->pos + body.size();
+    }
+    b->memory = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+    ngx_chain_t out = {b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t send_page(ngx_http_request_t *r, signin::pages::Page page) {
+    const MainConf *m = main_conf(r);
+    const LocConf *l = loc_conf(r);
+    signin::pages::Settings s;
+    s.site_name = site_name(m);
+    s.passwords = m->passwords != 0;
+    s.registration = m->registration != 0;
+    s.resend_seconds = static_cast<long long>((m->token_resend + 999) / 1000);
+    s.token_minutes = static_cast<long long>((m->token_ttl + 59999) / 60000);
+    s.fresh_minutes = static_cast<long long>((m->password_fresh + 59999) / 60000);
+    s.stylesheet = std::string(sv(l->pages_css));
+    const std::string html = signin::pages::render(page, s);
+    if (!add_page_headers(r) || !add_header(r, "Cache-Control", "no-store")) return NGX_ERROR;
+    return send_body(r, "text/html; charset=utf-8", html, true);
+}
+
+// Assets are revalidated (no-cache) with their content hash as the ETag: an upgraded module never
+// meets a stale script, and an unchanged one costs a 304.
+ngx_int_t send_asset(ngx_http_request_t *r, const signin::pages::Asset &a) {
+    const std::string etag = "\"" + std::string(a.hash) + "\"";
+    if (!add_page_headers(r) || !add_header(r, "Cache-Control", "no-cache") || !add_header(r, "ETag", etag)) {
+        return NGX_ERROR;
+    }
+    auto inm = header_value(r, "If-None-Match");
+    if (inm && inm->find(etag) != std::string_view::npos) {
+        r->headers_out.status = NGX_HTTP_NOT_MODIFIED;
+        r->header_only = 1;
+        return ngx_http_send_header(r);
+    }
+    return send_body(r, a.content_type, a.body, false);
+}
+
+}  // namespace
+
+bool serves_pages(ngx_http_request_t *r, std::string_view path) {
+    const LocConf *l = loc_conf(r);
+    if (!l->pages || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
+    return path.empty() || path == "account" || path.substr(0, 7) == "assets/";
+}
+
+ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path) {
+    if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (path.empty()) return send_page(r, signin::pages::Page::SignIn);
+    if (path == "account") return send_page(r, signin::pages::Page::Account);
+    const signin::pages::Asset *a = signin::pages::asset(path.substr(7));
+    if (a == nullptr) return send_error(r, signin::Code::NotFound, "not found");
+    return send_asset(r, *a);
+}
+
+}  // namespace signin_ngx

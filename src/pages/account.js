@@ -1,0 +1,195 @@
+// The account page (signin_pages): who is signed in, their sessions (revoke), their password
+// (set from a fresh session, change with the current one), sign out. Each capability is one
+// <section> of account.html and one load*() here.
+import { busy, call, explain, messages } from "./common.js";
+
+const $ = (id) => document.getElementById(id);
+const passwords = document.body.dataset.passwords === "on";
+const msg = messages();
+let me = null;            // GET /me
+let currentSession = "";  // the id of this browser's session
+
+function toSignIn() {
+  location.assign(`./?return_to=${encodeURIComponent(location.pathname)}`);
+}
+
+function when(time) {
+  const date = new Date(time);
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+// "Chrome on Linux" from a User-Agent; the whole string stays in the title (a tooltip).
+function browserName(ua) {
+  const browser = /Edg\//.test(ua) ? "Edge" : /Firefox\//.test(ua) ? "Firefox" : /Chrom(e|ium)\//.test(ua) ? "Chrome"
+    : /Safari\//.test(ua) ? "Safari" : /curl\//i.test(ua) ? "curl" : "";
+  const os = /Android/.test(ua) ? "Android" : /iPhone|iPad/.test(ua) ? "iOS" : /Windows/.test(ua) ? "Windows"
+    : /Mac OS X|Macintosh/.test(ua) ? "macOS" : /Linux/.test(ua) ? "Linux" : "";
+  if (browser && os) return `${browser} on ${os}`;
+  return browser || os || ua.slice(0, 60);
+}
+
+function describe(s) {
+  const agent = s.user_agent ? browserName(s.user_agent) : s.kind === "bearer" ? "An app" : "A browser";
+  const parts = [];
+  if (s.client) parts.push(`from ${s.client}`);
+  if (s.last_seen_at) parts.push(`last active ${when(s.last_seen_at)}`);
+  return { agent, detail: parts.join(", ") };
+}
+
+async function loadSessions() {
+  const answer = await call("sessions");
+  if (answer.status === 401) return toSignIn();
+  if (answer.status !== 200) return msg.error(explain(answer));
+  const list = $("sessions");
+  list.replaceChildren();
+  let fresh = false;
+  for (const s of answer.body.sessions) {
+    if (s.current) {
+      fresh = !!s.fresh;
+      currentSession = s.id;
+    }
+    const item = document.createElement("li");
+    const what = document.createElement("div");
+    what.className = "what";
+    const { agent, detail } = describe(s);
+    const name = document.createElement("div");
+    name.textContent = agent;
+    if (s.user_agent) name.title = s.user_agent;
+    if (s.current) {
+      const badge = document.createElement("span");
+      badge.className = "badge";
+      badge.textContent = "This browser";
+      name.append(badge);
+    }
+    const small = document.createElement("div");
+    small.className = "hint";
+    small.textContent = detail;
+    what.append(name, small);
+    item.append(what);
+    if (!s.current) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "secondary";
+      button.textContent = "Sign out";
+      button.setAttribute("aria-label", `Sign out ${agent}${detail ? `, ${detail}` : ""}`);
+      button.addEventListener("click", () => revoke(s.id, button));
+      item.append(button);
+    }
+    list.append(item);
+  }
+  $("password-section").hidden = !passwords;
+  $("set-password-form").hidden = !fresh;
+  $("change-password-form").hidden = fresh;
+  $("reauth").hidden = fresh;
+  $("reauth-form").hidden = true;
+}
+
+function withGroup(body) {
+  if (me && me.group_id) body.group = me.group_id;
+  return body;
+}
+
+// No password, or a forgotten one: a code by email makes this browser's session fresh (a new
+// session replaces this one, which is then ended), and the set-password form appears.
+$("reauth-send").addEventListener("click", async () => {
+  await busy($("reauth-send"), "Sending…", async () => {
+    const answer = await call("login", withGroup({ email: me.email }));
+    if (answer.status === 202) {
+      msg.notice(`We sent a code to ${me.email}.`);
+      $("reauth-form").hidden = false;
+      $("reauth-code").focus();
+    } else {
+      msg.error(explain(answer));
+    }
+  });
+});
+
+$("reauth-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("reauth-code");
+  if (!input.value.trim()) return msg.error("Enter the code from the email.", input);
+  await busy($("reauth-submit"), "Confirming…", async () => {
+    const previous = currentSession;
+    const answer = await call("session", withGroup({ email: me.email, code: input.value.trim() }));
+    if (answer.status !== 200) return msg.error(explain(answer, "code"), input);
+    input.value = "";
+    if (previous) await call("sessions/revoke", { id: previous });
+    msg.notice("Confirmed. You can set a new password now.");
+    await loadSessions();
+    $("new-password").focus();
+  });
+});
+
+async function revoke(id, button) {
+  await busy(button, "Signing out…", async () => {
+    const answer = await call("sessions/revoke", { id });
+    if (answer.status === 204) {
+      msg.notice("That session is signed out.");
+      await loadSessions();
+      $("sessions-title").focus();
+    } else if (answer.status === 401) {
+      toSignIn();
+    } else {
+      msg.error(explain(answer));
+    }
+  });
+}
+
+$("set-password-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("new-password");
+  if (!input.value) return msg.error("Enter a new password.", input);
+  await busy($("set-password-submit"), "Saving…", async () => {
+    const answer = await call("password", { password: input.value });
+    input.value = "";
+    if (answer.status === 204) {
+      msg.notice("Your password is set. Other sessions were signed out.");
+      await loadSessions();
+    } else {
+      msg.error(explain(answer), answer.body && answer.body.code === "weak_password" ? input : null);
+    }
+  });
+});
+
+$("change-password-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const current = $("current-password");
+  const next = $("changed-password");
+  if (!current.value) return msg.error("Enter your current password.", current);
+  if (!next.value) return msg.error("Enter a new password.", next);
+  await busy($("change-password-submit"), "Saving…", async () => {
+    const answer = await call("password/change", { current: current.value, password: next.value });
+    current.value = "";
+    next.value = "";
+    if (answer.status === 204) {
+      msg.notice("Your password is changed. Other sessions were signed out.");
+      await loadSessions();
+    } else {
+      const code = answer.body && answer.body.code;
+      msg.error(explain(answer), code === "wrong_password" ? current : code === "weak_password" ? next : null);
+    }
+  });
+});
+
+$("sign-out").addEventListener("click", async () => {
+  await busy($("sign-out"), "Signing out…", async () => {
+    const answer = await call("logout", {});
+    if (answer.status === 204 || answer.status === 401) {
+      location.assign("./");
+    } else {
+      msg.error(explain(answer));
+    }
+  });
+});
+
+async function start() {
+  const answer = await call("me");
+  if (answer.status === 401) return toSignIn();
+  if (answer.status !== 200 || !answer.body) return msg.error(explain(answer));
+  me = answer.body;
+  $("me-address").textContent = me.email;
+  $("account").hidden = false;
+  await loadSessions();
+}
+
+start();

@@ -1,0 +1,143 @@
+// Shared by the pages of ngx_signin (signin_pages): calls to the sign-in API (relative to the
+// page, which is served at {auth_path}/ and {auth_path}/account) and the words shown for its
+// answers. No framework, no third-party code: the pages run under a CSP with script-src 'self'.
+
+// The API's answer: {status, body} (body null when not JSON). A network failure is status 0.
+export async function call(path, body) {
+  const init = body === undefined
+    ? { method: "GET", headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store" }
+    : {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        credentials: "same-origin",
+        body: JSON.stringify(body),
+      };
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    return { status: 0, body: null };
+  }
+  let json = null;
+  try {
+    json = await res.json();
+  } catch (e) {
+    json = null;
+  }
+  return { status: res.status, body: json };
+}
+
+// "in 11 minutes", never seconds past a minute.
+export function inTime(seconds) {
+  const s = Math.max(1, Math.ceil(Number(seconds) || 1));
+  if (s < 60) return s === 1 ? "in 1 second" : `in ${s} seconds`;
+  const m = Math.ceil(s / 60);
+  if (m < 60) return m === 1 ? "in 1 minute" : `in ${m} minutes`;
+  const h = Math.ceil(m / 60);
+  return h === 1 ? "in 1 hour" : `in ${h} hours`;
+}
+
+// What a person is told for an API answer that is not a success. The API's own messages are for
+// developers; these are for visitors and say "code", never "token".
+export function explain(answer, context) {
+  const code = answer.body && answer.body.code;
+  if (answer.status === 0) return "We could not reach the server. Check your connection and try again.";
+  switch (code) {
+    case "invalid_token":
+      return context === "link"
+        ? "This link has expired or was already used. Ask for a new code."
+        : "That code is not right, or it has expired. Check it, or ask for a new one.";
+    case "invalid_email":
+      return "Enter an email address like name@example.com.";
+    case "invalid_credentials":
+      return "The email address or the password is not right.";
+    case "rate_limited":
+      return `Too many attempts. Try again ${inTime(answer.body.retry_after)}.`;
+    case "suspended":
+      return "This account is suspended.";
+    case "forbidden":
+      return "This account may not sign in here.";
+    case "registration_disabled":
+      return "New accounts cannot be created here.";
+    case "passwords_disabled":
+      return "Passwords are not used on this site. Ask for a code instead.";
+    case "weak_password":
+      return answer.body.error ? `Choose another password: ${answer.body.error}.` : "Choose a longer, less common password.";
+    case "wrong_password":
+      return "Your current password is not right.";
+    case "no_password":
+      return "Your account has no password yet.";
+    case "fresh_session_required":
+      return "For your safety, sign in again with an email code first.";
+    case "origin_mismatch":
+      return "This page is not at the site's configured address (signin_origin), so the server refused it.";
+    case "unauthenticated":
+      return "You are signed out. Sign in again.";
+    case "busy":
+      return "The server is busy. Try again in a moment.";
+    case "storage_full":
+    case "storage_error":
+    case "internal":
+      return "Sign-in is unavailable right now. Try again in a moment.";
+    default:
+      return `Something went wrong (${answer.status}). Try again.`;
+  }
+}
+
+// A return_to the pages follow: a path of this site only (`/x`, never `//host`, `/\host`, a
+// scheme, a space or a control character), as signin::is_same_origin_path in the core.
+export function safeReturnTo(value) {
+  if (typeof value !== "string" || value.length === 0 || value.length > 2048) return null;
+  if (value[0] !== "/" || value[1] === "/" || value[1] === "\\") return null;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f || value[i] === "\\") return null;
+  }
+  try {
+    if (new URL(value, location.href).origin !== location.origin) return null;
+  } catch (e) {
+    return null;
+  }
+  return value;
+}
+
+// A button that shows it is working, and cannot be pressed twice.
+export async function busy(button, label, work) {
+  const before = button.textContent;
+  button.disabled = true;
+  button.setAttribute("aria-busy", "true");
+  if (label) button.textContent = label;
+  try {
+    return await work();
+  } finally {
+    button.disabled = false;
+    button.removeAttribute("aria-busy");
+    button.textContent = before;
+  }
+}
+
+// The page's message areas: one error (role=alert) and one notice (role=status).
+export function messages() {
+  const error = document.getElementById("error");
+  const notice = document.getElementById("notice");
+  return {
+    error(text, field) {
+      notice.textContent = "";
+      error.textContent = text;
+      for (const el of document.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+      if (field) {
+        field.setAttribute("aria-invalid", "true");
+        field.focus();
+      }
+    },
+    notice(text) {
+      error.textContent = "";
+      notice.textContent = text;
+    },
+    clear() {
+      error.textContent = "";
+      notice.textContent = "";
+      for (const el of document.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+    },
+  };
+}

@@ -1,0 +1,233 @@
+// The sign-in page (signin_pages): email then code, a link from an email, password sign-in when
+// signin_passwords is on. Each way in is one <section id="step-..."> of signin.html and one
+// show*() here; a new way in (a second factor, a passkey, a provider) is a new pair.
+import { busy, call, explain, messages, safeReturnTo } from "./common.js";
+
+const $ = (id) => document.getElementById(id);
+const settings = {
+  passwords: document.body.dataset.passwords === "on",
+  registration: document.body.dataset.registration === "on",
+  resendSeconds: Number(document.body.dataset.resendSeconds) || 60,
+};
+const msg = messages();
+const returnTo = safeReturnTo(new URLSearchParams(location.search).get("return_to"));
+let address = "";   // where the last code went
+let linkToken = ""; // the token of a link, kept in memory only
+let resendTimer = null;
+
+function show(step, focus) {
+  for (const section of document.querySelectorAll("main > section")) section.hidden = section.id !== `step-${step}`;
+  const title = {
+    email: "Sign in",
+    code: "Check your email",
+    password: "Sign in with a password",
+    link: "Sign in",
+    done: "You are signed in",
+  }[step];
+  $("title").textContent = title;
+  document.title = `${title} · ${document.title.split(" · ").slice(1).join(" · ")}`;
+  (focus || $("title")).focus();
+}
+
+function signedIn() {
+  location.assign(returnTo || "account");
+}
+
+function showEmail(focus = true) {
+  $("use-password").hidden = !settings.passwords;
+  show("email", focus ? $("email") : $("title"));
+}
+
+function showCode() {
+  $("code-address").textContent = address;
+  $("code-unknown-note").hidden = settings.registration;
+  $("code").value = "";
+  show("code", $("code"));
+  startResendTimer();
+}
+
+function showDone(user) {
+  $("done-address").textContent = user.email;
+  $("continue").href = returnTo || "account";
+  show("done");
+}
+
+function startResendTimer() {
+  const button = $("resend");
+  let left = settings.resendSeconds;
+  clearInterval(resendTimer);
+  const tick = () => {
+    if (left <= 0) {
+      clearInterval(resendTimer);
+      button.disabled = false;
+      button.textContent = "Send a new code";
+      return;
+    }
+    button.disabled = true;
+    button.textContent = `Send a new code (in ${left} s)`;
+    left -= 1;
+  };
+  tick();
+  resendTimer = setInterval(tick, 1000);
+}
+
+// With registration on, /register signs new addresses up and sends existing accounts a sign-in
+// code: nobody waits for an email that never comes. Without it, /login sends to accounts only.
+async function askForCode(email) {
+  return call(settings.registration ? "register" : "login", { email });
+}
+
+$("email-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("email");
+  const email = input.value.trim();
+  if (!email || !input.checkValidity()) {
+    msg.error("Enter an email address like name@example.com.", input);
+    return;
+  }
+  await busy($("email-submit"), "Sending…", async () => {
+    const answer = await askForCode(email);
+    if (answer.status === 202) {
+      msg.clear();
+      address = email;
+      showCode();
+    } else {
+      msg.error(explain(answer), input);
+    }
+  });
+});
+
+$("code-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("code");
+  const code = input.value.trim();
+  if (!code) {
+    msg.error("Enter the code from the email.", input);
+    return;
+  }
+  await busy($("code-submit"), "Signing in…", async () => {
+    const answer = await call("session", { email: address, code });
+    if (answer.status === 200) {
+      msg.notice("Signed in.");
+      signedIn();
+    } else {
+      msg.error(explain(answer, "code"), input);
+    }
+  });
+});
+
+$("resend").addEventListener("click", async () => {
+  const answer = await askForCode(address);
+  if (answer.status === 202) {
+    msg.notice(`We sent a new code to ${address}. Use the newest one.`);
+    startResendTimer();
+    $("code").focus();
+  } else {
+    msg.error(explain(answer));
+  }
+});
+
+$("change-address").addEventListener("click", () => {
+  msg.clear();
+  clearInterval(resendTimer);
+  $("email").value = address;
+  showEmail();
+});
+
+$("use-password").addEventListener("click", () => {
+  msg.clear();
+  $("password-email").value = $("email").value.trim();
+  show("password", $("password-email").value ? $("password") : $("password-email"));
+});
+
+$("use-code").addEventListener("click", () => {
+  msg.clear();
+  $("email").value = $("password-email").value.trim();
+  showEmail();
+});
+
+$("password-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const emailInput = $("password-email");
+  const passwordInput = $("password");
+  const email = emailInput.value.trim();
+  if (!email || !emailInput.checkValidity()) {
+    msg.error("Enter an email address like name@example.com.", emailInput);
+    return;
+  }
+  if (!passwordInput.value) {
+    msg.error("Enter your password.", passwordInput);
+    return;
+  }
+  await busy($("password-submit"), "Signing in…", async () => {
+    const answer = await call("password/session", { email, password: passwordInput.value });
+    if (answer.status === 200) {
+      passwordInput.value = "";
+      msg.notice("Signed in.");
+      signedIn();
+    } else {
+      passwordInput.value = "";
+      msg.error(explain(answer), answer.body && answer.body.code === "invalid_credentials" ? passwordInput : null);
+    }
+  });
+});
+
+$("link-submit").addEventListener("click", async () => {
+  await busy($("link-submit"), "Signing in…", async () => {
+    const answer = await call("session", { token: linkToken });
+    linkToken = "";
+    if (answer.status === 200) {
+      msg.notice("Signed in.");
+      signedIn();
+    } else {
+      showEmail(false);
+      msg.error(explain(answer, "link"));
+    }
+  });
+});
+
+$("link-cancel").addEventListener("click", () => {
+  linkToken = "";
+  msg.clear();
+  showEmail();
+});
+
+$("sign-out").addEventListener("click", async () => {
+  const answer = await call("logout", {});
+  if (answer.status === 204 || answer.status === 401) {
+    showEmail(false);
+    msg.notice("You are signed out.");
+  } else {
+    msg.error(explain(answer));
+  }
+});
+
+$("other-account").addEventListener("click", async () => {
+  const answer = await call("logout", {});
+  if (answer.status === 204 || answer.status === 401) {
+    msg.clear();
+    showEmail();
+  } else {
+    msg.error(explain(answer));
+  }
+});
+
+async function start() {
+  // A link from an email: #token=... never reaches a server or a log. It is taken out of the
+  // address bar and the history at once, and spent only when the button is pressed.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.get("token")) {
+    linkToken = fragment.get("token");
+    history.replaceState(null, "", location.pathname + location.search);
+    show("link", $("link-submit"));
+    return;
+  }
+  const me = await call("me");
+  if (me.status === 200 && me.body) {
+    showDone(me.body);
+  } else {
+    showEmail(false);
+  }
+}
+
+start();

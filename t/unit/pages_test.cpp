@@ -1,0 +1,129 @@
+// The ready-made pages (signin/pages.hpp): templates render completely and escaped, assets are
+// served with their types, and nothing on a page needs an inline script.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "signin/pages.hpp"
+
+using namespace signin::pages;
+
+namespace {
+
+Settings sample() {
+    Settings s;
+    s.site_name = "Acme <Tools> & \"Co\"";
+    s.passwords = true;
+    s.registration = false;
+    s.resend_seconds = 45;
+    s.token_minutes = 15;
+    s.fresh_minutes = 7;
+    return s;
+}
+
+}  // namespace
+
+TEST(Pages, EveryPlaceholderIsFilled) {
+    for (Page p : {Page::SignIn, Page::Account}) {
+        const std::string html = render(p, sample());
+        ASSERT_FALSE(html.empty());
+        EXPECT_EQ(html.find("{{"), std::string::npos) << html.substr(html.find("{{"), 40);
+        EXPECT_EQ(html.find("}}"), std::string::npos);
+        EXPECT_EQ(html.rfind("<!doctype html>", 0), 0U);
+        EXPECT_NE(html.find("<html lang=\"en\">"), std::string::npos);
+        EXPECT_NE(html.find("name=\"viewport\""), std::string::npos);
+    }
+}
+
+TEST(Pages, SiteNameIsEscaped) {
+    const std::string html = render(Page::SignIn, sample());
+    EXPECT_EQ(html.find("<Tools>"), std::string::npos);
+    EXPECT_NE(html.find("Acme &lt;Tools&gt; &amp; &quot;Co&quot;"), std::string::npos);
+}
+
+TEST(Pages, SettingsReachThePage) {
+    const std::string html = render(Page::SignIn, sample());
+    EXPECT_NE(html.find("data-passwords=\"on\""), std::string::npos);
+    EXPECT_NE(html.find("data-registration=\"off\""), std::string::npos);
+    EXPECT_NE(html.find("data-resend-seconds=\"45\""), std::string::npos);
+    EXPECT_NE(html.find("valid for 15 minutes"), std::string::npos);
+    Settings s = sample();
+    s.passwords = false;
+    s.registration = true;
+    const std::string other = render(Page::SignIn, s);
+    EXPECT_NE(other.find("data-passwords=\"off\""), std::string::npos);
+    EXPECT_NE(other.find("data-registration=\"on\""), std::string::npos);
+    EXPECT_NE(render(Page::Account, sample()).find("within 7 minutes"), std::string::npos);
+    s.token_minutes = 1;
+    s.fresh_minutes = 1;
+    EXPECT_NE(render(Page::SignIn, s).find("valid for 1 minute."), std::string::npos);
+    EXPECT_NE(render(Page::Account, s).find("within 1 minute."), std::string::npos);
+}
+
+TEST(Pages, SiteStylesheetComesAfterTheModules) {
+    Settings s = sample();
+    EXPECT_EQ(render(Page::SignIn, s).find("rel=\"stylesheet\" href=\"/"), std::string::npos);
+    s.stylesheet = "/static/site.css?a=1&b=\"2\"";
+    const std::string html = render(Page::Account, s);
+    const auto own = html.find("assets/pages.css");
+    const auto site = html.find("<link rel=\"stylesheet\" href=\"/static/site.css?a=1&amp;b=&quot;2&quot;\">");
+    ASSERT_NE(own, std::string::npos);
+    ASSERT_NE(site, std::string::npos);
+    EXPECT_LT(own, site);
+}
+
+TEST(Pages, AssetsAreVersionedByTheirContent) {
+    const std::string html = render(Page::SignIn, sample());
+    for (const char *name : {"pages.css", "signin.js"}) {
+        const Asset *a = asset(name);
+        ASSERT_NE(a, nullptr) << name;
+        EXPECT_EQ(a->hash.size(), 12U);
+        EXPECT_NE(html.find(std::string("assets/") + name + "?v=" + std::string(a->hash)), std::string::npos) << name;
+    }
+    ASSERT_NE(asset("account.js"), nullptr);
+    ASSERT_NE(asset("common.js"), nullptr);
+    EXPECT_EQ(asset("pages.css")->content_type, "text/css; charset=utf-8");
+    EXPECT_EQ(asset("signin.js")->content_type, "text/javascript; charset=utf-8");
+}
+
+TEST(Pages, TemplatesAndUnknownNamesAreNotAssets) {
+    EXPECT_EQ(asset("signin.html"), nullptr);
+    EXPECT_EQ(asset("account.html"), nullptr);
+    EXPECT_EQ(asset(""), nullptr);
+    EXPECT_EQ(asset("../signin.js"), nullptr);
+    EXPECT_EQ(asset("signin.js/"), nullptr);
+    EXPECT_EQ(asset("nope.js"), nullptr);
+}
+
+// CSP script-src 'self' without 'unsafe-inline': no inline script, no event handler attribute,
+// no javascript: URL, no inline style attribute (style-src 'self').
+TEST(Pages, NothingInlineThatTheCspRefuses) {
+    const std::regex inline_script("<script(?![^>]*\\bsrc=)[^>]*>", std::regex::icase);
+    const std::regex handler("\\son[a-z]+\\s*=", std::regex::icase);
+    for (Page p : {Page::SignIn, Page::Account}) {
+        const std::string html = render(p, sample());
+        EXPECT_FALSE(std::regex_search(html, inline_script));
+        EXPECT_FALSE(std::regex_search(html, handler));
+        EXPECT_EQ(html.find("javascript:"), std::string::npos);
+        EXPECT_EQ(html.find(" style="), std::string::npos);
+        EXPECT_EQ(html.find("<style"), std::string::npos);
+        EXPECT_EQ(html.find("http://"), std::string::npos);   // no third-party asset
+        EXPECT_EQ(html.find("https://"), std::string::npos);
+    }
+    const std::string csp(content_security_policy());
+    EXPECT_EQ(csp.find("unsafe"), std::string::npos);
+    EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos);
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos);
+}
+
+// Copy: a visitor is asked for a "code", never a "token".
+TEST(Pages, CopySaysCodeNotToken) {
+    for (Page p : {Page::SignIn, Page::Account}) {
+        std::string html = render(p, sample());
+        // the visible text: drop tags and comments
+        html = std::regex_replace(html, std::regex("<!--[\\s\\S]*?-->"), " ");
+        html = std::regex_replace(html, std::regex("<[^>]*>"), " ");
+        EXPECT_EQ(html.find("token"), std::string::npos);
+        EXPECT_EQ(html.find("Token"), std::string::npos);
+    }
+}
