@@ -78,6 +78,44 @@ is $t->req(GET => '/plain/assets/signin.js')->{status}, 404, '... and no assets'
 is $t->req(GET => '/plain/account')->{status}, 404, '... and no account page';
 $t->done;
 
+# a signed-in browser that a gated location's rules refuse gets a 403 page naming the account
+$t = SigninTest->new;
+$t->run(http => $t->signin_http(extra => q{signin_limits off;}, auth => q{signin_pages on;}, locations => q{
+location /staff/ { signin_require on; signin_login_url /auth/; signin_allow email boss@example.com; proxy_pass http://127.0.0.1:%%PORT%%/_up/; }
+location /staff-json/ { signin_require on; signin_allow email boss@example.com; proxy_pass http://127.0.0.1:%%PORT%%/_up/; }
+location /_up/ { return 200 "staff\n"; }
+}));
+my $eve = $t->sign_in('eve@example.com');
+$r = $t->req(GET => '/staff/list?a=1&b=<2>', headers => { cookie => $eve, accept => 'text/html' });
+is $r->{status}, 403, 'a refused browser navigation: 403';
+like $r->{headers}{'content-type'}, qr{^text/html}, '... an HTML page';
+like $r->{content}, qr{signed in as <strong class="address">eve\@example\.com</strong>}, '... naming the account';
+like $r->{content}, qr{href="/auth/\?return_to=/staff/list%3Fa%3D1%26b%3D%3C2%3E"}, '... a way to another account, and back';
+like $r->{content}, qr{src="/auth/assets/forbidden\.js\?v=}, '... its script from the pages';
+like $r->{headers}{'content-security-policy'} // '', qr/script-src 'self';.*frame-ancestors 'none'/, '... under the CSP';
+unlike $r->{content}, qr/staff\n/, '... and nothing of the upstream';
+$r = $t->req(GET => '/staff/list', headers => { cookie => $eve, accept => 'application/json' });
+is $r->{status}, 403, 'a script: 403';
+is $r->{json}{code}, 'forbidden', '... JSON forbidden, as before';
+$r = $t->req(GET => '/staff-json/', headers => { cookie => $eve, accept => 'text/html' });
+is $r->{json}{code}, 'forbidden', 'without signin_login_url a browser gets the JSON 403 too';
+$r = $t->req(GET => '/staff/', headers => { accept => 'text/html' });
+is $r->{status}, 302, 'signed out, the browser is still sent to sign in';
+$t->done;
+
+# a site replaces a page with an exact location, which nginx prefers to the signin_api prefix
+$t = SigninTest->new;
+mkdir $t->prefix . '/www';
+open my $fh, '>', $t->prefix . '/www/signin.html' or die;
+print $fh "<!doctype html><title>our own sign-in page</title>\n";
+close $fh;
+$t->run(http => $t->signin_http(auth => q{signin_pages on;},
+    locations => q{location = /auth/ { root %%PREFIX%%/www; try_files /signin.html =404; }}));
+like $t->req(GET => '/auth/')->{content}, qr/our own sign-in page/, 'an exact location replaces the sign-in page';
+is $t->req(GET => '/auth/account')->{status}, 200, '... the account page stays';
+is $t->req(GET => '/auth/me')->{status}, 401, '... and the API';
+$t->done;
+
 # nginx -t
 my $c = SigninTest->new;
 my ($rc, $out) = $c->nginx_t(http => $c->signin_http(locations => q{location /p/ { signin_pages on; }}));

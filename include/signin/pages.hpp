@@ -9,7 +9,9 @@
 
 namespace signin::pages {
 
-enum class Page { SignIn, Account };
+// SignIn and Account are served by the signin_api location; Forbidden by a gated location whose
+// signin_allow/signin_deny refused a signed-in browser (it loads its assets from signin_login_url).
+enum class Page { SignIn, Account, Forbidden };
 
 // What a page is told by the server: the rest it learns from the API.
 struct Settings {
@@ -20,6 +22,10 @@ struct Settings {
     long long token_minutes = 10;   // signin_token_ttl, in minutes: how long a code stays valid
     long long fresh_minutes = 10;   // signin_password_fresh: shown where a fresh session is needed
     std::string stylesheet;     // signin_pages_css: a same-origin path loaded after the module's own
+    // Forbidden only
+    std::string account;    // the signed-in address
+    std::string login_url;  // signin_login_url: its assets/ are the page's; "" = "assets/" here
+    std::string return_to;  // the path and query that was refused (percent-encoded on the page)
 };
 
 // The page's HTML. Every value is HTML-escaped; asset URLs carry their content hash (?v=), so a
@@ -35,9 +41,15 @@ const Asset *asset(std::string_view name);
 
 // The Content-Security-Policy of the pages: scripts, styles, images and fetches from this origin
 // only, no inline script or style, no framing, no plugins, forms posting nowhere else.
+// The Forbidden page's policy is the same; an absolute signin_login_url's origin is added to
+// script-src and style-src (see content_security_policy(std::string_view)).
 constexpr std::string_view content_security_policy() {
     return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 }
+
+// The policy for a page whose assets come from `login_url` (an http(s) URL of another origin is
+// allowed for scripts and styles; a path changes nothing).
+std::string content_security_policy(std::string_view login_url);
 
 }  // namespace signin::pages

@@ -51,6 +51,42 @@ std::string escaped(std::string_view s) {
 
 std::string minutes(long long n) { return n == 1 ? "1 minute" : std::to_string(n) + " minutes"; }
 
+// Everything but unreserved characters and '/' percent-encoded: a path as a query value.
+std::string query_value(std::string_view v) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (char c : v) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+            c == '_' || c == '~' || c == '/') {
+            out += c;
+        } else {
+            out += '%';
+            out += hex[u >> 4];
+            out += hex[u & 15];
+        }
+    }
+    return out;
+}
+
+// The directory of signin_login_url: "/auth/?x" -> "/auth/", "https://a.example/in" -> "https://a.example/".
+std::string_view login_dir(std::string_view url) {
+    url = url.substr(0, url.find_first_of("?#"));
+    const auto slash = url.rfind('/');
+    const auto scheme = url.find("://");
+    if (slash == std::string_view::npos || (scheme != std::string_view::npos && slash < scheme + 3)) return {};
+    return url.substr(0, slash + 1);
+}
+
+// "https://a.example:8443" of an http(s) URL, or "".
+std::string_view url_origin(std::string_view url) {
+    const auto scheme = url.find("://");
+    if (scheme == std::string_view::npos || (url.substr(0, scheme) != "http" && url.substr(0, scheme) != "https")) {
+        return {};
+    }
+    return url.substr(0, url.find_first_of("/?#", scheme + 3));
+}
+
 // The value of one {{name}} of a page template; false for an unknown name.
 bool value_of(std::string_view name, const Settings &s, std::string &out) {
     if (name == "site_name") {
@@ -67,6 +103,18 @@ bool value_of(std::string_view name, const Settings &s, std::string &out) {
         out += minutes(s.fresh_minutes);
     } else if (name == "stylesheet") {
         if (!s.stylesheet.empty()) out += "<link rel=\"stylesheet\" href=\"" + escaped(s.stylesheet) + "\">";
+    } else if (name == "account") {
+        append_html_escaped(out, s.account);
+    } else if (name == "login_url") {
+        append_html_escaped(out, s.login_url);
+    } else if (name == "login_link") {  // the sign-in page, coming back here
+        const bool has_query = s.login_url.find('?') != std::string::npos;
+        append_html_escaped(out, s.login_url + (has_query ? "&" : "?") + "return_to=" + query_value(s.return_to));
+    } else if (name == "return_to") {
+        out += query_value(s.return_to);  // nothing left that HTML would read
+    } else if (name == "assets") {
+        std::string dir(login_dir(s.login_url));
+        append_html_escaped(out, dir + "assets/");
     } else if (name.substr(0, 2) == "v:") {  // {{v:pages.css}}: the asset's hash, for ?v=
         const Asset *a = asset(name.substr(2));
         if (a == nullptr) return false;
@@ -87,7 +135,9 @@ const Asset *asset(std::string_view name) {
 }
 
 std::string render(Page page, const Settings &settings) {
-    const EmbeddedFile *f = embedded(page == Page::SignIn ? "signin.html" : "account.html");
+    const EmbeddedFile *f = embedded(page == Page::SignIn    ? "signin.html"
+                                     : page == Page::Account ? "account.html"
+                                                             : "forbidden.html");
     if (f == nullptr) return {};
     std::string out;
     out.reserve(f->body.size() + 256);
@@ -109,6 +159,17 @@ std::string render(Page page, const Settings &settings) {
         pos = close + 2;
     }
     return out;
+}
+
+std::string content_security_policy(std::string_view login_url) {
+    std::string csp(content_security_policy());
+    const std::string_view origin = url_origin(login_url);
+    if (origin.empty() || origin.find_first_of(" ;,'\"") != std::string_view::npos) return csp;
+    for (std::string_view directive : {"script-src 'self'", "style-src 'self'"}) {
+        const auto at = csp.find(directive);
+        csp.insert(at + directive.size(), " " + std::string(origin));
+    }
+    return csp;
 }
 
 }  // namespace signin::pages

@@ -15,6 +15,9 @@ ngx_int_t api_handler(ngx_http_request_t *r);
 // path below the location) is a page or an asset, and its answer.
 bool serves_pages(ngx_http_request_t *r, std::string_view path);
 ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path);
+// The 403 page of a gated location for a signed-in browser its rules refuse (signin_login_url
+// set): names the account, offers to sign out and use another one.
+ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account);
 
 // signin_require (signin_require.cpp): the access-phase gate, and the same check in the
 // precontent phase for subrequests (nginx skips the access phase for them).

@@ -14,8 +14,8 @@ namespace {
 
 // Headers of every page and asset: nothing on them runs in a frame, leaks a referrer or is
 // sniffed into another type.
-bool add_page_headers(ngx_http_request_t *r) {
-    return add_header(r, "Content-Security-Policy", signin::pages::content_security_policy()) &&
+bool add_page_headers(ngx_http_request_t *r, std::string_view csp = signin::pages::content_security_policy()) {
+    return add_header(r, "Content-Security-Policy", csp) &&
            add_header(r, "Referrer-Policy", "no-referrer") && add_header(r, "X-Content-Type-Options", "nosniff") &&
            add_header(r, "X-Frame-Options", "DENY") && add_header(r, "Cross-Origin-Opener-Policy", "same-origin");
 }
@@ -29,8 +29,9 @@ std::string site_name(const MainConf *m) {
     return std::string(scheme == std::string_view::npos ? o : o.substr(scheme + 3));
 }
 
-ngx_int_t send_body(ngx_http_request_t *r, std::string_view content_type, std::string_view body, bool copy) {
-    r->headers_out.status = NGX_HTTP_OK;
+ngx_int_t send_body(ngx_http_request_t *r, std::string_view content_type, std::string_view body, bool copy,
+                    ngx_uint_t status = NGX_HTTP_OK) {
+    r->headers_out.status = status;
     r->headers_out.content_type = pool_copy(r->pool, content_type);
     if (r->headers_out.content_type.data == nullptr) return NGX_ERROR;
     r->headers_out.content_type_len = r->headers_out.content_type.len;
@@ -56,7 +57,7 @@ ngx_int_t send_body(ngx_http_request_t *r, std::string_view content_type, std::s
     return ngx_http_output_filter(r, &out);
 }
 
-ngx_int_t send_page(ngx_http_request_t *r, signin::pages::Page page) {
+signin::pages::Settings page_settings(ngx_http_request_t *r) {
     const MainConf *m = main_conf(r);
     const LocConf *l = loc_conf(r);
     signin::pages::Settings s;
@@ -67,7 +68,11 @@ ngx_int_t send_page(ngx_http_request_t *r, signin::pages::Page page) {
     s.token_minutes = static_cast<long long>((m->token_ttl + 59999) / 60000);
     s.fresh_minutes = static_cast<long long>((m->password_fresh + 59999) / 60000);
     s.stylesheet = std::string(sv(l->pages_css));
-    const std::string html = signin::pages::render(page, s);
+    return s;
+}
+
+ngx_int_t send_page(ngx_http_request_t *r, signin::pages::Page page) {
+    const std::string html = signin::pages::render(page, page_settings(r));
     if (!add_page_headers(r) || !add_header(r, "Cache-Control", "no-store")) return NGX_ERROR;
     return send_body(r, "text/html; charset=utf-8", html, true);
 }
@@ -89,6 +94,20 @@ ngx_int_t send_asset(ngx_http_request_t *r, const signin::pages::Asset &a) {
 }
 
 }  // namespace
+
+ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account) {
+    const LocConf *l = loc_conf(r);
+    signin::pages::Settings s = page_settings(r);
+    s.account = std::string(account);
+    s.login_url = std::string(sv(l->login_url));
+    s.return_to = std::string(sv(r->unparsed_uri));
+    const std::string html = signin::pages::render(signin::pages::Page::Forbidden, s);
+    if (!add_page_headers(r, signin::pages::content_security_policy(s.login_url)) ||
+        !add_header(r, "Cache-Control", "no-store")) {
+        return NGX_ERROR;
+    }
+    return send_body(r, "text/html; charset=utf-8", html, true, NGX_HTTP_FORBIDDEN);
+}
 
 bool serves_pages(ngx_http_request_t *r, std::string_view path) {
     const LocConf *l = loc_conf(r);

@@ -120,6 +120,9 @@ ngx_int_t gate(ngx_http_request_t *r) {
     // the location's error_page decides what a 401 or a refusal looks like
     if (sub || (clcf->error_pages && (refused || status == NGX_HTTP_UNAUTHORIZED))) return status;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (refused && l->login_url.len && browser_navigation(r)) {
+        return finish_with(r, send_forbidden_page(r, p.value().user.email));
+    }
     if (refused) return finish_with(r, reject(r, Code::Forbidden, "this account may not use this page"));
     return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
 }

@@ -24,7 +24,7 @@ Settings sample() {
 }  // namespace
 
 TEST(Pages, EveryPlaceholderIsFilled) {
-    for (Page p : {Page::SignIn, Page::Account}) {
+    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden}) {
         const std::string html = render(p, sample());
         ASSERT_FALSE(html.empty());
         EXPECT_EQ(html.find("{{"), std::string::npos) << html.substr(html.find("{{"), 40);
@@ -100,7 +100,7 @@ TEST(Pages, TemplatesAndUnknownNamesAreNotAssets) {
 TEST(Pages, NothingInlineThatTheCspRefuses) {
     const std::regex inline_script("<script(?![^>]*\\bsrc=)[^>]*>", std::regex::icase);
     const std::regex handler("\\son[a-z]+\\s*=", std::regex::icase);
-    for (Page p : {Page::SignIn, Page::Account}) {
+    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden}) {
         const std::string html = render(p, sample());
         EXPECT_FALSE(std::regex_search(html, inline_script));
         EXPECT_FALSE(std::regex_search(html, handler));
@@ -118,7 +118,7 @@ TEST(Pages, NothingInlineThatTheCspRefuses) {
 
 // Copy: a visitor is asked for a "code", never a "token".
 TEST(Pages, CopySaysCodeNotToken) {
-    for (Page p : {Page::SignIn, Page::Account}) {
+    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden}) {
         std::string html = render(p, sample());
         // the visible text: drop tags and comments
         html = std::regex_replace(html, std::regex("<!--[\\s\\S]*?-->"), " ");
@@ -126,4 +126,38 @@ TEST(Pages, CopySaysCodeNotToken) {
         EXPECT_EQ(html.find("token"), std::string::npos);
         EXPECT_EQ(html.find("Token"), std::string::npos);
     }
+}
+
+TEST(Pages, ForbiddenNamesTheAccountAndComesBack) {
+    Settings s = sample();
+    s.account = "eve<x>@example.com";
+    s.login_url = "/auth/";
+    s.return_to = "/admin/?a=1&b=\"<2>\"";
+    const std::string html = render(Page::Forbidden, s);
+    EXPECT_EQ(html.find("{{"), std::string::npos);
+    EXPECT_NE(html.find("eve&lt;x&gt;@example.com"), std::string::npos);
+    EXPECT_NE(html.find("href=\"/auth/?return_to=/admin/%3Fa%3D1%26b%3D%22%3C2%3E%22\""), std::string::npos);
+    EXPECT_NE(html.find("href=\"/auth/assets/pages.css?v="), std::string::npos);
+    EXPECT_NE(html.find("src=\"/auth/assets/forbidden.js?v="), std::string::npos);
+    EXPECT_EQ(html.find("\"<2>\""), std::string::npos);
+    s.login_url = "/signin?from=gate";
+    const std::string q = render(Page::Forbidden, s);
+    EXPECT_NE(q.find("href=\"/signin?from=gate&amp;return_to=/admin/"), std::string::npos);
+    EXPECT_NE(q.find("href=\"/assets/pages.css"), std::string::npos);
+}
+
+TEST(Pages, ForbiddenPolicyAllowsAnAbsoluteLoginUrlsOriginOnly) {
+    EXPECT_EQ(content_security_policy("/auth/"), std::string(content_security_policy()));
+    const std::string csp = content_security_policy("https://login.example:8443/auth/?x=1");
+    EXPECT_NE(csp.find("script-src 'self' https://login.example:8443;"), std::string::npos) << csp;
+    EXPECT_NE(csp.find("style-src 'self' https://login.example:8443;"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("connect-src 'self';"), csp.find("connect-src"));
+    EXPECT_EQ(content_security_policy("javascript:alert(1)"), std::string(content_security_policy()));
+    EXPECT_EQ(content_security_policy("https://a.example;script-src *"), std::string(content_security_policy()));
+    const std::string html = [] {
+        Settings s;
+        s.login_url = "https://login.example/auth/";
+        return render(Page::Forbidden, s);
+    }();
+    EXPECT_NE(html.find("href=\"https://login.example/auth/assets/pages.css"), std::string::npos);
 }

@@ -1,0 +1,40 @@
+// The 403 page of a gated location (signin_allow / signin_deny refused a signed-in browser):
+// "Sign out and use another account" ends this session through the sign-in API at
+// signin_login_url and goes to the sign-in page with return_to. Only when that page is on this
+// site: a cross-site fetch would carry no cookie, and the plain link stays.
+const body = document.body;
+const login = new URL(body.dataset.loginUrl, location.href);
+const returnTo = decodeURIComponent(body.dataset.returnTo);
+const button = document.getElementById("sign-out");
+const other = document.getElementById("switch");
+
+if (login.origin === location.origin) {
+  button.hidden = false;
+  other.hidden = true;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    let status = 0;
+    try {
+      const res = await fetch(new URL("logout", login), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        credentials: "same-origin",
+        body: "{}",
+      });
+      status = res.status;
+    } catch (e) {
+      status = 0;
+    }
+    if (status === 204 || status === 401) {
+      login.searchParams.set("return_to", returnTo);
+      location.assign(login.href);
+      return;
+    }
+    button.disabled = false;
+    button.removeAttribute("aria-busy");
+    document.getElementById("error").textContent = status === 0
+      ? "We could not reach the server. Check your connection and try again."
+      : `Signing out did not work (${status}). Try again.`;
+  });
+}
