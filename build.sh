@@ -182,11 +182,13 @@ serve_example() {
     cat >&2 <<EOF
 
 ngx_signin is serving nginx.conf.example at http://127.0.0.1:$port/   (prefix $prefix)
-  sign in:   open http://127.0.0.1:$port/ and follow the page, or with curl:
+  sign in:   open http://127.0.0.1:$port/app/ in a browser: it sends you to the sign-in page; the
+             email with your code (and link) is in the dev mailbox, http://127.0.0.1:$port/_dev/mailbox
+  or with curl:
     curl -si -H 'content-type: application/json' -d '{"email":"you@example.com"}' http://127.0.0.1:$port/auth/register
-    curl -s http://127.0.0.1:$port/_dev/mailbox          # the emails the dev mailbox received (token inside)
+    curl -s http://127.0.0.1:$port/_dev/mailbox          # the emails the dev mailbox received (code inside)
     curl -si -H 'content-type: application/json' -H 'origin: http://127.0.0.1:$port' \\
-         -d '{"token":"TOKEN"}' http://127.0.0.1:$port/auth/session
+         -d '{"email":"you@example.com","code":"CODE"}' http://127.0.0.1:$port/auth/session
   Ctrl-C stops it.
 EOF
     exec "$(nginx_bin)" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;'

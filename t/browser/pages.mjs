@@ -1,0 +1,343 @@
+// Walks the ready-made pages (signin_pages) in Debian's chromium, driven by playwright-core, as
+// people would: the gate's redirect and return, sign-in by code (keyboard only), by link opened in
+// another browser (another device), by password; a wrong and an expired code; the account page
+// (set and change the password, sign another session out, sign out); return_to that is not a
+// path of this site; mail scanners that open the link (with and without running its scripts).
+// axe-core judges every page and state; screenshots at 390 px and 1280 px go to OUT_DIR.
+// Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_pages_browser.t.
+// usage: node pages.mjs BASE_URL OUT_DIR TOKEN_TTL_SECONDS
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { chromium } from "playwright-core";
+
+const [base, outDir, ttlArg] = process.argv.slice(2);
+const tokenTtl = Number(ttlArg) || 8;
+const require = createRequire(import.meta.url);
+const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+const checks = [];
+const screenshots = [];
+const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail: detail === undefined ? "" : String(detail) });
+const desktop = { width: 1280, height: 900 };
+const phone = { width: 390, height: 844 };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+
+// A browser of its own (cookies and all), with every CSP violation and script error recorded.
+const problems = [];
+async function person(viewport, options = {}) {
+  const context = await browser.newContext({ viewport, ...options });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10000);
+  page.on("console", (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`CSP: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
+  return { context, page };
+}
+
+// axe-core on the page as it is now: serious and critical violations fail.
+async function axe(page, state) {
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(async () => {
+    const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 3) }));
+  });
+  const bad = result.filter((v) => v.impact === "serious" || v.impact === "critical");
+  check(`axe: no serious or critical violation (${state})`, bad.length === 0, JSON.stringify(bad));
+}
+
+async function shot(page, name) {
+  const path = `${outDir}/${name}.png`;
+  await page.screenshot({ path, fullPage: true });
+  screenshots.push(path);
+}
+
+// The newest email to an address, from the dev mailbox (JSON, as a script reads it).
+async function email(page, to, after = 0) {
+  for (let i = 0; i < 100; i++) {
+    const res = await page.request.get(`${base}/_dev/mailbox`, { headers: { Accept: "application/json" } });
+    const box = await res.json();
+    const list = box.emails.filter((m) => m.email === to);
+    if (list.length > after) return list[list.length - 1];
+    await page.waitForTimeout(50);
+  }
+  return null;
+}
+
+async function count(page, to) {
+  const res = await page.request.get(`${base}/_dev/mailbox`, { headers: { Accept: "application/json" } });
+  return (await res.json()).emails.filter((m) => m.email === to).length;
+}
+
+const visible = (page, selector) => page.locator(selector).isVisible();
+const text = async (page, selector) => ((await page.textContent(selector)) || "").trim();
+
+try {
+  const stamp = Date.now();
+  const alice = `alice-${stamp}@example.com`;
+  const bob = `bob-${stamp}@example.com`;
+  const password = "correct horse battery staple 42";
+
+  // ---- the gate's redirect, sign-in by code with the keyboard only, and the return
+  const a = await person(desktop);
+  await a.page.goto(`${base}/app/report?x=1`);
+  const landed = new URL(a.page.url());
+  check("a signed-out visit to the gated app lands on the sign-in page", landed.pathname === "/auth/", a.page.url());
+  check("... with return_to naming where it was going", landed.searchParams.get("return_to") === "/app/report?x=1", a.page.url());
+  await a.page.waitForSelector("#step-email", { state: "visible" });
+  await shot(a.page, "signin-email-1280");
+  await axe(a.page, "sign-in page, email step");
+  await a.page.emulateMedia({ colorScheme: "dark" });
+  await axe(a.page, "sign-in page in dark mode");
+  await shot(a.page, "signin-email-dark-1280");
+  await a.page.emulateMedia({ colorScheme: "light" });
+  await a.page.keyboard.press("Tab");
+  const firstFocus = await a.page.evaluate(() => document.activeElement && document.activeElement.id);
+  check("the first Tab reaches the email field", firstFocus === "email", firstFocus);
+  await a.page.keyboard.type("not-an-address");
+  await a.page.keyboard.press("Enter");
+  check("a malformed address is explained inline", /email address like/.test(await text(a.page, "#error")), await text(a.page, "#error"));
+  check("... and the field is marked invalid", (await a.page.getAttribute("#email", "aria-invalid")) === "true");
+  await axe(a.page, "sign-in page, error");
+  await a.page.fill("#email", alice);
+  await a.page.keyboard.press("Enter");
+  await a.page.waitForSelector("#step-code", { state: "visible" });
+  check("after asking, the code step names the address", (await text(a.page, "#code-address")) === alice);
+  check("... and the old error is gone", (await text(a.page, "#error")) === "");
+  const focused = await a.page.evaluate(() => document.activeElement && document.activeElement.id);
+  check("... and the code field has the focus", focused === "code", focused);
+  check("... and 'send a new code' waits", await a.page.locator("#resend").isDisabled());
+  await shot(a.page, "signin-code-1280");
+  await axe(a.page, "sign-in page, code step");
+  const mail = await email(a.page, alice);
+  check("registration on: a new address gets an email (through /register)", mail && /^registration$/i.test(mail.purpose),
+    mail && mail.purpose);
+  check("the email has a short code XXXX-XXXX", mail && /^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/.test(mail.code), mail && mail.code);
+  await a.page.keyboard.type("ZZZZ-ZZZZ");
+  await a.page.keyboard.press("Enter");
+  await a.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
+  check("a wrong code: 'not right' inline", /not right/.test(await text(a.page, "#error")), await text(a.page, "#error"));
+  check("... never the word token", !/token/i.test(await text(a.page, "#error")));
+  await axe(a.page, "sign-in page, wrong code");
+  await a.page.fill("#code", "");
+  await a.page.keyboard.type(mail.code.replace("-", "").toLowerCase());  // lower case, no hyphen
+  await a.page.keyboard.press("Enter");
+  await a.page.waitForURL(`${base}/app/report?x=1`);
+  check("the right code (lower case, no hyphen) signs in and goes back where the visitor was going",
+    a.page.url() === `${base}/app/report?x=1`, a.page.url());
+  check("... to the legacy app, which knows the user", (await text(a.page, "body")).includes(alice), await text(a.page, "body"));
+  const cookies = await a.context.cookies();
+  const session = cookies.find((c) => c.name === "svc_dev_session");
+  check("the session cookie is HttpOnly, Secure, SameSite=Lax, Path=/",
+    session && session.httpOnly && session.secure && session.sameSite === "Lax" && session.path === "/",
+    JSON.stringify(session));
+
+  // ---- the account page: sessions, set a password (fresh session)
+  await a.page.goto(`${base}/auth/account`);
+  await a.page.waitForSelector("#account", { state: "visible" });
+  check("the account page names the account", (await text(a.page, "#me-address")) === alice);
+  check("... lists this browser's session", (await text(a.page, "#sessions")).includes("This browser"));
+  await a.page.waitForSelector("#set-password-form", { state: "visible" });
+  check("a fresh session (a code a moment ago) may set a password", await visible(a.page, "#set-password-form"));
+  await a.page.fill("#new-password", "short");
+  await a.page.click("#set-password-submit");
+  await a.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
+  check("a too short password is explained", /password/i.test(await text(a.page, "#error")), await text(a.page, "#error"));
+  await a.page.fill("#new-password", password);
+  await a.page.click("#set-password-submit");
+  await a.page.waitForFunction(() => document.getElementById("notice").textContent.length > 0);
+  check("the password is set", /password is set/.test(await text(a.page, "#notice")), await text(a.page, "#notice"));
+  await shot(a.page, "account-1280");
+  await axe(a.page, "account page");
+
+  // ---- password sign-in on a phone-width screen, another browser
+  const b = await person(phone, { isMobile: true, hasTouch: true });
+  await b.page.goto(`${base}/auth/`);
+  await b.page.waitForSelector("#step-email", { state: "visible" });
+  await shot(b.page, "signin-email-390");
+  await axe(b.page, "sign-in page at 390 px");
+  await b.page.click("#use-password");
+  await b.page.waitForSelector("#step-password", { state: "visible" });
+  await b.page.fill("#password-email", alice);
+  await b.page.fill("#password", "wrong password!!");
+  await b.page.click("#password-submit");
+  await b.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
+  check("a wrong password is explained without saying which part was wrong",
+    /email address or the password/.test(await text(b.page, "#error")), await text(b.page, "#error"));
+  await shot(b.page, "signin-password-390");
+  await axe(b.page, "password step with an error at 390 px");
+  await b.page.fill("#password", password);
+  await b.page.click("#password-submit");
+  await b.page.waitForURL(`${base}/auth/account`);
+  check("password sign-in without return_to lands on the account page", b.page.url() === `${base}/auth/account`, b.page.url());
+  await b.page.waitForSelector("#account", { state: "visible" });
+  await b.page.waitForSelector("#change-password-form", { state: "visible" });
+  check("a password session (not fresh) is offered 'change password', with the current one",
+    await visible(b.page, "#change-password-form"));
+  check("... and a way to confirm by email when the password is forgotten", await visible(b.page, "#reauth-send"));
+  const wide = await b.page.evaluate(() => document.documentElement.scrollWidth);
+  check("at 390 px nothing is wider than the screen", wide <= 390, wide);
+  await shot(b.page, "account-390");
+  await axe(b.page, "account page at 390 px");
+  await b.page.fill("#current-password", "not it at all!!");
+  await b.page.fill("#changed-password", `${password} v2`);
+  await b.page.click("#change-password-submit");
+  await b.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
+  check("a wrong current password is explained", /current password/.test(await text(b.page, "#error")), await text(b.page, "#error"));
+  await b.page.fill("#current-password", password);
+  await b.page.fill("#changed-password", `${password} v2`);
+  await b.page.click("#change-password-submit");
+  await b.page.waitForFunction(() => document.getElementById("notice").textContent.length > 0);
+  check("the password is changed from the account page", /password is changed/.test(await text(b.page, "#notice")),
+    await text(b.page, "#notice"));
+  // the change ended every other session: A's
+  const aMe = await a.page.request.get(`${base}/auth/me`);
+  check("... and the other browser's session ended", aMe.status() === 401, aMe.status());
+
+  // ---- sign another session out from the account page
+  await a.page.goto(`${base}/auth/`);
+  await a.page.waitForSelector("#step-email", { state: "visible" });
+  await a.page.click("#use-password");
+  await a.page.fill("#password-email", alice);
+  await a.page.fill("#password", `${password} v2`);
+  await a.page.click("#password-submit");
+  await a.page.waitForURL(`${base}/auth/account`);
+  await b.page.reload();
+  await b.page.waitForSelector("#sessions li button");
+  const before = await b.page.locator("#sessions li").count();
+  await b.page.locator("#sessions li button").first().click();
+  await b.page.waitForFunction(() => document.getElementById("notice").textContent.includes("signed out"));
+  const after = await b.page.locator("#sessions li").count();
+  check("'Sign out' on another session ends it and the list shrinks", after === before - 1, `${before} -> ${after}`);
+  check("... that browser is signed out", (await a.page.request.get(`${base}/auth/me`)).status() === 401);
+
+  // ---- sign out from the account page; the gate closes again
+  await b.page.click("#sign-out");
+  await b.page.waitForURL(`${base}/auth/`);
+  check("signing out returns to the sign-in page", await visible(b.page, "#step-email"));
+  check("... and the session is over", (await b.page.request.get(`${base}/auth/me`)).status() === 401);
+  const gated = await b.page.request.get(`${base}/app/`, { headers: { Accept: "application/json" }, maxRedirects: 0 });
+  check("... and the app answers 401 to a script again", gated.status() === 401, gated.status());
+
+  // ---- sign-in by link, opened on another device, after mail scanners opened it
+  const c = await person(desktop);
+  await c.page.goto(`${base}/auth/`);
+  await c.page.waitForSelector("#step-email", { state: "visible" });
+  await c.page.fill("#email", bob);
+  await c.page.click("#email-submit");
+  await c.page.waitForSelector("#step-code", { state: "visible" });
+  const linkMail = await email(c.page, bob);
+  check("the email carries a link to the sign-in page with the token in the fragment",
+    linkMail && linkMail.link && linkMail.link.startsWith(`${base}/auth/#token=`), linkMail && linkMail.link);
+  // scanners: a plain GET, and a browser that runs the page's scripts
+  const scanGet = await c.page.request.get(linkMail.link);
+  check("a scanner's GET of the link gets the page", scanGet.status() === 200, scanGet.status());
+  const scanner = await person(desktop);
+  await scanner.page.goto(linkMail.link);
+  await scanner.page.waitForSelector("#step-link", { state: "visible" });
+  await scanner.page.waitForTimeout(500);
+  check("a scanner that runs the page's scripts is not signed in",
+    (await scanner.page.request.get(`${base}/auth/me`)).status() === 401);
+  check("... and the address bar no longer shows the token", !scanner.page.url().includes("token="), scanner.page.url());
+  await scanner.context.close();
+  const d = await person(phone, { isMobile: true, hasTouch: true });
+  await d.page.goto(linkMail.link);
+  await d.page.waitForSelector("#step-link", { state: "visible" });
+  check("the link shows a button and signs nobody in by itself",
+    (await d.page.request.get(`${base}/auth/me`)).status() === 401);
+  await shot(d.page, "signin-link-390");
+  await axe(d.page, "link landing");
+  await d.page.click("#link-submit");
+  await d.page.waitForURL(`${base}/auth/account`);
+  check("pressing the button signs in on that device", (await d.page.request.get(`${base}/auth/me`)).status() === 200);
+  // the code of the same email is spent with the link
+  await c.page.fill("#code", linkMail.code);
+  await c.page.click("#code-submit");
+  await c.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
+  check("the link spent the code of the same email too", /not right/.test(await text(c.page, "#error")), await text(c.page, "#error"));
+  // the link again
+  const e = await person(desktop);
+  await e.page.goto(linkMail.link);
+  await e.page.click("#link-submit");
+  await e.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
+  check("a used link says so", /expired or was already used/.test(await text(e.page, "#error")), await text(e.page, "#error"));
+  await axe(e.page, "used link");
+
+  // ---- an expired code
+  const carol = `carol-${stamp}@example.com`;
+  await e.page.fill("#email", carol);
+  await e.page.click("#email-submit");
+  await e.page.waitForSelector("#step-code", { state: "visible" });
+  const old = await email(e.page, carol);
+  await e.page.waitForTimeout((tokenTtl + 1) * 1000);
+  await e.page.fill("#code", old.code);
+  await e.page.click("#code-submit");
+  await e.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
+  check("an expired code is explained", /expired/.test(await text(e.page, "#error")), await text(e.page, "#error"));
+  const sent = await count(e.page, carol);
+  check("... and 'send a new code' is available after the wait", !(await e.page.locator("#resend").isDisabled()));
+  await e.page.click("#resend");
+  await e.page.waitForFunction(() => document.getElementById("notice").textContent.includes("new code"));
+  const fresh = await email(e.page, carol, sent);
+  check("... and sends one", fresh && fresh.code !== old.code, fresh && fresh.code);
+  await e.page.fill("#code", fresh.code);
+  await e.page.click("#code-submit");
+  await e.page.waitForURL(`${base}/auth/account`);
+  check("the new code signs in", (await e.page.request.get(`${base}/auth/me`)).status() === 200);
+
+  // ---- return_to that is not a path of this site is never followed
+  const bad = ["//evil.example/", "/\\evil.example/", "https://evil.example/", "http:evil.example",
+               "javascript:alert(1)", "/%0d/evil", "/\t/evil.example", " /x", "/x\u0000y", "\\\\evil.example"];
+  for (const value of bad) {
+    await e.page.goto(`${base}/auth/?return_to=${encodeURIComponent(value)}`);
+    await e.page.waitForSelector("#step-done", { state: "visible" });
+    const href = await e.page.evaluate(() => document.getElementById("continue").href);
+    check(`return_to ${JSON.stringify(value)} is not followed`, href === `${base}/auth/account`, href);
+  }
+  for (const value of ["%2F%2Fevil.example", "/%2F/evil.example"]) {  // encoded twice: still a path or refused
+    await e.page.goto(`${base}/auth/?return_to=${encodeURIComponent(value)}`);
+    await e.page.waitForSelector("#step-done", { state: "visible" });
+    const href = new URL(await e.page.evaluate(() => document.getElementById("continue").href));
+    check(`return_to ${JSON.stringify(value)} stays on this site`, href.origin === base, href.href);
+  }
+  await e.page.goto(`${base}/auth/?return_to=${encodeURIComponent("/app/deep?q=1")}`);
+  await e.page.waitForSelector("#step-done", { state: "visible" });
+  check("a signed-in visitor is offered to continue to a path of this site",
+    (await e.page.evaluate(() => document.getElementById("continue").href)) === `${base}/app/deep?q=1`);
+  await shot(e.page, "signin-done-1280");
+  await axe(e.page, "signed-in state");
+  // signed out, a sign-in with a bad return_to lands on the account page
+  await e.page.click("#sign-out");
+  await e.page.waitForSelector("#step-email", { state: "visible" });
+  await e.page.goto(`${base}/auth/?return_to=${encodeURIComponent("//evil.example/")}`);
+  await e.page.waitForSelector("#step-email", { state: "visible" });
+  const dave = `dave-${stamp}@example.com`;
+  await e.page.fill("#email", dave);
+  await e.page.click("#email-submit");
+  await e.page.waitForSelector("#step-code", { state: "visible" });
+  const newest = await email(e.page, dave);
+  await e.page.fill("#code", newest.code);
+  await e.page.click("#code-submit");
+  await e.page.waitForURL(`${base}/auth/account`);
+  check("after sign-in a foreign return_to is dropped for the account page", e.page.url() === `${base}/auth/account`,
+    e.page.url());
+
+  // ---- the dev mailbox as a page
+  await e.page.goto(`${base}/_dev/mailbox`);
+  const mailboxType = await e.page.evaluate(() => document.contentType);
+  check("the dev mailbox is a page for a browser", mailboxType === "text/html", mailboxType);
+  check("... showing the newest code", (await text(e.page, "body")).includes(newest.code));
+  await shot(e.page, "mailbox-1280");
+  await axe(e.page, "dev mailbox");
+
+  check("no CSP violation and no script error on any page", problems.length === 0, problems.join(" | "));
+} catch (err) {
+  check(`the walk finished (${err.message.split("\n")[0]})`, false, err.stack);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify({ checks, screenshots }));

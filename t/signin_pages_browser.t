@@ -1,0 +1,47 @@
+# The ready-made pages (signin_pages, DESIGN §9.2) walked in a real browser: Debian's chromium
+# driven by playwright-core, axe-core judging every page and state (t/browser/pages.mjs says what
+# is walked). Each observation of the walk is one test here. Screenshots at 390 px and 1280 px are
+# written to the test's temp dir (kept with SIGNIN_KEEP=1; SIGNIN_SHOTS=dir copies them there).
+use strict; use warnings;
+use Test::More;
+use lib 't/lib'; use SigninTest;
+use JSON::PP;
+use File::Copy qw(copy);
+
+my $root = $ENV{SIGNIN_ROOT} || '.';
+# optional tools (build.sh installs them): without one this file is skipped, the run goes on
+my $chromium = $ENV{CHROMIUM} || '/usr/bin/chromium';
+plan skip_all => "no chromium at $chromium (build.sh installs Debian's; CHROMIUM=path names another)"
+    unless -x $chromium;
+if (my $why = SigninTest::missing_node_packages('playwright-core', 'axe-core')) { plan skip_all => $why }
+local $ENV{CHROMIUM} = $chromium;
+
+my $ttl = 8;  # seconds: the walk waits for one code to expire
+my $t = SigninTest->new;
+$t->run(http => $t->signin_http(
+    extra => qq{signin_limits off; signin_passwords on; signin_site_name "Acme Tools"; signin_token_ttl ${ttl}s;},
+    auth => q{signin_pages on;},
+    locations => q{
+location /app/ {
+    signin_require on;
+    signin_login_url /auth/;
+    proxy_set_header X-User-Email $signin_user_email;
+    proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
+}
+location /_legacy/ { default_type text/plain; return 200 "legacy app: hello $http_x_user_email\n"; }
+}));
+
+my $out = `cd $root/t && node browser/pages.mjs ${\ $t->origin} ${\ $t->prefix} $ttl 2>&1`;
+is $? >> 8, 0, 'the browser walk ran' or diag $out;
+my ($line) = grep { /^\{"checks"/ } split /\n/, $out;
+my $seen = eval { decode_json($line // '') } || {};
+ok @{ $seen->{checks} || [] } > 40, 'the walk reported its observations' or diag $out;
+for my $c (@{ $seen->{checks} || [] }) {
+    ok $c->{ok}, $c->{name} or diag $c->{detail};
+}
+for my $png (@{ $seen->{screenshots} || [] }) {
+    ok -s $png, "screenshot $png";
+    copy($png, $ENV{SIGNIN_SHOTS}) if $ENV{SIGNIN_SHOTS};
+}
+$t->done;
+done_testing;
