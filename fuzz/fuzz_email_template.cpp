@@ -22,5 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     d.token = signin::Secret(std::string("TOKEN-0000"));
     d.purpose = purpose;
     (void)emails.render(d, "https://app.example.com");
+    emails.set_link_base("https://app.example.com/auth/");
+    (void)emails.render(d, "https://app.example.com");
     return 0;
 }

@@ -40,6 +40,16 @@ like $m->{text}, qr/valid for 15 minutes/, '... and how long it lasts (signin_to
 like $m->{html}, qr/^<!doctype html>/, '... an html body';
 like $m->{html}, qr/\Q$m->{code}\E/, '... showing the code';
 unlike $m->{subject}, qr/\Q$m->{token}\E/, '... never in the subject';
+ok exists $m->{link}, '... a link field';
+# the link is the signin_api location's page with the token in the fragment, or "" without a link base
+like $m->{link}, qr{^(?:|\Q$origin\E/auth/#token=\Q$m->{token}\E)$}, '... the page with the token in the fragment, or empty';
+if (length $m->{link}) {
+    like $m->{text}, qr/^Or open this link: \Q$m->{link}\E$/m, '... the text shows the link';
+    like $m->{html}, qr/<a href="\Q$m->{link}\E"/, '... the html a button to it';
+} else {
+    unlike $m->{text}, qr/open this link/, '... no link line without a link base';
+    unlike $m->{html}, qr/<a /, '... and no button';
+}
 $r = $t->req(POST => '/auth/session', json => { token => $m->{token} }, headers => { origin => $origin });
 is $r->{status}, 200, 'its code signs in';
 
@@ -95,6 +105,8 @@ my @bad = (
     ['subject.txt', "Subject: {{token}}\n\n{{token}}\n", 'Registration', qr/subject must not show the code/],
     ['notice.txt', "Subject: Hi\n\n{{token}}\n", 'PasswordChanged', qr/is a notice/],
     ['noblank.txt', "Subject: Hi\n{{token}}\n", 'SignIn', qr/empty line must follow/],
+    ['link.txt', "Subject: Hi\n\n{{code}} {{link}}\n", 'EmailChange', qr/EmailChange: \{\{link\}\} signs in/],
+    ['linksubj.txt', "Subject: {{link}}\n\n{{code}}\n", 'SignIn', qr/subject must not show \{\{link\}\}/],
 );
 for my $b (@bad) {
     my ($name, $text, $purpose, $why) = @$b;
@@ -104,8 +116,12 @@ for my $b (@bad) {
     like $out, $why, '... saying why';
     like $out, qr/nginx\.conf:\d+/, '... with the file and line';
 }
+my ($rc, $out);
 my $ok = write_file('ok.txt', "Subject: Hi\n\n{{token}}\n");
-my ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template SignIn $ok;"));
+my $ok_link = write_file('ok_link.txt', "Subject: Hi\n\n{{code}}\n{{link}}\n");
+($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template Invitation $ok_link;"));
+is $rc, 0, '{{link}} in a purpose whose token signs in passes nginx -t' or diag $out;
+($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template SignIn $ok;"));
 is $rc, 0, 'a good template passes nginx -t' or diag $out;
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template SignIn $ok; signin_email_template sign_in $ok;"));
 isnt $rc, 0, 'two templates for one purpose fail nginx -t';

@@ -19,6 +19,7 @@ struct Email {
     Purpose purpose = Purpose::SignIn;
     std::string tag;  // auth.<purpose>, e.g. auth.sign_in
     std::string subject, text, html;
+    std::string link;  // {{link}} as rendered: empty without a link base or outside the sign-in purposes
 };
 
 // A template: {{name}} is replaced by a value. Names:
@@ -30,6 +31,9 @@ struct Email {
 //   {{minutes}}        how long a code stays valid (signin_token_ttl), in whole minutes
 //   {{password_note}}  in Registration: a warning when a password was chosen with the request
 //                      (empty otherwise); in other purposes, always empty
+//   {{link}}           the link base + "#token=" + the token (the fragment never reaches a server);
+//                      empty when no link base is set. Only in the purposes whose token signs in
+//                      (SignIn, Registration, AlreadyRegistered, Invitation), never in a subject
 // In `html` every value is HTML-escaped. An empty `html` is made from `text` (escaped, in <pre>).
 struct EmailTemplate {
     std::string subject, text, html;
@@ -49,8 +53,9 @@ public:
 
     // Replaces one purpose's email. Refused (Code::InvalidRequest, with a message naming the
     // problem): an unknown or unclosed {{name}}; a purpose that carries a code without {{code}} or
-    // {{token}} in its text (and its html, when given); a notice with either; a code in the subject (subjects
-    // show on lock screens and in mail logs); an empty or multi-line subject.
+    // {{token}} in its text (and its html, when given); a notice with either; a code or a link in
+    // the subject (subjects show on lock screens and in mail logs); {{link}} in a purpose whose
+    // token does not sign in; an empty or multi-line subject.
     Status replace(Purpose purpose, EmailTemplate t);
     // Whether replace() changed this purpose's email.
     bool is_custom(Purpose purpose) const;
@@ -59,10 +64,13 @@ public:
     void set_token_ttl(Millis token_ttl) { token_ttl_ = token_ttl; }
     // {{site_name}}: signin_site_name.
     void set_site_name(std::string name) { site_name_ = std::move(name); }
+    // {{link}}'s base, e.g. "https://example.com/auth/": the glue sets it from the signin_api location.
+    void set_link_base(std::string base) { link_base_ = std::move(base); }
 
     Email render(const Delivery &d, std::string_view origin) const;
 
-    // One purpose's email rendered for `origin` with a sample code and address; and every one.
+    // One purpose's email rendered for `origin` with a sample code and address (and the link base
+    // with the sample token); and every one.
     Email preview(Purpose purpose, std::string_view origin) const;
     std::vector<Email> previews(std::string_view origin) const;
 
@@ -72,10 +80,11 @@ public:
 
 private:
     static constexpr std::size_t kPurposes = 8;
-    std::array<EmailTemplate, kPurposes> templates_;
+    std::array<EmailTemplate, kPurposes> templates_;  // built-in ones with their link button
+    std::array<EmailTemplate, kPurposes> unlinked_;   // the built-in ones without: no link base
     std::array<bool, kPurposes> custom_{};
     Millis token_ttl_;
-    std::string site_name_;
+    std::string site_name_, link_base_;
 };
 
 // Appends s to out with & < > " ' as HTML entities.

@@ -78,8 +78,9 @@ std::string error(std::string_view code, std::string_view message);
 std::string sessions(const std::vector<SessionInfo> &list);
 // {"access_token", "token_type": "Bearer", "expires_in", "user"}
 std::string bearer(const Session &s, Millis now);
-// The body given to the delivery location: {email, token, purpose, tag, group, password,
-// subject, text, html}, with the email `e` rendered from d (Emails::render).
+// The body given to the delivery location: {email, token, code, link, purpose, tag, group,
+// password, subject, text, html}, with the email `e` rendered from d (Emails::render); link is
+// the email's {{link}} ("" when there is none).
 std::string delivery(const Delivery &d, const Email &e);
 // {"emails": [{purpose, tag, custom, subject, text, html}, ...]}: every purpose's email, rendered
 // with a sample code and address (Emails::previews).

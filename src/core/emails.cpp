@@ -11,93 +11,168 @@ constexpr std::string_view kPasswordNote =
     "\nA password was chosen when this account was requested. If that was not you, do not use this code: "
     "whoever chose the password could sign in. Ask for a new code on the site.\n";
 
-constexpr std::string_view kHtmlHead =
-    "<!doctype html>\n<html><head><meta charset=\"utf-8\"></head>\n"
-    "<body style=\"font-family: sans-serif; line-height: 1.5\">\n";
-constexpr std::string_view kHtmlFoot = "</body></html>\n";
+// The layout of every built-in HTML email. Mail clients keep little of the web: Gmail drops
+// <style> in many of its apps and Outlook for Windows lays out with Word, so the column is made of
+// tables (align, width and bgcolor attributes for Word, inline styles for the rest), one column at
+// most 480 px wide that takes the whole width of a phone, with nothing fetched from elsewhere (no
+// image, no web font: many clients block them, and a fetch tells the sender the email was opened).
+constexpr std::string_view kFont =
+    "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Helvetica,Arial,sans-serif";
+// html_page's pieces, around the site's name (twice) and the body
+constexpr std::string_view kHtmlTitle =
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    "<title>";
+constexpr std::string_view kHtmlColumn =
+    "</title></head>\n"
+    "<body style=\"margin:0;padding:0;background-color:#f4f4f5\">\n"
+    "<table role=\"presentation\" width=\"100%\" cellpadding=\"0\" cellspacing=\"0\" border=\"0\" "
+    "bgcolor=\"#f4f4f5\" style=\"width:100%;background-color:#f4f4f5\"><tr>\n"
+    "<td align=\"center\" style=\"padding:24px 12px\">\n"
+    "<table role=\"presentation\" width=\"100%\" cellpadding=\"0\" cellspacing=\"0\" border=\"0\" bgcolor=\"#ffffff\" "
+    "style=\"width:100%;max-width:480px;background-color:#ffffff;border:1px solid #e4e4e7;border-radius:8px\"><tr>\n"
+    "<td align=\"left\" style=\"padding:28px 24px;font-size:16px;line-height:1.5;color:#18181b;";
+constexpr std::string_view kHtmlHeading = "\">\n<p style=\"margin:0 0 20px;font-size:14px;font-weight:bold;color:#52525b\">";
+constexpr std::string_view kHtmlFoot = "</td></tr></table>\n</td></tr></table>\n</body></html>\n";
+constexpr std::string_view kParagraph = "<p style=\"margin:0 0 16px\">";
+// The code: large, in a monospace font whose 0 and O differ, on one line, and selected whole by
+// one click or tap where the client honours user-select.
 constexpr std::string_view kHtmlCode =
-    "<p style=\"font-family: monospace; font-size: 2em; letter-spacing: 0.1em; white-space: nowrap\">"
-    "<strong>{{code}}</strong></p>\n";
+    "<p style=\"margin:0 0 24px;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,'Courier New',monospace;"
+    "font-size:30px;font-weight:bold;letter-spacing:4px;white-space:nowrap;color:#18181b;"
+    "-webkit-user-select:all;user-select:all\">{{code}}</p>\n";
+// The link as a button: an <a> in a coloured cell, so the whole button is a link where padding on
+// an <a> is ignored (Outlook), and a plain link where tables are flattened.
+constexpr std::string_view kHtmlButtonHead =
+    "<table role=\"presentation\" cellpadding=\"0\" cellspacing=\"0\" border=\"0\" style=\"margin:0 0 24px\"><tr>\n"
+    "<td align=\"center\" bgcolor=\"#1d4ed8\" style=\"border-radius:6px;background-color:#1d4ed8\">"
+    "<a href=\"{{link}}\" style=\"display:inline-block;padding:12px 24px;font-size:16px;"
+    "font-weight:bold;line-height:1.25;color:#ffffff;text-decoration:none;border-radius:6px;";
+constexpr std::string_view kHtmlButtonFoot = "</a></td>\n</tr></table>\n";
 
 std::size_t index_of(Purpose p) { return static_cast<std::size_t>(p) - 1; }
 
 bool carries_code(Purpose p) { return p != Purpose::EmailChanged && p != Purpose::PasswordChanged; }
 
-std::string html_page(std::string_view body) {
-    std::string page(kHtmlHead);
+// The layout around `body`; `site`: the site's name as HTML ({{site_name}} in a template).
+std::string html_page(std::string_view body, std::string_view site) {
+    std::string page(kHtmlTitle);
+    page.append(site).append(kHtmlColumn).append(kFont).append(kHtmlHeading).append(site).append("</p>\n");
     page.append(body);
     page.append(kHtmlFoot);
     return page;
 }
 
-// The built-in email of each purpose.
-EmailTemplate builtin(Purpose p) {
-    const std::string code(kHtmlCode);
+// What one built-in email says, in plain text: paragraphs before the code (the last introduces
+// it), paragraphs after it, the label of the link's button (in the purposes whose token signs
+// in), and a note that is appended as it is (its value brings its own line breaks).
+struct Copy {
+    std::string_view subject;
+    std::vector<std::string_view> before, after;
+    std::string_view button;
+    std::string_view note;
+};
+
+EmailTemplate from_copy(Purpose p, const Copy &c, bool linked) {
+    EmailTemplate t;
+    t.subject = c.subject;
+    std::string body;
+    auto paragraphs = [&](const std::vector<std::string_view> &list) {
+        for (std::string_view para : list) {
+            if (!t.text.empty()) t.text += "\n";
+            t.text.append(para).append("\n");
+            body.append(kParagraph).append(para).append("</p>\n");
+        }
+    };
+    paragraphs(c.before);
+    if (carries_code(p)) {
+        t.text += "\n{{code}}\n";
+        body += kHtmlCode;
+    }
+    if (linked && !c.button.empty()) {
+        t.text += "\nOr open this link: {{link}}\n";
+        body.append(kHtmlButtonHead).append(kFont).append("\">").append(c.button).append(kHtmlButtonFoot);
+    }
+    paragraphs(c.after);
+    if (!c.note.empty()) {
+        t.text += c.note;
+        body.append("<p style=\"margin:0;color:#9a3412\">").append(c.note).append("</p>\n");
+    }
+    t.html = html_page(body, "{{site_name}}");
+    return t;
+}
+
+// The built-in email of each purpose; `linked`: with the link (its button, and a line in the text).
+EmailTemplate builtin(Purpose p, bool linked) {
+    constexpr std::string_view kOnce = "It is valid for {{minutes}} minutes and can be used once.";
+    constexpr std::string_view kOnceIgnore =
+        "It is valid for {{minutes}} minutes and can be used once. If you did not ask for it, ignore this email.";
+    Copy c;
     switch (p) {
     case Purpose::SignIn:
-        return {"Your sign-in code for {{site_name}}",
-                "Use this code to sign in to {{site_name}}:\n\n{{code}}\n\nIt is valid for {{minutes}} minutes and can be "
-                "used once. If you did not ask for it, ignore this email.\n",
-                html_page("<p>Use this code to sign in to {{site_name}}:</p>\n" + code +
-                          "<p>It is valid for {{minutes}} minutes and can be used once. If you did not ask for it, "
-                          "ignore this email.</p>\n")};
+        c = {"Your sign-in code for {{site_name}}", {"Use this code to sign in to {{site_name}}:"}, {kOnceIgnore},
+             "Sign in to {{site_name}}", {}};
+        break;
     case Purpose::Registration:
-        return {"Confirm your address for {{site_name}}",
-                "Use this code to finish creating your account on {{site_name}}:\n\n{{code}}\n\nIt is valid for "
-                "{{minutes}} minutes and can be used once.\n{{password_note}}",
-                html_page("<p>Use this code to finish creating your account on {{site_name}}:</p>\n" + code +
-                          "<p>It is valid for {{minutes}} minutes and can be used once.</p>\n"
-                          "<p>{{password_note}}</p>\n")};
+        c = {"Confirm your address for {{site_name}}",
+             {"Use this code to finish creating your account on {{site_name}}:"}, {kOnce}, "Create your account",
+             "{{password_note}}"};
+        break;
     case Purpose::AlreadyRegistered:
-        return {"Your sign-in code for {{site_name}}",
-                "Someone tried to register this address, which already has an account on {{site_name}}.\n"
-                "Use this code to sign in:\n\n{{code}}\n\nIt is valid for {{minutes}} minutes and can be used once. "
-                "If you did not ask for it, ignore this email.\n",
-                html_page("<p>Someone tried to register this address, which already has an account on {{site_name}}. "
-                          "Use this code to sign in:</p>\n" +
-                          code +
-                          "<p>It is valid for {{minutes}} minutes and can be used once. If you did not ask for it, "
-                          "ignore this email.</p>\n")};
+        // it answers whoever asked to sign in through a page that uses /register (which signs
+        // existing accounts in): it reads as a sign-in email, with a word on why nothing was created
+        c = {"Your sign-in code for {{site_name}}",
+             {"Use this code to sign in to {{site_name}}:"},
+             {"This address already has an account, so no new one was created.", kOnceIgnore},
+             "Sign in to {{site_name}}",
+             {}};
+        break;
     case Purpose::EmailChange:
-        return {"Confirm your new address for {{site_name}}",
-                "Use this code to confirm {{email}} as the new address of your account on {{site_name}}:\n\n{{code}}\n\n"
-                "It is valid for {{minutes}} minutes. It cannot be used to sign in.\n",
-                html_page("<p>Use this code to confirm {{email}} as the new address of your account on "
-                          "{{site_name}}:</p>\n" +
-                          code + "<p>It is valid for {{minutes}} minutes. It cannot be used to sign in.</p>\n")};
+        c = {"Confirm your new address for {{site_name}}",
+             {"Use this code to confirm {{email}} as the new address of your account on {{site_name}}:"},
+             {"It is valid for {{minutes}} minutes. It cannot be used to sign in."},
+             {},
+             {}};
+        break;
     case Purpose::EmailChangeApproval:
-        return {"Approve a change of address for {{site_name}}",
-                "Someone asked to move your account on {{site_name}} to a new address. If it was you, approve it with "
-                "this code:\n\n{{code}}\n\nIt is valid for {{minutes}} minutes. If it was not you, do not use it.\n",
-                html_page("<p>Someone asked to move your account on {{site_name}} to a new address. If it was you, "
-                          "approve it with this code:</p>\n" +
-                          code + "<p>It is valid for {{minutes}} minutes. If it was not you, do not use it.</p>\n")};
+        c = {"Approve a change of address for {{site_name}}",
+             {"Someone asked to move your account on {{site_name}} to a new address. If it was you, approve it "
+              "with this code:"},
+             {"It is valid for {{minutes}} minutes. If it was not you, do not use it."},
+             {},
+             {}};
+        break;
     case Purpose::EmailChanged:
-        return {"Your address for {{site_name}} was changed",
-                "The address of your account on {{site_name}} was just changed. If this was not you, contact the "
-                "site right away.\n",
-                html_page("<p>The address of your account on {{site_name}} was just changed. If this was not you, "
-                          "contact the site right away.</p>\n")};
+        c = {"Your address for {{site_name}} was changed",
+             {},
+             {"The address of your account on {{site_name}} was just changed. If this was not you, contact the "
+              "site right away."},
+             {},
+             {}};
+        break;
     case Purpose::Invitation:
-        return {"You are invited to {{site_name}}",
-                "You are invited to {{site_name}}. Use this code to sign in:\n\n{{code}}\n\nIt is valid for "
-                "{{minutes}} minutes and can be used once. Later, sign in with your address, {{email}}.\n",
-                html_page("<p>You are invited to {{site_name}}. Use this code to sign in:</p>\n" + code +
-                          "<p>It is valid for {{minutes}} minutes and can be used once. Later, sign in with your "
-                          "address, {{email}}.</p>\n")};
+        c = {"You are invited to {{site_name}}",
+             {"You are invited to {{site_name}}. Use this code to sign in:"},
+             {"It is valid for {{minutes}} minutes and can be used once. Later, sign in with your address, "
+              "{{email}}."},
+             "Join {{site_name}}",
+             {}};
+        break;
     case Purpose::PasswordChanged:
-        return {"Your password for {{site_name}} was changed",
-                "The password of your account on {{site_name}} was just changed, and every other session was signed "
-                "out.\n\nIf this was not you, sign in with an email code and set a new password right away.\n",
-                html_page("<p>The password of your account on {{site_name}} was just changed, and every other session "
-                          "was signed out.</p>\n<p>If this was not you, sign in with an email code and set a new "
-                          "password right away.</p>\n")};
+        c = {"Your password for {{site_name}} was changed",
+             {},
+             {"The password of your account on {{site_name}} was just changed, and every other session was "
+              "signed out.",
+              "If this was not you, sign in with an email code and set a new password right away."},
+             {},
+             {}};
+        break;
     }
-    return {};
+    return from_copy(p, c, linked);
 }
 
 struct Values {
-    std::string_view token, email, origin, minutes, password_note, code, site_name;
+    std::string_view token, email, origin, minutes, password_note, code, site_name, link;
 };
 
 std::optional<std::string_view> value_of(const Values &v, std::string_view name) {
@@ -108,6 +183,7 @@ std::optional<std::string_view> value_of(const Values &v, std::string_view name)
     if (name == "password_note") return v.password_note;
     if (name == "code") return v.code;
     if (name == "site_name") return v.site_name;
+    if (name == "link") return v.link;
     return std::nullopt;
 }
 
@@ -129,7 +205,7 @@ Result<std::string> expand(std::string_view tpl, const Values &v, bool html, std
         if (!value) {
             return Error{Code::InvalidRequest,
                          "unknown \"{{" + std::string(name) +
-                             "}}\" (known: token, email, origin, minutes, password_note)"};
+                             "}}\" (known: code, token, link, site_name, email, origin, minutes, password_note)"};
         }
         if (used) used->emplace_back(name);
         if (html) {
@@ -147,12 +223,15 @@ bool uses(const std::vector<std::string> &names, std::string_view name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// The plain text as an HTML body: escaped, in <pre>.
-std::string html_from_text(std::string_view text) {
-    std::string body = "<pre style=\"font-family: sans-serif; white-space: pre-wrap\">";
+// The plain text as an HTML body: escaped, in <pre>, in the built-in layout.
+std::string html_from_text(std::string_view text, std::string_view site) {
+    std::string body = "<pre style=\"margin:0;white-space:pre-wrap;overflow-wrap:anywhere;";
+    body.append(kFont).append("\">");
     append_html_escaped(body, text);
     body += "</pre>\n";
-    return html_page(body);
+    std::string escaped_site;
+    append_html_escaped(escaped_site, site);
+    return html_page(body, escaped_site);
 }
 
 }  // namespace
@@ -187,7 +266,10 @@ std::optional<Purpose> purpose_from_text(std::string_view text) {
 }
 
 Emails::Emails(Millis token_ttl) : token_ttl_(token_ttl) {
-    for (Purpose p : all_purposes()) templates_[index_of(p)] = builtin(p);
+    for (Purpose p : all_purposes()) {
+        templates_[index_of(p)] = builtin(p, true);
+        unlinked_[index_of(p)] = builtin(p, false);
+    }
 }
 
 Result<EmailTemplate> Emails::parse(Purpose purpose, std::string_view file, std::string_view html) {
@@ -219,7 +301,7 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     if (t.subject.empty() || t.subject.find_first_of("\r\n") != std::string::npos) {
         return Error{Code::InvalidRequest, name + ": the subject must be one line, not empty"};
     }
-    const Values probe{"t", "e", "o", "1", "n", "c", "s"};
+    const Values probe{"t", "e", "o", "1", "n", "c", "s", "l"};
     std::vector<std::string> in_subject, in_text, in_html;
     auto s = expand(t.subject, probe, false, &in_subject);
     if (!s) return Error{Code::InvalidRequest, name + " subject: " + s.error().message};
@@ -231,6 +313,17 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     if (shows_code(in_subject)) {
         return Error{Code::InvalidRequest,
                      name + ": the subject must not show the code (subjects show on lock screens and in mail logs)"};
+    }
+    if (uses(in_subject, "link")) {
+        return Error{Code::InvalidRequest, name + ": the subject must not show {{link}}: it carries the token "
+                                                  "(subjects show on lock screens and in mail logs)"};
+    }
+    // the link lands on the sign-in page, which spends the token for a session: only tokens that
+    // sign in may have one (an email change is confirmed with its code)
+    if (!purpose_signs_in(purpose) && (uses(in_text, "link") || uses(in_html, "link"))) {
+        return Error{Code::InvalidRequest,
+                     name + ": {{link}} signs in, so it is only for SignIn, Registration, AlreadyRegistered and "
+                            "Invitation; show {{code}} here"};
     }
     if (carries_code(purpose)) {
         if (!shows_code(in_text)) return Error{Code::InvalidRequest, name + ": the text must show {{code}} or {{token}}"};
@@ -254,7 +347,6 @@ Status Emails::replace(Purpose purpose, EmailTemplate t) {
 bool Emails::is_custom(Purpose purpose) const { return custom_[index_of(purpose)]; }
 
 Email Emails::render(const Delivery &d, std::string_view origin) const {
-    const EmailTemplate &t = templates_[index_of(d.purpose)];
     const std::string minutes = std::to_string(std::max<Millis>(1, (token_ttl_ + 59999) / 60000));
     // the site's name: signin_site_name, or the origin without its scheme
     std::string_view site = site_name_;
@@ -262,15 +354,23 @@ Email Emails::render(const Delivery &d, std::string_view origin) const {
         site = origin;
         if (auto colon = site.find("://"); colon != std::string_view::npos) site.remove_prefix(colon + 3);
     }
-    Values v{d.token.reveal(), d.email, origin, minutes,
-             d.purpose == Purpose::Registration && d.with_password ? kPasswordNote : std::string_view(), d.code, site};
     Email e;
     e.purpose = d.purpose;
     e.tag = "auth." + std::string(purpose_tag(d.purpose));
+    // in the fragment, which browsers never send: the token stays out of every server's log
+    if (!link_base_.empty() && !d.token.empty() && purpose_signs_in(d.purpose)) {
+        e.link = link_base_ + "#token=" + std::string(d.token.reveal());
+    }
+    // without a link the built-in email has no button and no line for it
+    const std::size_t i = index_of(d.purpose);
+    const EmailTemplate &t = e.link.empty() && !custom_[i] ? unlinked_[i] : templates_[i];
+    Values v{d.token.reveal(), d.email, origin, minutes,
+             d.purpose == Purpose::Registration && d.with_password ? kPasswordNote : std::string_view(), d.code, site,
+             e.link};
     // every template was checked by replace() or is built in: expansion cannot fail
     e.subject = expand(t.subject, v, false).value();
     e.text = expand(t.text, v, false).value();
-    e.html = t.html.empty() ? html_from_text(e.text) : expand(t.html, v, true).value();
+    e.html = t.html.empty() ? html_from_text(e.text, site) : expand(t.html, v, true).value();
     return e;
 }
 

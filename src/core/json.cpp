@@ -294,6 +294,7 @@ std::string delivery(const Delivery &d, const Email &e) {
         .key("email").value(d.email)
         .key("token").value(d.token.reveal())
         .key("code").value(d.code)
+        .key("link").value(e.link)
         .key("purpose").value(purpose_name(d.purpose))
         .key("tag").value(e.tag)
         .key("group").value(d.group_id)

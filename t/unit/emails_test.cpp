@@ -99,6 +99,12 @@ TEST(Emails, ParseRefusesWhatWouldMakeABadEmail) {
         {Purpose::SignIn, "Subject: code {{token}}\n\n{{token}}", "", "must not show the code"},
         {Purpose::PasswordChanged, "Subject: x\n\nYour code {{token}}", "", "is a notice"},
         {Purpose::Registration, "Subject: x\n\n{{token}}", "<p>{{nope}}</p>", "html: unknown"},
+        {Purpose::SignIn, "Subject: go to {{link}}\n\n{{code}}", "", "subject must not show {{link}}"},
+        {Purpose::EmailChange, "Subject: x\n\n{{code}} {{link}}", "", "{{link}} signs in"},
+        {Purpose::EmailChangeApproval, "Subject: x\n\n{{code}}", "<a href=\"{{link}}\">{{code}}</a>", "{{link}} signs in"},
+        {Purpose::EmailChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} signs in"},
+        {Purpose::PasswordChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} signs in"},
+        {Purpose::SignIn, "Subject: x\n\nOpen {{link}}", "", "must show {{code}} or {{token}}"},
     };
     for (const Case &c : cases) {
         auto t = Emails::parse(c.purpose, c.file, c.html);
@@ -148,6 +154,97 @@ TEST(Emails, PreviewsListEveryPurposeWithASampleCode) {
     EXPECT_TRUE(has(json, "\"tag\":\"auth.sign_in\",\"custom\":false"));
 }
 
+constexpr std::string_view kBase = "https://app.example.com/auth/";
+
+TEST(Emails, TheLinkIsTheBaseWithTheTokenInTheFragment) {
+    Emails emails;
+    emails.set_link_base(std::string(kBase));
+    const std::string link = std::string(kBase) + "#token=ABCD-EFGH-1234";
+    for (Purpose p : {Purpose::SignIn, Purpose::Registration, Purpose::AlreadyRegistered, Purpose::Invitation}) {
+        Email e = emails.render(delivery(p), kOrigin);
+        EXPECT_EQ(e.link, link) << purpose_name(p);
+        EXPECT_TRUE(has(e.text, "\nOr open this link: " + link + "\n")) << purpose_name(p);
+        EXPECT_TRUE(has(e.html, "<a href=\"" + link + "\"")) << purpose_name(p) << ": the button";
+        EXPECT_TRUE(has(e.html, "ABCD-EFGH")) << "the code stays";
+        EXPECT_FALSE(has(e.subject, "#token=")) << purpose_name(p);
+    }
+    EXPECT_TRUE(has(emails.render(delivery(Purpose::SignIn), kOrigin).html, ">Sign in to app.example.com</a>"));
+    // the tokens that do not sign in, and the notices, have no link
+    for (Purpose p : {Purpose::EmailChange, Purpose::EmailChangeApproval, Purpose::EmailChanged, Purpose::PasswordChanged}) {
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
+        Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
+        EXPECT_EQ(e.link, "") << purpose_name(p);
+        EXPECT_FALSE(has(e.text, "#token=") || has(e.html, "#token=") || has(e.html, "<a ")) << purpose_name(p);
+        EXPECT_FALSE(has(e.text, "Or open this link")) << purpose_name(p);
+    }
+}
+
+TEST(Emails, WithoutALinkBaseTheLinkIsEmptyAndTheButtonGone) {
+    Emails emails;
+    for (Purpose p : all_purposes()) {
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
+        Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
+        EXPECT_EQ(e.link, "") << purpose_name(p);
+        EXPECT_FALSE(has(e.html, "<a ")) << purpose_name(p) << ": no button";
+        EXPECT_FALSE(has(e.text, "Or open this link")) << purpose_name(p);
+        EXPECT_FALSE(has(e.text, "{{") || has(e.html, "{{")) << purpose_name(p);
+        EXPECT_EQ(has(e.html, "ABCD-EFGH"), !notice) << purpose_name(p) << ": the code is still there";
+    }
+    // a custom template's {{link}} renders empty
+    auto t = Emails::parse(Purpose::SignIn, "Subject: x\n\n{{code}} [{{link}}]\n", "<a href=\"{{link}}\">{{code}}</a>");
+    ASSERT_TRUE(t && emails.replace(Purpose::SignIn, t.value()));
+    Email e = emails.render(delivery(Purpose::SignIn), kOrigin);
+    EXPECT_EQ(e.text, "ABCD-EFGH []\n");
+    EXPECT_EQ(e.html, "<a href=\"\">ABCD-EFGH</a>");
+    // ... and with a base, the custom one shows it
+    emails.set_link_base(std::string(kBase));
+    e = emails.render(delivery(Purpose::SignIn), kOrigin);
+    EXPECT_EQ(e.text, "ABCD-EFGH [https://app.example.com/auth/#token=ABCD-EFGH-1234]\n");
+}
+
+TEST(Emails, TheLinkIsHtmlEscapedInHtmlOnly) {
+    Emails emails;
+    emails.set_link_base("https://a.example/auth/?x=\"1\"&y=<2>");
+    Email e = emails.render(delivery(Purpose::SignIn), kOrigin);
+    EXPECT_TRUE(has(e.text, "Or open this link: https://a.example/auth/?x=\"1\"&y=<2>#token=ABCD-EFGH-1234"));
+    EXPECT_TRUE(has(e.html, "href=\"https://a.example/auth/?x=&quot;1&quot;&amp;y=&lt;2&gt;#token=ABCD-EFGH-1234\""));
+    EXPECT_FALSE(has(e.html, "<2>"));
+    EXPECT_FALSE(has(e.html, "x=\"1"));
+}
+
+TEST(Emails, TheBuiltInHtmlIsOneColumnWithALargeCode) {
+    Emails emails;
+    emails.set_link_base(std::string(kBase));
+    for (Purpose p : all_purposes()) {
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
+        Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
+        EXPECT_TRUE(has(e.html, "max-width:480px")) << purpose_name(p);
+        EXPECT_TRUE(has(e.html, "<meta name=\"viewport\"")) << purpose_name(p);
+        EXPECT_FALSE(has(e.html, "<style") || has(e.html, "<link") || has(e.html, "<img") || has(e.html, "<script"))
+            << purpose_name(p) << ": inline styles only, nothing fetched";
+        EXPECT_EQ(has(e.html, "white-space:nowrap;"), !notice) << purpose_name(p);
+        Email unlinked = Emails().render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
+        EXPECT_FALSE(has(unlinked.text, "token") || has(unlinked.html, "token") || has(unlinked.subject, "token"))
+            << purpose_name(p) << ": the copy says code, never token";
+    }
+    Email e = emails.render(delivery(Purpose::SignIn), kOrigin);
+    EXPECT_TRUE(has(e.html, "font-size:30px;font-weight:bold;letter-spacing:4px;white-space:nowrap;"));
+    EXPECT_TRUE(has(e.html, "user-select:all\">ABCD-EFGH</p>"));
+    Email already = emails.render(delivery(Purpose::AlreadyRegistered), kOrigin);
+    EXPECT_TRUE(has(already.text, "Use this code to sign in to app.example.com:"));
+    EXPECT_TRUE(has(already.text, "already has an account, so no new one was created"));
+}
+
+TEST(Emails, PreviewsUseTheLinkBase) {
+    Emails emails;
+    EXPECT_EQ(emails.preview(Purpose::SignIn, kOrigin).link, "");
+    emails.set_link_base(std::string(kBase));
+    Email e = emails.preview(Purpose::SignIn, kOrigin);
+    EXPECT_EQ(e.link, std::string(kBase) + "#token=" + std::string(Emails::kPreviewToken));
+    EXPECT_TRUE(has(e.html, e.link));
+    EXPECT_EQ(emails.preview(Purpose::EmailChange, kOrigin).link, "");
+}
+
 TEST(Emails, PurposeByNameOrTag) {
     EXPECT_EQ(purpose_from_text("SignIn"), Purpose::SignIn);
     EXPECT_EQ(purpose_from_text("sign_in"), Purpose::SignIn);
@@ -167,6 +264,10 @@ TEST(Emails, DeliveryJsonCarriesTheRenderedEmail) {
     EXPECT_TRUE(has(body, "\"subject\":\"Your sign-in code for app.example.com\""));
     EXPECT_TRUE(has(body, "\"html\":\""));  // (the writer escapes < and > in strings)
     EXPECT_TRUE(has(body, "doctype html"));
+    EXPECT_TRUE(has(body, "\"link\":\"\",")) << "no link base: an empty link";
+    emails.set_link_base(std::string(kBase));
+    body = json::delivery(d, emails.render(d, kOrigin));
+    EXPECT_TRUE(has(body, "\"code\":\"ABCD-EFGH\",\"link\":\"https://app.example.com/auth/#token=ABCD-EFGH-1234\""));
 }
 
 }  // namespace
