@@ -22,7 +22,9 @@ my $m = email_for('ann@example.com');
 like $m->{code}, $CODE, 'the delivery carries a code XXXX-XXXX from the Crockford alphabet';
 like $m->{text}, qr/\Q$m->{code}\E/, 'the email text shows the code';
 like $m->{html}, qr/\Q$m->{code}\E/, 'and its HTML';
-unlike $m->{text}, qr/\Q$m->{token}\E/, 'not the 43-character token';
+(my $outside_link = $m->{text}) =~ s{\Q$m->{link}\E}{}g;
+unlike $outside_link, qr/\Q$m->{token}\E/, 'the 43-character token only inside the link';
+like $m->{link}, qr{^http://127\.0\.0\.1:\d+/auth/#token=\Q$m->{token}\E$}, 'the link: the signin_api location, the token in the fragment';
 like $m->{subject}, qr/Acme Intranet/, 'the subject names the site';
 unlike $m->{subject}, qr/\Q$m->{code}\E/, 'but never the code';
 

@@ -19,13 +19,19 @@ local $ENV{CHROMIUM} = $chromium;
 my $ttl = 8;  # seconds: the walk waits for one code to expire
 my $t = SigninTest->new;
 $t->run(http => $t->signin_http(
-    extra => qq{signin_limits off; signin_passwords on; signin_site_name "Acme Tools"; signin_token_ttl ${ttl}s;},
+    extra => qq{signin_limits off; signin_passwords on; signin_site_name "Acme Tools"; signin_token_ttl ${ttl}s; signin_token_resend 5s;},
     auth => q{signin_pages on;},
     locations => q{
 location /app/ {
     signin_require on;
     signin_login_url /auth/;
     proxy_set_header X-User-Email $signin_user_email;
+    proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
+}
+location /staff/ {
+    signin_require on;
+    signin_login_url /auth/;
+    signin_allow email boss@example.com;
     proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
 }
 location /_legacy/ { default_type text/plain; return 200 "legacy app: hello $http_x_user_email\n"; }

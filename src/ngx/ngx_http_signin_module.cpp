@@ -392,6 +392,14 @@ static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     ngx_conf_merge_str_value(conf->pages_css, prev->pages_css, "");
+    if (conf->api == 1) {
+        auto *mc = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+        auto *lc = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+        if (mc->link_location.len == 0 || (conf->pages && !mc->link_to_pages)) {
+            mc->link_location = lc->name;
+            mc->link_to_pages = conf->pages;
+        }
+    }
     // the pages' CSP loads styles from this origin only ('self'): a path of this site
     if (conf->pages_css.len && !signin::is_same_origin_path(sv(conf->pages_css))) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_pages_css \"%V\" must be a path of this site, like /static/site.css",
@@ -877,6 +885,16 @@ static ngx_int_t postconfiguration(ngx_conf_t *cf) {
     h = static_cast<ngx_http_handler_pt *>(ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers));
     if (h == nullptr) return NGX_ERROR;
     *h = require_subrequest_handler;
+    // {{link}}: {origin}{the signin_api location}/#token=..., the sign-in page when it has one
+    if (m->origin && m->link_location.len) {
+        try {
+            std::string base = m->origin->text + std::string(sv(m->link_location));
+            if (base.back() != '/') base += '/';
+            m->emails->set_link_base(std::move(base));
+        } catch (...) {
+            return NGX_ERROR;
+        }
+    }
     if (m->email) return find_delivery_server(cf, m);
     return NGX_OK;
 }

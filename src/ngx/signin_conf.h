@@ -77,6 +77,8 @@ struct MainConf {
     signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
     ngx_flag_t previews;     // some location uses signin_email_previews
     ngx_str_t site_name;     // signin_site_name ("": the origin without its scheme)
+    ngx_str_t link_location;   // {{link}} lands here: the first signin_api location with signin_pages,
+    ngx_flag_t link_to_pages;  // or else the first signin_api location
 
     // the dev mailbox
     ngx_shm_zone_t *mailbox;      // its zone, when signin_dev_mailbox is used

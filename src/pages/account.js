@@ -114,8 +114,8 @@ $("reauth-form").addEventListener("submit", async (event) => {
     if (answer.status !== 200) return msg.error(explain(answer, "code"), input);
     input.value = "";
     if (previous) await call("sessions/revoke", { id: previous });
-    msg.notice("Confirmed. You can set a new password now.");
     await loadSessions();
+    msg.notice("Confirmed. You can set a new password now.");
     $("new-password").focus();
   });
 });
@@ -124,8 +124,8 @@ async function revoke(id, button) {
   await busy(button, "Signing out…", async () => {
     const answer = await call("sessions/revoke", { id });
     if (answer.status === 204) {
-      msg.notice("That session is signed out.");
       await loadSessions();
+      msg.notice("That session is signed out.");
       $("sessions-title").focus();
     } else if (answer.status === 401) {
       toSignIn();
@@ -143,8 +143,8 @@ $("set-password-form").addEventListener("submit", async (event) => {
     const answer = await call("password", { password: input.value });
     input.value = "";
     if (answer.status === 204) {
-      msg.notice("Your password is set. Other sessions were signed out.");
       await loadSessions();
+      msg.notice("Your password is set. Other sessions were signed out.");
     } else {
       msg.error(explain(answer), answer.body && answer.body.code === "weak_password" ? input : null);
     }
@@ -162,8 +162,8 @@ $("change-password-form").addEventListener("submit", async (event) => {
     current.value = "";
     next.value = "";
     if (answer.status === 204) {
-      msg.notice("Your password is changed. Other sessions were signed out.");
       await loadSessions();
+      msg.notice("Your password is changed. Other sessions were signed out.");
     } else {
       const code = answer.body && answer.body.code;
       msg.error(explain(answer), code === "wrong_password" ? current : code === "weak_password" ? next : null);

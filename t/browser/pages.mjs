@@ -74,6 +74,16 @@ async function count(page, to) {
 }
 
 const visible = (page, selector) => page.locator(selector).isVisible();
+// The text of selector once it matches re (or after 5 s, whatever it is then).
+async function until(page, selector, re) {
+  let now = "";
+  for (let i = 0; i < 100; i++) {
+    now = ((await page.textContent(selector)) || "").trim();
+    if (re.test(now)) break;
+    await page.waitForTimeout(50);
+  }
+  return now;
+}
 const text = async (page, selector) => ((await page.textContent(selector)) || "").trim();
 
 try {
@@ -149,8 +159,8 @@ try {
   check("a too short password is explained", /password/i.test(await text(a.page, "#error")), await text(a.page, "#error"));
   await a.page.fill("#new-password", password);
   await a.page.click("#set-password-submit");
-  await a.page.waitForFunction(() => document.getElementById("notice").textContent.length > 0);
-  check("the password is set", /password is set/.test(await text(a.page, "#notice")), await text(a.page, "#notice"));
+  const firstSet = await until(a.page, "#notice", /password is set/);
+  check("the password is set", /password is set/.test(firstSet), firstSet);
   await shot(a.page, "account-1280");
   await axe(a.page, "account page");
 
@@ -191,9 +201,8 @@ try {
   await b.page.fill("#current-password", password);
   await b.page.fill("#changed-password", `${password} v2`);
   await b.page.click("#change-password-submit");
-  await b.page.waitForFunction(() => document.getElementById("notice").textContent.length > 0);
-  check("the password is changed from the account page", /password is changed/.test(await text(b.page, "#notice")),
-    await text(b.page, "#notice"));
+  const changed = await until(b.page, "#notice", /password is changed/);
+  check("the password is changed from the account page", /password is changed/.test(changed), changed);
   // the change ended every other session: A's
   const aMe = await a.page.request.get(`${base}/auth/me`);
   check("... and the other browser's session ended", aMe.status() === 401, aMe.status());
@@ -214,6 +223,26 @@ try {
   const after = await b.page.locator("#sessions li").count();
   check("'Sign out' on another session ends it and the list shrinks", after === before - 1, `${before} -> ${after}`);
   check("... that browser is signed out", (await a.page.request.get(`${base}/auth/me`)).status() === 401);
+
+  // ---- a forgotten password: confirm by an email code on the account page, then set a new one
+  const mailsBefore = await count(b.page, alice);
+  await b.page.click("#reauth-send");
+  await b.page.waitForSelector("#reauth-form", { state: "visible" });
+  const reauthMail = await email(b.page, alice, mailsBefore);
+  check("'Email me a code' sends a sign-in code to the account's address", reauthMail && reauthMail.code, reauthMail && reauthMail.purpose);
+  await b.page.fill("#reauth-code", reauthMail.code);
+  await b.page.click("#reauth-submit");
+  await b.page.waitForSelector("#set-password-form", { state: "visible" });
+  check("... the code makes the session fresh: the set-password form appears", await visible(b.page, "#set-password-form"));
+  const sessionsNow = await (await b.page.request.get(`${base}/auth/sessions`)).json();
+  check("... and the session it replaced is ended (one session left)", sessionsNow.sessions.length === 1,
+    sessionsNow.sessions.length);
+  await b.page.fill("#new-password", `${password} v3`);
+  await b.page.click("#set-password-submit");
+  const setNotice = await until(b.page, "#notice", /password is set/);
+  check("... and a new password is set without the old one", /password is set/.test(setNotice), setNotice);
+  const v3 = await b.page.request.post(`${base}/auth/password/token`, { data: { email: alice, password: `${password} v3` } });
+  check("... which signs in", v3.status() === 200, v3.status());
 
   // ---- sign out from the account page; the gate closes again
   await b.page.click("#sign-out");
@@ -291,7 +320,7 @@ try {
 
   // ---- return_to that is not a path of this site is never followed
   const bad = ["//evil.example/", "/\\evil.example/", "https://evil.example/", "http:evil.example",
-               "javascript:alert(1)", "/%0d/evil", "/\t/evil.example", " /x", "/x\u0000y", "\\\\evil.example"];
+               "javascript:alert(1)", "/\r/evil", "/\t/evil.example", " /x", "/x\u0000y", "\\\\evil.example"];
   for (const value of bad) {
     await e.page.goto(`${base}/auth/?return_to=${encodeURIComponent(value)}`);
     await e.page.waitForSelector("#step-done", { state: "visible" });
@@ -325,6 +354,18 @@ try {
   await e.page.waitForURL(`${base}/auth/account`);
   check("after sign-in a foreign return_to is dropped for the account page", e.page.url() === `${base}/auth/account`,
     e.page.url());
+
+  // ---- a gated location whose rules refuse this account: the 403 page, sign out, come back
+  const refused = await e.page.goto(`${base}/staff/list?x=1`);
+  check("a refused signed-in browser gets 403", refused.status() === 403, refused.status());
+  check("... a page naming the account", (await text(e.page, "main")).includes(dave), await text(e.page, "main"));
+  await shot(e.page, "forbidden-1280");
+  await axe(e.page, "403 page");
+  await e.page.click("#sign-out");
+  await e.page.waitForURL(/\/auth\/\?return_to=/);
+  const back = new URL(e.page.url()).searchParams.get("return_to");
+  check("'sign out and use another account' signs out and keeps the way back", back === "/staff/list?x=1", e.page.url());
+  check("... the session is over", (await e.page.request.get(`${base}/auth/me`)).status() === 401);
 
   // ---- the dev mailbox as a page
   await e.page.goto(`${base}/_dev/mailbox`);
