@@ -1,15 +1,22 @@
 // signin_dev_mailbox: a development mail sink. As the signin_delivery location it keeps each
 // delivery; as a normal location it accepts a delivery POST (from a proxy), lists the last
-// emails as JSON (GET; `?html` for a page) and forgets them (DELETE). Loopback clients only.
-// The emails live in a shared-memory ring so every worker sees the same mailbox.
+// emails (GET: JSON for scripts, a page for browsers) and forgets them (DELETE). Loopback
+// clients only. The emails live in a shared-memory ring so every worker sees the same mailbox.
 #include "signin_conf.h"
 #include "signin_handlers.h"
 #include "signin_reply.h"
 #include "signin_request.h"
 
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <cjson/cJSON.h>
+#include <sodium.h>
 
 #include "signin/json.hpp"
 
@@ -24,8 +31,17 @@ struct Mailbox {
     ngx_uint_t count;  // emails kept (≤ kSlots)
     struct {
         size_t len;
+        int64_t received_ms;  // when it was stored (Unix time, ms)
         u_char data[kSlotBytes];
     } slot[kSlots];
+};
+
+// One kept email: its number (the ring's count when it was stored: it names the email in
+// `?body=N` for as long as the mailbox keeps it), when it came, and its delivery JSON as posted.
+struct Stored {
+    ngx_uint_t seq;
+    int64_t received_ms;
+    std::string json;
 };
 
 Mailbox *mailbox_of(ngx_http_request_t *r, ngx_slab_pool_t **pool) {
@@ -82,9 +98,11 @@ bool store_email(ngx_http_request_t *r, const std::string &json) {
     ngx_slab_pool_t *pool = nullptr;
     Mailbox *mb = mailbox_of(r, &pool);
     if (mb == nullptr || json.size() > kSlotBytes) return false;
+    ngx_time_t *now = ngx_timeofday();
     ngx_shmtx_lock(&pool->mutex);
     auto &s = mb->slot[mb->next % kSlots];
     s.len = json.size();
+    s.received_ms = static_cast<int64_t>(now->sec) * 1000 + static_cast<int64_t>(now->msec);
     ngx_memcpy(s.data, json.data(), json.size());
     mb->next++;
     if (mb->count < kSlots) mb->count++;
@@ -92,17 +110,24 @@ bool store_email(ngx_http_request_t *r, const std::string &json) {
     return true;
 }
 
-std::vector<std::string> list_emails(ngx_http_request_t *r) {
-    std::vector<std::string> out;
+// The emails kept, oldest first; only email `only` when given (nothing if it is gone).
+std::vector<Stored> list_emails(ngx_http_request_t *r, std::optional<ngx_uint_t> only = std::nullopt) {
+    std::vector<Stored> out;
     ngx_slab_pool_t *pool = nullptr;
     Mailbox *mb = mailbox_of(r, &pool);
     if (mb == nullptr) return out;
+    out.reserve(kSlots);
     ngx_shmtx_lock(&pool->mutex);
+    // a copy that throws (no memory) must not leave the mailbox locked for every worker
+    struct Unlock {
+        ngx_shmtx_t *mutex;
+        ~Unlock() { ngx_shmtx_unlock(mutex); }
+    } unlock{&pool->mutex};
     for (ngx_uint_t i = mb->next - mb->count; i < mb->next; i++) {
+        if (only && *only != i) continue;
         auto &s = mb->slot[i % kSlots];
-        out.emplace_back(reinterpret_cast<const char *>(s.data), s.len);
+        out.push_back({i, s.received_ms, std::string(reinterpret_cast<const char *>(s.data), s.len)});
     }
-    ngx_shmtx_unlock(&pool->mutex);
     return out;
 }
 
@@ -145,6 +170,220 @@ void posted_email(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, rc);
 }
 
+// ---------------------------------------------------------------- the page
+// A browser gets a page: a list of the emails, newest first, each with its code large and
+// selected by one click, its link, its text body, and its HTML body in a sandboxed iframe. The
+// page runs no script and loads nothing but its own style and the HTML bodies.
+
+// The page's whole style; Content-Security-Policy allows it by its hash (style attributes would
+// need 'unsafe-inline', so the page has none).
+constexpr std::string_view kPageStyle =
+    ":root{color-scheme:light dark}"
+    "body{font:16px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:56rem;margin:0 auto;"
+    "padding:1rem}"
+    "h1{font-size:1.5rem;margin:0}"
+    ".intro{margin:.25rem 0 1.25rem;opacity:.8}"
+    "article{border:1px solid #8886;border-radius:8px;margin:0 0 1rem}"
+    "summary{cursor:pointer;padding:.75rem 1rem}"
+    ".subject{font-weight:600;overflow-wrap:anywhere}"
+    ".meta{display:block;font-size:.875rem;opacity:.85;overflow-wrap:anywhere}"
+    ".purpose{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
+    ".email{padding:0 1rem 1rem}"
+    "h2{font-size:.75rem;font-weight:600;text-transform:uppercase;letter-spacing:.06em;margin:1rem 0 .25rem;"
+    "opacity:.75}"
+    ".code{display:inline-block;margin:0;padding:.25rem .75rem;border:1px dashed #8888;border-radius:6px;"
+    "font:700 2rem/1.3 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.12em;"
+    "white-space:nowrap;-webkit-user-select:all;user-select:all}"
+    ".link{margin:0;overflow-wrap:anywhere}"
+    "pre{margin:0;padding:.75rem;border-radius:6px;background:#8882;white-space:pre-wrap;overflow-wrap:anywhere;"
+    "font:.875rem/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
+    "iframe{display:block;width:100%;height:28rem;border:1px solid #8886;border-radius:6px;background:#fff}"
+    "code{overflow-wrap:anywhere}";
+
+// The page's policy: nothing but its own style (by hash) and the HTML bodies it frames.
+// The HTML bodies come from `?body=N`, not from a srcdoc attribute: a srcdoc document inherits
+// the policy of the page that holds it (Chromium and Firefox both do, checked in Chromium), and
+// under this one every style="" of an email would be dropped, so the email would show unstyled;
+// 'unsafe-inline' beside the hash would not help, browsers ignore it once a hash is given. Served
+// on their own, the bodies get their own policy (body_policy below).
+const std::string &page_policy() {
+    static const std::string policy = [] {
+        if (sodium_init() < 0) throw std::runtime_error("libsodium could not be initialised");
+        unsigned char hash[crypto_hash_sha256_BYTES];
+        crypto_hash_sha256(hash, reinterpret_cast<const unsigned char *>(kPageStyle.data()), kPageStyle.size());
+        char b64[sodium_base64_ENCODED_LEN(crypto_hash_sha256_BYTES, sodium_base64_VARIANT_ORIGINAL)];
+        sodium_bin2base64(b64, sizeof b64, hash, sizeof hash, sodium_base64_VARIANT_ORIGINAL);
+        return "default-src 'none'; style-src 'sha256-" + std::string(b64) +
+               "'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+    }();
+    return policy;
+}
+
+// An HTML body's policy: its inline styles and images (as in the email previews), no script,
+// and `sandbox` so that it is an opaque origin with no script even when opened on its own
+// rather than in the page's iframe (which is sandboxed as well, with no allow-* token).
+constexpr std::string_view kBodyPolicy =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; sandbox; frame-ancestors 'self'; "
+    "base-uri 'none'; form-action 'none'";
+
+// Whether the query names `name` (`?html`, `?json`, `?body=3`); its value, "" when it has none.
+std::optional<std::string_view> query_arg(ngx_http_request_t *r, std::string_view name) {
+    std::string_view args = sv(r->args);
+    while (!args.empty()) {
+        std::size_t amp = args.find('&');
+        std::string_view part = args.substr(0, amp);
+        args = amp == std::string_view::npos ? std::string_view() : args.substr(amp + 1);
+        std::size_t eq = part.find('=');
+        if (part.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    }
+    return std::nullopt;
+}
+
+// A browser asks for the page: a navigation accepts text/html (fetch() and scripts send */* or
+// application/json, or no Accept at all), unless it asks for `?json`; `?html` asks for it anyway.
+bool wants_page(ngx_http_request_t *r) {
+    if (query_arg(r, "json")) return false;
+    if (query_arg(r, "html")) return true;
+    auto accept = header_value(r, "Accept");
+    if (!accept) return false;
+    std::string lower(*accept);  // media types are case-insensitive
+    for (char &c : lower) c = static_cast<char>(ngx_tolower(c));
+    return lower.find("text/html") != std::string::npos;
+}
+
+// Time as "2024-05-01T12:34:56.789Z", and its parts for the page.
+struct When {
+    std::string iso, date, time;
+};
+When when(int64_t ms) {
+    std::time_t sec = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&sec, &tm);
+    char date[32], hms[32], millis[8];
+    std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    std::strftime(hms, sizeof hms, "%H:%M:%S", &tm);
+    std::snprintf(millis, sizeof millis, ".%03d", static_cast<int>(ms % 1000));
+    return {std::string(date) + "T" + hms + millis + "Z", date, hms};
+}
+
+using Json = std::unique_ptr<cJSON, decltype(&cJSON_Delete)>;
+Json parse(const std::string &text) { return Json(cJSON_ParseWithLength(text.data(), text.size()), &cJSON_Delete); }
+
+// A string field of a delivery; "" when it has none (a POSTed delivery need only have an email).
+std::string_view field(const Json &root, const char *name) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root.get(), name);
+    return cJSON_IsString(item) && item->valuestring ? std::string_view(item->valuestring) : std::string_view();
+}
+
+void append_escaped(std::string &out, std::string_view s) { signin::append_html_escaped(out, s); }
+
+std::string mailbox_page(const std::vector<Stored> &emails) {
+    std::string page =
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        "<title>Dev mailbox</title>\n<style>";
+    page.append(kPageStyle);
+    page +=
+        "</style></head>\n<body>\n<h1>Dev mailbox</h1>\n<p class=\"intro\">The emails ngx_signin delivered here, "
+        "newest first (the last 64 are kept; times are UTC). Reload for new ones. "
+        "<a href=\"?json\">As JSON</a></p>\n";
+    if (emails.empty()) {
+        page +=
+            "<p>No email yet. Ask for a code on your sign-in page, or POST <code>{\"email\": "
+            "\"you@example.com\"}</code> to <code>login</code> (or <code>register</code>) below your "
+            "<code>signin_api</code> location, then reload this page.</p>\n";
+    }
+    bool first = true;
+    for (auto it = emails.rbegin(); it != emails.rend(); ++it) {
+        Json root = parse(it->json);
+        const When at = when(it->received_ms);
+        std::string_view subject = field(root, "subject"), code = field(root, "code"), link = field(root, "link"),
+                         text = field(root, "text"), html = field(root, "html"), purpose = field(root, "purpose");
+        const std::string seq = std::to_string(it->seq);
+        page += "<article id=\"email-" + seq + "\"><details";
+        if (first) page += " open";  // the newest: its code at a glance
+        first = false;
+        page += "><summary><span class=\"subject\">";
+        append_escaped(page, subject.empty() ? std::string_view("(no subject)") : subject);
+        page += "</span><span class=\"meta\">to ";
+        append_escaped(page, field(root, "email"));
+        if (!purpose.empty()) {
+            page += " · <span class=\"purpose\">";
+            append_escaped(page, purpose);
+            page += "</span>";
+        }
+        page += " · <time datetime=\"" + at.iso + "\">" + at.time + " <small>" + at.date + "</small></time>";
+        page += "</span></summary>\n<div class=\"email\">\n";
+        if (!code.empty()) {
+            page += "<h2>Code</h2><p class=\"code\">";
+            append_escaped(page, code);
+            page += "</p>\n";
+        }
+        if (!link.empty()) {
+            page += "<h2>Link</h2><p class=\"link\">";
+            // a link only to a web page (a delivery POSTed by hand could say javascript:)
+            const bool web = link.substr(0, 7) == "http://" || link.substr(0, 8) == "https://";
+            if (web) {
+                page += "<a href=\"";
+                append_escaped(page, link);
+                page += "\" rel=\"noreferrer\">";
+            }
+            append_escaped(page, link);
+            page += web ? "</a></p>\n" : "</p>\n";
+        }
+        if (!html.empty()) {
+            page += "<h2>HTML</h2><iframe sandbox src=\"?body=" + seq + "\" loading=\"lazy\" title=\"The HTML body\">";
+            page += "</iframe>\n";
+        }
+        if (!text.empty()) {
+            page += "<h2>Text</h2><pre>";
+            append_escaped(page, text);
+            page += "</pre>\n";
+        }
+        page += "</div></details></article>\n";
+    }
+    page += "</body></html>\n";
+    return page;
+}
+
+bool add_page_headers(ngx_http_request_t *r, std::string_view policy) {
+    return add_header(r, "Content-Security-Policy", policy) && add_header(r, "Referrer-Policy", "no-referrer") &&
+           add_header(r, "X-Content-Type-Options", "nosniff");
+}
+
+// `?body=N`: email N's HTML body, for the page's iframe.
+ngx_int_t html_body(ngx_http_request_t *r, std::string_view n) {
+    ngx_int_t seq = ngx_atoi(reinterpret_cast<u_char *>(const_cast<char *>(n.data())), n.size());
+    std::vector<Stored> one;
+    if (seq != NGX_ERROR) one = list_emails(r, static_cast<ngx_uint_t>(seq));
+    Json root = one.empty() ? Json(nullptr, &cJSON_Delete) : parse(one.front().json);
+    std::string_view html = root ? field(root, "html") : std::string_view();
+    if (html.empty()) return send_error(r, signin::Code::NotFound, "no such email in the mailbox (any more)");
+    if (!add_page_headers(r, kBodyPolicy)) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return send_html(r, std::string(html));
+}
+
+// The JSON list: the deliveries as they were posted, each with "received_at" added (ISO 8601,
+// UTC) unless it came with one.
+std::string mailbox_json(const std::vector<Stored> &emails) {
+    std::string body = "{\"emails\":[";
+    for (size_t i = 0; i < emails.size(); i++) {
+        if (i) body += ",";
+        const std::string &json = emails[i].json;
+        std::size_t close = json.find_last_of('}');  // a stored delivery is an object with an email
+        Json root = parse(json);
+        if (close == std::string::npos || cJSON_GetObjectItemCaseSensitive(root.get(), "received_at")) {
+            body += json;
+            continue;
+        }
+        body.append(json, 0, close);
+        body += ",\"received_at\":\"" + when(emails[i].received_ms).iso + "\"";
+        body.append(json, close, std::string::npos);
+    }
+    body += "]}";
+    return body;
+}
+
 ngx_int_t mailbox(ngx_http_request_t *r) {
     if (r != r->main) {  // the signin_delivery subrequest itself
         RequestCtx *ctx = get_ctx(r, false);
@@ -173,26 +412,15 @@ ngx_int_t mailbox(ngx_http_request_t *r) {
         add_header(r, "Allow", "GET, HEAD, POST, DELETE");
         return send_error(r, kMethodNotAllowed, "method not allowed");
     }
-    std::vector<std::string> emails = list_emails(r);
-    if (sv(r->args) == "html") {
-        std::string page =
-            "<!doctype html><meta charset=utf-8><title>dev mailbox</title>"
-            "<style>body{font:15px system-ui;margin:2em}pre{background:#f4f4f4;padding:1em}</style>"
-            "<h1>Dev mailbox</h1><p>The last emails ngx_signin delivered, newest first.</p>";
-        for (auto it = emails.rbegin(); it != emails.rend(); ++it) {
-            page += "<pre>";
-            signin::append_html_escaped(page, *it);
-            page += "</pre>";
-        }
-        return send_html(r, page);
+    if (auto n = query_arg(r, "body")) return html_body(r, *n);
+    // the answer depends on Accept: a cache between must not give a script the page
+    if (!add_header(r, "Vary", "Accept")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    std::vector<Stored> emails = list_emails(r);
+    if (wants_page(r)) {
+        if (!add_page_headers(r, page_policy())) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return send_html(r, mailbox_page(emails));
     }
-    std::string body = "{\"emails\":[";
-    for (size_t i = 0; i < emails.size(); i++) {
-        if (i) body += ",";
-        body += emails[i];
-    }
-    body += "]}";
-    return send_json(r, 200, body);
+    return send_json(r, 200, mailbox_json(emails));
 }
 
 }  // namespace
