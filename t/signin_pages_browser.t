@@ -50,4 +50,18 @@ for my $png (@{ $seen->{screenshots} || [] }) {
     copy($png, $ENV{SIGNIN_SHOTS}) if $ENV{SIGNIN_SHOTS};
 }
 $t->done;
+
+# registration off: the page asks /login and says what that means; an account made by the admin tool signs in
+$t = SigninTest->new;
+$t->run(http => $t->signin_http(extra => q{signin_limits off;}, auth => q{signin_pages on;}) =~ s/signin_registration on;/signin_registration off;/r);
+my $member = 'member@example.com';
+my ($rc, $admin_out) = $t->admin('invite', $member);
+is $rc, 0, 'signin-admin invite makes an account' or diag $admin_out;
+$out = `cd $root/t && node browser/pages_closed.mjs ${\ $t->origin} $member 2>&1`;
+is $? >> 8, 0, 'the walk with registration off ran' or diag $out;
+($line) = grep { /^\{"checks"/ } split /\n/, $out;
+$seen = eval { decode_json($line // '') } || {};
+ok @{ $seen->{checks} || [] } >= 6, 'it reported its observations' or diag $out;
+ok $_->{ok}, $_->{name} or diag $_->{detail} for @{ $seen->{checks} || [] };
+$t->done;
 done_testing;
