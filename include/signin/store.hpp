@@ -62,6 +62,9 @@ public:
     virtual std::vector<OutboxRecord> outbox_due(Millis now, std::size_t limit) = 0;
     virtual std::optional<OutboxRecord> outbox(std::string_view key) = 0;
     virtual std::size_t outbox_count() = 0;
+    // A user's second factors; nullopt when the user never had one.
+    virtual std::optional<MfaRecord> mfa(std::string_view user_id) = 0;
+    virtual std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) = 0;
 };
 
 // One atomic, serialized write. Destroying it without commit() aborts it.
@@ -77,7 +80,12 @@ public:
     // Writes r under a fresh key made from r.due_at, stored into r.key.
     virtual void put_outbox(OutboxRecord &r) = 0;
     virtual void del_outbox(std::string_view key) = 0;
-    // Deletes expired tokens and sessions (at most `budget` records); returns how many.
+    virtual void put_mfa(const MfaRecord &m) = 0;
+    virtual void del_mfa(std::string_view user_id) = 0;
+    virtual void put_mfa_pending(const MfaPendingRecord &p) = 0;
+    virtual void del_mfa_pending(std::string_view hash) = 0;
+    // Deletes expired tokens, sessions and pending second-factor steps (at most `budget`
+    // records); returns how many.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
     // Deletes audit entries recorded before `before`, oldest first (at most `budget`); returns how many.
     virtual std::size_t purge_audit(Millis before, std::size_t budget) = 0;

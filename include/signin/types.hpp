@@ -90,6 +90,39 @@ struct SessionRecord {
     Millis expires_at = 0;  // absolute expiry
     std::string client;
     std::string user_agent;
+    bool mfa = false;  // the sign-in passed a second factor (DESIGN §9.3: $signin_mfa, signin_require mfa)
+};
+
+// A user's second factors (DESIGN §9.3), one record per user, keyed by the user id. The TOTP
+// secrets are sealed under the key file (signin_secret_key), never in clear in the store.
+struct MfaRecord {
+    std::string user_id;
+    std::string totp_sealed;         // the confirmed TOTP secret, sealed; empty: no TOTP
+    std::string pending_sealed;      // a setup's secret until its first code confirms it; empty: none
+    Millis pending_expires_at = 0;   // when that setup lapses
+    std::int64_t last_step = -1;     // the last TOTP time step accepted: it and older are never accepted again
+    std::vector<std::string> recovery_hashes;  // the digests of the unused recovery codes
+    struct Device {
+        std::string hash;  // digest of the remembered device's cookie secret
+        Millis expires_at = 0;
+    };
+    std::vector<Device> devices;     // remembered devices (signin_mfa_remember)
+    Millis updated_at = 0;
+    bool has_factor() const { return !totp_sealed.empty(); }
+};
+
+// A sign-in that passed its first step and waits for the second factor (POST /mfa/verify or
+// /mfa/token), keyed by the hash of its mfa_token. Lives 5 minutes, dies after 5 wrong codes.
+struct MfaPendingRecord {
+    std::string hash;  // 32 raw bytes
+    std::string user_id;
+    SessionKind kind = SessionKind::Cookie;
+    SignInMethod method = SignInMethod::EmailToken;
+    std::string client;
+    std::string user_agent;
+    Millis created_at = 0;
+    Millis expires_at = 0;
+    std::uint8_t failures = 0;
 };
 
 // auth.Session: the result of an exchange or a password sign-in.
