@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     }
     try {
         signin::SessionRecord s = r::decode_session(key, in);
-        if (r::encode_session(s) != in) __builtin_trap();
+        if (!in.empty() && in[0] == static_cast<char>(r::kSessionFormat) && r::encode_session(s) != in) __builtin_trap();
     } catch (const signin::StoreError &) {
     }
     try {
@@ -35,6 +35,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
             signin::OutboxRecord o = r::decode_outbox(key, in.substr(16));
             if (r::encode_outbox(o) != in.substr(16)) __builtin_trap();
         }
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        signin::MfaRecord m = r::decode_mfa(key, in);
+        if (r::encode_mfa(m) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        signin::MfaPendingRecord p = r::decode_mfa_pending(key, in);
+        if (r::encode_mfa_pending(p) != in) __builtin_trap();
     } catch (const signin::StoreError &) {
     }
     try {

@@ -11,6 +11,8 @@
 //   user_sessions  (DUPSORT) user id -> session id
 //   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
 //   outbox         due_at (8 bytes BE ms) + 8 random bytes -> outbox record (the delivery sealed)
+//   mfa            user id -> second-factor record (TOTP secret sealed, recovery digests, devices)
+//   mfa_pending    mfa_token hash (32 bytes) -> a sign-in waiting for its second factor
 //
 // Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
 // fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
@@ -95,7 +97,7 @@ std::string addr_token_value(const TokenRecord &t) {
 
 struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
-            session_ids = 0, user_sessions = 0, audit = 0, outbox = 0;
+            session_ids = 0, user_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0;
 };
 
 struct Env {
@@ -271,6 +273,18 @@ public:
         return st.ms_entries;
     }
 
+    std::optional<MfaRecord> mfa(std::string_view user_id) override {
+        auto v = get(env_.dbi.mfa, user_id, "read second factors");
+        if (!v) return std::nullopt;
+        return decode_mfa(user_id, *v);
+    }
+
+    std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) override {
+        auto v = get(env_.dbi.mfa_pending, hash, "read a pending second factor");
+        if (!v) return std::nullopt;
+        return decode_mfa_pending(hash, *v);
+    }
+
 protected:
     MDB_txn *live() const {
         if (txn_ == nullptr) throw StoreError(Code::StorageError, "transaction already ended");
@@ -380,6 +394,15 @@ public:
 
     void del_outbox(std::string_view key) override { del(env_.dbi.outbox, key, nullptr, "delete outbox entry"); }
 
+    void put_mfa(const MfaRecord &m) override { put(env_.dbi.mfa, m.user_id, encode_mfa(m), 0, "write second factors"); }
+    void del_mfa(std::string_view user_id) override { del(env_.dbi.mfa, user_id, nullptr, "delete second factors"); }
+    void put_mfa_pending(const MfaPendingRecord &p) override {
+        put(env_.dbi.mfa_pending, p.hash, encode_mfa_pending(p), 0, "write a pending second factor");
+    }
+    void del_mfa_pending(std::string_view hash) override {
+        del(env_.dbi.mfa_pending, hash, nullptr, "delete a pending second factor");
+    }
+
     // A plain full scan of tokens and sessions: both tables are small (live tokens expire in
     // minutes, sessions are bounded per user), and the budget bounds the deletions per call.
     std::size_t purge_expired(Millis now, std::size_t budget) override {
@@ -387,7 +410,19 @@ public:
         for (const auto &h : tokens) del_token(h);
         std::vector<std::string> sessions = expired(env_.dbi.sessions, now, budget - tokens.size(), false);
         for (const auto &h : sessions) del_session(h);
-        return tokens.size() + sessions.size();
+        std::size_t pending = 0;  // sign-ins waiting for a second factor: 5 minutes each
+        {
+            Cursor c(env_.env, live(), env_.dbi.mfa_pending);
+            MDB_val k{}, d{};
+            for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
+                 rc == 0 && tokens.size() + sessions.size() + pending < budget;
+                 rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+                if (decode_mfa_pending(view(k), view(d)).expires_at > now) continue;
+                check(env_.env, mdb_cursor_del(c.get(), 0), "delete an expired pending second factor");
+                ++pending;
+            }
+        }
+        return tokens.size() + sessions.size() + pending;
     }
 
     // Audit keys start with the entry's time (big-endian): the oldest come first.
@@ -570,6 +605,8 @@ void LmdbStore::open_tables() {
         open("user_sessions", MDB_DUPSORT, d.user_sessions);
         open("audit", 0, d.audit);
         open("outbox", 0, d.outbox);  // added without a schema change: a new table, created empty
+        open("mfa", 0, d.mfa);                  // the same
+        open("mfa_pending", 0, d.mfa_pending);  // the same
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

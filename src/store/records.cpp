@@ -187,7 +187,7 @@ TokenRecord decode_token(std::string_view key, std::string_view data) {
 std::string encode_session(const SessionRecord &s) {
     Writer w(1 + 4 * 4 + 2 + 8 * 3 + s.id.size() + s.user_id.size() + s.client.size() +
              s.user_agent.size());
-    w.u8(kRecordFormat);
+    w.u8(kSessionFormat);
     w.str(s.id);
     w.str(s.user_id);
     w.u8(static_cast<std::uint8_t>(s.kind));
@@ -197,11 +197,12 @@ std::string encode_session(const SessionRecord &s) {
     w.i64(s.expires_at);
     w.str(s.client);
     w.str(s.user_agent);
+    w.u8(s.mfa ? 1 : 0);
     return w.data();
 }
 
 SessionRecord decode_session(std::string_view key, std::string_view data) {
-    Reader r(data, "session");
+    Reader r(data, "session", kSessionFormat);
     SessionRecord s;
     s.hash = std::string(key);
     s.id = r.str();
@@ -213,8 +214,89 @@ SessionRecord decode_session(std::string_view key, std::string_view data) {
     s.expires_at = r.i64();
     s.client = r.str();
     s.user_agent = r.str();
+    if (r.version() >= 2) s.mfa = r.boolean();  // format 2 added the second factor
     r.done();
     return s;
+}
+
+// At most this many recovery codes and remembered devices are kept per user (a bound on the
+// record, whatever a caller does).
+constexpr std::size_t kMaxMfaList = 64;
+
+std::string encode_mfa(const MfaRecord &m) {
+    if (m.recovery_hashes.size() > kMaxMfaList || m.devices.size() > kMaxMfaList) {
+        throw StoreError(Code::StorageError, "too many recovery codes or devices to store");
+    }
+    Writer w(1 + 4 * 2 + 8 * 3 + 2 + m.totp_sealed.size() + m.pending_sealed.size() +
+             m.recovery_hashes.size() * 36 + m.devices.size() * 44);
+    w.u8(kRecordFormat);
+    w.str(m.totp_sealed);
+    w.str(m.pending_sealed);
+    w.i64(m.pending_expires_at);
+    w.i64(m.last_step);
+    w.u8(static_cast<std::uint8_t>(m.recovery_hashes.size()));
+    for (const auto &h : m.recovery_hashes) w.str(h);
+    w.u8(static_cast<std::uint8_t>(m.devices.size()));
+    for (const auto &d : m.devices) {
+        w.str(d.hash);
+        w.i64(d.expires_at);
+    }
+    w.i64(m.updated_at);
+    return w.data();
+}
+
+MfaRecord decode_mfa(std::string_view key, std::string_view data) {
+    Reader r(data, "mfa");
+    MfaRecord m;
+    m.user_id = std::string(key);
+    m.totp_sealed = r.str();
+    m.pending_sealed = r.str();
+    m.pending_expires_at = r.i64();
+    m.last_step = r.i64();
+    const std::size_t codes = r.u8();
+    if (codes > kMaxMfaList) corrupt("mfa: too many recovery codes");
+    for (std::size_t i = 0; i < codes; i++) m.recovery_hashes.push_back(r.str());
+    const std::size_t devices = r.u8();
+    if (devices > kMaxMfaList) corrupt("mfa: too many devices");
+    for (std::size_t i = 0; i < devices; i++) {
+        MfaRecord::Device d;
+        d.hash = r.str();
+        d.expires_at = r.i64();
+        m.devices.push_back(std::move(d));
+    }
+    m.updated_at = r.i64();
+    r.done();
+    return m;
+}
+
+std::string encode_mfa_pending(const MfaPendingRecord &p) {
+    Writer w(1 + 4 * 3 + 2 + 8 * 2 + 1 + p.user_id.size() + p.client.size() + p.user_agent.size());
+    w.u8(kRecordFormat);
+    w.str(p.user_id);
+    w.u8(static_cast<std::uint8_t>(p.kind));
+    w.u8(static_cast<std::uint8_t>(p.method));
+    w.str(p.client);
+    w.str(p.user_agent);
+    w.i64(p.created_at);
+    w.i64(p.expires_at);
+    w.u8(p.failures);
+    return w.data();
+}
+
+MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data) {
+    Reader r(data, "mfa pending");
+    MfaPendingRecord p;
+    p.hash = std::string(key);
+    p.user_id = r.str();
+    p.kind = r.enumeration<SessionKind>(1, 2);
+    p.method = r.enumeration<SignInMethod>(1, 2);
+    p.client = r.str();
+    p.user_agent = r.str();
+    p.created_at = r.i64();
+    p.expires_at = r.i64();
+    p.failures = r.u8();
+    r.done();
+    return p;
 }
 
 std::string encode_outbox(const OutboxRecord &o) {

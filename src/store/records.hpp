@@ -16,6 +16,8 @@ inline constexpr unsigned char kRecordFormat = 1;
 inline constexpr unsigned char kUserFormat = 2;
 // Tokens: format 2 adds the short code's digest and its failures.
 inline constexpr unsigned char kTokenFormat = 2;
+// Sessions: format 2 adds whether the sign-in passed a second factor.
+inline constexpr unsigned char kSessionFormat = 2;
 
 [[noreturn]] void corrupt(std::string_view what);
 
@@ -28,6 +30,10 @@ std::string encode_token(const TokenRecord &t);
 TokenRecord decode_token(std::string_view key, std::string_view data);
 std::string encode_session(const SessionRecord &s);
 SessionRecord decode_session(std::string_view key, std::string_view data);
+std::string encode_mfa(const MfaRecord &m);
+MfaRecord decode_mfa(std::string_view key, std::string_view data);
+std::string encode_mfa_pending(const MfaPendingRecord &p);
+MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data);
 std::string encode_outbox(const OutboxRecord &o);
 OutboxRecord decode_outbox(std::string_view key, std::string_view data);
 // Audit entries are JSON (readable with mdb_dump); the key is the time (BE) and 8 random bytes.

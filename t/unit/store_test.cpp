@@ -622,3 +622,133 @@ TEST_F(StoreTest, UsersAreListedInIdOrderAPageAtATime) {
 }
 
 }  // namespace
+
+// ---- second factors (DESIGN §9.3) -----------------------------------------------------------
+
+TEST_F(StoreTest, SecondFactorRecordsRoundTrip) {
+    Store &s = open();
+    MfaRecord m;
+    m.user_id = "u-mfa";
+    m.totp_sealed = std::string("\x01sealed\x00secret", 14);
+    m.pending_sealed = "pending";
+    m.pending_expires_at = 1234;
+    m.last_step = 56789;
+    m.recovery_hashes = {hash_of(1), hash_of(2)};
+    m.devices = {{hash_of(3), 999}, {hash_of(4), 1000}};
+    m.updated_at = 42;
+    MfaPendingRecord p;
+    p.hash = hash_of(5);
+    p.user_id = "u-mfa";
+    p.kind = SessionKind::Bearer;
+    p.method = SignInMethod::Password;
+    p.client = "10.0.0.1";
+    p.user_agent = "agent";
+    p.created_at = 10;
+    p.expires_at = 20;
+    p.failures = 3;
+    {
+        auto w = s.write();
+        w->put_mfa(m);
+        w->put_mfa_pending(p);
+        w->commit();
+    }
+    auto r = s.read();
+    auto got = r->mfa("u-mfa");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->totp_sealed, m.totp_sealed);
+    EXPECT_EQ(got->pending_sealed, "pending");
+    EXPECT_EQ(got->pending_expires_at, 1234);
+    EXPECT_EQ(got->last_step, 56789);
+    EXPECT_EQ(got->recovery_hashes, m.recovery_hashes);
+    ASSERT_EQ(got->devices.size(), 2U);
+    EXPECT_EQ(got->devices[1].hash, hash_of(4));
+    EXPECT_EQ(got->devices[1].expires_at, 1000);
+    EXPECT_TRUE(got->has_factor());
+    auto gp = r->mfa_pending(hash_of(5));
+    ASSERT_TRUE(gp);
+    EXPECT_EQ(gp->user_id, "u-mfa");
+    EXPECT_EQ(gp->kind, SessionKind::Bearer);
+    EXPECT_EQ(gp->method, SignInMethod::Password);
+    EXPECT_EQ(gp->failures, 3);
+    EXPECT_FALSE(r->mfa("someone-else"));
+    EXPECT_FALSE(r->mfa_pending(hash_of(6)));
+    r.reset();
+    {
+        auto w = s.write();
+        w->del_mfa("u-mfa");
+        w->del_mfa_pending(hash_of(5));
+        w->del_mfa("never-there");
+        w->commit();
+    }
+    EXPECT_FALSE(s.read()->mfa("u-mfa"));
+    EXPECT_FALSE(s.read()->mfa_pending(hash_of(5)));
+}
+
+TEST_F(StoreTest, ExpiredPendingSecondFactorsArePurged) {
+    Store &s = open();
+    {
+        auto w = s.write();
+        for (int i = 0; i < 4; i++) {
+            MfaPendingRecord p;
+            p.hash = hash_of(100 + i);
+            p.user_id = "u";
+            p.expires_at = i < 3 ? 100 : 10'000;  // three expired at 100, one alive
+            w->put_mfa_pending(p);
+        }
+        w->commit();
+    }
+    auto w = s.write();
+    EXPECT_EQ(w->purge_expired(500, 2), 2U);  // the budget holds
+    EXPECT_EQ(w->purge_expired(500, 100), 1U);
+    EXPECT_EQ(w->purge_expired(500, 100), 0U);
+    EXPECT_TRUE(w->mfa_pending(hash_of(103)));
+    w->commit();
+}
+
+TEST_F(StoreTest, SessionsRememberTheirSecondFactor) {
+    Store &s = open();
+    SessionRecord rec;
+    rec.hash = hash_of(7);
+    rec.id = "sid-7";
+    rec.user_id = "u";
+    rec.expires_at = 1;
+    rec.mfa = true;
+    {
+        auto w = s.write();
+        w->put_session(rec);
+        w->commit();
+    }
+    auto got = s.read()->session(hash_of(7));
+    ASSERT_TRUE(got);
+    EXPECT_TRUE(got->mfa);
+}
+
+// A session written before format 2 (no second-factor byte) is still read, as without one.
+TEST_F(StoreTest, SessionsOfTheFirstFormatAreRead) {
+    open();
+    store_.reset();
+    std::string v(1, '\x01');
+    auto str = [&v](const std::string &x) {
+        for (int i = 0; i < 4; i++) v.push_back(static_cast<char>((x.size() >> (8 * i)) & 0xff));
+        v += x;
+    };
+    auto i64 = [&v](std::int64_t x) {
+        for (int i = 0; i < 8; i++) v.push_back(static_cast<char>((static_cast<std::uint64_t>(x) >> (8 * i)) & 0xff));
+    };
+    str("sid-old");
+    str("u-old");
+    v.push_back('\x01');
+    v.push_back('\x01');
+    i64(1);
+    i64(2);
+    i64(3);
+    str("client");
+    str("agent");
+    raw_put("sessions", hash_of(8), v);
+    Store &s = open();
+    auto got = s.read()->session(hash_of(8));
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->user_id, "u-old");
+    EXPECT_EQ(got->user_agent, "agent");
+    EXPECT_FALSE(got->mfa);
+}
