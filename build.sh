@@ -28,13 +28,15 @@ DEB_PACKAGES=(
     nginx nginx-dev                       # the stock binary the module loads into, and its headers
     g++ make cmake pkg-config             # toolchain
     libsodium-dev libcjson-dev libicu-dev liblmdb-dev lmdb-utils
+    liboath-dev libqrencode-dev           # second factors: TOTP checks, the enrollment QR code
+    oathtool                              # the tests make TOTP codes with another implementation
     libgtest-dev                          # core unit tests
     libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
     perl                                  # prove and the t/*.t harness (core modules only)
     python3 python3-argon2                # cross-checks of password hashes by another implementation
     python3-jwt python3-cryptography      # an independent JOSE library verifies $signin_assertion
     wrk                                   # ./build.sh bench
-    chromium                              # the browser test of the demo page (t/signin_browser.t)
+    chromium                              # the browser tests of the pages (t/signin_pages_browser.t)
     clang libclang-rt-dev                 # fuzz/ (libFuzzer, ASan, UBSan): ./build.sh fuzz, and a short run in test
     curl ca-certificates procps
 )

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "signin/engine.hpp"
+#include "signin/mfa.hpp"
 #include "signin/outbox.hpp"
 #include "signin/passwords.hpp"
 #include "signin/sessions.hpp"
@@ -25,18 +26,21 @@ public:
           tokens_(*this),
           sessions_(*this),
           passwords_(*this, tokens_),
-          outbox_(*this) {}
+          outbox_(*this),
+          mfa_(*this) {}
 
     Tokens &tokens() { return tokens_; }
     Sessions &sessions() { return sessions_; }
     Passwords &passwords() { return passwords_; }
     Outbox &outbox() { return outbox_; }
+    Mfa &mfa() { return mfa_; }
 
 private:
     Tokens tokens_;
     Sessions sessions_;
     Passwords passwords_;
     Outbox outbox_;
+    Mfa mfa_;
 };
 
 // SPEC-named free functions (auth.*), for callers who prefer the spec's spelling.
@@ -47,6 +51,9 @@ inline Status request_token_from(Identity &id, std::string_view email, Intent in
 }
 inline Result<Session> exchange_from(Identity &id, const Secret &token, std::string_view client) {
     return id.tokens().exchange_from(token, client);
+}
+inline Result<SignInStep> exchange_step(Identity &id, const Secret &token, std::string_view client) {
+    return id.tokens().exchange_step_from(token, client);
 }
 inline Result<Principal> authenticate_from(Identity &id, const Secret &token, std::string_view client) {
     return id.sessions().authenticate_from(token, client);

@@ -14,6 +14,7 @@
 #include "signin/access.hpp"
 #include "signin/outbox.hpp"
 #include "signin/password.hpp"
+#include "signin/secret_key.hpp"
 #include "signin/store.hpp"
 #include "signin/types.hpp"
 
@@ -45,6 +46,14 @@ struct Policy {
     unsigned password_min_length = password::kDefaultMinLength;  // code points; not below 8
     password::HashParams password_hash;         // Argon2id 19 MiB, 2 iterations
     AttemptLimits attempts;                     // the default limiter's numbers (SPEC §8)
+    // Second factors (DESIGN §9.3). Off: the mfa operations answer MfaDisabled and no way in asks
+    // for a factor.
+    bool with_mfa = false;
+    Millis mfa_pending_ttl = 5 * 60 * 1000;      // a sign-in waits this long for its factor
+    unsigned mfa_pending_failures = 5;           // ... and dies at this many wrong codes
+    Millis mfa_setup_ttl = 10 * 60 * 1000;       // a TOTP setup waits this long for its first code
+    Millis mfa_remember = 30LL * 24 * 3600 * 1000;  // remembered devices (0: never remembered)
+    std::string mfa_issuer;                      // the otpauth issuer (signin_site_name); "" = the origin's host
 };
 
 // A configured origin: "https://app.example.com" or a loopback "http://127.0.0.1:8080".
@@ -110,6 +119,11 @@ public:
     void use_outbox(const OutboxSettings &settings);
     bool has_outbox() const { return outbox_.has_value(); }
 
+    // The key file's key (secret_key.hpp): second-factor secrets are sealed under a subkey of it,
+    // so a copy of the store alone gives nobody's codes. Set once, before the engine serves;
+    // without it, enrolling a second factor fails.
+    void use_secret_key(const SecretKey &key);
+
     // Group commit for a transport: runs `operations` (engine calls on this thread), each of
     // whose writes is a nested transaction of one batch (a failed operation leaves the others
     // alone), and makes the whole batch durable with one commit. An error when that commit
@@ -123,6 +137,7 @@ private:
     friend class Sessions;
     friend class Passwords;
     friend class Outbox;
+    friend class Mfa;
 
     struct OutboxState {
         SecretKey key;  // the outbox's subkey
@@ -133,7 +148,15 @@ private:
     // it with its secret: one place for every way in (email token, password).
     Session open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                          std::string_view client, std::string_view user_agent, Millis now,
-                         std::string detail) const;
+                         std::string detail, bool mfa = false) const;
+    // Every way in ends here (email token, password; later passkeys and providers): a session, or
+    // for a user with a second factor a pending step, unless `device` is a remembered device of
+    // this user. The caller commits txn.
+    SignInStep sign_in(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
+                       std::string_view client, std::string_view user_agent, Millis now, std::string detail,
+                       const Secret *device) const;
+    // Ends every remembered device of a user (password set or changed, factor disabled); the caller commits.
+    void forget_devices(WriteTxn &txn, const User &user, std::string_view client, Millis now) const;
     // Calls the delivery function; Code::DeliveryFailed when there is none.
     Status deliver(const Delivery &d) const;
     // With an outbox: writes d to it in txn (the caller commits), held by the caller (the first
@@ -148,6 +171,7 @@ private:
     DeliveryFn deliver_;
     std::shared_ptr<const Clock> clock_;
     std::optional<OutboxState> outbox_;
+    std::optional<SecretKey> mfa_key_;  // the subkey that seals TOTP secrets
 };
 
 }  // namespace signin

@@ -18,16 +18,6 @@
 
 namespace signin {
 
-// auth.login_password_step: where a password sign-in stands. Second factors are a later issue:
-// then a user with one gets SecondFactorPending (no session yet) and passes the factor to finish.
-struct SignInStep {
-    enum class State : std::uint8_t { SignedIn = 1, SecondFactorPending = 2 };
-    State state = State::SignedIn;
-    std::optional<Session> session;  // set when SignedIn
-    std::string pending_user_id;     // set when SecondFactorPending
-    bool signed_in() const { return state == State::SignedIn; }
-};
-
 // What a password change decided: the PasswordChanged notice to deliver (its token is empty).
 // With an outbox (Engine::use_outbox), the notice is also written there, under outbox_key.
 struct PasswordChange {
@@ -108,9 +98,12 @@ public:
 
     // auth.login_password_step: a wrong password, an unknown address, an account without a
     // password and a suspended account all give Code::InvalidCredentials after the same work.
+    // A user with a second factor gets SecondFactorPending unless `device` is one of their
+    // remembered devices (DESIGN §9.3).
     Result<SignInStep> login_password_step(std::string_view email, const Secret &password,
                                            std::string_view client, SessionKind kind = SessionKind::Cookie,
-                                           std::string_view user_agent = {}, std::string_view group = {});
+                                           std::string_view user_agent = {}, std::string_view group = {},
+                                           const Secret *device = nullptr);
     // The two halves of login_password_step, so that a transport can run the Argon2id verify in
     // one thread and the write with its other writes. check_password_login writes nothing to the
     // store; finish_password_login re-reads the account (a password changed or an account
@@ -119,7 +112,7 @@ public:
     Result<PasswordLoginCheck> check_password_login(std::string_view email, const Secret &password,
                                                     std::string_view client, SessionKind kind = SessionKind::Cookie,
                                                     std::string_view user_agent = {}, std::string_view group = {});
-    Result<SignInStep> finish_password_login(const PasswordLoginCheck &check);
+    Result<SignInStep> finish_password_login(const PasswordLoginCheck &check, const Secret *device = nullptr);
     // auth.login_password_from: a Session, for apps without second factors.
     Result<Session> login_password_from(std::string_view email, const Secret &password, std::string_view client,
                                         SessionKind kind = SessionKind::Cookie, std::string_view user_agent = {},

@@ -61,6 +61,15 @@ public:
     Result<Session> exchange_code_from(std::string_view email, std::string_view code, std::string_view group,
                                        std::string_view client, SessionKind kind = SessionKind::Cookie,
                                        std::string_view user_agent = {});
+    // auth.exchange_step (DESIGN §9.3): the same, for sites with second factors. A user with one
+    // gets SecondFactorPending (no session) unless `device` is one of their remembered devices;
+    // exchange_from and exchange_code_from answer Code::MfaRequired for such a user instead.
+    Result<SignInStep> exchange_step_from(const Secret &token, std::string_view client,
+                                          SessionKind kind = SessionKind::Cookie, std::string_view user_agent = {},
+                                          const Secret *device = nullptr);
+    Result<SignInStep> exchange_code_step_from(std::string_view email, std::string_view code, std::string_view group,
+                                               std::string_view client, SessionKind kind = SessionKind::Cookie,
+                                               std::string_view user_agent = {}, const Secret *device = nullptr);
 
 private:
     // A password registration is a Registration token that keeps the password's hash, delivered
@@ -76,8 +85,8 @@ private:
     // The writes of an issued token (token, address index, outbox entry), undone in the same
     // transaction: a request that sends nothing costs the store what one that sends costs, so
     // that the time of its answer does not tell whether the address has an account.
-    Result<Session> spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
-                          std::string_view user_agent, Millis now);
+    Result<SignInStep> spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
+                             std::string_view user_agent, Millis now, const Secret *device);
     void decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
                      Millis now);
 

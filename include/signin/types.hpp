@@ -134,6 +134,20 @@ struct Session {
     SessionKind kind = SessionKind::Cookie;
 };
 
+// Where a sign-in stands (SPEC auth.exchange_step, auth.login_password_step): signed in, or,
+// for a user with a second factor, waiting for it (DESIGN §9.3): then mfa_token is the secret
+// that POST /mfa/verify or /mfa/token finishes it with, within 5 minutes.
+struct SignInStep {
+    enum class State : std::uint8_t { SignedIn = 1, SecondFactorPending = 2 };
+    State state = State::SignedIn;
+    std::optional<Session> session;  // set when SignedIn
+    std::string pending_user_id;     // set when SecondFactorPending
+    Secret mfa_token;                // set when SecondFactorPending
+    Millis mfa_expires_at = 0;
+    std::vector<std::string> methods;  // the factors that finish it: "totp", "recovery_code"
+    bool signed_in() const { return state == State::SignedIn; }
+};
+
 // The caller behind a session token.
 struct Principal {
     User user;
@@ -187,6 +201,9 @@ enum class Code : std::uint8_t {
     FreshSessionRequired,  // fresh_session_required: setting a password needs a fresh email-token session
     NoPassword,            // no_password: changing a password of an account without one
     Forbidden,             // forbidden: signed in, and the location's access rules refuse this account
+    MfaRequired,           // mfa_required: this way in, or this location, needs the second factor
+    InvalidCode,           // invalid_code: a wrong second-factor code or recovery code
+    MfaDisabled,           // mfa_disabled: signin_mfa is off
 };
 std::string_view code_name(Code c);
 

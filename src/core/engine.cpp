@@ -56,7 +56,7 @@ Millis Engine::now() const { return clock_->now(); }
 
 Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                              std::string_view client, std::string_view user_agent, Millis now,
-                             std::string detail) const {
+                             std::string detail, bool mfa) const {
     std::string secret = enc::random_secret(32);
     SessionRecord s;
     s.hash = secret_hash(secret);
@@ -69,6 +69,7 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     s.expires_at = now + (kind == SessionKind::Bearer ? policy_.bearer_ttl : policy_.session_ttl);
     s.client = std::string(client.substr(0, 64));
     s.user_agent = std::string(user_agent.substr(0, 256));
+    s.mfa = mfa;
     txn.put_session(s);
     txn.append_audit(detail::audit(now, "session.created", user.email, client, user.id, detail));
     Session out;
@@ -78,6 +79,63 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     out.id = s.id;
     out.kind = kind;
     return out;
+}
+
+SignInStep Engine::sign_in(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
+                           std::string_view client, std::string_view user_agent, Millis now, std::string detail,
+                           const Secret *device) const {
+    SignInStep step;
+    auto factors = policy_.with_mfa ? txn.mfa(user.id) : std::nullopt;
+    if (factors && factors->has_factor()) {
+        const std::string h = device != nullptr && !device->empty() ? secret_hash(device->reveal()) : std::string();
+        const bool remembered =
+            !h.empty() && policy_.mfa_remember > 0 &&
+            std::any_of(factors->devices.begin(), factors->devices.end(), [&](const MfaRecord::Device &d) {
+                return d.expires_at > now && d.hash.size() == h.size() &&
+                       sodium_memcmp(d.hash.data(), h.data(), h.size()) == 0;
+            });
+        if (!remembered) {
+            std::string secret = enc::random_secret(32);
+            MfaPendingRecord p;
+            p.hash = secret_hash(secret);
+            p.user_id = user.id;
+            p.kind = kind;
+            p.method = method;
+            p.client = std::string(client.substr(0, 64));
+            p.user_agent = std::string(user_agent.substr(0, 256));
+            p.created_at = now;
+            p.expires_at = now + policy_.mfa_pending_ttl;
+            txn.put_mfa_pending(p);
+            txn.append_audit(detail::audit(now, "mfa.required", user.email, client, user.id, detail));
+            step.state = SignInStep::State::SecondFactorPending;
+            step.pending_user_id = user.id;
+            step.mfa_token = Secret(std::move(secret));
+            step.mfa_expires_at = p.expires_at;
+            step.methods = {"totp", "recovery_code"};
+            return step;
+        }
+        detail += ":remembered_device";
+    }
+    // a remembered device passed the factor before: the session counts as two factors
+    step.session = open_session(txn, user, kind, method, client, user_agent, now, std::move(detail),
+                                factors && factors->has_factor());
+    return step;
+}
+
+void Engine::forget_devices(WriteTxn &txn, const User &user, std::string_view client, Millis now) const {
+    auto factors = txn.mfa(user.id);
+    if (!factors || factors->devices.empty()) return;
+    factors->devices.clear();
+    factors->updated_at = now;
+    txn.put_mfa(*factors);
+    txn.append_audit(detail::audit(now, "mfa.devices_forgotten", user.email, client, user.id));
+}
+
+void Engine::use_secret_key(const SecretKey &key) {
+    static constexpr char kContext[crypto_kdf_CONTEXTBYTES + 1] = "sgmfaotp";
+    SecretKey sub{};
+    crypto_kdf_derive_from_key(sub.data(), sub.size(), 1, kContext, key.data());
+    mfa_key_ = sub;
 }
 
 Status Engine::deliver(const Delivery &d) const {

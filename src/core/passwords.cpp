@@ -150,7 +150,7 @@ Result<PasswordLoginCheck> Passwords::check_password_login(std::string_view emai
     });
 }
 
-Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c) {
+Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c, const Secret *device) {
     return detail::guarded("password sign-in", [&]() -> Result<SignInStep> {
         auto txn = engine_.store_->write();
         if (!c.matched_) {
@@ -176,24 +176,20 @@ Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c)
             txn->put_user(*fresh);
             txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, c.client_, fresh->id));
         }
-        Session out = engine_.open_session(*txn, *fresh, c.kind_, SignInMethod::Password, c.client_,
-                                           c.user_agent_, now, "password:" + std::string(kind_name(c.kind_)));
+        SignInStep step = engine_.sign_in(*txn, *fresh, c.kind_, SignInMethod::Password, c.client_, c.user_agent_,
+                                          now, "password:" + std::string(kind_name(c.kind_)), device);
         txn->commit();
         limiter_->login_succeeded(c.key_, c.client_);
-
-        SignInStep step;
-        step.state = SignInStep::State::SignedIn;
-        step.session = std::move(out);
         return step;
     });
 }
 
 Result<SignInStep> Passwords::login_password_step(std::string_view email, const Secret &pw, std::string_view client,
                                                   SessionKind kind, std::string_view user_agent,
-                                                  std::string_view group) {
+                                                  std::string_view group, const Secret *device) {
     auto check = check_password_login(email, pw, client, kind, user_agent, group);
     if (!check) return check.error();
-    return finish_password_login(check.value());
+    return finish_password_login(check.value(), device);
 }
 
 Result<Session> Passwords::login_password_from(std::string_view email, const Secret &pw, std::string_view client,
@@ -202,7 +198,7 @@ Result<Session> Passwords::login_password_from(std::string_view email, const Sec
     auto step = login_password_step(email, pw, client, kind, user_agent, group);
     if (!step) return step.error();
     if (!step->signed_in() || !step->session) {
-        return Error{Code::Unauthenticated, "this account needs a second factor: use login_password_step"};
+        return Error{Code::MfaRequired, "this account has a second factor: use login_password_step and /mfa/verify"};
     }
     return std::move(*step->session);
 }
@@ -243,6 +239,7 @@ Status Passwords::store_set_password(const Principal &p, const PasswordUpdate &u
         for (const auto &s : txn->sessions_of(user->id)) {
             if (s.hash != p.session.hash) txn->del_session(s.hash);
         }
+        engine_.forget_devices(*txn, *user, client, user->updated_at);  // SPEC §3: every remembered device
         txn->append_audit(detail::audit(user->updated_at, had ? "password.reset" : "password.set", user->email,
                                         client, user->id));
         txn->commit();
@@ -317,6 +314,7 @@ Result<PasswordChange> Passwords::store_password_change(const Principal &p, cons
         for (const auto &s : txn->sessions_of(fresh->id)) {
             if (s.hash != p.session.hash) txn->del_session(s.hash);
         }
+        engine_.forget_devices(*txn, *fresh, client, now);  // SPEC §3: every remembered device
         txn->append_audit(detail::audit(fresh->updated_at, "password.changed", fresh->email, client, fresh->id));
         PasswordChange out;
         out.notice.email = fresh->email;

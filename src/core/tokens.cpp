@@ -240,10 +240,34 @@ Status Tokens::deliver_or_cancel(Result<TokenIssue> issued, std::string_view cli
     return ok_status();
 }
 
+namespace {
+
+// The Session of a step, for the operations made for apps without second factors: email alone
+// never signs in a user who has one (the token is spent all the same).
+Result<Session> session_of(Result<SignInStep> step) {
+    if (!step) return step.error();
+    if (!step->signed_in() || !step->session) {
+        return Error{Code::MfaRequired, "this account has a second factor: use the step operations and /mfa/verify"};
+    }
+    return std::move(*step->session);
+}
+
+}  // namespace
+
 Result<Session> Tokens::exchange_from(const Secret &token, std::string_view client, SessionKind kind,
                                       std::string_view user_agent) {
+    return session_of(exchange_step_from(token, client, kind, user_agent));
+}
+
+Result<Session> Tokens::exchange_code_from(std::string_view email, std::string_view code, std::string_view group,
+                                           std::string_view client, SessionKind kind, std::string_view user_agent) {
+    return session_of(exchange_code_step_from(email, code, group, client, kind, user_agent));
+}
+
+Result<SignInStep> Tokens::exchange_step_from(const Secret &token, std::string_view client, SessionKind kind,
+                                              std::string_view user_agent, const Secret *device) {
     if (!plausible_secret(token.reveal())) return Error{Code::InvalidToken, "the token is not valid"};
-    return detail::guarded("token exchange", [&]() -> Result<Session> {
+    return detail::guarded("token exchange", [&]() -> Result<SignInStep> {
         const Millis now = engine_.now();
         const std::string hash = secret_hash(token.reveal());
         auto txn = engine_.store_->write();  // check and spend in one serialized write transaction
@@ -254,19 +278,20 @@ Result<Session> Tokens::exchange_from(const Secret &token, std::string_view clie
             txn->commit();
             return Error{Code::InvalidToken, "the token is not valid"};
         }
-        return spend(*txn, *t, client, kind, user_agent, now);
+        return spend(*txn, *t, client, kind, user_agent, now, device);
     });
 }
 
-Result<Session> Tokens::exchange_code_from(std::string_view email_in, std::string_view typed_code,
-                                           std::string_view group_in, std::string_view client, SessionKind kind,
-                                           std::string_view user_agent) {
+Result<SignInStep> Tokens::exchange_code_step_from(std::string_view email_in, std::string_view typed_code,
+                                                   std::string_view group_in, std::string_view client,
+                                                   SessionKind kind, std::string_view user_agent,
+                                                   const Secret *device) {
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
     auto group = normalize_group(group_in);
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
     auto code = normalize_code(typed_code);
-    return detail::guarded("code exchange", [&]() -> Result<Session> {
+    return detail::guarded("code exchange", [&]() -> Result<SignInStep> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
         std::vector<TokenRecord> live;
@@ -277,7 +302,7 @@ Result<Session> Tokens::exchange_code_from(std::string_view email_in, std::strin
             const std::string digest = code_digest(*group, *email, *code);
             for (const auto &t : live) {
                 if (sodium_memcmp(t.code_hash.data(), digest.data(), digest.size()) == 0) {
-                    return spend(*txn, t, client, kind, user_agent, now);
+                    return spend(*txn, t, client, kind, user_agent, now, device);
                 }
             }
         }
@@ -300,9 +325,10 @@ Result<Session> Tokens::exchange_code_from(std::string_view email_in, std::strin
     });
 }
 
-// Spends t (it is gone whatever happens next) and opens a session; the caller's transaction.
-Result<Session> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
-                              std::string_view user_agent, Millis now) {
+// Spends t (it is gone whatever happens next) and opens a session, or the second-factor step;
+// the caller's transaction.
+Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
+                                 std::string_view user_agent, Millis now, const Secret *device) {
     txn.del_token(t.hash);  // spent, whatever happens next
     auto user = txn.user_by_email(t.group_id, t.email);
     if (!user && t.purpose == Purpose::Registration) {
@@ -327,8 +353,8 @@ Result<Session> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::string_v
         txn.commit();
         return Error{Code::Suspended, "this account is suspended"};
     }
-    Session out = engine_.open_session(txn, *user, kind, SignInMethod::EmailToken, client, user_agent, now,
-                                       std::string(kind_name(kind)));
+    SignInStep out = engine_.sign_in(txn, *user, kind, SignInMethod::EmailToken, client, user_agent, now,
+                                     std::string(kind_name(kind)), device);
     txn.commit();
     return out;
 }

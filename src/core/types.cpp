@@ -60,6 +60,9 @@ std::string_view code_name(Code c) {
     case Code::FreshSessionRequired: return "fresh_session_required";
     case Code::NoPassword: return "no_password";
     case Code::Forbidden: return "forbidden";
+    case Code::MfaRequired: return "mfa_required";
+    case Code::InvalidCode: return "invalid_code";
+    case Code::MfaDisabled: return "mfa_disabled";
     }
     return "internal";
 }

@@ -72,7 +72,10 @@ HttpError http_error(signin::Code code) {
     case Code::PasswordsDisabled:
     case Code::FreshSessionRequired:
     case Code::NoPassword:
-    case Code::Forbidden: status = NGX_HTTP_FORBIDDEN; break;
+    case Code::Forbidden:
+    case Code::MfaRequired:
+    case Code::MfaDisabled: status = NGX_HTTP_FORBIDDEN; break;
+    case Code::InvalidCode: status = NGX_HTTP_UNAUTHORIZED; break;
     case Code::NotFound: status = NGX_HTTP_NOT_FOUND; break;
     case Code::RateLimited: status = 429; break;
     case Code::StorageFull: status = 507; break;

@@ -1,0 +1,341 @@
+// Second factors (mfa.hpp): TOTP enrollment, recovery codes, the second step of a sign-in and
+// remembered devices, over the store's mfa and mfa_pending records.
+#include "signin/mfa.hpp"
+
+#include <sodium.h>
+
+#include <algorithm>
+
+#include "core/encoding.hpp"
+#include "core/engine_detail.hpp"
+#include "signin/codes.hpp"
+#include "signin/totp.hpp"
+
+namespace signin {
+namespace {
+
+Error disabled() { return Error{Code::MfaDisabled, "second factors are not enabled"}; }
+Error not_signed_in() { return Error{Code::Unauthenticated, "not signed in"}; }
+Error wrong_code() { return Error{Code::InvalidCode, "the code is not right"}; }
+
+// The TOTP secret sealed for one user (XChaCha20-Poly1305, the user id as associated data: a
+// sealed secret copied to another user's record does not open).
+std::string seal(const SecretKey &key, std::string_view user_id, std::string_view secret) {
+    std::string out(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + secret.size() +
+                        crypto_aead_xchacha20poly1305_ietf_ABYTES,
+                    '\0');
+    auto *nonce = reinterpret_cast<unsigned char *>(out.data());
+    randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
+    unsigned long long len = 0;
+    crypto_aead_xchacha20poly1305_ietf_encrypt(
+        nonce + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &len, reinterpret_cast<const unsigned char *>(secret.data()),
+        secret.size(), reinterpret_cast<const unsigned char *>(user_id.data()), user_id.size(), nullptr, nonce,
+        key.data());
+    out.resize(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + len);
+    return out;
+}
+
+std::optional<Secret> unseal(const SecretKey &key, std::string_view user_id, std::string_view sealed) {
+    constexpr std::size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+    if (sealed.size() < nb + crypto_aead_xchacha20poly1305_ietf_ABYTES) return std::nullopt;
+    std::string plain(sealed.size() - nb - crypto_aead_xchacha20poly1305_ietf_ABYTES, '\0');
+    unsigned long long len = 0;
+    const auto *nonce = reinterpret_cast<const unsigned char *>(sealed.data());
+    if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char *>(plain.data()), &len, nullptr,
+                                                   nonce + nb, sealed.size() - nb,
+                                                   reinterpret_cast<const unsigned char *>(user_id.data()),
+                                                   user_id.size(), nonce, key.data()) != 0) {
+        return std::nullopt;
+    }
+    plain.resize(len);
+    return Secret(std::move(plain));
+}
+
+// Recovery codes: 16 Crockford base32 characters (80 bits), shown XXXX-XXXX-XXXX-XXXX, read as
+// the short codes are (case, hyphens, spaces, I/L/O); stored as a keyed digest per user.
+std::string new_recovery_code() {
+    const std::string a = new_code(), b = new_code();
+    return format_code(a) + "-" + format_code(b);
+}
+
+std::optional<std::string> normalize_recovery_code(std::string_view typed) {
+    if (typed.size() > 64) return std::nullopt;
+    std::string flat;
+    for (char c : typed) {
+        if (c != '-' && c != ' ' && c != '\t') flat.push_back(c);
+    }
+    if (flat.size() != 16) return std::nullopt;
+    auto a = normalize_code(flat.substr(0, 8)), b = normalize_code(flat.substr(8));
+    if (!a || !b) return std::nullopt;
+    return *a + *b;
+}
+
+std::string recovery_digest(std::string_view user_id, std::string_view normalized) {
+    return secret_hash("recovery-code\n" + std::string(user_id) + "\n" + std::string(normalized));
+}
+
+// Ten new codes into m (the old set is void); returns them for the person to keep.
+std::vector<std::string> renew_recovery_codes(MfaRecord &m) {
+    std::vector<std::string> codes;
+    m.recovery_hashes.clear();
+    for (unsigned i = 0; i < Mfa::kRecoveryCodes; i++) {
+        codes.push_back(new_recovery_code());
+        m.recovery_hashes.push_back(recovery_digest(m.user_id, *normalize_recovery_code(codes.back())));
+    }
+    return codes;
+}
+
+// Which factor a code passes: a TOTP code of a step after the last one accepted (the step is
+// then recorded), or an unused recovery code (then spent). "" when neither.
+std::string pass(const SecretKey &key, MfaRecord &m, std::string_view code, std::string_view recovery_code,
+                 Millis now) {
+    if (!code.empty() && m.has_factor()) {
+        auto secret = unseal(key, m.user_id, m.totp_sealed);
+        if (!secret) return {};
+        auto step = totp::match(secret->reveal(), code, now / 1000);
+        if (step && *step > m.last_step) {
+            m.last_step = *step;
+            return "totp";
+        }
+        return {};
+    }
+    if (!recovery_code.empty()) {
+        auto normalized = normalize_recovery_code(recovery_code);
+        if (!normalized) return {};
+        const std::string digest = recovery_digest(m.user_id, *normalized);
+        auto it = std::find_if(m.recovery_hashes.begin(), m.recovery_hashes.end(), [&](const std::string &h) {
+            return h.size() == digest.size() && sodium_memcmp(h.data(), digest.data(), h.size()) == 0;
+        });
+        if (it == m.recovery_hashes.end()) return {};
+        m.recovery_hashes.erase(it);
+        return "recovery_code";
+    }
+    return {};
+}
+
+// DESIGN §9 "fresh": a session made by an email-code exchange within policy().fresh_window.
+bool fresh(const Engine &engine, const Principal &p, Millis now) {
+    return p.session.method == SignInMethod::EmailToken && now - p.session.created_at < engine.policy().fresh_window;
+}
+
+Error fresh_required(const Engine &engine) {
+    return Error{Code::FreshSessionRequired, "this needs a sign-in with an email code in the last " +
+                                                 std::to_string(engine.policy().fresh_window / 60000) + " minutes"};
+}
+
+void end_other_sessions(WriteTxn &txn, const Principal &p) {
+    for (const auto &s : txn.sessions_of(p.user.id)) {
+        if (s.hash != p.session.hash) txn.del_session(s.hash);
+    }
+}
+
+}  // namespace
+
+Result<MfaStatus> Mfa::status(const Principal &p) {
+    if (!engine_.policy().with_mfa) return disabled();
+    return detail::guarded("second factors", [&]() -> Result<MfaStatus> {
+        MfaStatus out;
+        auto m = engine_.store_->read()->mfa(p.user.id);
+        if (!m) return out;
+        const Millis now = engine_.now();
+        out.totp = m->has_factor();
+        out.recovery_codes_left = m->has_factor() ? static_cast<unsigned>(m->recovery_hashes.size()) : 0;
+        out.remembered_devices = static_cast<unsigned>(std::count_if(
+            m->devices.begin(), m->devices.end(), [now](const MfaRecord::Device &d) { return d.expires_at > now; }));
+        return out;
+    });
+}
+
+Result<TotpSetup> Mfa::setup_totp(const Principal &p, std::string_view client) {
+    if (!engine_.policy().with_mfa) return disabled();
+    const Millis now = engine_.now();
+    if (!fresh(engine_, p, now)) return fresh_required(engine_);
+    if (!engine_.mfa_key_) return Error{Code::Internal, "second factors need the secret key (signin_secret_key)"};
+    return detail::guarded("second factor setup", [&]() -> Result<TotpSetup> {
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_id(p.user.id);
+        if (!user || user->suspended || !txn->session(p.session.hash)) return not_signed_in();
+        MfaRecord m = txn->mfa(user->id).value_or(MfaRecord{});
+        m.user_id = user->id;
+        Secret raw(totp::new_secret());
+        m.pending_sealed = seal(*engine_.mfa_key_, user->id, raw.reveal());
+        m.pending_expires_at = now + engine_.policy().mfa_setup_ttl;
+        m.updated_at = now;
+        txn->put_mfa(m);
+        txn->append_audit(detail::audit(now, "mfa.setup", user->email, client, user->id, "totp"));
+        std::string issuer = engine_.policy().mfa_issuer;
+        if (issuer.empty()) {
+            const std::string &o = engine_.origin().text;
+            const auto at = o.find("://");
+            issuer = at == std::string::npos ? o : o.substr(at + 3);
+        }
+        TotpSetup out;
+        out.secret = Secret(totp::base32(raw.reveal()));
+        out.otpauth_uri = totp::otpauth_uri(issuer, user->email, raw.reveal());
+        out.qr_svg = totp::qr_svg(out.otpauth_uri);
+        txn->commit();
+        return out;
+    });
+}
+
+Result<std::vector<std::string>> Mfa::confirm_totp(const Principal &p, std::string_view code, std::string_view client) {
+    if (!engine_.policy().with_mfa) return disabled();
+    if (!engine_.mfa_key_) return Error{Code::Internal, "second factors need the secret key (signin_secret_key)"};
+    return detail::guarded("second factor confirmation", [&]() -> Result<std::vector<std::string>> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_id(p.user.id);
+        if (!user || user->suspended || !txn->session(p.session.hash)) return not_signed_in();
+        auto m = txn->mfa(user->id);
+        if (!m || m->pending_sealed.empty() || m->pending_expires_at <= now) {
+            return Error{Code::InvalidRequest, "no second factor is being set up: start again with /mfa/totp/setup"};
+        }
+        auto secret = unseal(*engine_.mfa_key_, user->id, m->pending_sealed);
+        if (!secret) return Error{Code::Internal, "the pending secret does not open with this secret key"};
+        auto step = totp::match(secret->reveal(), code, now / 1000);
+        if (!step) {
+            txn->append_audit(detail::audit(now, "mfa.failed", user->email, client, user->id, "setup"));
+            txn->commit();
+            return wrong_code();
+        }
+        m->totp_sealed = m->pending_sealed;
+        m->pending_sealed.clear();
+        m->pending_expires_at = 0;
+        m->last_step = *step;
+        m->updated_at = now;
+        std::vector<std::string> codes = renew_recovery_codes(*m);
+        txn->put_mfa(*m);
+        end_other_sessions(*txn, p);
+        if (auto mine = txn->session(p.session.hash)) {  // this session just showed the factor
+            mine->mfa = true;
+            txn->put_session(*mine);
+        }
+        txn->append_audit(detail::audit(now, "mfa.enabled", user->email, client, user->id, "totp"));
+        txn->commit();
+        return codes;
+    });
+}
+
+Result<std::vector<std::string>> Mfa::new_recovery_codes(const Principal &p, std::string_view client) {
+    if (!engine_.policy().with_mfa) return disabled();
+    const Millis now = engine_.now();
+    if (!fresh(engine_, p, now)) return fresh_required(engine_);
+    return detail::guarded("recovery codes", [&]() -> Result<std::vector<std::string>> {
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_id(p.user.id);
+        if (!user || user->suspended || !txn->session(p.session.hash)) return not_signed_in();
+        auto m = txn->mfa(user->id);
+        if (!m || !m->has_factor()) return Error{Code::InvalidRequest, "this account has no second factor"};
+        std::vector<std::string> codes = renew_recovery_codes(*m);
+        m->updated_at = now;
+        txn->put_mfa(*m);
+        txn->append_audit(detail::audit(now, "mfa.recovery_codes_renewed", user->email, client, user->id));
+        txn->commit();
+        return codes;
+    });
+}
+
+Status Mfa::disable(const Principal &p, std::string_view code, std::string_view recovery_code, std::string_view client) {
+    if (!engine_.policy().with_mfa) return disabled();
+    const Millis now = engine_.now();
+    if (!fresh(engine_, p, now)) return fresh_required(engine_);
+    if (!engine_.mfa_key_) return Error{Code::Internal, "second factors need the secret key (signin_secret_key)"};
+    return detail::guarded("second factor removal", [&]() -> Status {
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_id(p.user.id);
+        if (!user || user->suspended || !txn->session(p.session.hash)) return not_signed_in();
+        auto m = txn->mfa(user->id);
+        if (!m || !m->has_factor()) return Error{Code::InvalidRequest, "this account has no second factor"};
+        const std::string how = pass(*engine_.mfa_key_, *m, code, recovery_code, now);
+        if (how.empty()) {
+            txn->append_audit(detail::audit(now, "mfa.failed", user->email, client, user->id, "disable"));
+            txn->commit();
+            return wrong_code();
+        }
+        txn->del_mfa(user->id);  // the secret, the recovery codes and every remembered device
+        end_other_sessions(*txn, p);
+        txn->append_audit(detail::audit(now, "mfa.disabled", user->email, client, user->id, how));
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Status Mfa::forget_devices(const Principal &p, std::string_view client) {
+    if (!engine_.policy().with_mfa) return disabled();
+    return detail::guarded("remembered devices", [&]() -> Status {
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_id(p.user.id);
+        if (!user || !txn->session(p.session.hash)) return not_signed_in();
+        engine_.forget_devices(*txn, *user, client, engine_.now());
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
+                                bool remember, std::string_view client) {
+    if (!engine_.policy().with_mfa) return disabled();
+    if (!plausible_secret(mfa_token.reveal())) return Error{Code::InvalidToken, "the sign-in has expired: start again"};
+    if (code.empty() == recovery_code.empty()) {
+        return Error{Code::InvalidRequest, "send a code or a recovery_code"};
+    }
+    if (!engine_.mfa_key_) return Error{Code::Internal, "second factors need the secret key (signin_secret_key)"};
+    return detail::guarded("second factor", [&]() -> Result<MfaVerified> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();  // one serialized transaction: a code signs in once
+        const std::string hash = secret_hash(mfa_token.reveal());
+        auto pending = txn->mfa_pending(hash);
+        auto user = pending ? txn->user_by_id(pending->user_id) : std::nullopt;
+        if (!pending || pending->expires_at <= now || !user || user->suspended) {
+            if (pending) txn->del_mfa_pending(hash);
+            txn->append_audit(detail::audit(now, "mfa.invalid", user ? user->email : std::string(), client,
+                                            user ? user->id : std::string(), pending ? "expired" : "unknown"));
+            txn->commit();
+            if (user && user->suspended) return Error{Code::Suspended, "this account is suspended"};
+            return Error{Code::InvalidToken, "the sign-in has expired: start again"};
+        }
+        MfaRecord m = txn->mfa(user->id).value_or(MfaRecord{});
+        m.user_id = user->id;
+        const std::string how = pass(*engine_.mfa_key_, m, code, recovery_code, now);
+        if (how.empty()) {
+            pending->failures = static_cast<std::uint8_t>(pending->failures + 1);
+            const bool dead = pending->failures >= engine_.policy().mfa_pending_failures;
+            if (dead) {
+                txn->del_mfa_pending(hash);
+            } else {
+                txn->put_mfa_pending(*pending);
+            }
+            txn->append_audit(detail::audit(now, dead ? "mfa.locked" : "mfa.failed", user->email, client, user->id,
+                                            recovery_code.empty() ? "totp" : "recovery_code"));
+            txn->commit();
+            return wrong_code();
+        }
+        txn->del_mfa_pending(hash);
+        MfaVerified out;
+        if (remember && engine_.policy().mfa_remember > 0) {
+            std::string device = enc::random_secret(32);
+            m.devices.erase(std::remove_if(m.devices.begin(), m.devices.end(),
+                                           [now](const MfaRecord::Device &d) { return d.expires_at <= now; }),
+                            m.devices.end());
+            if (m.devices.size() >= kMaxDevices) m.devices.erase(m.devices.begin());
+            out.device_expires_at = now + engine_.policy().mfa_remember;
+            m.devices.push_back({secret_hash(device), out.device_expires_at});
+            out.device = Secret(std::move(device));
+            txn->append_audit(detail::audit(now, "mfa.device_remembered", user->email, client, user->id));
+        }
+        m.updated_at = now;
+        txn->put_mfa(m);
+        if (how == "recovery_code") {
+            txn->append_audit(detail::audit(now, "mfa.recovery_used", user->email, client, user->id,
+                                            std::to_string(m.recovery_hashes.size()) + " left"));
+        }
+        txn->append_audit(detail::audit(now, "mfa.verified", user->email, client, user->id, how));
+        out.session = engine_.open_session(*txn, *user, pending->kind, pending->method, pending->client,
+                                           pending->user_agent, now, std::string(kind_name(pending->kind)) + ":mfa",
+                                           true);
+        txn->commit();
+        return out;
+    });
+}
+
+}  // namespace signin

@@ -1,0 +1,408 @@
+// Second factors (mfa.hpp, totp.hpp, DESIGN §9.3), every rule with a fake clock. The TOTP codes
+// are made by liboath's generator from the base32 secret the setup returned (another code path
+// than the module's checks); the nginx tests use Debian's oathtool.
+#include <gtest/gtest.h>
+#include <liboath/oath.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "engine_fixtures.hpp"
+#include "signin/auth.hpp"
+#include "signin/totp.hpp"
+
+using namespace signin;
+using signin::testing::FakeClock;
+using signin::testing::Mailer;
+
+namespace {
+
+// A 6-digit code of `secret_b32` at unix time `at_ms` (liboath's generator).
+std::string code_at(const std::string &secret_b32, Millis at_ms) {
+    char *raw = nullptr;
+    size_t len = 0;
+    EXPECT_EQ(oath_base32_decode(secret_b32.data(), secret_b32.size(), &raw, &len), OATH_OK);
+    char out[16] = {};
+    EXPECT_EQ(oath_totp_generate(raw, len, static_cast<time_t>(at_ms / 1000), 30, 0, 6, out), OATH_OK);
+    std::free(raw);
+    return out;
+}
+
+std::string raw_secret(const std::string &secret_b32) {
+    char *raw = nullptr;
+    size_t len = 0;
+    EXPECT_EQ(oath_base32_decode(secret_b32.data(), secret_b32.size(), &raw, &len), OATH_OK);
+    std::string out(raw, len);
+    std::free(raw);
+    return out;
+}
+
+class MfaTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/signin-mfa-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        root_ = tmpl;
+        LmdbOptions o;
+        o.path = root_ + "/db";
+        o.map_size = 1ull << 24;
+        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        make(true);
+    }
+    void make(bool with_mfa, bool with_key = true) {
+        Policy policy;
+        policy.allow_registration = true;
+        policy.token_resend = 0;
+        policy.with_mfa = with_mfa;
+        policy.with_passwords = true;
+        policy.mfa_issuer = "Acme Tools";
+        std::string why;
+        id_ = std::make_unique<Identity>(store_, *parse_origin("https://acme.example", &why), policy, mailer_.fn(),
+                                         clock_);
+        if (with_key) {
+            SecretKey key{};
+            key.fill(7);
+            id_->use_secret_key(key);
+        }
+    }
+    void TearDown() override {
+        id_.reset();
+        store_.reset();
+        std::filesystem::remove_all(root_);
+    }
+    Delivery request(std::string_view email) {
+        EXPECT_TRUE(id_->tokens().request_token(Intent::Register, email, ""));
+        return mailer_.last();
+    }
+    Principal principal(const Session &s) { return id_->sessions().authenticate_from(s.token, "c", s.kind).value(); }
+    // A fresh session of email (an email-code exchange now).
+    Session sign_in(std::string_view email) {
+        auto s = id_->tokens().exchange_from(request(email).token, "198.51.100.1");
+        EXPECT_TRUE(s) << s.error().message;
+        return s.value();
+    }
+    // Turns TOTP on for the user of s; returns the base32 secret and the recovery codes.
+    std::pair<std::string, std::vector<std::string>> enroll(const Session &s) {
+        auto setup = id_->mfa().setup_totp(principal(s), "c");
+        EXPECT_TRUE(setup) << setup.error().message;
+        std::string secret(setup->secret.reveal());
+        auto codes = id_->mfa().confirm_totp(principal(s), code_at(secret, clock_->now()), "c");
+        EXPECT_TRUE(codes) << codes.error().message;
+        return {secret, codes.value()};
+    }
+    // An email sign-in of a user with a factor: the pending step.
+    SignInStep step(std::string_view email, const Secret *device = nullptr) {
+        auto st = id_->tokens().exchange_step_from(request(email).token, "198.51.100.2", SessionKind::Cookie, "ua",
+                                                   device);
+        EXPECT_TRUE(st) << st.error().message;
+        return st.value();
+    }
+    std::size_t sessions_of(const std::string &user_id) { return store_->read()->sessions_of(user_id).size(); }
+
+    std::string root_;
+    std::shared_ptr<Store> store_;
+    std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
+    Mailer mailer_;
+    std::unique_ptr<Identity> id_;
+};
+
+TEST(Totp, MatchesTheStepsOfTheWindowOnly) {
+    const std::string secret = totp::new_secret();
+    ASSERT_EQ(secret.size(), 20u);
+    const std::string b32 = totp::base32(secret);
+    EXPECT_EQ(b32.size(), 32u);
+    EXPECT_EQ(b32.find('='), std::string::npos);
+    const Millis now = signin::testing::kStart;
+    const std::int64_t step = now / 1000 / 30;
+    EXPECT_EQ(totp::match(secret, code_at(b32, now), now / 1000), step);
+    EXPECT_EQ(totp::match(secret, code_at(b32, now - 30000), now / 1000), step - 1);
+    EXPECT_EQ(totp::match(secret, code_at(b32, now + 30000), now / 1000), step + 1);
+    EXPECT_FALSE(totp::match(secret, code_at(b32, now - 60000), now / 1000)) << "two steps back";
+    EXPECT_FALSE(totp::match(secret, code_at(b32, now + 60000), now / 1000)) << "two steps ahead";
+    const std::string c = code_at(b32, now);
+    EXPECT_EQ(totp::match(secret, c.substr(0, 3) + " " + c.substr(3), now / 1000), step) << "a space is ignored";
+    EXPECT_FALSE(totp::match(secret, "12345", now / 1000));
+    EXPECT_FALSE(totp::match(secret, "1234567", now / 1000));
+    EXPECT_FALSE(totp::match(secret, "12345a", now / 1000));
+    EXPECT_FALSE(totp::match(secret, "", now / 1000));
+}
+
+TEST(Totp, EnrollmentUriAndQrCode) {
+    const std::string secret(20, '\x01');
+    const std::string uri = totp::otpauth_uri("Acme Tools", "ann@example.com", secret);
+    EXPECT_EQ(uri, "otpauth://totp/Acme%20Tools%3Aann%40example.com?secret=" + totp::base32(secret) +
+                       "&issuer=Acme%20Tools&algorithm=SHA1&digits=6&period=30");
+    const std::string svg = totp::qr_svg(uri);
+    EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+    EXPECT_NE(svg.find("h1v1h-1z"), std::string::npos) << "it has modules";
+    EXPECT_EQ(svg.find("<script"), std::string::npos);
+    EXPECT_THROW(totp::qr_svg(std::string(8000, 'x')), std::runtime_error) << "too long for a QR code";
+}
+
+TEST_F(MfaTest, OffMeansOff) {
+    Session s = sign_in("off@example.com");
+    make(false);
+    EXPECT_EQ(id_->mfa().status(principal(s)).error().code, Code::MfaDisabled);
+    EXPECT_EQ(id_->mfa().setup_totp(principal(s), "c").error().code, Code::MfaDisabled);
+    EXPECT_EQ(id_->mfa().verify(Secret(std::string(43, 'a')), "123456", "", false, "c").error().code,
+              Code::MfaDisabled);
+}
+
+TEST_F(MfaTest, SetupNeedsAFreshSessionAndTheKey) {
+    Session s = sign_in("fresh@example.com");
+    clock_->advance(id_->policy().fresh_window);
+    auto late = id_->mfa().setup_totp(principal(s), "c");
+    ASSERT_FALSE(late);
+    EXPECT_EQ(late.error().code, Code::FreshSessionRequired);
+    Session again = sign_in("fresh@example.com");
+    make(true, false);
+    EXPECT_EQ(id_->mfa().setup_totp(principal(again), "c").error().code, Code::Internal) << "no secret key";
+}
+
+TEST_F(MfaTest, SetupGivesWhatAnAppNeeds) {
+    Session s = sign_in("app@example.com");
+    auto setup = id_->mfa().setup_totp(principal(s), "c");
+    ASSERT_TRUE(setup) << setup.error().message;
+    const std::string secret(setup->secret.reveal());
+    EXPECT_EQ(secret.size(), 32u);
+    EXPECT_NE(setup->otpauth_uri.find("otpauth://totp/Acme%20Tools%3Aapp%40example.com?secret=" + secret),
+              std::string::npos);
+    EXPECT_EQ(setup->qr_svg.rfind("<svg", 0), 0u);
+    auto status = id_->mfa().status(principal(s));
+    ASSERT_TRUE(status);
+    EXPECT_FALSE(status->totp) << "pending until confirmed";
+    // still one factor until then: email alone signs in
+    EXPECT_TRUE(id_->tokens().exchange_from(request("app@example.com").token, "c"));
+}
+
+TEST_F(MfaTest, TheSecretIsNotInTheStoreInClear) {
+    Session s = sign_in("sealed@example.com");
+    auto [secret, codes] = enroll(s);
+    const std::string raw = raw_secret(secret);
+    std::ifstream f(root_ + "/db/data.mdb", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty());
+    EXPECT_EQ(bytes.find(raw), std::string::npos) << "the raw secret";
+    EXPECT_EQ(bytes.find(secret), std::string::npos) << "its base32";
+    for (const auto &c : codes) EXPECT_EQ(bytes.find(c), std::string::npos) << "a recovery code";
+    for (const auto &e : store_->read()->audit(100)) {
+        EXPECT_EQ(e.detail.find(secret), std::string::npos);
+    }
+}
+
+TEST_F(MfaTest, ConfirmTurnsItOnAndEndsOtherSessions) {
+    Session other = sign_in("on@example.com");
+    Session s = sign_in("on@example.com");
+    auto setup = id_->mfa().setup_totp(principal(s), "c");
+    ASSERT_TRUE(setup);
+    const std::string secret(setup->secret.reveal());
+    auto wrong = id_->mfa().confirm_totp(principal(s), "000000" == code_at(secret, clock_->now()) ? "111111" : "000000",
+                                         "c");
+    ASSERT_FALSE(wrong);
+    EXPECT_EQ(wrong.error().code, Code::InvalidCode);
+    auto codes = id_->mfa().confirm_totp(principal(s), code_at(secret, clock_->now()), "c");
+    ASSERT_TRUE(codes) << codes.error().message;
+    EXPECT_EQ(codes->size(), Mfa::kRecoveryCodes);
+    EXPECT_FALSE(id_->sessions().authenticate_from(other.token, "c")) << "every other session ended";
+    auto mine = id_->sessions().authenticate_from(s.token, "c");
+    ASSERT_TRUE(mine);
+    EXPECT_TRUE(mine->session.mfa) << "this session showed the factor";
+    auto status = id_->mfa().status(principal(s));
+    EXPECT_TRUE(status->totp);
+    EXPECT_EQ(status->recovery_codes_left, 10u);
+}
+
+TEST_F(MfaTest, EmailAloneNeverSignsInAUserWithAFactor) {
+    Session s = sign_in("two@example.com");
+    enroll(s);
+    const std::string user_id = s.user.id;
+    const std::size_t before = sessions_of(user_id);
+    auto direct = id_->tokens().exchange_from(request("two@example.com").token, "c");
+    ASSERT_FALSE(direct);
+    EXPECT_EQ(direct.error().code, Code::MfaRequired);
+    Delivery d = request("two@example.com");
+    auto by_code = id_->tokens().exchange_code_from("two@example.com", d.code, "", "c");
+    ASSERT_FALSE(by_code);
+    EXPECT_EQ(by_code.error().code, Code::MfaRequired);
+    EXPECT_FALSE(id_->tokens().exchange_from(d.token, "c")) << "the code spent the token";
+    SignInStep st = step("two@example.com");
+    EXPECT_EQ(st.state, SignInStep::State::SecondFactorPending);
+    EXPECT_FALSE(st.session);
+    EXPECT_EQ(st.mfa_token.reveal().size(), 43u);
+    EXPECT_EQ(st.mfa_expires_at, clock_->now() + 5 * 60 * 1000);
+    EXPECT_EQ(st.methods, (std::vector<std::string>{"totp", "recovery_code"}));
+    EXPECT_EQ(sessions_of(user_id), before) << "no session was made";
+}
+
+TEST_F(MfaTest, PasswordSignInStopsAtTheFactorToo) {
+    Session s = sign_in("pw@example.com");
+    ASSERT_TRUE(id_->passwords().set_password(principal(s), Secret(std::string("correct horse battery"))));
+    const std::string secret = enroll(s).first;
+    clock_->advance(30000);
+    auto st = id_->passwords().login_password_step("pw@example.com", Secret(std::string("correct horse battery")), "c");
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(st->state, SignInStep::State::SecondFactorPending);
+    auto direct = id_->passwords().login_password_from("pw@example.com", Secret(std::string("correct horse battery")), "c");
+    ASSERT_FALSE(direct);
+    EXPECT_EQ(direct.error().code, Code::MfaRequired);
+    auto done = id_->mfa().verify(st->mfa_token, code_at(secret, clock_->now()), "", false, "c");
+    ASSERT_TRUE(done) << done.error().message;
+    auto p = id_->sessions().authenticate_from(done->session.token, "c");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->session.method, SignInMethod::Password) << "the way in is kept";
+    EXPECT_TRUE(p->session.mfa);
+}
+
+TEST_F(MfaTest, ACodeIsAcceptedOnceAndOnlyInItsWindow) {
+    Session s = sign_in("step@example.com");
+    auto [secret, codes] = enroll(s);
+    // the step used to confirm is spent: its code does not finish a sign-in
+    SignInStep a = step("step@example.com");
+    auto replay = id_->mfa().verify(a.mfa_token, code_at(secret, clock_->now()), "", false, "c");
+    ASSERT_FALSE(replay);
+    EXPECT_EQ(replay.error().code, Code::InvalidCode);
+    clock_->advance(30000);
+    auto ok = id_->mfa().verify(a.mfa_token, code_at(secret, clock_->now()), "", false, "c");
+    ASSERT_TRUE(ok) << ok.error().message;
+    EXPECT_TRUE(ok->session.token.reveal().size() > 0);
+    auto p = id_->sessions().authenticate_from(ok->session.token, "c");
+    ASSERT_TRUE(p);
+    EXPECT_TRUE(p->session.mfa);
+    EXPECT_EQ(p->session.method, SignInMethod::EmailToken);
+    EXPECT_FALSE(id_->mfa().verify(a.mfa_token, code_at(secret, clock_->now() + 30000), "", false, "c"))
+        << "a finished sign-in cannot be finished again";
+    // the same code for another sign-in: refused (a step once accepted is never accepted again)
+    SignInStep b = step("step@example.com");
+    EXPECT_FALSE(id_->mfa().verify(b.mfa_token, code_at(secret, clock_->now()), "", false, "c"));
+    // the next step's code (one step ahead: within the window)
+    EXPECT_TRUE(id_->mfa().verify(b.mfa_token, code_at(secret, clock_->now() + 30000), "", false, "c"));
+    // two steps ahead is outside the window; then the previous step is behind the last accepted
+    SignInStep c = step("step@example.com");
+    EXPECT_FALSE(id_->mfa().verify(c.mfa_token, code_at(secret, clock_->now() + 90000), "", false, "c"));
+    clock_->advance(4 * 30000);  // within the pending sign-in's five minutes
+    EXPECT_FALSE(id_->mfa().verify(c.mfa_token, code_at(secret, clock_->now() - 60000), "", false, "c"))
+        << "two steps back";
+    EXPECT_TRUE(id_->mfa().verify(c.mfa_token, code_at(secret, clock_->now() - 30000), "", false, "c"))
+        << "one step back";
+}
+
+TEST_F(MfaTest, FiveWrongCodesEndThePendingSignIn) {
+    Session s = sign_in("five@example.com");
+    auto [secret, codes] = enroll(s);
+    clock_->advance(30000);
+    SignInStep st = step("five@example.com");
+    const std::string right = code_at(secret, clock_->now());
+    const std::string wrong = right == "000000" ? "111111" : "000000";
+    for (int i = 0; i < 4; i++) {
+        EXPECT_EQ(id_->mfa().verify(st.mfa_token, wrong, "", false, "c").error().code, Code::InvalidCode);
+    }
+    EXPECT_EQ(id_->mfa().verify(st.mfa_token, wrong, "", false, "c").error().code, Code::InvalidCode);
+    auto after = id_->mfa().verify(st.mfa_token, right, "", false, "c");
+    ASSERT_FALSE(after);
+    EXPECT_EQ(after.error().code, Code::InvalidToken) << "dead after five";
+    bool locked = false;
+    for (const auto &e : store_->read()->audit(20)) locked = locked || e.kind == "mfa.locked";
+    EXPECT_TRUE(locked);
+}
+
+TEST_F(MfaTest, APendingSignInLivesFiveMinutes) {
+    Session s = sign_in("late@example.com");
+    auto [secret, codes] = enroll(s);
+    SignInStep st = step("late@example.com");
+    clock_->advance(5 * 60 * 1000);
+    auto late = id_->mfa().verify(st.mfa_token, code_at(secret, clock_->now()), "", false, "c");
+    ASSERT_FALSE(late);
+    EXPECT_EQ(late.error().code, Code::InvalidToken);
+}
+
+TEST_F(MfaTest, RecoveryCodesAreSingleUseAndCounted) {
+    Session s = sign_in("rc@example.com");
+    auto [secret, codes] = enroll(s);
+    ASSERT_EQ(codes.size(), 10u);
+    EXPECT_EQ(codes[0].size(), 19u);  // XXXX-XXXX-XXXX-XXXX
+    SignInStep a = step("rc@example.com");
+    std::string typed = codes[3];
+    for (auto &c : typed) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto ok = id_->mfa().verify(a.mfa_token, "", typed, false, "c");
+    ASSERT_TRUE(ok) << ok.error().message;
+    SignInStep b = step("rc@example.com");
+    EXPECT_EQ(id_->mfa().verify(b.mfa_token, "", codes[3], false, "c").error().code, Code::InvalidCode)
+        << "used once";
+    EXPECT_EQ(id_->mfa().status(principal(ok->session)).value().recovery_codes_left, 9u);
+    bool audited = false;
+    for (const auto &e : store_->read()->audit(30)) audited = audited || e.kind == "mfa.recovery_used";
+    EXPECT_TRUE(audited);
+    // a new set voids the old one (fresh session needed)
+    auto fresh = id_->mfa().new_recovery_codes(principal(ok->session), "c");
+    ASSERT_TRUE(fresh) << fresh.error().message;
+    SignInStep c = step("rc@example.com");
+    EXPECT_FALSE(id_->mfa().verify(c.mfa_token, "", codes[4], false, "c")) << "the old set is void";
+    EXPECT_TRUE(id_->mfa().verify(c.mfa_token, "", fresh->at(0), false, "c"));
+    EXPECT_EQ(id_->mfa().verify(c.mfa_token, "123456", codes[5], false, "c").error().code, Code::InvalidRequest)
+        << "one of code and recovery_code";
+}
+
+TEST_F(MfaTest, ARememberedDeviceSkipsTheFactorForItsUserOnly) {
+    Session s = sign_in("dev@example.com");
+    auto [secret, codes] = enroll(s);
+    Session eve = sign_in("eve@example.com");
+    auto eve_secret = enroll(eve).first;
+    clock_->advance(30000);
+    SignInStep st = step("dev@example.com");
+    auto v = id_->mfa().verify(st.mfa_token, code_at(secret, clock_->now()), "", true, "c");
+    ASSERT_TRUE(v) << v.error().message;
+    ASSERT_FALSE(v->device.empty());
+    EXPECT_EQ(v->device_expires_at, clock_->now() + 30LL * 24 * 3600 * 1000);
+    SignInStep again = step("dev@example.com", &v->device);
+    ASSERT_TRUE(again.signed_in()) << "the remembered device skips the factor";
+    EXPECT_TRUE(principal(*again.session).session.mfa);
+    EXPECT_EQ(step("eve@example.com", &v->device).state, SignInStep::State::SecondFactorPending)
+        << "not for another user";
+    Secret forged(std::string(43, 'x'));
+    EXPECT_EQ(step("dev@example.com", &forged).state, SignInStep::State::SecondFactorPending);
+    EXPECT_EQ(id_->mfa().status(principal(s)).value().remembered_devices, 1u);
+    // a password change ends every remembered device (SPEC §3)
+    ASSERT_TRUE(id_->passwords().set_password(principal(*again.session), Secret(std::string("a new long password"))));
+    EXPECT_EQ(step("dev@example.com", &v->device).state, SignInStep::State::SecondFactorPending);
+    (void)eve_secret;
+}
+
+TEST_F(MfaTest, ForgetDevicesAndExpiry) {
+    Session s = sign_in("forget@example.com");
+    auto [secret, codes] = enroll(s);
+    clock_->advance(30000);
+    auto v = id_->mfa().verify(step("forget@example.com").mfa_token, code_at(secret, clock_->now()), "", true, "c");
+    ASSERT_TRUE(v);
+    ASSERT_TRUE(id_->mfa().forget_devices(principal(v->session), "c"));
+    EXPECT_EQ(step("forget@example.com", &v->device).state, SignInStep::State::SecondFactorPending);
+    clock_->advance(30000);
+    auto w = id_->mfa().verify(step("forget@example.com").mfa_token, code_at(secret, clock_->now()), "", true, "c");
+    ASSERT_TRUE(w);
+    clock_->advance(30LL * 24 * 3600 * 1000);
+    EXPECT_EQ(step("forget@example.com", &w->device).state, SignInStep::State::SecondFactorPending)
+        << "remembered for signin_mfa_remember only";
+}
+
+TEST_F(MfaTest, DisableNeedsAFreshSessionAndACode) {
+    Session s = sign_in("dis@example.com");
+    auto [secret, codes] = enroll(s);
+    clock_->advance(30000);
+    auto v = id_->mfa().verify(step("dis@example.com").mfa_token, code_at(secret, clock_->now()), "", true, "c");
+    ASSERT_TRUE(v);
+    Principal p = principal(v->session);
+    EXPECT_EQ(id_->mfa().disable(p, "000000" == code_at(secret, clock_->now() + 30000) ? "111111" : "000000", "",
+                                 "c").error().code,
+              Code::InvalidCode);
+    ASSERT_TRUE(id_->mfa().disable(p, "", codes[0], "c"));
+    EXPECT_FALSE(id_->mfa().status(p).value().totp);
+    auto direct = id_->tokens().exchange_from(request("dis@example.com").token, "c");
+    EXPECT_TRUE(direct) << "one factor again";
+    EXPECT_FALSE(id_->sessions().authenticate_from(s.token, "c")) << "other sessions ended";
+    clock_->advance(id_->policy().fresh_window);
+    EXPECT_EQ(id_->mfa().disable(principal(direct.value()), "123456", "", "c").error().code,
+              Code::FreshSessionRequired);
+}
+
+}  // namespace
