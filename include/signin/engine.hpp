@@ -98,6 +98,8 @@ public:
     Status check_origin(std::optional<std::string_view> origin, bool cookie_write) const;
     // auth.cookie_name: __Host-svc_session on https, svc_dev_session on a loopback origin.
     std::string_view cookie_name() const;
+    // The remembered device's cookie (DESIGN §9.3): __Host-svc_device, or svc_dev_device on loopback.
+    std::string_view device_cookie_name() const { return origin_.https ? "__Host-svc_device" : "svc_dev_device"; }
 
     // Administration (signin-admin): suspend or restore an account.
     Status set_suspended(std::string_view group, std::string_view email, bool suspended);

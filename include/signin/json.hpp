@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "signin/emails.hpp"
+#include "signin/mfa.hpp"
 #include "signin/types.hpp"
 
 namespace signin::json {
@@ -19,6 +20,7 @@ bool valid_utf8(std::string_view s);
 struct Field {
     std::string_view name;
     bool required;
+    bool boolean = false;  // a JSON true or false, given as "true" or "false"
 };
 
 // The string fields of a request body. They can hold passwords and tokens: the destructor wipes
@@ -33,7 +35,7 @@ struct Fields : std::map<std::string, std::string> {
     void wipe() noexcept;  // zeroes every value's whole buffer (capacity, not just size)
 };
 
-// A flat JSON object of string fields. Refuses: invalid UTF-8, malformed JSON, a non-object,
+// A flat JSON object of string fields (and booleans where the Field says so). Refuses: invalid UTF-8, malformed JSON, a non-object,
 // a field not in `fields`, a field given twice, a non-string value, a missing required field,
 // a string longer than `max_string` bytes or holding a NUL.
 Result<Fields> parse_object(std::string_view body,
@@ -85,5 +87,15 @@ std::string delivery(const Delivery &d, const Email &e);
 // {"emails": [{purpose, tag, custom, subject, text, html}, ...]}: every purpose's email, rendered
 // with a sample code and address (Emails::previews).
 std::string email_previews(const Emails &emails, std::string_view origin);
+
+// Second factors (DESIGN §9.3).
+// GET /mfa: {"totp": bool, "recovery_codes_left": N, "remembered_devices": N}
+std::string mfa_status(const MfaStatus &s);
+// POST /mfa/totp/setup: {"secret", "otpauth_uri", "qr_svg"}
+std::string totp_setup(const TotpSetup &s);
+// {"recovery_codes": [...]}
+std::string recovery_codes(const std::vector<std::string> &codes);
+// The 202 of a way in that stops at the factor: {"mfa_required": true, "mfa_token", "methods", "expires_in"}
+std::string mfa_required(const SignInStep &step, Millis now);
 
 }  // namespace signin::json

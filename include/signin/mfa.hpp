@@ -62,8 +62,10 @@ public:
     // The second step: a live mfa_token with a TOTP code or a recovery code. A wrong one counts
     // (the fifth ends the pending sign-in); Code::InvalidToken when the mfa_token is unknown,
     // expired or dead. remember: a device cookie secret for policy().mfa_remember.
+    // kind: a cookie session (/mfa/verify) or a bearer token (/mfa/token), whatever the first
+    // step was.
     Result<MfaVerified> verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
-                               bool remember, std::string_view client);
+                               bool remember, std::string_view client, SessionKind kind = SessionKind::Cookie);
 
 private:
     Engine &engine_;

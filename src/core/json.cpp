@@ -104,6 +104,11 @@ Result<Fields> parse_object(std::string_view body,
         }
         if (!f) return bad("unknown field \"" + std::string(utf8_prefix(name, 40)) + "\"");
         if (out.count(std::string(name))) return bad("field \"" + std::string(name) + "\" given twice");
+        if (f->boolean) {
+            if (!cJSON_IsBool(item)) return bad("field \"" + std::string(name) + "\" must be true or false");
+            out.emplace(std::string(name), cJSON_IsTrue(item) ? "true" : "false");
+            continue;
+        }
         if (!cJSON_IsString(item) || !item->valuestring) {
             return bad("field \"" + std::string(name) + "\" must be a string");
         }
@@ -285,6 +290,47 @@ std::string bearer(const Session &s, Millis now) {
         .key("user");
     write_user(w, s.user);
     w.end_object();
+    return w.take();
+}
+
+std::string mfa_status(const MfaStatus &s) {
+    Writer w;
+    w.begin_object()
+        .key("totp").value(s.totp)
+        .key("recovery_codes_left").value(static_cast<std::int64_t>(s.recovery_codes_left))
+        .key("remembered_devices").value(static_cast<std::int64_t>(s.remembered_devices))
+        .end_object();
+    return w.take();
+}
+
+std::string totp_setup(const TotpSetup &s) {
+    Writer w;
+    w.begin_object()
+        .key("secret").value(s.secret.reveal())
+        .key("otpauth_uri").value(s.otpauth_uri)
+        .key("qr_svg").value(s.qr_svg)
+        .end_object();
+    return w.take();
+}
+
+std::string recovery_codes(const std::vector<std::string> &codes) {
+    Writer w;
+    w.begin_object().key("recovery_codes").begin_array();
+    for (const auto &c : codes) w.value(c);
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string mfa_required(const SignInStep &step, Millis now) {
+    Writer w;
+    w.begin_object()
+        .key("mfa_required").value(true)
+        .key("mfa_token").value(step.mfa_token.reveal())
+        .key("methods").begin_array();
+    for (const auto &m : step.methods) w.value(m);
+    w.end_array()
+        .key("expires_in").value(static_cast<std::int64_t>((step.mfa_expires_at - now + 999) / 1000))
+        .end_object();
     return w.take();
 }
 

@@ -273,7 +273,7 @@ Status Mfa::forget_devices(const Principal &p, std::string_view client) {
 }
 
 Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
-                                bool remember, std::string_view client) {
+                                bool remember, std::string_view client, SessionKind kind) {
     if (!engine_.policy().with_mfa) return disabled();
     if (!plausible_secret(mfa_token.reveal())) return Error{Code::InvalidToken, "the sign-in has expired: start again"};
     if (code.empty() == recovery_code.empty()) {
@@ -312,7 +312,7 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
         }
         txn->del_mfa_pending(hash);
         MfaVerified out;
-        if (remember && engine_.policy().mfa_remember > 0) {
+        if (remember && kind == SessionKind::Cookie && engine_.policy().mfa_remember > 0) {
             std::string device = enc::random_secret(32);
             m.devices.erase(std::remove_if(m.devices.begin(), m.devices.end(),
                                            [now](const MfaRecord::Device &d) { return d.expires_at <= now; }),
@@ -330,9 +330,8 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
                                             std::to_string(m.recovery_hashes.size()) + " left"));
         }
         txn->append_audit(detail::audit(now, "mfa.verified", user->email, client, user->id, how));
-        out.session = engine_.open_session(*txn, *user, pending->kind, pending->method, pending->client,
-                                           pending->user_agent, now, std::string(kind_name(pending->kind)) + ":mfa",
-                                           true);
+        out.session = engine_.open_session(*txn, *user, kind, pending->method, pending->client, pending->user_agent,
+                                           now, std::string(kind_name(kind)) + ":mfa", true);
         txn->commit();
         return out;
     });

@@ -41,6 +41,10 @@ static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
 static ngx_conf_num_bounds_t retries_bounds = {ngx_conf_check_num_bounds, 0, 10};
 
+// signin_require on | off | mfa
+static ngx_conf_enum_t require_modes[] = {
+    {ngx_string("off"), 0}, {ngx_string("on"), 1}, {ngx_string("mfa"), 2}, {ngx_null_string, 0}};
+
 static ngx_command_t commands[] = {
     {ngx_string("signin_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_store, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},
@@ -107,8 +111,12 @@ static ngx_command_t commands[] = {
     {ngx_string("signin_body_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_size_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, body_max), nullptr},
     {ngx_string("signin_api"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
-    {ngx_string("signin_require"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
-     set_require, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, require), nullptr},
+    {ngx_string("signin_require"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     set_require, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, require), require_modes},
+    {ngx_string("signin_mfa"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot, NGX_HTTP_MAIN_CONF_OFFSET,
+     offsetof(MainConf, mfa), nullptr},
+    {ngx_string("signin_mfa_remember"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, mfa_remember), nullptr},
     {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
     {ngx_string("signin_site_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_site_name, NGX_HTTP_MAIN_CONF_OFFSET, 0,
@@ -188,6 +196,8 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->registration = NGX_CONF_UNSET;
     m->passwords = NGX_CONF_UNSET;
     m->email = NGX_CONF_UNSET;
+    m->mfa = NGX_CONF_UNSET;
+    m->mfa_remember = NGX_CONF_UNSET_MSEC;
     m->token_ttl = NGX_CONF_UNSET_MSEC;
     m->token_resend = NGX_CONF_UNSET_MSEC;
     m->tokens_per_address = NGX_CONF_UNSET_UINT;
@@ -220,11 +230,13 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_value(m->registration, 0);
     ngx_conf_init_value(m->passwords, 0);
     ngx_conf_init_value(m->email, 1);
+    ngx_conf_init_value(m->mfa, 0);
     // SPEC §8's values are written once, in the engine's Policy (DESIGN §3 rule 8)
     const signin::Policy spec;
     const signin::AttemptLimits &attempts = spec.attempts;
     auto msec = [](signin::Millis v) { return static_cast<ngx_msec_t>(v); };
     ngx_conf_init_msec_value(m->token_ttl, msec(spec.token_ttl));
+    ngx_conf_init_msec_value(m->mfa_remember, msec(spec.mfa_remember));
     ngx_conf_init_msec_value(m->token_resend, msec(spec.token_resend));
     ngx_conf_init_uint_value(m->tokens_per_address, spec.tokens_per_address);
     ngx_conf_init_msec_value(m->session_ttl, msec(spec.session_ttl));
@@ -333,6 +345,9 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     if (m->join) m->policy->may_join = std::make_shared<const signin::People>(*m->join);
     m->policy->with_email = m->email != 0;
     m->policy->with_passwords = m->passwords != 0;
+    m->policy->with_mfa = m->mfa != 0;
+    m->policy->mfa_remember = static_cast<signin::Millis>(m->mfa_remember);
+    m->policy->mfa_issuer = std::string(sv(m->site_name));
     m->policy->fresh_window = static_cast<signin::Millis>(m->password_fresh);
     m->policy->password_min_length = static_cast<unsigned>(m->password_min_length);
     m->policy->password_hash.opslimit = m->password_hash_t;
@@ -370,7 +385,7 @@ static void *create_loc_conf(ngx_conf_t *cf) {
     auto *l = static_cast<LocConf *>(ngx_pcalloc(cf->pool, sizeof(LocConf)));
     if (l == nullptr) return nullptr;
     l->api = NGX_CONF_UNSET;
-    l->require = NGX_CONF_UNSET;
+    l->require = NGX_CONF_UNSET_UINT;
     l->mailbox = NGX_CONF_UNSET;
     l->previews = NGX_CONF_UNSET;
     l->pass_credentials = NGX_CONF_UNSET;
@@ -381,7 +396,7 @@ static void *create_loc_conf(ngx_conf_t *cf) {
 static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     auto *prev = static_cast<LocConf *>(parent);
     auto *conf = static_cast<LocConf *>(child);
-    ngx_conf_merge_value(conf->require, prev->require, 0);
+    ngx_conf_merge_uint_value(conf->require, prev->require, 0);
     ngx_conf_init_value(conf->api, 0);
     ngx_conf_init_value(conf->mailbox, 0);
     ngx_conf_init_value(conf->previews, 0);
@@ -566,7 +581,7 @@ static char *set_api(ngx_conf_t *cf, ngx_command_t *, void *conf) {
 }
 
 static char *set_require(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
-    char *rv = ngx_conf_set_flag_slot(cf, cmd, conf);
+    char *rv = ngx_conf_set_enum_slot(cf, cmd, conf);
     if (rv != NGX_CONF_OK) return rv;
     if (static_cast<LocConf *>(conf)->require) {
         auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
@@ -788,7 +803,7 @@ static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *, void *conf) {
 
 // ---------------------------------------------------------------- variables
 
-enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson, VarUserRoles, VarAssertion };
+enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson, VarUserRoles, VarAssertion, VarMfa };
 
 // $signin_assertion: made once per request, for the audience of the location (default $host).
 static const std::string *assertion_of(ngx_http_request_t *r, RequestCtx *ctx) {
@@ -803,7 +818,8 @@ static const std::string *assertion_of(ngx_http_request_t *r, RequestCtx *ctx) {
     }
     LocConf *l = loc_conf(r);
     if (l->assertion_audience && ngx_http_complex_value(r, l->assertion_audience, &aud) != NGX_OK) return nullptr;
-    ctx->assertion = m->assertions->sign(ctx->principal->user, engine->origin().text, sv(aud), engine->now(), false);
+    ctx->assertion = m->assertions->sign(ctx->principal->user, engine->origin().text, sv(aud), engine->now(),
+                                         ctx->principal->session.mfa);
     return &ctx->assertion;
 }
 
@@ -837,6 +853,12 @@ static ngx_int_t get_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     case VarSessionId: s = ctx->principal ? &ctx->principal->session.id : nullptr; break;
     case VarDeliveryJson: s = ctx->delivery_json.empty() ? nullptr : &ctx->delivery_json; break;
     case VarUserRoles: return ctx->principal ? roles_variable(r, v, ctx->principal->user) : NGX_OK;
+    case VarMfa: {  // "1": the session passed a second factor; "0": signed in without one
+        if (!ctx->principal) return NGX_OK;
+        static const std::string one("1"), zero("0");
+        s = ctx->principal->session.mfa ? &one : &zero;
+        break;
+    }
     case VarAssertion:
         try {
             s = assertion_of(r, ctx);
@@ -862,6 +884,7 @@ static ngx_http_variable_t variables[] = {
     {ngx_string("signin_user_roles"), nullptr, get_variable, VarUserRoles, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_assertion"), nullptr, get_variable, VarAssertion, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_delivery_json"), nullptr, get_variable, VarDeliveryJson, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("signin_mfa"), nullptr, get_variable, VarMfa, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_null_string, nullptr, nullptr, 0, 0, 0}};
 
 static ngx_int_t preconfiguration(ngx_conf_t *cf) {

@@ -32,7 +32,7 @@ namespace {
 using signin::Code;
 
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
-constexpr std::array<Route, 14> kRoutes = {{
+constexpr std::array<Route, 22> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
@@ -49,6 +49,15 @@ constexpr std::array<Route, 14> kRoutes = {{
     {"password/token", NGX_HTTP_POST, post_password_token, Bucket::Sensitive, Route::NeedsPasswords},
     {"password/change", NGX_HTTP_POST, post_password_change, Bucket::Sensitive,
      Route::NeedsPasswords | Route::SignedInWrite},
+    // second factors (DESIGN §9.3): "sensitive", they check secrets
+    {"mfa", NGX_HTTP_GET, get_mfa, Bucket::SignedIn, Route::None},
+    {"mfa/totp/setup", NGX_HTTP_POST, post_mfa_totp_setup, Bucket::Sensitive, Route::SignedInWrite},
+    {"mfa/totp/confirm", NGX_HTTP_POST, post_mfa_totp_confirm, Bucket::Sensitive, Route::SignedInWrite},
+    {"mfa/recovery-codes", NGX_HTTP_POST, post_mfa_recovery_codes, Bucket::Sensitive, Route::SignedInWrite},
+    {"mfa/disable", NGX_HTTP_POST, post_mfa_disable, Bucket::Sensitive, Route::SignedInWrite},
+    {"mfa/devices/forget", NGX_HTTP_POST, post_mfa_devices_forget, Bucket::Sensitive, Route::SignedInWrite},
+    {"mfa/verify", NGX_HTTP_POST, post_mfa_verify, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
+    {"mfa/token", NGX_HTTP_POST, post_mfa_token, Bucket::Sensitive, Route::Exchange},
 }};
 
 const Route *find_route(ngx_http_request_t *r) {

@@ -46,6 +46,16 @@ ngx_int_t post_password_token(ApiCall &call);
 ngx_int_t post_password(ApiCall &call);
 ngx_int_t post_password_change(ApiCall &call);
 
+// signin_mfa.cpp
+ngx_int_t get_mfa(ApiCall &call);
+ngx_int_t post_mfa_totp_setup(ApiCall &call);
+ngx_int_t post_mfa_totp_confirm(ApiCall &call);
+ngx_int_t post_mfa_recovery_codes(ApiCall &call);
+ngx_int_t post_mfa_disable(ApiCall &call);
+ngx_int_t post_mfa_devices_forget(ApiCall &call);
+ngx_int_t post_mfa_verify(ApiCall &call);
+ngx_int_t post_mfa_token(ApiCall &call);
+
 // Shared by the capabilities (signin_sessions.cpp).
 
 // The principal behind the request's credentials; sets ctx->principal ($signin_user_*) on
@@ -59,6 +69,10 @@ void log_origin_refusal(ngx_http_request_t *r, std::string_view site_origin);
 std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie = nullptr);
 // 200 with the bearer answer, or with the user and the session cookie.
 ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s);
+// A way in's answer: send_session, or 202 {"mfa_required": true, "mfa_token", ...} (DESIGN §9.3).
+ngx_int_t send_step(ngx_http_request_t *r, const signin::SignInStep &step);
+// The remembered-device cookie of a cookie sign-in (empty for a bearer one, or without the cookie).
+signin::Secret device_of(ngx_http_request_t *r, signin::SessionKind kind);
 
 // A token request (POST /register, /login, /password/register): the token's write in a write
 // batch, then the delivery in the background and the same 202 for every address (DESIGN §5).

@@ -31,6 +31,8 @@ struct MainConf {
     signin::People *join;  // signin_registration on domain=... file=...: who may join (nullptr: anyone)
     ngx_flag_t passwords;
     ngx_flag_t email;
+    ngx_flag_t mfa;            // signin_mfa: second factors (DESIGN §9.3)
+    ngx_msec_t mfa_remember;   // signin_mfa_remember: how long a device is remembered (0: never)
 
     // requests
     ngx_http_complex_value_t *client;
@@ -93,7 +95,7 @@ struct MainConf {
 // location level
 struct LocConf {
     ngx_flag_t api;       // signin_api
-    ngx_flag_t require;   // signin_require (inherited)
+    ngx_uint_t require;   // signin_require (inherited): 0 off, 1 on, 2 mfa (a session that passed a second factor)
     ngx_flag_t mailbox;   // signin_dev_mailbox
     ngx_flag_t previews;  // signin_email_previews
     ngx_flag_t pass_credentials;  // signin_pass_credentials (inherited): the credential reaches the upstream

@@ -92,7 +92,7 @@ private:
 class PasswordLoginJob final : public Job {
 public:
     PasswordLoginJob(std::string email, std::string group, std::string client, std::string user_agent,
-                     signin::Secret password, signin::SessionKind kind, std::string pair)
+                     signin::Secret password, signin::SessionKind kind, std::string pair, signin::Secret device)
         : Job(Stage::Hash),
           email_(std::move(email)),
           group_(std::move(group)),
@@ -100,7 +100,8 @@ public:
           user_agent_(std::move(user_agent)),
           password_(std::move(password)),
           kind_(kind),
-          pair_(std::move(pair)) {}
+          pair_(std::move(pair)),
+          device_(std::move(device)) {}
 
 private:
     signin::Status hash() override {
@@ -111,15 +112,14 @@ private:
         return signin::ok_status();
     }
     signin::Status write() override {
-        auto step = id().passwords().finish_password_login(*check_);
+        auto step = id().passwords().finish_password_login(*check_, &device_);
         if (!step) return step.error();
         step_ = std::move(step.value());
         return signin::ok_status();
     }
     ngx_int_t answer(ngx_http_request_t *r) override {
         if (!pair_.empty()) backoff_clear(r, Bucket::PasswordPair, pair_);  // a success clears this pair only
-        if (!step_->signed_in() || !step_->session) return send_json(r, 202, "{\"mfa_required\":true}");
-        return send_session(r, *step_->session);
+        return send_step(r, *step_);
     }
     void failed(ngx_http_request_t *r, const signin::Error &e) override {
         if (!pair_.empty() && e.code == Code::InvalidCredentials) {
@@ -131,6 +131,7 @@ private:
     signin::Secret password_;
     signin::SessionKind kind_;
     std::string pair_;  // the (address, client) backoff key, when the zone is on
+    signin::Secret device_;  // the remembered-device cookie (cookie sign-ins only)
     std::optional<signin::PasswordLoginCheck> check_;
     std::optional<signin::SignInStep> step_;
 };
@@ -228,7 +229,7 @@ ngx_int_t password_login(ApiCall &call, signin::SessionKind kind) {
     }
     return start_job(call.r, std::make_unique<PasswordLoginJob>(v["email"], v["group"], call.client, user_agent(call.r),
                                                                 signin::Secret(std::move(v["password"])), kind,
-                                                                std::move(pair)));
+                                                                std::move(pair), device_of(call.r, kind)));
 }
 
 }  // namespace

@@ -117,7 +117,19 @@ Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name
     return c;
 }
 
-bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name) {
+signin::Secret read_cookie(ngx_http_request_t *r, std::string_view name) {
+    signin::CookieScan cookies;
+#if defined(nginx_version) && nginx_version >= 1023000
+    for (ngx_table_elt_t *h = r->headers_in.cookie; h; h = h->next) signin::scan_cookie_line(sv(h->value), name, cookies);
+#else
+    auto **lines = static_cast<ngx_table_elt_t **>(r->headers_in.cookies.elts);
+    for (ngx_uint_t i = 0; i < r->headers_in.cookies.nelts; i++) signin::scan_cookie_line(sv(lines[i]->value), name, cookies);
+#endif
+    if (cookies.count != 1) return signin::Secret();
+    return signin::Secret(std::string(cookies.value));
+}
+
+bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name, std::string_view device_cookie_name) {
     ngx_uint_t n = 0;
     for (ngx_list_part_t *part = &r->headers_in.headers.part; part; part = part->next) n += part->nelts;
     // a new list: the old elements stay where headers_in's pointers expect them
@@ -131,7 +143,7 @@ bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name) {
             const bool is_cookie = equals_nocase(sv(h[i].key), "cookie");
             std::string line;
             if (is_cookie) {
-                line = signin::without_cookie(sv(h[i].value), cookie_name);
+                line = signin::without_cookie(signin::without_cookie(sv(h[i].value), cookie_name), device_cookie_name);
                 if (line.empty()) continue;
             } else if (equals_nocase(sv(h[i].key), "authorization") && signin::bearer_token(sv(h[i].value))) {
                 continue;

@@ -43,11 +43,13 @@ struct Credentials {
     signin::Secret secret;
 };
 Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name);
+// The value of the one cookie of this name (empty when there is none, or more than one).
+signin::Secret read_cookie(ngx_http_request_t *r, std::string_view name);
 
 // Takes the module's credentials out of what the request passes on (DESIGN §10.3
-// signin_pass_credentials off): the session cookie from every Cookie line (a line left empty is
+// signin_pass_credentials off): the session and remembered-device cookies from every Cookie line (a line left empty is
 // dropped) and a bearer Authorization. Other headers, and their pointers in headers_in, stay.
-bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name);
+bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name, std::string_view device_cookie_name);
 
 // The path below the location: "/auth/" + "register" → "register".
 std::optional<std::string_view> sub_path(ngx_http_request_t *r);

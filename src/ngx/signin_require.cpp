@@ -19,6 +19,11 @@ ngx_int_t finish_with(ngx_http_request_t *r, ngx_int_t rc) {
     return NGX_DONE;
 }
 
+bool clcf_error_pages(ngx_http_request_t *r) {
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+    return clcf->error_pages != nullptr;
+}
+
 // A browser navigation: a GET or HEAD of the main request that accepts text/html (a fetch() or
 // an API client asks for JSON and keeps its 401).
 bool browser_navigation(ngx_http_request_t *r) {
@@ -99,15 +104,24 @@ ngx_int_t gate(ngx_http_request_t *r) {
     LocConf *l = loc_conf(r);
     // signed in, and this location's rules are not for this account
     const bool refused = p && l->rules && !l->rules->allows(p.value().user);
-    if (p && !refused) {
+    // signin_require mfa: only a session that passed a second factor (DESIGN §9.3)
+    const bool needs_factor = p && !refused && l->require == 2 && !p.value().session.mfa;
+    if (p && !refused && !needs_factor) {
         // the upstream gets the user ($signin_user_*), not the credential that proves it
-        if (!l->pass_credentials && !hide_credentials(r, engine->cookie_name())) {
+        if (!l->pass_credentials && !hide_credentials(r, engine->cookie_name(), engine->device_cookie_name())) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
         return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
     }
-    if (refused) {  // no identity reaches anything
+    if (refused || needs_factor) {  // no identity reaches anything
         if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
+    }
+    if (needs_factor) {
+        if (sub || clcf_error_pages(r)) return NGX_HTTP_FORBIDDEN;
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return finish_with(r, reject(r, Code::MfaRequired, "this page needs a sign-in with a second factor"));
+    }
+    if (refused) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: the access rules refuse user %s here",
                       p.value().user.id.c_str());
     }

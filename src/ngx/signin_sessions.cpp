@@ -88,6 +88,16 @@ ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s) {
     return send_json(r, 200, signin::json::user(s.user));
 }
 
+ngx_int_t send_step(ngx_http_request_t *r, const signin::SignInStep &step) {
+    if (step.signed_in() && step.session) return send_session(r, *step.session);
+    return send_json(r, 202, signin::json::mfa_required(step, id().now()));
+}
+
+signin::Secret device_of(ngx_http_request_t *r, signin::SessionKind kind) {
+    if (kind != signin::SessionKind::Cookie || !id().policy().with_mfa) return signin::Secret();
+    return read_cookie(r, id().device_cookie_name());
+}
+
 ngx_int_t get_me(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);

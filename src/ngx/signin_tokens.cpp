@@ -25,24 +25,25 @@ struct ByCode {
 class ExchangeJob final : public Job {
 public:
     ExchangeJob(signin::Secret token, std::optional<ByCode> by_code, std::string client, std::string user_agent,
-                signin::SessionKind kind)
+                signin::SessionKind kind, signin::Secret device)
         : Job(Stage::Write),
           token_(std::move(token)),
           by_code_(std::move(by_code)),
           client_(std::move(client)),
           user_agent_(std::move(user_agent)),
-          kind_(kind) {}
+          kind_(kind),
+          device_(std::move(device)) {}
 
 private:
     signin::Status write() override {
-        auto s = by_code_ ? id().tokens().exchange_code_from(by_code_->email, by_code_->code.reveal(), by_code_->group,
-                                                             client_, kind_, user_agent_)
-                          : id().tokens().exchange_from(token_, client_, kind_, user_agent_);
+        auto s = by_code_ ? id().tokens().exchange_code_step_from(by_code_->email, by_code_->code.reveal(),
+                                                                  by_code_->group, client_, kind_, user_agent_, &device_)
+                          : id().tokens().exchange_step_from(token_, client_, kind_, user_agent_, &device_);
         if (!s) return s.error();
-        session_ = std::move(s.value());
+        step_ = std::move(s.value());
         return signin::ok_status();
     }
-    ngx_int_t answer(ngx_http_request_t *r) override { return send_session(r, *session_); }
+    ngx_int_t answer(ngx_http_request_t *r) override { return send_step(r, *step_); }
     void failed(ngx_http_request_t *r, const signin::Error &e) override {
         // failed exchanges per client bound token guessing (signin_limit_exchange_failures)
         if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
@@ -52,7 +53,8 @@ private:
     std::optional<ByCode> by_code_;
     std::string client_, user_agent_;
     signin::SessionKind kind_;
-    std::optional<signin::Session> session_;
+    signin::Secret device_;  // the remembered-device cookie (cookie sign-ins only)
+    std::optional<signin::SignInStep> step_;
 };
 
 ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
@@ -81,7 +83,8 @@ ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
     std::optional<ByCode> by_code;
     if (code) by_code = ByCode{fields["email"], fields["group"], signin::Secret(std::move(fields["code"]))};
     return start_job(call.r, std::make_unique<ExchangeJob>(signin::Secret(std::move(fields["token"])), std::move(by_code),
-                                                           call.client, user_agent(call.r), kind));
+                                                           call.client, user_agent(call.r), kind,
+                                                           device_of(call.r, kind)));
 }
 
 }  // namespace

@@ -61,6 +61,7 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     opts.map_size = m->store_size;
     g_store = signin::open_lmdb_store(opts);
     g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
+    if (m->secret_key != nullptr) g_identity->use_secret_key(*m->secret_key);  // seals second-factor secrets
     if (m->secret_key != nullptr && m->delivery_ctx != nullptr) {  // every email leaves through the outbox
         signin::OutboxSettings outbox;
         outbox.key = *m->secret_key;
