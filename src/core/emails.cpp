@@ -104,7 +104,6 @@ EmailTemplate from_copy(Purpose p, const Copy &c, bool linked) {
 
 // The built-in email of each purpose; `linked`: with the link (its button, and a line in the text).
 EmailTemplate builtin(Purpose p, bool linked) {
-    constexpr std::string_view kOnce = "It is valid for {{minutes}} minutes and can be used once.";
     constexpr std::string_view kOnceIgnore =
         "It is valid for {{minutes}} minutes and can be used once. If you did not ask for it, ignore this email.";
     Copy c;
@@ -115,15 +114,16 @@ EmailTemplate builtin(Purpose p, bool linked) {
         break;
     case Purpose::Registration:
         c = {"Confirm your address for {{site_name}}",
-             {"Use this code to finish creating your account on {{site_name}}:"}, {kOnce}, "Create your account",
+             {"Use this code to finish creating your account on {{site_name}}:"}, {kOnceIgnore}, "Create your account",
              "{{password_note}}"};
         break;
     case Purpose::AlreadyRegistered:
         // it answers whoever asked to sign in through a page that uses /register (which signs
-        // existing accounts in): it reads as a sign-in email, with a word on why nothing was created
+        // existing accounts in): every returning visitor of such a site gets it, so it is the
+        // plain sign-in email
         c = {"Your sign-in code for {{site_name}}",
              {"Use this code to sign in to {{site_name}}:"},
-             {"This address already has an account, so no new one was created.", kOnceIgnore},
+             {kOnceIgnore},
              "Sign in to {{site_name}}",
              {}};
         break;

@@ -175,7 +175,7 @@ $("sign-out").addEventListener("click", async () => {
   await busy($("sign-out"), "Signing out…", async () => {
     const answer = await call("logout", {});
     if (answer.status === 204 || answer.status === 401) {
-      location.assign("./");
+      location.assign("./#signed-out");
     } else {
       msg.error(explain(answer));
     }

@@ -10,11 +10,25 @@ const settings = {
   resendSeconds: Number(document.body.dataset.resendSeconds) || 60,
 };
 const msg = messages();
-const returnTo = safeReturnTo(new URLSearchParams(location.search).get("return_to"));
+// Where to go once signed in. A link from the email opens in another tab, without the query of
+// the tab that asked for the code: that tab leaves return_to in localStorage for 15 minutes.
+const kReturnKey = "signin.return_to";
+function rememberedReturnTo() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(kReturnKey) || "null");
+    if (saved && Date.now() - saved.at < 15 * 60 * 1000) return safeReturnTo(saved.path);
+  } catch (e) {
+    return null;
+  }
+  return null;
+}
+let returnTo = safeReturnTo(new URLSearchParams(location.search).get("return_to"));
 let address = "";   // where the last code went
 let linkToken = ""; // the token of a link, kept in memory only
 let resendTimer = null;
+let wrongCodes = 0; // the server cancels an address's codes at the fifth wrong one
 
+// focus: the element to move the focus to; null leaves it where it is (a first page load).
 function show(step, focus) {
   for (const section of document.querySelectorAll("main > section")) section.hidden = section.id !== `step-${step}`;
   const title = {
@@ -26,16 +40,21 @@ function show(step, focus) {
   }[step];
   $("title").textContent = title;
   document.title = `${title} · ${document.title.split(" · ").slice(1).join(" · ")}`;
-  (focus || $("title")).focus();
+  if (focus !== null) (focus || $("title")).focus();
 }
 
 function signedIn() {
+  try {
+    localStorage.removeItem(kReturnKey);
+  } catch (e) {
+    // storage refused: nothing was kept
+  }
   location.assign(returnTo || "account");
 }
 
 function showEmail(focus = true) {
   $("use-password").hidden = !settings.passwords;
-  show("email", focus ? $("email") : $("title"));
+  show("email", focus ? $("email") : null);
 }
 
 function showCode() {
@@ -74,6 +93,14 @@ function startResendTimer() {
 // With registration on, /register signs new addresses up and sends existing accounts a sign-in
 // code: nobody waits for an email that never comes. Without it, /login sends to accounts only.
 async function askForCode(email) {
+  if (returnTo) {
+    try {
+      localStorage.setItem(kReturnKey, JSON.stringify({ path: returnTo, at: Date.now() }));
+    } catch (e) {
+      // storage refused: a link opened elsewhere lands on the account page
+    }
+  }
+  wrongCodes = 0;
   return call(settings.registration ? "register" : "login", { email });
 }
 
@@ -110,6 +137,9 @@ $("code-form").addEventListener("submit", async (event) => {
     if (answer.status === 200) {
       msg.notice("Signed in.");
       signedIn();
+    } else if (answer.body && answer.body.code === "invalid_token" && ++wrongCodes >= 5) {
+      msg.error("Too many wrong codes: the codes sent so far no longer work. Send a new code.");
+      $("resend").focus();
     } else {
       msg.error(explain(answer, "code"), input);
     }
@@ -219,14 +249,18 @@ async function start() {
   if (fragment.get("token")) {
     linkToken = fragment.get("token");
     history.replaceState(null, "", location.pathname + location.search);
+    returnTo = returnTo || rememberedReturnTo();
     show("link", $("link-submit"));
     return;
   }
+  const signedOut = location.hash === "#signed-out";  // the account page's sign-out comes here
+  if (signedOut) history.replaceState(null, "", location.pathname + location.search);
   const me = await call("me");
   if (me.status === 200 && me.body) {
     showDone(me.body);
   } else {
     showEmail(false);
+    if (signedOut) msg.notice("You are signed out.");
   }
 }
 

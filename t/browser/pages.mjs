@@ -246,8 +246,11 @@ try {
 
   // ---- sign out from the account page; the gate closes again
   await b.page.click("#sign-out");
-  await b.page.waitForURL(`${base}/auth/`);
+  await b.page.waitForURL(/\/auth\/(#signed-out)?$/);
+  await b.page.waitForSelector("#step-email", { state: "visible" });
   check("signing out returns to the sign-in page", await visible(b.page, "#step-email"));
+  const outNotice = await until(b.page, "#notice", /signed out/);
+  check("... which says so", /You are signed out/.test(outNotice), outNotice);
   check("... and the session is over", (await b.page.request.get(`${base}/auth/me`)).status() === 401);
   const gated = await b.page.request.get(`${base}/app/`, { headers: { Accept: "application/json" }, maxRedirects: 0 });
   check("... and the app answers 401 to a script again", gated.status() === 401, gated.status());
@@ -295,6 +298,39 @@ try {
   await e.page.waitForFunction(() => document.getElementById("error").textContent.length > 0);
   check("a used link says so", /expired or was already used/.test(await text(e.page, "#error")), await text(e.page, "#error"));
   await axe(e.page, "used link");
+
+  // ---- a link opened in another tab of the same browser goes back where the visitor was going
+  const f = await person(desktop);
+  const frank = `frank-${stamp}@example.com`;
+  await f.page.goto(`${base}/auth/?return_to=${encodeURIComponent("/app/from-link?x=1")}`);
+  await f.page.fill("#email", frank);
+  await f.page.click("#email-submit");
+  await f.page.waitForSelector("#step-code", { state: "visible" });
+  const frankMail = await email(f.page, frank);
+  const tab = await f.context.newPage();
+  await tab.goto(frankMail.link);
+  await tab.click("#link-submit");
+  await tab.waitForURL(`${base}/app/from-link?x=1`);
+  check("a link opened in another tab returns to where the first tab was going", tab.url() === `${base}/app/from-link?x=1`,
+    tab.url());
+  await f.context.close();
+
+  // ---- five wrong codes: the page says the codes no longer work
+  const g = await person(desktop);
+  const gina = `gina-${stamp}@example.com`;
+  await g.page.goto(`${base}/auth/`);
+  await g.page.fill("#email", gina);
+  await g.page.click("#email-submit");
+  await g.page.waitForSelector("#step-code", { state: "visible" });
+  for (let i = 0; i < 5; i++) {
+    await g.page.fill("#code", "ZZZZ-ZZZ" + i);
+    await g.page.click("#code-submit");
+    await until(g.page, "#error", /./);
+    await g.page.waitForFunction(() => !document.getElementById("code-submit").disabled);
+  }
+  const locked = await text(g.page, "#error");
+  check("after five wrong codes the page says to send a new code", /no longer work. Send a new code/.test(locked), locked);
+  await g.context.close();
 
   // ---- an expired code
   const carol = `carol-${stamp}@example.com`;

@@ -232,7 +232,9 @@ TEST(Emails, TheBuiltInHtmlIsOneColumnWithALargeCode) {
     EXPECT_TRUE(has(e.html, "user-select:all\">ABCD-EFGH</p>"));
     Email already = emails.render(delivery(Purpose::AlreadyRegistered), kOrigin);
     EXPECT_TRUE(has(already.text, "Use this code to sign in to app.example.com:"));
-    EXPECT_TRUE(has(already.text, "already has an account, so no new one was created"));
+    EXPECT_TRUE(has(already.text, "If you did not ask for it, ignore this email."));
+    Email joined = emails.render(delivery(Purpose::Registration), kOrigin);
+    EXPECT_TRUE(has(joined.text, "If you did not ask for it, ignore this email.")) << "anyone can type any address";
 }
 
 TEST(Emails, PreviewsUseTheLinkBase) {
