@@ -95,6 +95,10 @@ bool value_of(std::string_view name, const Settings &s, std::string &out) {
         out += s.passwords ? "on" : "off";
     } else if (name == "registration") {
         out += s.registration ? "on" : "off";
+    } else if (name == "mfa") {
+        out += s.mfa ? "on" : "off";
+    } else if (name == "remember_days") {
+        out += std::to_string(s.remember_days);
     } else if (name == "resend_seconds") {
         out += std::to_string(s.resend_seconds);
     } else if (name == "token_validity") {

@@ -5,6 +5,7 @@ import { busy, call, explain, messages } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
 const passwords = document.body.dataset.passwords === "on";
+const mfaOn = document.body.dataset.mfa === "on";
 const msg = messages();
 let me = null;            // GET /me
 let currentSession = "";  // the id of this browser's session
@@ -80,9 +81,131 @@ async function loadSessions() {
   $("password-section").hidden = !passwords;
   $("set-password-form").hidden = !fresh;
   $("change-password-form").hidden = fresh;
-  $("reauth").hidden = fresh;
+  $("confirm-section").hidden = fresh || !(passwords || mfaOn);
   $("reauth-form").hidden = true;
 }
+
+// ---- two-step sign-in (signin_mfa)
+function showCodes(codes) {
+  const list = $("mfa-code-list");
+  list.replaceChildren();
+  for (const c of codes) {
+    const item = document.createElement("li");
+    item.textContent = c;
+    list.append(item);
+  }
+  $("mfa-codes").hidden = false;
+  $("mfa-on").hidden = true;
+  $("mfa-off").hidden = true;
+  $("mfa-enroll").hidden = true;
+  $("mfa-title").focus();
+}
+
+async function loadMfa() {
+  if (!mfaOn) return;
+  const answer = await call("mfa");
+  if (answer.status !== 200) return msg.error(explain(answer));
+  const s = answer.body;
+  $("mfa-section").hidden = false;
+  $("mfa-codes").hidden = true;
+  $("mfa-enroll").hidden = true;
+  $("mfa-on").hidden = !s.totp;
+  $("mfa-off").hidden = s.totp;
+  const browsers = s.remembered_devices === 1 ? "1 remembered browser" : `${s.remembered_devices} remembered browsers`;
+  $("mfa-state").textContent = s.totp
+    ? `On: an authenticator app. ${s.recovery_codes_left} of 10 recovery codes left; ${browsers}.`
+    : "Off.";
+}
+
+// A change that needs a fresh session: says so and shows how to confirm.
+function needsFresh(answer) {
+  if (!(answer.body && answer.body.code === "fresh_session_required")) return false;
+  $("confirm-section").hidden = false;
+  msg.error("For your safety, confirm it is you with a code by email first (below).");
+  $("confirm-title").focus();
+  return true;
+}
+
+$("mfa-setup").addEventListener("click", async () => {
+  await busy($("mfa-setup"), "Preparing…", async () => {
+    const answer = await call("mfa/totp/setup", {});
+    if (answer.status !== 200) {
+      if (!needsFresh(answer)) msg.error(explain(answer));
+      return;
+    }
+    msg.clear();
+    $("mfa-qr").src = `data:image/svg+xml;base64,${btoa(answer.body.qr_svg)}`;
+    $("mfa-secret").textContent = answer.body.secret;
+    $("mfa-off").hidden = true;
+    $("mfa-enroll").hidden = false;
+    $("mfa-confirm-code").focus();
+  });
+});
+
+$("mfa-enroll").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("mfa-confirm-code");
+  if (!input.value.trim()) return msg.error("Enter the 6-digit code your app shows.", input);
+  await busy($("mfa-confirm-submit"), "Checking…", async () => {
+    const answer = await call("mfa/totp/confirm", { code: input.value.trim() });
+    input.value = "";
+    if (answer.status !== 200) {
+      msg.error(answer.body && answer.body.code === "invalid_code"
+        ? "That code is not right. Check the time on your phone, and try the next code." : explain(answer), input);
+      return;
+    }
+    $("mfa-secret").textContent = "";
+    $("mfa-qr").removeAttribute("src");
+    await loadSessions();
+    msg.notice("Two-step sign-in is on. Other sessions were signed out.");
+    showCodes(answer.body.recovery_codes);
+  });
+});
+
+$("mfa-codes-done").addEventListener("click", async () => {
+  $("mfa-code-list").replaceChildren();
+  await loadMfa();
+  $("mfa-title").focus();
+});
+
+$("mfa-new-codes").addEventListener("click", async () => {
+  const answer = await call("mfa/recovery-codes", {});
+  if (answer.status === 200) {
+    msg.notice("New recovery codes: the old ones no longer work.");
+    showCodes(answer.body.recovery_codes);
+  } else if (!needsFresh(answer)) {
+    msg.error(explain(answer));
+  }
+});
+
+$("mfa-forget").addEventListener("click", async () => {
+  const answer = await call("mfa/devices/forget", {});
+  if (answer.status === 204) {
+    await loadMfa();
+    msg.notice("No browser is remembered now: each asks for the second step again.");
+  } else {
+    msg.error(explain(answer));
+  }
+});
+
+$("mfa-disable").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("mfa-disable-code");
+  const value = input.value.trim();
+  if (!value) return msg.error("Enter a code from your app, or a recovery code.", input);
+  const body = /^[0-9 ]+$/.test(value) ? { code: value } : { recovery_code: value };
+  await busy($("mfa-disable-submit"), "Turning off…", async () => {
+    const answer = await call("mfa/disable", body);
+    input.value = "";
+    if (answer.status === 204) {
+      await loadSessions();
+      await loadMfa();
+      msg.notice("Two-step sign-in is off. Other sessions were signed out.");
+    } else if (!needsFresh(answer)) {
+      msg.error(answer.body && answer.body.code === "invalid_code" ? "That code is not right." : explain(answer), input);
+    }
+  });
+});
 
 function withGroup(body) {
   if (me && me.group_id) body.group = me.group_id;
@@ -115,8 +238,10 @@ $("reauth-form").addEventListener("submit", async (event) => {
     input.value = "";
     if (previous) await call("sessions/revoke", { id: previous });
     await loadSessions();
-    msg.notice("Confirmed. You can set a new password now.");
-    $("new-password").focus();
+    await loadMfa();
+    msg.notice(passwords ? "Confirmed. You can set a new password, or change two-step sign-in, now."
+      : "Confirmed. You can change two-step sign-in now.");
+    (passwords ? $("new-password") : $("mfa-title")).focus();
   });
 });
 
@@ -190,6 +315,7 @@ async function start() {
   $("me-address").textContent = me.email;
   $("account").hidden = false;
   await loadSessions();
+  await loadMfa();
 }
 
 start();

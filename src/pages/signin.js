@@ -8,6 +8,7 @@ const settings = {
   passwords: document.body.dataset.passwords === "on",
   registration: document.body.dataset.registration === "on",
   resendSeconds: Number(document.body.dataset.resendSeconds) || 60,
+  rememberDays: Number(document.body.dataset.rememberDays) || 0,
 };
 const msg = messages();
 // Where to go once signed in. A link from the email opens in another tab, without the query of
@@ -27,6 +28,8 @@ let address = "";   // where the last code went
 let linkToken = ""; // the token of a link, kept in memory only
 let resendTimer = null;
 let wrongCodes = 0; // the server cancels an address's codes at the fifth wrong one
+let mfaToken = "";  // a sign-in waiting for its second factor (5 minutes), in memory only
+let byRecovery = false;
 
 // focus: the element to move the focus to; null leaves it where it is (a first page load).
 function show(step, focus) {
@@ -36,11 +39,40 @@ function show(step, focus) {
     code: "Check your email",
     password: "Sign in with a password",
     link: "Sign in",
+    mfa: "Two-step sign-in",
     done: "You are signed in",
   }[step];
   $("title").textContent = title;
   document.title = `${title} · ${document.title.split(" · ").slice(1).join(" · ")}`;
   if (focus !== null) (focus || $("title")).focus();
+}
+
+// A way in answered: 200 signed in, or 202 with the second factor to ask for.
+function answered(answer) {
+  if (answer.status === 202 && answer.body && answer.body.mfa_required) {
+    msg.clear();
+    mfaToken = answer.body.mfa_token;
+    showMfa();
+    return true;
+  }
+  if (answer.status === 200) {
+    msg.notice("Signed in.");
+    signedIn();
+    return true;
+  }
+  return false;
+}
+
+function showMfa() {
+  byRecovery = false;
+  $("mfa-totp").hidden = false;
+  $("mfa-recovery").hidden = true;
+  $("mfa-code").value = "";
+  $("mfa-recovery-code").value = "";
+  $("mfa-switch").textContent = "Use a recovery code instead";
+  $("mfa-remember-label").hidden = settings.rememberDays <= 0;
+  $("mfa-remember-days").textContent = String(settings.rememberDays);
+  show("mfa", $("mfa-code"));
 }
 
 function signedIn() {
@@ -134,9 +166,8 @@ $("code-form").addEventListener("submit", async (event) => {
   }
   await busy($("code-submit"), "Signing in…", async () => {
     const answer = await call("session", { email: address, code });
-    if (answer.status === 200) {
-      msg.notice("Signed in.");
-      signedIn();
+    if (answered(answer)) {
+      return;
     } else if (answer.body && answer.body.code === "invalid_token" && ++wrongCodes >= 5) {
       msg.error("Too many wrong codes: the codes sent so far no longer work. Send a new code.");
       $("resend").focus();
@@ -191,10 +222,8 @@ $("password-form").addEventListener("submit", async (event) => {
   }
   await busy($("password-submit"), "Signing in…", async () => {
     const answer = await call("password/session", { email, password: passwordInput.value });
-    if (answer.status === 200) {
+    if (answered(answer)) {
       passwordInput.value = "";
-      msg.notice("Signed in.");
-      signedIn();
     } else {
       passwordInput.value = "";
       msg.error(explain(answer), answer.body && answer.body.code === "invalid_credentials" ? passwordInput : null);
@@ -206,14 +235,59 @@ $("link-submit").addEventListener("click", async () => {
   await busy($("link-submit"), "Signing in…", async () => {
     const answer = await call("session", { token: linkToken });
     linkToken = "";
-    if (answer.status === 200) {
-      msg.notice("Signed in.");
-      signedIn();
-    } else {
+    if (!answered(answer)) {
       showEmail(false);
       msg.error(explain(answer, "link"));
     }
   });
+});
+
+$("mfa-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = byRecovery ? $("mfa-recovery-code") : $("mfa-code");
+  const value = input.value.trim();
+  if (!value) {
+    msg.error(byRecovery ? "Enter one of your recovery codes." : "Enter the 6-digit code from your app.", input);
+    return;
+  }
+  const body = { mfa_token: mfaToken, remember: $("mfa-remember").checked && settings.rememberDays > 0 };
+  if (byRecovery) body.recovery_code = value;
+  else body.code = value;
+  await busy($("mfa-submit"), "Checking…", async () => {
+    const answer = await call("mfa/verify", body);
+    if (answer.status === 200) {
+      mfaToken = "";
+      msg.notice("Signed in.");
+      signedIn();
+      return;
+    }
+    const code = answer.body && answer.body.code;
+    if (code === "invalid_code") {
+      input.value = "";
+      msg.error(byRecovery ? "That recovery code is not right, or was used already." : "That code is not right. Wait for the next one and try again.", input);
+    } else if (code === "invalid_token") {
+      mfaToken = "";
+      showEmail();
+      msg.error("This sign-in took too long or had too many wrong codes. Start again.");
+    } else {
+      msg.error(explain(answer));
+    }
+  });
+});
+
+$("mfa-switch").addEventListener("click", () => {
+  byRecovery = !byRecovery;
+  msg.clear();
+  $("mfa-totp").hidden = byRecovery;
+  $("mfa-recovery").hidden = !byRecovery;
+  $("mfa-switch").textContent = byRecovery ? "Use your authenticator app instead" : "Use a recovery code instead";
+  (byRecovery ? $("mfa-recovery-code") : $("mfa-code")).focus();
+});
+
+$("mfa-restart").addEventListener("click", () => {
+  mfaToken = "";
+  msg.clear();
+  showEmail();
 });
 
 $("link-cancel").addEventListener("click", () => {

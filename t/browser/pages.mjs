@@ -6,6 +6,7 @@
 // axe-core judges every page and state; screenshots at 390 px and 1280 px go to OUT_DIR.
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_pages_browser.t.
 // usage: node pages.mjs BASE_URL OUT_DIR TOKEN_TTL_SECONDS
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
@@ -74,6 +75,15 @@ async function count(page, to) {
 }
 
 const visible = (page, selector) => page.locator(selector).isVisible();
+// A TOTP code of a base32 secret at now + offset seconds, made by Debian's oathtool.
+const oathtool = process.env.OATHTOOL || "";
+const totp = (secret, offset = 0) =>
+  execFileSync(oathtool, ["--totp", "-b", "-N", `@${Math.floor(Date.now() / 1000) + offset}`, secret]).toString().trim();
+// Waits until at least 4 s remain in the current 30 s step (a code made now is still current when sent).
+async function settle(page) {
+  const left = 30 - (Math.floor(Date.now() / 1000) % 30);
+  if (left < 5) await page.waitForTimeout((left + 1) * 1000);
+}
 // The text of selector once it matches re (or after 5 s, whatever it is then).
 async function until(page, selector, re) {
   let now = "";
@@ -85,6 +95,101 @@ async function until(page, selector, re) {
   return now;
 }
 const text = async (page, selector) => ((await page.textContent(selector)) || "").trim();
+
+// The two-step walk (signin_mfa): hank enrolls on the account page at 390 px, signs in with the
+// app's code (a remembered browser skips it), then with a recovery code elsewhere, and turns it off.
+async function twoStep() {
+  const stamp = Date.now();
+  const h = await person(phone, { isMobile: true, hasTouch: true });
+  const hank = `hank-${stamp}@example.com`;
+  await h.page.goto(`${base}/auth/`);
+  await h.page.fill("#email", hank);
+  await h.page.click("#email-submit");
+  await h.page.waitForSelector("#step-code", { state: "visible" });
+  await h.page.fill("#code", (await email(h.page, hank)).code);
+  await h.page.click("#code-submit");
+  await h.page.waitForURL(`${base}/auth/account`);
+  await h.page.waitForSelector("#mfa-setup", { state: "visible" });
+  check("the account page offers two-step sign-in", /Off/.test(await text(h.page, "#mfa-state")));
+  await h.page.click("#mfa-setup");
+  await h.page.waitForSelector("#mfa-enroll", { state: "visible" });
+  const qrSrc = await h.page.getAttribute("#mfa-qr", "src");
+  check("setup shows the QR code", /^data:image\/svg\+xml;base64,/.test(qrSrc || ""), (qrSrc || "").slice(0, 40));
+  const hankSecret = await text(h.page, "#mfa-secret");
+  check("... and the key to type", /^[A-Z2-7]{32}$/.test(hankSecret), hankSecret);
+  await shot(h.page, "account-mfa-setup-390");
+  await axe(h.page, "two-step setup");
+  await settle(h.page);
+  await h.page.fill("#mfa-confirm-code", totp(hankSecret));
+  await h.page.click("#mfa-confirm-submit");
+  await h.page.waitForSelector("#mfa-codes", { state: "visible" });
+  const hankCodes = await h.page.locator("#mfa-code-list li").allTextContents();
+  check("confirming shows 10 recovery codes", hankCodes.length === 10, hankCodes.length);
+  await axe(h.page, "recovery codes");
+  await h.page.click("#mfa-codes-done");
+  await h.page.waitForSelector("#mfa-on", { state: "visible" });
+  check("two-step sign-in is on", /On: an authenticator app. 10 of 10/.test(await text(h.page, "#mfa-state")),
+    await text(h.page, "#mfa-state"));
+  await h.page.click("#sign-out");
+  await h.page.waitForSelector("#step-email", { state: "visible" });
+  await h.page.fill("#email", hank);
+  await h.page.click("#email-submit");
+  await h.page.waitForSelector("#step-code", { state: "visible" });
+  const hankCode = (await email(h.page, hank)).code;
+  await h.page.fill("#code", hankCode);
+  await h.page.click("#code-submit");
+  await h.page.waitForSelector("#step-mfa", { state: "visible" });
+  check("with a factor, the email code leads to the second step", await visible(h.page, "#mfa-code"));
+  check("... and signs nobody in yet", (await h.page.request.get(`${base}/auth/me`)).status() === 401);
+  await shot(h.page, "signin-mfa-390");
+  await axe(h.page, "second step");
+  await h.page.fill("#mfa-code", totp(hankSecret, 60));
+  await h.page.click("#mfa-submit");
+  const wrongMfa = await until(h.page, "#error", /not right/);
+  check("a code two steps ahead is refused inline", /not right/.test(wrongMfa), wrongMfa);
+  await h.page.check("#mfa-remember");
+  await h.page.fill("#mfa-code", totp(hankSecret, 30));
+  await h.page.click("#mfa-submit");
+  await h.page.waitForURL(`${base}/auth/account`);
+  check("the app's next code signs in", (await h.page.request.get(`${base}/auth/me`)).status() === 200);
+  await h.page.waitForSelector("#mfa-on", { state: "visible" });
+  check("... and this browser is remembered", /1 remembered browser/.test(await text(h.page, "#mfa-state")),
+    await text(h.page, "#mfa-state"));
+  await h.page.click("#sign-out");
+  await h.page.waitForSelector("#step-email", { state: "visible" });
+  await h.page.fill("#email", hank);
+  await h.page.click("#email-submit");
+  await h.page.waitForSelector("#step-code", { state: "visible" });
+  const before2 = await count(h.page, hank);
+  const again2 = await email(h.page, hank, before2 - 1);
+  await h.page.fill("#code", again2.code);
+  await h.page.click("#code-submit");
+  await h.page.waitForURL(`${base}/auth/account`);
+  check("a remembered browser skips the second step", (await h.page.request.get(`${base}/auth/me`)).status() === 200);
+  // recovery code on another browser (no remembered device there)
+  const k = await person(desktop);
+  await k.page.goto(`${base}/auth/`);
+  await k.page.fill("#email", hank);
+  await k.page.click("#email-submit");
+  await k.page.waitForSelector("#step-code", { state: "visible" });
+  await k.page.fill("#code", (await email(k.page, hank, before2)).code);
+  await k.page.click("#code-submit");
+  await k.page.waitForSelector("#step-mfa", { state: "visible" });
+  check("another browser is asked for the second step", true === await visible(k.page, "#mfa-code"));
+  await k.page.click("#mfa-switch");
+  await k.page.fill("#mfa-recovery-code", hankCodes[0].toLowerCase());
+  await k.page.click("#mfa-submit");
+  await k.page.waitForURL(`${base}/auth/account`);
+  await k.page.waitForSelector("#mfa-on", { state: "visible" });
+  check("a recovery code signs in, and one fewer is left", /9 of 10/.test(await text(k.page, "#mfa-state")),
+    await text(k.page, "#mfa-state"));
+  await k.page.fill("#mfa-disable-code", hankCodes[1]);
+  await k.page.click("#mfa-disable-submit");
+  const offNotice = await until(k.page, "#notice", /is off/);
+  check("two-step sign-in is turned off from the account page", /is off/.test(offNotice), offNotice);
+  await k.context.close();
+  await h.context.close();
+}
 
 try {
   const stamp = Date.now();
@@ -402,6 +507,10 @@ try {
   const back = new URL(e.page.url()).searchParams.get("return_to");
   check("'sign out and use another account' signs out and keeps the way back", back === "/staff/list?x=1", e.page.url());
   check("... the session is over", (await e.page.request.get(`${base}/auth/me`)).status() === 401);
+
+  // ---- two-step sign-in: enroll on the account page, then every sign-in asks for the app's code
+  if (!oathtool) checks.push({ name: "the two-step walk needs oathtool (build.sh installs it)", ok: true, skip: true });
+  else await twoStep();
 
   // ---- the dev mailbox as a page
   await e.page.goto(`${base}/_dev/mailbox`);

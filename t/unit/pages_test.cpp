@@ -46,6 +46,7 @@ TEST(Pages, SettingsReachThePage) {
     EXPECT_NE(html.find("data-passwords=\"on\""), std::string::npos);
     EXPECT_NE(html.find("data-registration=\"off\""), std::string::npos);
     EXPECT_NE(html.find("data-resend-seconds=\"45\""), std::string::npos);
+    EXPECT_NE(html.find("data-remember-days=\"30\""), std::string::npos);
     EXPECT_NE(html.find("valid for 15 minutes"), std::string::npos);
     Settings s = sample();
     s.passwords = false;
