@@ -54,11 +54,11 @@ TEST(Pages, SettingsReachThePage) {
     const std::string other = render(Page::SignIn, s);
     EXPECT_NE(other.find("data-passwords=\"off\""), std::string::npos);
     EXPECT_NE(other.find("data-registration=\"on\""), std::string::npos);
-    EXPECT_NE(render(Page::Account, sample()).find("within 7 minutes"), std::string::npos);
+    EXPECT_NE(render(Page::Account, sample()).find("in the last 7 minutes"), std::string::npos);
     s.token_minutes = 1;
     s.fresh_minutes = 1;
     EXPECT_NE(render(Page::SignIn, s).find("valid for 1 minute."), std::string::npos);
-    EXPECT_NE(render(Page::Account, s).find("within 1 minute."), std::string::npos);
+    EXPECT_NE(render(Page::Account, s).find("in the last 1 minute."), std::string::npos);
 }
 
 TEST(Pages, SiteStylesheetComesAfterTheModules) {
