@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "signin/accounts.hpp"
 #include "signin/engine.hpp"
 #include "signin/mfa.hpp"
 #include "signin/outbox.hpp"
@@ -27,13 +28,15 @@ public:
           sessions_(*this),
           passwords_(*this, tokens_),
           outbox_(*this),
-          mfa_(*this) {}
+          mfa_(*this),
+          accounts_(*this) {}
 
     Tokens &tokens() { return tokens_; }
     Sessions &sessions() { return sessions_; }
     Passwords &passwords() { return passwords_; }
     Outbox &outbox() { return outbox_; }
     Mfa &mfa() { return mfa_; }
+    Accounts &accounts() { return accounts_; }
 
 private:
     Tokens tokens_;
@@ -41,6 +44,7 @@ private:
     Passwords passwords_;
     Outbox outbox_;
     Mfa mfa_;
+    Accounts accounts_;
 };
 
 // SPEC-named free functions (auth.*), for callers who prefer the spec's spelling.

@@ -140,6 +140,7 @@ private:
     friend class Passwords;
     friend class Outbox;
     friend class Mfa;
+    friend class Accounts;
 
     struct OutboxState {
         SecretKey key;  // the outbox's subkey

@@ -72,6 +72,8 @@ class WriteTxn : public ReadTxn {
 public:
     // Inserts or replaces a user and its (group, email) index entry.
     virtual void put_user(const User &u) = 0;
+    // Deletes a user and its (group, email) index entry (when it still names this user).
+    virtual void del_user(std::string_view user_id) = 0;
     virtual void put_token(const TokenRecord &t) = 0;
     virtual void del_token(std::string_view hash) = 0;
     virtual void put_session(const SessionRecord &s) = 0;
@@ -84,6 +86,8 @@ public:
     virtual void del_mfa(std::string_view user_id) = 0;
     virtual void put_mfa_pending(const MfaPendingRecord &p) = 0;
     virtual void del_mfa_pending(std::string_view hash) = 0;
+    // Deletes every pending second-factor step of a user (a scan: they live 5 minutes); returns how many.
+    virtual std::size_t del_mfa_pending_of(std::string_view user_id) = 0;
     // Deletes expired tokens, sessions and pending second-factor steps (at most `budget`
     // records); returns how many.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;

@@ -102,6 +102,14 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
             txn->commit();
             return TokenIssue{};
         }
+        // a suspended account gets no email at all (its code would not sign in): the same answer
+        if (user && user->suspended) {
+            decoy_issue(*txn, *group, *email, client, now);
+            txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
+                                            std::string(intent_name(intent)) + ":suspended"));
+            txn->commit();
+            return TokenIssue{};
+        }
         // Expired tokens go; a usable one issued within the resend window means nothing is sent.
         std::vector<TokenRecord> live;
         for (auto &t : txn->tokens_for(*group, *email)) {

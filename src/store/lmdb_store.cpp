@@ -338,6 +338,16 @@ public:
         put(env_.dbi.user_email, addr_key(u.group_id, u.email), u.id, 0, "write email index");
     }
 
+    void del_user(std::string_view user_id) override {
+        auto old = user_by_id(user_id);
+        if (!old) return;
+        const std::string key = addr_key(old->group_id, old->email);
+        if (auto owner = get(env_.dbi.user_email, key, "read user by email"); owner && *owner == user_id) {
+            del(env_.dbi.user_email, key, nullptr, "delete email index");
+        }
+        del(env_.dbi.users, user_id, nullptr, "delete user");
+    }
+
     void put_token(const TokenRecord &t) override {
         if (auto old = token(t.hash)) {
             std::string old_dup = addr_token_value(*old);
@@ -401,6 +411,17 @@ public:
     }
     void del_mfa_pending(std::string_view hash) override {
         del(env_.dbi.mfa_pending, hash, nullptr, "delete a pending second factor");
+    }
+    std::size_t del_mfa_pending_of(std::string_view user_id) override {
+        std::size_t n = 0;
+        Cursor c(env_.env, live(), env_.dbi.mfa_pending);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            if (decode_mfa_pending(view(k), view(d)).user_id != user_id) continue;
+            check(env_.env, mdb_cursor_del(c.get(), 0), "delete a pending second factor");
+            ++n;
+        }
+        return n;
     }
 
     // A plain full scan of tokens and sessions: both tables are small (live tokens expire in

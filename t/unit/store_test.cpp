@@ -752,3 +752,31 @@ TEST_F(StoreTest, SessionsOfTheFirstFormatAreRead) {
     EXPECT_EQ(got->user_agent, "agent");
     EXPECT_FALSE(got->mfa);
 }
+
+TEST_F(StoreTest, DeletingAUserFreesItsAddress) {
+    Store &s = open();
+    {
+        auto w = s.write();
+        w->put_user(user("u-del", "del@example.com"));
+        for (int i = 0; i < 3; i++) {
+            MfaPendingRecord p;
+            p.hash = hash_of(200 + i);
+            p.user_id = i == 1 ? "someone-else" : "u-del";
+            p.expires_at = 1'000'000;
+            w->put_mfa_pending(p);
+        }
+        w->commit();
+    }
+    {
+        auto w = s.write();
+        w->del_user("u-del");
+        EXPECT_EQ(w->del_mfa_pending_of("u-del"), 2U);
+        w->del_user("never-there");
+        w->commit();
+    }
+    auto r = s.read();
+    EXPECT_FALSE(r->user_by_id("u-del"));
+    EXPECT_FALSE(r->user_by_email("g1", "del@example.com"));
+    EXPECT_TRUE(r->mfa_pending(hash_of(201))) << "another user's step stays";
+    EXPECT_FALSE(r->mfa_pending(hash_of(200)));
+}
