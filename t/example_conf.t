@@ -39,7 +39,7 @@ is $r->{status}, 302, 'a signed-out browser is sent to sign in';
 like $r->{headers}{location}, qr{^http://127\.0\.0\.1:\d+/auth/\?return_to=/app/x$}, '... at the sign-in page, and back';
 $r = $t->req(GET => '/auth/');
 like $r->{content}, qr{<h1 id="title"[^>]*>Sign in</h1>}, 'the ready-made sign-in page is at /auth/';
-is $t->req(GET => '/auth/account')->{status}, 200, '... and the account page at /auth/account';
+is $t->req(GET => '/auth/account', headers => { accept => 'text/html' })->{status}, 200, '... and the account page at /auth/account';
 $r = $t->req(GET => '/api/v2/users');
 is $r->{headers}{'x-controller-version'}, 'v1', 'GET /api/v2/users falls back to v1';
 like $r->{content}, qr/asked for v2/, '... with $api_version still v2';

@@ -34,8 +34,8 @@ unlike $r->{content}, qr{<script(?![^>]*\bsrc=)}i, '... and no inline script';
 $r = $t->req(GET => '/auth/?return_to=%2Fapp%2F');
 is $r->{status}, 200, 'the sign-in page with a return_to';
 
-$r = $t->req(GET => '/auth/account');
-is $r->{status}, 200, 'GET {auth_path}/account is the account page';
+$r = $t->req(GET => '/auth/account', headers => { accept => 'text/html' });
+is $r->{status}, 200, 'GET {auth_path}/account from a browser is the account page';
 like $r->{content}, qr{<title>Your account · Acme &lt;Tools&gt;</title>}, '... titled';
 like $r->{headers}{'content-security-policy'} // '', qr/frame-ancestors 'none'/, '... with the CSP';
 
@@ -67,15 +67,17 @@ is length($r->{content} // ''), 0, '... no body';
 $r = $t->req(POST => '/auth/', json => {}, headers => { origin => $t->origin });
 is $r->{status}, 404, 'POST {auth_path}/ is still not an endpoint';
 is $t->req(GET => '/auth/me')->{status}, 401, 'GET /me answers as before';
-is $t->req(GET => '/auth/account', headers => { accept => 'application/json' })->{status}, 200,
-    'the account page is a page, whatever the Accept';
+$r = $t->req(GET => '/auth/account', headers => { accept => 'application/json' });
+is $r->{status}, 401, 'GET /account from a script is the API (what is held), not the page';
+is $r->{json}{code}, 'unauthenticated', '... signed out: 401';
 
 # without signin_pages the pages do not exist
 $r = $t->req(GET => '/plain/');
 is $r->{status}, 404, 'signin_api without signin_pages: GET / is 404';
 is $r->{json}{code}, 'not_found', '... not_found';
 is $t->req(GET => '/plain/assets/signin.js')->{status}, 404, '... and no assets';
-is $t->req(GET => '/plain/account')->{status}, 404, '... and no account page';
+is $t->req(GET => '/plain/account', headers => { accept => 'text/html' })->{status}, 401,
+    '... and no account page: the API answers (signed out)';
 $t->done;
 
 # a signed-in browser that a gated location's rules refuse gets a 403 page naming the account
@@ -112,7 +114,7 @@ close $fh;
 $t->run(http => $t->signin_http(auth => q{signin_pages on;},
     locations => q{location = /auth/ { root %%PREFIX%%/www; try_files /signin.html =404; }}));
 like $t->req(GET => '/auth/')->{content}, qr/our own sign-in page/, 'an exact location replaces the sign-in page';
-is $t->req(GET => '/auth/account')->{status}, 200, '... the account page stays';
+is $t->req(GET => '/auth/account', headers => { accept => 'text/html' })->{status}, 200, '... the account page stays';
 is $t->req(GET => '/auth/me')->{status}, 401, '... and the API';
 $t->done;
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "signin/accounts.hpp"
 #include "signin/emails.hpp"
 #include "signin/mfa.hpp"
 #include "signin/types.hpp"
@@ -87,6 +88,9 @@ std::string delivery(const Delivery &d, const Email &e);
 // {"emails": [{purpose, tag, custom, subject, text, html}, ...]}: every purpose's email, rendered
 // with a sample code and address (Emails::previews).
 std::string email_previews(const Emails &emails, std::string_view origin);
+
+// GET /account: {"user": {... roles}, "password": bool, "sessions": [...], "mfa": {...}, "outstanding_codes": N}
+std::string account(const AccountInfo &a);
 
 // Second factors (DESIGN §9.3).
 // GET /mfa: {"totp": bool, "recovery_codes_left": N, "remembered_devices": N}

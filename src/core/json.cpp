@@ -293,6 +293,39 @@ std::string bearer(const Session &s, Millis now) {
     return w.take();
 }
 
+std::string account(const AccountInfo &a) {
+    Writer w;
+    w.begin_object().key("user");
+    w.begin_object();
+    user_fields(w, a.user);
+    w.key("roles").begin_array();
+    for (const auto &r : a.user.roles) w.value(r);
+    w.end_array().end_object();
+    w.key("password").value(a.password);
+    w.key("sessions").begin_array();
+    for (const auto &s : a.sessions) {
+        w.begin_object()
+            .key("id").value(s.id)
+            .key("created_at").time(s.created_at)
+            .key("last_seen_at").time(s.last_seen_at)
+            .key("expires_at").time(s.expires_at)
+            .key("client").value(s.client)
+            .key("user_agent").value(s.user_agent)
+            .key("kind").value(kind_name(s.kind))
+            .key("current").value(s.current)
+            .end_object();
+    }
+    w.end_array();
+    w.key("mfa").begin_object()
+        .key("totp").value(a.mfa.totp)
+        .key("recovery_codes_left").value(static_cast<std::int64_t>(a.mfa.recovery_codes_left))
+        .key("remembered_devices").value(static_cast<std::int64_t>(a.mfa.remembered_devices))
+        .end_object();
+    w.key("outstanding_codes").value(static_cast<std::int64_t>(a.outstanding_tokens));
+    w.end_object();
+    return w.take();
+}
+
 std::string mfa_status(const MfaStatus &s) {
     Writer w;
     w.begin_object()

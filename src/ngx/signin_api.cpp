@@ -32,7 +32,7 @@ namespace {
 using signin::Code;
 
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
-constexpr std::array<Route, 22> kRoutes = {{
+constexpr std::array<Route, 24> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
@@ -58,6 +58,9 @@ constexpr std::array<Route, 22> kRoutes = {{
     {"mfa/devices/forget", NGX_HTTP_POST, post_mfa_devices_forget, Bucket::Sensitive, Route::SignedInWrite},
     {"mfa/verify", NGX_HTTP_POST, post_mfa_verify, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
     {"mfa/token", NGX_HTTP_POST, post_mfa_token, Bucket::Sensitive, Route::Exchange},
+    // account changes (DESIGN §9.6)
+    {"account", NGX_HTTP_GET, get_account, Bucket::SignedIn, Route::None},
+    {"account/delete", NGX_HTTP_POST, post_account_delete, Bucket::Sensitive, Route::SignedInWrite},
 }};
 
 const Route *find_route(ngx_http_request_t *r) {

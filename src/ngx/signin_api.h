@@ -56,6 +56,10 @@ ngx_int_t post_mfa_devices_forget(ApiCall &call);
 ngx_int_t post_mfa_verify(ApiCall &call);
 ngx_int_t post_mfa_token(ApiCall &call);
 
+// signin_accounts.cpp
+ngx_int_t get_account(ApiCall &call);
+ngx_int_t post_account_delete(ApiCall &call);
+
 // Shared by the capabilities (signin_sessions.cpp).
 
 // The principal behind the request's credentials; sets ctx->principal ($signin_user_*) on

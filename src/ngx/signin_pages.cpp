@@ -114,7 +114,13 @@ ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account) {
 bool serves_pages(ngx_http_request_t *r, std::string_view path) {
     const LocConf *l = loc_conf(r);
     if (!l->pages || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
-    return path.empty() || path == "account" || path.substr(0, 7) == "assets/";
+    if (path == "account") {
+        // GET {auth_path}/account is two things (DESIGN §9.2 and §9.6): the account page for a
+        // browser's navigation, what is held about the account (JSON) for a script
+        auto accept = header_value(r, "Accept");
+        return accept && accept->find("text/html") != std::string_view::npos;
+    }
+    return path.empty() || path.substr(0, 7) == "assets/";
 }
 
 ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path) {

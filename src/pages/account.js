@@ -296,6 +296,30 @@ $("change-password-form").addEventListener("submit", async (event) => {
   });
 });
 
+$("delete-start").addEventListener("click", () => {
+  $("delete-address").textContent = me.email;
+  $("delete-start").hidden = true;
+  $("delete-confirm").hidden = false;
+  $("delete-no").focus();
+});
+
+$("delete-no").addEventListener("click", () => {
+  $("delete-confirm").hidden = true;
+  $("delete-start").hidden = false;
+  $("delete-start").focus();
+});
+
+$("delete-yes").addEventListener("click", async () => {
+  await busy($("delete-yes"), "Deleting…", async () => {
+    const answer = await call("account/delete", {});
+    if (answer.status === 204) {
+      location.assign("./#deleted");
+    } else if (!needsFresh(answer)) {
+      msg.error(explain(answer));
+    }
+  });
+});
+
 $("sign-out").addEventListener("click", async () => {
   await busy($("sign-out"), "Signing out…", async () => {
     const answer = await call("logout", {});

@@ -327,14 +327,16 @@ async function start() {
     show("link", $("link-submit"));
     return;
   }
-  const signedOut = location.hash === "#signed-out";  // the account page's sign-out comes here
+  // the account page's sign-out and deletion come here
+  const signedOut = location.hash === "#signed-out" || location.hash === "#deleted";
+  const deleted = location.hash === "#deleted";
   if (signedOut) history.replaceState(null, "", location.pathname + location.search);
   const me = await call("me");
   if (me.status === 200 && me.body) {
     showDone(me.body);
   } else {
     showEmail(false);
-    if (signedOut) msg.notice("You are signed out.");
+    if (signedOut) msg.notice(deleted ? "Your account is deleted." : "You are signed out.");
   }
 }
 

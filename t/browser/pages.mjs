@@ -512,6 +512,28 @@ try {
   if (!oathtool) checks.push({ name: "the two-step walk needs oathtool (build.sh installs it)", ok: true, skip: true });
   else await twoStep();
 
+  // ---- deleting the account from the account page
+  const v = await person(desktop);
+  const ivy = `ivy-${stamp}@example.com`;
+  await v.page.goto(`${base}/auth/`);
+  await v.page.fill("#email", ivy);
+  await v.page.click("#email-submit");
+  await v.page.waitForSelector("#step-code", { state: "visible" });
+  await v.page.fill("#code", (await email(v.page, ivy)).code);
+  await v.page.click("#code-submit");
+  await v.page.waitForURL(`${base}/auth/account`);
+  await v.page.waitForSelector("#account", { state: "visible" });
+  await v.page.click("#delete-start");
+  await v.page.waitForSelector("#delete-confirm", { state: "visible" });
+  check("deleting asks once more, naming the account", (await text(v.page, "#delete-address")) === ivy);
+  await axe(v.page, "delete confirmation");
+  await v.page.click("#delete-yes");
+  await v.page.waitForSelector("#step-email", { state: "visible" });
+  const gone = await until(v.page, "#notice", /deleted/);
+  check("the account is deleted and the page says so", /Your account is deleted/.test(gone), gone);
+  check("... and the browser is signed out", (await v.page.request.get(`${base}/auth/me`)).status() === 401);
+  await v.context.close();
+
   // ---- the dev mailbox as a page
   await e.page.goto(`${base}/_dev/mailbox`);
   const mailboxType = await e.page.evaluate(() => document.contentType);
