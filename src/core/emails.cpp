@@ -131,7 +131,7 @@ EmailTemplate builtin(Purpose p, bool linked) {
         c = {"Confirm your new address for {{site_name}}",
              {"Use this code to confirm {{email}} as the new address of your account on {{site_name}}:"},
              {"It is valid for {{minutes}} minutes. It cannot be used to sign in."},
-             {},
+             "Confirm the new address",
              {}};
         break;
     case Purpose::EmailChangeApproval:
@@ -139,7 +139,7 @@ EmailTemplate builtin(Purpose p, bool linked) {
              {"Someone asked to move your account on {{site_name}} to a new address. If it was you, approve it "
               "with this code:"},
              {"It is valid for {{minutes}} minutes. If it was not you, do not use it."},
-             {},
+             "Approve the change",
              {}};
         break;
     case Purpose::EmailChanged:
@@ -320,10 +320,11 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     }
     // the link lands on the sign-in page, which spends the token for a session: only tokens that
     // sign in may have one (an email change is confirmed with its code)
-    if (!purpose_signs_in(purpose) && (uses(in_text, "link") || uses(in_html, "link"))) {
+    if (!purpose_signs_in(purpose) && purpose != Purpose::EmailChange && purpose != Purpose::EmailChangeApproval &&
+        (uses(in_text, "link") || uses(in_html, "link"))) {
         return Error{Code::InvalidRequest,
-                     name + ": {{link}} signs in, so it is only for SignIn, Registration, AlreadyRegistered and "
-                            "Invitation; show {{code}} here"};
+                     name + ": {{link}} spends the token, so it is only for the purposes that carry one "
+                            "(not the notices)"};
     }
     if (carries_code(purpose)) {
         if (!shows_code(in_text)) return Error{Code::InvalidRequest, name + ": the text must show {{code}} or {{token}}"};
@@ -360,6 +361,10 @@ Email Emails::render(const Delivery &d, std::string_view origin) const {
     // in the fragment, which browsers never send: the token stays out of every server's log
     if (!link_base_.empty() && !d.token.empty() && purpose_signs_in(d.purpose)) {
         e.link = link_base_ + "#token=" + std::string(d.token.reveal());
+    } else if (!link_base_.empty() && !d.token.empty() &&
+               (d.purpose == Purpose::EmailChange || d.purpose == Purpose::EmailChangeApproval)) {
+        // the sign-in page's other landing: it confirms the change (POST /email/confirm) on a click
+        e.link = link_base_ + "#confirm=" + std::string(d.token.reveal());
     }
     // without a link the built-in email has no button and no line for it
     const std::size_t i = index_of(d.purpose);

@@ -95,7 +95,7 @@ TEST_F(AccountsTest, DeletionTakesEverythingAndFreesTheAddress) {
     EXPECT_FALSE(r->mfa(user_id));
     EXPECT_FALSE(id_->sessions().authenticate_from(other.token, "c"));
     bool found = false;
-    for (const auto &e : r->audit(5)) {
+    for (const auto &e : r->audit(100)) {
         if (e.kind != "user.deleted") continue;
         found = true;
         EXPECT_EQ(e.user_id, user_id);

@@ -100,10 +100,8 @@ TEST(Emails, ParseRefusesWhatWouldMakeABadEmail) {
         {Purpose::PasswordChanged, "Subject: x\n\nYour code {{token}}", "", "is a notice"},
         {Purpose::Registration, "Subject: x\n\n{{token}}", "<p>{{nope}}</p>", "html: unknown"},
         {Purpose::SignIn, "Subject: go to {{link}}\n\n{{code}}", "", "subject must not show {{link}}"},
-        {Purpose::EmailChange, "Subject: x\n\n{{code}} {{link}}", "", "{{link}} signs in"},
-        {Purpose::EmailChangeApproval, "Subject: x\n\n{{code}}", "<a href=\"{{link}}\">{{code}}</a>", "{{link}} signs in"},
-        {Purpose::EmailChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} signs in"},
-        {Purpose::PasswordChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} signs in"},
+        {Purpose::EmailChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} spends the token"},
+        {Purpose::PasswordChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} spends the token"},
         {Purpose::SignIn, "Subject: x\n\nOpen {{link}}", "", "must show {{code}} or {{token}}"},
     };
     for (const Case &c : cases) {
@@ -169,10 +167,16 @@ TEST(Emails, TheLinkIsTheBaseWithTheTokenInTheFragment) {
         EXPECT_FALSE(has(e.subject, "#token=")) << purpose_name(p);
     }
     EXPECT_TRUE(has(emails.render(delivery(Purpose::SignIn), kOrigin).html, ">Sign in to app.example.com</a>"));
-    // the tokens that do not sign in, and the notices, have no link
-    for (Purpose p : {Purpose::EmailChange, Purpose::EmailChangeApproval, Purpose::EmailChanged, Purpose::PasswordChanged}) {
-        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
-        Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
+    // an email change's two tokens land on the page's confirmation, never on a sign-in
+    for (Purpose p : {Purpose::EmailChange, Purpose::EmailChangeApproval}) {
+        Email e = emails.render(delivery(p), kOrigin);
+        EXPECT_EQ(e.link.rfind("https://app.example.com/auth/#confirm=", 0), 0u) << purpose_name(p) << e.link;
+        EXPECT_FALSE(has(e.text, "#token=") || has(e.html, "#token=")) << purpose_name(p);
+        EXPECT_TRUE(has(e.html, "<a href=\"" + e.link + "\"")) << purpose_name(p) << ": the button";
+    }
+    // the notices have no link
+    for (Purpose p : {Purpose::EmailChanged, Purpose::PasswordChanged}) {
+        Email e = emails.render(delivery(p, ""), kOrigin);
         EXPECT_EQ(e.link, "") << purpose_name(p);
         EXPECT_FALSE(has(e.text, "#token=") || has(e.html, "#token=") || has(e.html, "<a ")) << purpose_name(p);
         EXPECT_FALSE(has(e.text, "Or open this link")) << purpose_name(p);
@@ -244,7 +248,8 @@ TEST(Emails, PreviewsUseTheLinkBase) {
     Email e = emails.preview(Purpose::SignIn, kOrigin);
     EXPECT_EQ(e.link, std::string(kBase) + "#token=" + std::string(Emails::kPreviewToken));
     EXPECT_TRUE(has(e.html, e.link));
-    EXPECT_EQ(emails.preview(Purpose::EmailChange, kOrigin).link, "");
+    EXPECT_EQ(emails.preview(Purpose::EmailChange, kOrigin).link, std::string(kBase) + "#confirm=" + std::string(Emails::kPreviewToken));
+    EXPECT_EQ(emails.preview(Purpose::EmailChanged, kOrigin).link, "");
 }
 
 TEST(Emails, PurposeByNameOrTag) {
