@@ -20,6 +20,20 @@ struct TokenIssue {
     std::string outbox_key;
 };
 
+// POST /email/change: the two emails to send (DESIGN §9.6).
+struct EmailChangeIssue {
+    TokenIssue to_new;  // EmailChange, to the new address
+    TokenIssue to_old;  // EmailChangeApproval, to the current address
+};
+
+// POST /email/confirm: which half was spent, and when the change was made, the notice to the old
+// address (EmailChanged).
+struct EmailChangeStep {
+    std::string status;     // "confirmed" (the new address's token), "approved" (the old one's), "changed"
+    std::string new_email;  // set when "changed"
+    TokenIssue notice;      // set when "changed"
+};
+
 class Tokens {
 public:
     explicit Tokens(Engine &engine) : engine_(engine) {}
@@ -71,7 +85,23 @@ public:
                                                std::string_view client, SessionKind kind = SessionKind::Cookie,
                                                std::string_view user_agent = {}, const Secret *device = nullptr);
 
+    // Email change (DESIGN §9.6), from a live session: an EmailChange token to the new address and
+    // an EmailChangeApproval token to the current one, both sent whatever the new address is (a
+    // third party learns nothing of whether it has an account). These tokens never sign in. The
+    // caller delivers both (with an outbox they are written there in the same transaction).
+    Result<EmailChangeIssue> request_email_change(const Principal &p, std::string_view new_email,
+                                                  std::string_view client);
+    // Spends one half ({token}, or the address it was sent to and its code); the change is made
+    // when both are spent, in the transaction of the second, which re-checks that the new address
+    // is still free in the group (Code::EmailTaken otherwise) and that the account still has the
+    // old one; then every session but the one that asked ends, and EmailChanged goes to the old
+    // address. Sign-in tokens are refused here (Code::InvalidToken), as these are at /session.
+    Result<EmailChangeStep> confirm_email_change(const Secret &token, std::string_view client);
+    Result<EmailChangeStep> confirm_email_change_code(std::string_view email, std::string_view code,
+                                                      std::string_view group, std::string_view client);
+
 private:
+    Result<EmailChangeStep> spend_change(WriteTxn &txn, const TokenRecord &t, std::string_view client, Millis now);
     // A password registration is a Registration token that keeps the password's hash, delivered
     // the same way.
     friend class Passwords;

@@ -76,6 +76,13 @@ struct TokenRecord {
     std::string password_hash;  // a password registration keeps only the hash until the exchange
     std::string code_hash;      // the short code's digest with its address (codes.hpp), 32 raw bytes
     std::uint8_t code_failures = 0;  // wrong codes for the address while this token waited
+    // An email change's two tokens (EmailChange to the new address, EmailChangeApproval to the
+    // old one; DESIGN §9.6) name their account, both addresses and each other.
+    std::string user_id;
+    std::string old_email, new_email;
+    std::string pair_hash;        // the other half
+    bool pair_spent = false;      // the other half was spent: this one completes the change
+    std::string session_id;       // the session that asked: the one that stays when the change is made
 };
 
 // A session (cookie) or bearer token as stored, keyed by the hash of its secret.
@@ -204,6 +211,7 @@ enum class Code : std::uint8_t {
     MfaRequired,           // mfa_required: this way in, or this location, needs the second factor
     InvalidCode,           // invalid_code: a wrong second-factor code or recovery code
     MfaDisabled,           // mfa_disabled: signin_mfa is off
+    EmailTaken,            // email_taken: an email change whose new address got an account meanwhile
 };
 std::string_view code_name(Code c);
 

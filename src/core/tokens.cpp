@@ -367,4 +367,160 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
     return out;
 }
 
+// ---- email change (DESIGN §9.6) --------------------------------------------------------------
+
+namespace {
+
+bool is_change(Purpose p) { return p == Purpose::EmailChange || p == Purpose::EmailChangeApproval; }
+
+}  // namespace
+
+Result<EmailChangeIssue> Tokens::request_email_change(const Principal &p, std::string_view new_email_in,
+                                                      std::string_view client) {
+    auto new_email = normalize_email(new_email_in);
+    if (!new_email) return Error{Code::InvalidEmail, "that is not an email address"};
+    return detail::guarded("email change", [&]() -> Result<EmailChangeIssue> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_id(p.user.id);
+        if (!user || user->suspended || !txn->session(p.session.hash)) {
+            return Error{Code::Unauthenticated, "not signed in"};
+        }
+        if (*new_email == user->email) return Error{Code::InvalidRequest, "that is already the account's address"};
+        // any change asked before is replaced: its tokens go
+        for (const std::string &addr : {user->email, *new_email}) {
+            for (const auto &t : txn->tokens_for(user->group_id, addr)) {
+                if (is_change(t.purpose) && t.user_id == user->id) txn->del_token(t.hash);
+            }
+        }
+        const Millis expires = now + engine_.policy().token_ttl;
+        NewToken to_new = new_token(user->group_id, *new_email, Purpose::EmailChange, now, expires);
+        NewToken to_old = new_token(user->group_id, user->email, Purpose::EmailChangeApproval, now, expires);
+        for (NewToken *t : {&to_new, &to_old}) {
+            t->record.user_id = user->id;
+            t->record.old_email = user->email;
+            t->record.new_email = *new_email;
+            t->record.session_id = p.session.id;
+        }
+        to_new.record.pair_hash = to_old.record.hash;
+        to_old.record.pair_hash = to_new.record.hash;
+        txn->put_token(to_new.record);
+        txn->put_token(to_old.record);
+        txn->append_audit(detail::audit(now, "email.change_requested", user->email, client, user->id, *new_email));
+        EmailChangeIssue out;
+        out.to_new.outbox_key = engine_.enqueue(*txn, to_new.delivery, client, now);
+        out.to_old.outbox_key = engine_.enqueue(*txn, to_old.delivery, client, now);
+        txn->commit();
+        out.to_new.delivery = std::move(to_new.delivery);
+        out.to_old.delivery = std::move(to_old.delivery);
+        return out;
+    });
+}
+
+Result<EmailChangeStep> Tokens::confirm_email_change(const Secret &token, std::string_view client) {
+    if (!plausible_secret(token.reveal())) return Error{Code::InvalidToken, "the code is not valid"};
+    return detail::guarded("email change", [&]() -> Result<EmailChangeStep> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto t = txn->token(secret_hash(token.reveal()));
+        if (!t || t->expires_at <= now || !is_change(t->purpose)) {
+            if (t && t->expires_at <= now) txn->del_token(t->hash);
+            txn->append_audit(detail::audit(now, "token.invalid", t ? t->email : std::string(), client, {}, "email_change"));
+            txn->commit();
+            return Error{Code::InvalidToken, "the code is not valid"};
+        }
+        return spend_change(*txn, *t, client, now);
+    });
+}
+
+Result<EmailChangeStep> Tokens::confirm_email_change_code(std::string_view email_in, std::string_view typed_code,
+                                                          std::string_view group_in, std::string_view client) {
+    auto email = normalize_email(email_in);
+    if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto group = normalize_group(group_in);
+    if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    auto code = normalize_code(typed_code);
+    return detail::guarded("email change", [&]() -> Result<EmailChangeStep> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        std::vector<TokenRecord> live;
+        for (auto &t : txn->tokens_for(*group, *email)) {
+            if (t.expires_at > now && is_change(t.purpose) && !t.code_hash.empty()) live.push_back(std::move(t));
+        }
+        if (code) {
+            const std::string digest = code_digest(*group, *email, *code);
+            for (const auto &t : live) {
+                if (sodium_memcmp(t.code_hash.data(), digest.data(), digest.size()) == 0) {
+                    return spend_change(*txn, t, client, now);
+                }
+            }
+        }
+        // a wrong code counts as at /session: the fifth cancels what waits for the address
+        bool locked = false;
+        for (auto &t : live) {
+            t.code_failures = static_cast<std::uint8_t>(t.code_failures + 1);
+            locked = locked || t.code_failures >= kCodeFailures;
+            txn->put_token(t);
+        }
+        if (locked) {
+            for (const auto &t : live) txn->del_token(t.hash);
+        }
+        txn->append_audit(detail::audit(now, locked ? "code.locked" : "token.invalid", *email, client, {}, "email_change"));
+        txn->commit();
+        return Error{Code::InvalidToken, "the code is not valid"};
+    });
+}
+
+Result<EmailChangeStep> Tokens::spend_change(WriteTxn &txn, const TokenRecord &t, std::string_view client, Millis now) {
+    txn.del_token(t.hash);  // spent, whatever happens next
+    const char *half = t.purpose == Purpose::EmailChange ? "confirmed" : "approved";
+    auto user = txn.user_by_id(t.user_id);
+    auto fail = [&](Code code, const char *why, std::string message) -> Result<EmailChangeStep> {
+        if (auto other = txn.token(t.pair_hash)) txn.del_token(other->hash);  // the change is over
+        txn.append_audit(detail::audit(now, "email.change_failed", t.old_email, client, t.user_id, why));
+        txn.commit();
+        return Error{code, std::move(message)};
+    };
+    if (!user || user->suspended || user->email != t.old_email) {
+        return fail(Code::InvalidToken, "account_changed", "this change is no longer possible: ask again");
+    }
+    if (!t.pair_spent) {
+        auto other = txn.token(t.pair_hash);
+        if (!other || other->expires_at <= now) {
+            return fail(Code::InvalidToken, "other_half_expired", "this change has expired: ask again");
+        }
+        other->pair_spent = true;
+        txn.put_token(*other);
+        txn.append_audit(detail::audit(now, std::string("email.change_") + half, user->email, client, user->id,
+                                       t.new_email));
+        txn.commit();
+        EmailChangeStep out;
+        out.status = half;
+        return out;
+    }
+    // the second half: the change itself
+    if (auto taken = txn.user_by_email(user->group_id, t.new_email); taken && taken->id != user->id) {
+        return fail(Code::EmailTaken, "taken", "the new address has an account of its own now");
+    }
+    const std::string old_email = user->email;
+    user->email = t.new_email;
+    user->updated_at = now;
+    txn.put_user(*user);
+    for (const auto &s : txn.sessions_of(user->id)) {
+        if (s.id != t.session_id) txn.del_session(s.hash);
+    }
+    for (const auto &old : txn.tokens_for(user->group_id, old_email)) txn.del_token(old.hash);
+    txn.append_audit(detail::audit(now, "email.changed", t.new_email, client, user->id, "from " + old_email));
+    EmailChangeStep out;
+    out.status = "changed";
+    out.new_email = t.new_email;
+    out.notice.delivery = Delivery{};
+    out.notice.delivery->email = old_email;
+    out.notice.delivery->purpose = Purpose::EmailChanged;  // a notice: no token
+    out.notice.delivery->group_id = user->group_id;
+    out.notice.outbox_key = engine_.enqueue(txn, *out.notice.delivery, client, now);
+    txn.commit();
+    return out;
+}
+
 }  // namespace signin

@@ -63,6 +63,7 @@ std::string_view code_name(Code c) {
     case Code::MfaRequired: return "mfa_required";
     case Code::InvalidCode: return "invalid_code";
     case Code::MfaDisabled: return "mfa_disabled";
+    case Code::EmailTaken: return "email_taken";
     }
     return "internal";
 }

@@ -152,8 +152,9 @@ User decode_user(std::string_view data) {
 }
 
 std::string encode_token(const TokenRecord &t) {
-    Writer w(1 + 4 * 4 + 1 + 8 * 2 + 1 + t.group_id.size() + t.email.size() + t.password_hash.size() +
-             t.code_hash.size());
+    Writer w(1 + 4 * 9 + 3 + 8 * 2 + t.group_id.size() + t.email.size() + t.password_hash.size() +
+             t.code_hash.size() + t.user_id.size() + t.old_email.size() + t.new_email.size() + t.pair_hash.size() +
+             t.session_id.size());
     w.u8(kTokenFormat);
     w.str(t.group_id);
     w.str(t.email);
@@ -163,6 +164,12 @@ std::string encode_token(const TokenRecord &t) {
     w.str(t.password_hash);
     w.str(t.code_hash);
     w.u8(t.code_failures);
+    w.str(t.user_id);
+    w.str(t.old_email);
+    w.str(t.new_email);
+    w.str(t.pair_hash);
+    w.u8(t.pair_spent ? 1 : 0);
+    w.str(t.session_id);
     return w.data();
 }
 
@@ -179,6 +186,14 @@ TokenRecord decode_token(std::string_view key, std::string_view data) {
     if (r.version() >= 2) {  // format 2 added the short code
         t.code_hash = r.str();
         t.code_failures = r.u8();
+    }
+    if (r.version() >= 3) {  // format 3 added an email change's fields
+        t.user_id = r.str();
+        t.old_email = r.str();
+        t.new_email = r.str();
+        t.pair_hash = r.str();
+        t.pair_spent = r.boolean();
+        t.session_id = r.str();
     }
     r.done();
     return t;
