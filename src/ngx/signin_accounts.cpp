@@ -2,6 +2,8 @@
 #include "signin/json.hpp"
 #include "signin_api.h"
 #include "signin_conf.h"
+#include "signin_delivery.h"
+#include "signin_limits.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {
@@ -29,7 +31,99 @@ private:
     bool by_cookie_;
 };
 
+// POST /email/change: both tokens in one write, then both emails from the outbox.
+class EmailChangeJob final : public Job {
+public:
+    EmailChangeJob(signin::Principal p, std::string email, std::string client)
+        : Job(Stage::Write), principal_(std::move(p)), email_(std::move(email)), client_(std::move(client)) {}
+
+private:
+    signin::Status write() override {
+        auto c = id().tokens().request_email_change(principal_, email_, client_);
+        if (!c) return c.error();
+        issued_ = std::move(c.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override {
+        for (signin::TokenIssue *t : {&issued_->to_new, &issued_->to_old}) {
+            if (t->delivery) start_delivery(*t->delivery, std::move(t->outbox_key), client_);
+        }
+        return send_json(r, 202, "{\"status\":\"sent\"}");
+    }
+
+    signin::Principal principal_;
+    std::string email_, client_;
+    std::optional<signin::EmailChangeIssue> issued_;
+};
+
+// POST /email/confirm: one half spent; the second makes the change and sends EmailChanged.
+class EmailConfirmJob final : public Job {
+public:
+    EmailConfirmJob(signin::Secret token, std::string email, signin::Secret code, std::string group, std::string client)
+        : Job(Stage::Write),
+          token_(std::move(token)),
+          email_(std::move(email)),
+          code_(std::move(code)),
+          group_(std::move(group)),
+          client_(std::move(client)) {}
+
+private:
+    signin::Status write() override {
+        auto s = email_.empty() ? id().tokens().confirm_email_change(token_, client_)
+                                : id().tokens().confirm_email_change_code(email_, code_.reveal(), group_, client_);
+        if (!s) return s.error();
+        step_ = std::move(s.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override {
+        if (step_->notice.delivery) start_delivery(*step_->notice.delivery, std::move(step_->notice.outbox_key), client_);
+        signin::json::Writer w;
+        w.begin_object().key("status").value(step_->status);
+        if (!step_->new_email.empty()) w.key("email").value(step_->new_email);
+        w.end_object();
+        return send_json(r, 200, w.take());
+    }
+    void failed(ngx_http_request_t *r, const signin::Error &e) override {
+        if (e.code == signin::Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
+    }
+
+    signin::Secret token_;
+    std::string email_;
+    signin::Secret code_;
+    std::string group_, client_;
+    std::optional<signin::EmailChangeStep> step_;
+};
+
 }  // namespace
+
+ngx_int_t post_email_change(ApiCall &call) {
+    ngx_int_t rc = NGX_ERROR;
+    auto p = signed_in(call, rc);
+    if (!p) return rc;
+    auto f = signin::json::parse_object(call.body, {{"email", true}});
+    if (!f) return send_failure(call.r, f.error());
+    std::string email = f.value()["email"];
+    // SPEC §8 rule 1 for the new address: its send counter, as a token request's
+    const std::string key = signin::mailbox_key(email);
+    if (!key.empty() && limits_on(call.r) && !limit_take(call.r, Bucket::Address, key).allowed) {
+        return send_json(call.r, 202, "{\"status\":\"sent\"}");  // the same answer, nothing sent
+    }
+    return start_job(call.r, std::make_unique<EmailChangeJob>(std::move(*p), std::move(email), call.client));
+}
+
+ngx_int_t post_email_confirm(ApiCall &call) {
+    auto f = signin::json::parse_object(call.body, {{"token", false}, {"email", false}, {"code", false}, {"group", false}});
+    if (!f) return send_failure(call.r, f.error());
+    auto &v = f.value();
+    const bool token = v.count("token") != 0;
+    const bool code = v.count("email") != 0 && v.count("code") != 0;
+    if (token ? v.size() != 1 : !code) {
+        return send_failure(call.r, signin::Error{signin::Code::InvalidRequest, "send {\"token\"} or {\"email\", \"code\"}"});
+    }
+    return start_job(call.r, std::make_unique<EmailConfirmJob>(signin::Secret(std::move(v["token"])), v["email"],
+                                                               signin::Secret(std::move(v["code"])), v["group"],
+                                                               call.client));
+}
 
 ngx_int_t get_account(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;

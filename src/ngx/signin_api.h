@@ -59,6 +59,8 @@ ngx_int_t post_mfa_token(ApiCall &call);
 // signin_accounts.cpp
 ngx_int_t get_account(ApiCall &call);
 ngx_int_t post_account_delete(ApiCall &call);
+ngx_int_t post_email_change(ApiCall &call);
+ngx_int_t post_email_confirm(ApiCall &call);
 
 // Shared by the capabilities (signin_sessions.cpp).
 
