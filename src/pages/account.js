@@ -296,6 +296,58 @@ $("change-password-form").addEventListener("submit", async (event) => {
   });
 });
 
+// ---- email change: the new address confirms, the current one approves
+let changeTo = "";
+$("change-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("new-address");
+  const email = input.value.trim();
+  if (!email || !input.checkValidity()) return msg.error("Enter an email address like name@example.com.", input);
+  await busy($("change-submit"), "Sending…", async () => {
+    const answer = await call("email/change", { email });
+    if (answer.status !== 202) return msg.error(explain(answer), input);
+    changeTo = email;
+    $("change-new-code").disabled = false;
+    $("change-old-code").disabled = false;
+    msg.notice("Two emails are on their way.");
+    $("change-new").textContent = email;
+    $("change-sent").hidden = false;
+    $("change-new-code").focus();
+  });
+});
+
+$("change-new-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const halves = [
+    { input: $("change-new-code"), email: changeTo },
+    { input: $("change-old-code"), email: me.email },
+  ].filter((h) => h.input.value.trim());
+  if (!halves.length) return msg.error("Enter a code from one of the two emails.", $("change-new-code"));
+  await busy($("change-confirm-submit"), "Confirming…", async () => {
+    for (const h of halves) {
+      const answer = await call("email/confirm", withGroup({ email: h.email, code: h.input.value.trim() }));
+      if (answer.status !== 200) {
+        return msg.error(answer.body && answer.body.code === "email_taken"
+          ? "The new address has an account of its own now, so the change was not made."
+          : explain(answer, "code"), h.input);
+      }
+      h.input.value = "";
+      h.input.disabled = true;
+      if (answer.body.status === "changed") {
+        me.email = answer.body.email;
+        $("me-address").textContent = me.email;
+        $("change-sent").hidden = true;
+        $("change-form").reset();
+        await loadSessions();
+        msg.notice(`Your address is now ${me.email}. Other sessions were signed out.`);
+        $("address-title").focus();
+        return;
+      }
+    }
+    msg.notice("Confirmed. Now the code (or link) of the other email.");
+  });
+});
+
 $("delete-start").addEventListener("click", () => {
   $("delete-address").textContent = me.email;
   $("delete-start").hidden = true;

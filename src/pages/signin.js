@@ -29,6 +29,7 @@ let linkToken = ""; // the token of a link, kept in memory only
 let resendTimer = null;
 let wrongCodes = 0; // the server cancels an address's codes at the fifth wrong one
 let mfaToken = "";  // a sign-in waiting for its second factor (5 minutes), in memory only
+let confirmToken = "";  // an email change's link, kept in memory only
 let byRecovery = false;
 
 // focus: the element to move the focus to; null leaves it where it is (a first page load).
@@ -40,6 +41,7 @@ function show(step, focus) {
     password: "Sign in with a password",
     link: "Sign in",
     mfa: "Two-step sign-in",
+    confirm: "Change of address",
     done: "You are signed in",
   }[step];
   $("title").textContent = title;
@@ -290,6 +292,27 @@ $("mfa-restart").addEventListener("click", () => {
   showEmail();
 });
 
+$("confirm-submit").addEventListener("click", async () => {
+  await busy($("confirm-submit"), "Confirming…", async () => {
+    const answer = await call("email/confirm", { token: confirmToken });
+    confirmToken = "";
+    $("confirm-submit").hidden = true;
+    if (answer.status === 200) {
+      const b = answer.body;
+      $("confirm-text").textContent = b.status === "changed"
+        ? `Done: your account's address is now ${b.email}.`
+        : b.status === "confirmed"
+          ? "The new address is confirmed. The change is made once your current address approves it too: open the email sent there."
+          : "Approved. The change is made once the new address is confirmed too: open the email sent there.";
+      msg.notice(b.status === "changed" ? "Your address is changed." : "Thank you.");
+    } else if (answer.body && answer.body.code === "email_taken") {
+      msg.error("The new address has an account of its own now, so the change was not made.");
+    } else {
+      msg.error("This link has expired or was already used. Ask for the change again on your account page.");
+    }
+  });
+});
+
 $("link-cancel").addEventListener("click", () => {
   linkToken = "";
   msg.clear();
@@ -320,6 +343,13 @@ async function start() {
   // A link from an email: #token=... never reaches a server or a log. It is taken out of the
   // address bar and the history at once, and spent only when the button is pressed.
   const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.get("confirm")) {  // an email change's link: confirmed only on a click, like a sign-in link
+    confirmToken = fragment.get("confirm");
+    history.replaceState(null, "", location.pathname + location.search);
+    $("confirm-submit").hidden = false;
+    show("confirm", $("confirm-submit"));
+    return;
+  }
   if (fragment.get("token")) {
     linkToken = fragment.get("token");
     history.replaceState(null, "", location.pathname + location.search);

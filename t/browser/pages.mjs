@@ -512,6 +512,49 @@ try {
   if (!oathtool) checks.push({ name: "the two-step walk needs oathtool (build.sh installs it)", ok: true, skip: true });
   else await twoStep();
 
+  // ---- changing the address: the new one's code on the account page, the old one's link elsewhere
+  const w = await person(desktop);
+  const wes = `wes-${stamp}@example.com`;
+  const wesNew = `wes-new-${stamp}@example.com`;
+  await w.page.goto(`${base}/auth/`);
+  await w.page.fill("#email", wes);
+  await w.page.click("#email-submit");
+  await w.page.waitForSelector("#step-code", { state: "visible" });
+  await w.page.fill("#code", (await email(w.page, wes)).code);
+  await w.page.click("#code-submit");
+  await w.page.waitForURL(`${base}/auth/account`);
+  await w.page.waitForSelector("#account", { state: "visible" });
+  await w.page.fill("#new-address", wesNew);
+  await w.page.click("#change-submit");
+  await w.page.waitForSelector("#change-sent", { state: "visible" });
+  await axe(w.page, "email change sent");
+  const toNew = await email(w.page, wesNew);
+  check("the new address gets an EmailChange email with a code and a link", toNew && /EmailChange/.test(toNew.purpose) &&
+    /#confirm=/.test(toNew.link), toNew && toNew.purpose);
+  await w.page.fill("#change-new-code", toNew.code);
+  await w.page.click("#change-confirm-submit");
+  const half = await until(w.page, "#notice", /Confirmed/);
+  check("the new address's code confirms one half", /Confirmed/.test(half), half);
+  const wesMails = (await (await w.page.request.get(`${base}/_dev/mailbox`, { headers: { Accept: "application/json" } })).json())
+    .emails.filter((m) => m.email === wes && m.purpose === "EmailChangeApproval");
+  const approval = wesMails.pop();
+  const x = await person(phone, { isMobile: true, hasTouch: true });
+  await x.page.goto(approval.link);
+  await x.page.waitForSelector("#step-confirm", { state: "visible" });
+  await shot(x.page, "email-confirm-390");
+  await axe(x.page, "email change confirmation");
+  await x.page.click("#confirm-submit");
+  const done = await until(x.page, "#confirm-text", /Done/);
+  check("the old address's link, opened on another device, makes the change", done.includes(wesNew), done);
+  await x.context.close();
+  await w.page.reload();
+  await w.page.waitForSelector("#account", { state: "visible" });
+  check("the account page shows the new address", (await text(w.page, "#me-address")) === wesNew);
+  const changedNotice = (await (await w.page.request.get(`${base}/_dev/mailbox`, { headers: { Accept: "application/json" } })).json())
+    .emails.filter((m) => m.email === wes && m.purpose === "EmailChanged");
+  check("EmailChanged went to the old address", changedNotice.length === 1, changedNotice.length);
+  await w.context.close();
+
   // ---- deleting the account from the account page
   const v = await person(desktop);
   const ivy = `ivy-${stamp}@example.com`;
