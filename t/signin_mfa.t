@@ -206,9 +206,19 @@ $r = post('mfa/totp/setup', {}, $stale);
 is $r->{status}, 403, 'setup from a password session: 403';
 is $r->{json}{code}, 'fresh_session_required', '... fresh_session_required';
 
+# ---- an operator resets a lost phone's factor
+pending_ok(post('session', { token => $t->request_token($bob) }), 'bob, before the reset');
+my ($reset_rc, $reset_out) = $t->admin('mfa', 'reset', $bob);
+is $reset_rc, 0, 'signin-admin mfa reset' or diag $reset_out;
+like $reset_out, qr/second factor reset/, '... says so';
+is $t->req(GET => '/auth/me', headers => { cookie => $bob_cookie })->{status}, 401, '... and ended the sessions';
+is post('session', { token => $t->request_token($bob) })->{status}, 200, 'then email alone signs bob in';
+is(($t->admin('mfa', 'reset'))[0], 2, 'mfa reset without an address: usage, status 2');
+is(($t->admin('mfa', 'reset', 'nobody@example.com'))[0], 1, '... an unknown address: status 1');
+
 # ---- the audit trail, and no secret in it or in the log
 my ($rc, $audit) = $t->admin('audit', 200);
-for my $kind (qw(mfa.setup mfa.enabled mfa.required mfa.verified mfa.failed mfa.recovery_used mfa.device_remembered mfa.devices_forgotten mfa.locked mfa.disabled)) {
+for my $kind (qw(mfa.setup mfa.enabled mfa.required mfa.verified mfa.failed mfa.recovery_used mfa.device_remembered mfa.devices_forgotten mfa.locked mfa.disabled mfa.reset)) {
     like $audit, qr/\b\Q$kind\E\b/, "audited: $kind";
 }
 unlike $audit . $t->error_log, qr/\Q$secret\E|\Q$recovery[8]\E/, 'no secret and no recovery code in the audit trail or the log';

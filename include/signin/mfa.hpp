@@ -67,6 +67,11 @@ public:
     Result<MfaVerified> verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
                                bool remember, std::string_view client, SessionKind kind = SessionKind::Cookie);
 
+    // Administration (signin-admin mfa reset): the account's factor, recovery codes, remembered
+    // devices and pending sign-ins go, and every session ends (whoever lost the phone signs in
+    // again with email alone). Code::NotFound for an unknown address.
+    Status reset(std::string_view group, std::string_view email, std::string_view client = "admin");
+
 private:
     Engine &engine_;
 };

@@ -272,6 +272,26 @@ Status Mfa::forget_devices(const Principal &p, std::string_view client) {
     });
 }
 
+Status Mfa::reset(std::string_view group_in, std::string_view email_in, std::string_view client) {
+    auto email = normalize_email(email_in);
+    if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto group = normalize_group(group_in);
+    if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    return detail::guarded("second factor reset", [&]() -> Status {
+        auto txn = engine_.store_->write();
+        auto user = txn->user_by_email(*group, *email);
+        if (!user) return Error{Code::NotFound, "no account has that address"};
+        const bool had = txn->mfa(user->id).has_value();
+        txn->del_mfa(user->id);
+        txn->del_mfa_pending_of(user->id);
+        for (const auto &s : txn->sessions_of(user->id)) txn->del_session(s.hash);
+        txn->append_audit(detail::audit(engine_.now(), "mfa.reset", user->email, client, user->id,
+                                        had ? "factor removed" : "no factor"));
+        txn->commit();
+        return ok_status();
+    });
+}
+
 Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
                                 bool remember, std::string_view client, SessionKind kind) {
     if (!engine_.policy().with_mfa) return disabled();

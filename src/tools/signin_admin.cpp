@@ -28,6 +28,8 @@ int usage() {
                  "  sessions EMAIL [GROUP]  the account's live sessions, JSON lines\n"
                  "  revoke SESSION_ID       end one session (its id as GET /sessions and `sessions` show it)\n"
                  "  role add|remove EMAIL ROLE [--group G]  give or take a role (signin_allow role ROLE)\n"
+                 "  mfa reset EMAIL [--group G]  remove the account's second factor, recovery codes and\n"
+                 "                          remembered devices, and end its sessions (a lost phone)\n"
                  "  invite EMAIL [--role ROLE]... [--group G] [--send [--key KEYFILE]]\n"
                  "                          make the account (its sign-in works with registration off); --send\n"
                  "                          writes an invitation email to the outbox, sent by nginx within a second\n"
@@ -215,6 +217,12 @@ int main(int argc, char **argv) {
                                  args[1] == "add");
             if (!r) return fail(r.error());
             std::printf("%s: role %s %s\n", args[2].c_str(), args[3].c_str(), args[1] == "add" ? "added" : "removed");
+            return 0;
+        }
+        if (cmd == "mfa" && args.size() >= 3 && args[1] == "reset") {
+            auto r = id.mfa().reset(group_option ? *group_option : args.size() > 3 ? args[3] : "", args[2]);
+            if (!r) return fail(r.error());
+            std::printf("%s: second factor reset, sessions ended\n", args[2].c_str());
             return 0;
         }
         if (cmd == "user" && args.size() >= 2) {

@@ -406,3 +406,18 @@ TEST_F(MfaTest, DisableNeedsAFreshSessionAndACode) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(MfaTest, AnAdminResetRemovesTheFactorAndEndsSessions) {
+    Session s = sign_in("lost@example.com");
+    auto [secret, codes] = enroll(s);
+    EXPECT_EQ(id_->mfa().reset("", "nobody@example.com").error().code, Code::NotFound);
+    ASSERT_TRUE(id_->mfa().reset("", "LOST@example.com"));
+    EXPECT_FALSE(id_->sessions().authenticate_from(s.token, "c")) << "its sessions ended";
+    auto again = id_->tokens().exchange_from(request("lost@example.com").token, "c");
+    ASSERT_TRUE(again) << "email alone signs in again";
+    EXPECT_FALSE(id_->mfa().status(principal(again.value())).value().totp);
+}
+
+}  // namespace
