@@ -105,7 +105,7 @@ my @bad = (
     ['subject.txt', "Subject: {{token}}\n\n{{token}}\n", 'Registration', qr/subject must not show the code/],
     ['notice.txt', "Subject: Hi\n\n{{token}}\n", 'PasswordChanged', qr/is a notice/],
     ['noblank.txt', "Subject: Hi\n{{token}}\n", 'SignIn', qr/empty line must follow/],
-    ['link.txt', "Subject: Hi\n\n{{code}} {{link}}\n", 'EmailChange', qr/EmailChange: \{\{link\}\} signs in/],
+    ['link.txt', "Subject: Hi\n\nSee {{link}}\n", 'EmailChanged', qr/EmailChanged: \{\{link\}\} spends the token/],
     ['linksubj.txt', "Subject: {{link}}\n\n{{code}}\n", 'SignIn', qr/subject must not show \{\{link\}\}/],
 );
 for my $b (@bad) {
@@ -121,6 +121,8 @@ my $ok = write_file('ok.txt', "Subject: Hi\n\n{{token}}\n");
 my $ok_link = write_file('ok_link.txt', "Subject: Hi\n\n{{code}}\n{{link}}\n");
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template Invitation $ok_link;"));
 is $rc, 0, '{{link}} in a purpose whose token signs in passes nginx -t' or diag $out;
+($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template EmailChange $ok_link;"));
+is $rc, 0, '... and in an email change (its link confirms the change)' or diag $out;
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template SignIn $ok;"));
 is $rc, 0, 'a good template passes nginx -t' or diag $out;
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template SignIn $ok; signin_email_template sign_in $ok;"));

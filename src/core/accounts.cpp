@@ -15,22 +15,7 @@ Result<AccountInfo> Accounts::account(const Principal &p) {
         out.password = !user->password_hash.empty();
         user->password_hash.clear();
         out.user = std::move(*user);
-        for (const auto &s : txn->sessions_of(p.user.id)) {
-            if (s.expires_at <= now ||
-                (s.kind == SessionKind::Cookie && s.last_seen_at + engine_.policy().session_idle <= now)) {
-                continue;
-            }
-            SessionInfo i;
-            i.id = s.id;
-            i.created_at = s.created_at;
-            i.last_seen_at = s.last_seen_at;
-            i.expires_at = s.expires_at;
-            i.client = s.client;
-            i.user_agent = s.user_agent;
-            i.kind = s.kind;
-            i.current = s.id == p.session.id;
-            out.sessions.push_back(std::move(i));
-        }
+        out.sessions = detail::live_sessions(*txn, p, engine_.policy(), now);
         if (auto m = txn->mfa(p.user.id); m && m->has_factor()) {
             out.mfa.totp = true;
             out.mfa.recovery_codes_left = static_cast<unsigned>(m->recovery_hashes.size());

@@ -115,5 +115,23 @@ std::string random_secret(std::size_t bytes) {
     return out;
 }
 
+std::string percent_encode(std::string_view s, bool keep_slash) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+            c == '_' || c == '~' || (keep_slash && c == '/')) {
+            out += c;
+        } else {
+            out += '%';
+            out += digits[u >> 4];
+            out += digits[u & 15];
+        }
+    }
+    return out;
+}
+
 }  // namespace enc
 }  // namespace signin

@@ -18,6 +18,9 @@ std::string rfc3339(std::int64_t unix_ms);
 // A UUIDv7 (time-ordered, random) in its 36-character text form.
 std::string uuid7(std::int64_t unix_ms);
 
+// RFC 3986 percent-encoding: every byte but the unreserved characters (and '/' when keep_slash).
+std::string percent_encode(std::string_view s, bool keep_slash = false);
+
 // A fresh random secret of `bytes` bytes, base64url text (at least 16 bytes = 128 bits).
 std::string random_secret(std::size_t bytes = 32);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "signin/engine.hpp"
 #include "signin/store.hpp"
 #include "signin/types.hpp"
 
@@ -24,6 +25,9 @@ inline AuditEntry audit(Millis at, std::string kind, std::string_view email, std
     e.detail = std::string(detail);
     return e;
 }
+
+// The live sessions of p's user as GET /sessions lists them (sessions.cpp), newest first.
+std::vector<SessionInfo> live_sessions(ReadTxn &txn, const Principal &p, const Policy &policy, Millis now);
 
 // Runs f and maps every exception to an Error: nothing escapes the API.
 template <class F>

@@ -260,9 +260,10 @@ std::string error(std::string_view code, std::string_view message) {
     return w.take();
 }
 
-std::string sessions(const std::vector<SessionInfo> &list) {
-    Writer w;
-    w.begin_object().key("sessions").begin_array();
+namespace {
+
+void write_session_list(Writer &w, const std::vector<SessionInfo> &list) {
+    w.begin_array();
     for (const auto &s : list) {
         w.begin_object()
             .key("id").value(s.id)
@@ -276,7 +277,16 @@ std::string sessions(const std::vector<SessionInfo> &list) {
             .key("fresh").value(s.fresh)
             .end_object();
     }
-    w.end_array().end_object();
+    w.end_array();
+}
+
+}  // namespace
+
+std::string sessions(const std::vector<SessionInfo> &list) {
+    Writer w;
+    w.begin_object().key("sessions");
+    write_session_list(w, list);
+    w.end_object();
     return w.take();
 }
 
@@ -302,20 +312,8 @@ std::string account(const AccountInfo &a) {
     for (const auto &r : a.user.roles) w.value(r);
     w.end_array().end_object();
     w.key("password").value(a.password);
-    w.key("sessions").begin_array();
-    for (const auto &s : a.sessions) {
-        w.begin_object()
-            .key("id").value(s.id)
-            .key("created_at").time(s.created_at)
-            .key("last_seen_at").time(s.last_seen_at)
-            .key("expires_at").time(s.expires_at)
-            .key("client").value(s.client)
-            .key("user_agent").value(s.user_agent)
-            .key("kind").value(kind_name(s.kind))
-            .key("current").value(s.current)
-            .end_object();
-    }
-    w.end_array();
+    w.key("sessions");
+    write_session_list(w, a.sessions);
     w.key("mfa").begin_object()
         .key("totp").value(a.mfa.totp)
         .key("recovery_codes_left").value(static_cast<std::int64_t>(a.mfa.recovery_codes_left))

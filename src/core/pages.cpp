@@ -4,6 +4,7 @@
 #include <array>
 #include <vector>
 
+#include "core/encoding.hpp"
 #include "core/pages_data.hpp"
 #include "signin/emails.hpp"
 
@@ -51,23 +52,8 @@ std::string escaped(std::string_view s) {
 
 std::string minutes(long long n) { return n == 1 ? "1 minute" : std::to_string(n) + " minutes"; }
 
-// Everything but unreserved characters and '/' percent-encoded: a path as a query value.
-std::string query_value(std::string_view v) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (char c : v) {
-        const auto u = static_cast<unsigned char>(c);
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-            c == '_' || c == '~' || c == '/') {
-            out += c;
-        } else {
-            out += '%';
-            out += hex[u >> 4];
-            out += hex[u & 15];
-        }
-    }
-    return out;
-}
+// A path as a query value: everything but unreserved characters and '/' percent-encoded.
+std::string query_value(std::string_view v) { return enc::percent_encode(v, true); }
 
 // The directory of signin_login_url: "/auth/?x" -> "/auth/", "https://a.example/in" -> "https://a.example/".
 std::string_view login_dir(std::string_view url) {

@@ -41,32 +41,31 @@ Status Sessions::touch(const Principal &p) {
     });
 }
 
+std::vector<SessionInfo> detail::live_sessions(ReadTxn &txn, const Principal &p, const Policy &policy, Millis now) {
+    std::vector<SessionInfo> out;
+    for (auto &s : txn.sessions_of(p.user.id)) {
+        if (s.expires_at <= now || (s.kind == SessionKind::Cookie && s.last_seen_at + policy.session_idle <= now)) {
+            continue;
+        }
+        SessionInfo i;
+        i.id = s.id;
+        i.created_at = s.created_at;
+        i.last_seen_at = s.last_seen_at;
+        i.expires_at = s.expires_at;
+        i.client = s.client;
+        i.user_agent = s.user_agent;
+        i.kind = s.kind;
+        i.current = s.id == p.session.id;
+        i.fresh = s.method == SignInMethod::EmailToken && now - s.created_at < policy.fresh_window;
+        out.push_back(std::move(i));
+    }
+    std::sort(out.begin(), out.end(), [](const SessionInfo &a, const SessionInfo &b) { return a.created_at > b.created_at; });
+    return out;
+}
+
 Result<std::vector<SessionInfo>> Sessions::sessions(const Principal &p) {
     return detail::guarded("list sessions", [&]() -> Result<std::vector<SessionInfo>> {
-        const Millis now = engine_.now();
-        const Policy &policy = engine_.policy();
-        auto txn = engine_.store_->read();
-        std::vector<SessionInfo> out;
-        for (auto &s : txn->sessions_of(p.user.id)) {
-            if (s.expires_at <= now ||
-                (s.kind == SessionKind::Cookie && s.last_seen_at + policy.session_idle <= now)) {
-                continue;
-            }
-            SessionInfo i;
-            i.id = s.id;
-            i.created_at = s.created_at;
-            i.last_seen_at = s.last_seen_at;
-            i.expires_at = s.expires_at;
-            i.client = s.client;
-            i.user_agent = s.user_agent;
-            i.kind = s.kind;
-            i.current = s.id == p.session.id;
-            i.fresh = s.method == SignInMethod::EmailToken && now - s.created_at < policy.fresh_window;
-            out.push_back(std::move(i));
-        }
-        std::sort(out.begin(), out.end(),
-                  [](const SessionInfo &a, const SessionInfo &b) { return a.created_at > b.created_at; });
-        return out;
+        return detail::live_sessions(*engine_.store_->read(), p, engine_.policy(), engine_.now());
     });
 }
 

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "core/encoding.hpp"
+
 namespace signin::totp {
 namespace {
 
@@ -21,23 +23,8 @@ void init_once() {
     });
 }
 
-// Percent-encoding of a URI component (RFC 3986 unreserved characters kept).
-std::string uri_component(std::string_view s) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-            c == '_' || c == '~') {
-            out += c;
-        } else {
-            out += '%';
-            out += hex[u >> 4];
-            out += hex[u & 15];
-        }
-    }
-    return out;
-}
+// A URI component (RFC 3986 unreserved characters kept).
+std::string uri_component(std::string_view s) { return enc::percent_encode(s); }
 
 }  // namespace
 

@@ -2,57 +2,24 @@
 // for a suspended one.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "engine_fixtures.hpp"
 #include "signin/auth.hpp"
 
 using namespace signin;
-using signin::testing::FakeClock;
-using signin::testing::Mailer;
 
 namespace {
 
-class AccountsTest : public ::testing::Test {
+class AccountsTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/signin-accounts-test-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        root_ = tmpl;
-        LmdbOptions o;
-        o.path = root_ + "/db";
-        o.map_size = 1ull << 24;
-        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        EngineTest::SetUp();
         Policy policy;
         policy.allow_registration = true;
         policy.token_resend = 0;
         policy.with_passwords = true;
         policy.with_mfa = true;
-        std::string why;
-        id_ = std::make_unique<Identity>(store_, *parse_origin("https://acme.example", &why), policy, mailer_.fn(),
-                                         clock_);
-        SecretKey key{};
-        key.fill(3);
-        id_->use_secret_key(key);
+        make(policy);
     }
-    void TearDown() override {
-        id_.reset();
-        store_.reset();
-        std::filesystem::remove_all(root_);
-    }
-    Session sign_in(std::string_view email) {
-        EXPECT_TRUE(id_->tokens().request_token(Intent::Register, email, ""));
-        auto s = id_->tokens().exchange_from(mailer_.last().token, "c");
-        EXPECT_TRUE(s) << s.error().message;
-        return s.value();
-    }
-    Principal principal(const Session &s) { return id_->sessions().authenticate_from(s.token, "c").value(); }
-
-    std::string root_;
-    std::shared_ptr<Store> store_;
-    std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
-    Mailer mailer_;
-    std::unique_ptr<Identity> id_;
 };
 
 TEST_F(AccountsTest, WhatIsHeldAndNothingSecret) {

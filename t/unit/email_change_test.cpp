@@ -2,58 +2,28 @@
 // either order; the change is made by the second, and only then.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "engine_fixtures.hpp"
 #include "signin/auth.hpp"
 
 using namespace signin;
-using signin::testing::FakeClock;
-using signin::testing::Mailer;
 
 namespace {
 
-class EmailChangeTest : public ::testing::Test {
+class EmailChangeTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/signin-email-change-test-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        root_ = tmpl;
-        LmdbOptions o;
-        o.path = root_ + "/db";
-        o.map_size = 1ull << 24;
-        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        EngineTest::SetUp();
         Policy policy;
         policy.allow_registration = true;
         policy.token_resend = 0;
-        std::string why;
-        id_ = std::make_unique<Identity>(store_, *parse_origin("https://acme.example", &why), policy, mailer_.fn(),
-                                         clock_);
+        make(policy, false);
     }
-    void TearDown() override {
-        id_.reset();
-        store_.reset();
-        std::filesystem::remove_all(root_);
-    }
-    Session sign_in(std::string_view email) {
-        EXPECT_TRUE(id_->tokens().request_token(Intent::Register, email, ""));
-        auto s = id_->tokens().exchange_from(mailer_.last().token, "c");
-        EXPECT_TRUE(s) << s.error().message;
-        return s.value();
-    }
-    Principal principal(const Session &s) { return id_->sessions().authenticate_from(s.token, "c").value(); }
     EmailChangeIssue change(const Session &s, std::string_view to) {
         auto c = id_->tokens().request_email_change(principal(s), to, "c");
         EXPECT_TRUE(c) << c.error().message;
         return std::move(c.value());
     }
     std::string email_of(const std::string &user_id) { return store_->read()->user_by_id(user_id)->email; }
-
-    std::string root_;
-    std::shared_ptr<Store> store_;
-    std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
-    Mailer mailer_;
-    std::unique_ptr<Identity> id_;
 };
 
 TEST_F(EmailChangeTest, BothHalvesInEitherOrder) {

@@ -2,8 +2,14 @@
 // records what it is given (and can be told to fail).
 #pragma once
 
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
 #include <atomic>
+#include <filesystem>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "signin/auth.hpp"
@@ -43,6 +49,50 @@ struct Mailer {
         std::lock_guard<std::mutex> lock(mu);
         return sent.back();
     }
+};
+
+// An engine over a fresh LMDB store in a temporary directory (removed afterwards), with the
+// fake clock and the recording mailer. A test fixture derives from it and says its policy (and
+// origin, and whether it has the secret key) in make().
+class EngineTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/signin-engine-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        root_ = tmpl;
+        LmdbOptions o;
+        o.path = root_ + "/db";
+        o.map_size = 1ull << 24;
+        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+    }
+    void TearDown() override {
+        id_.reset();
+        store_.reset();
+        std::filesystem::remove_all(root_);
+    }
+    void make(const Policy &policy, bool with_key = true, const char *origin = "https://acme.example") {
+        std::string why;
+        id_ = std::make_unique<Identity>(store_, *parse_origin(origin, &why), policy, mailer_.fn(), clock_);
+        if (with_key) {
+            SecretKey key{};
+            key.fill(7);
+            id_->use_secret_key(key);
+        }
+    }
+    // A registration (or sign-in) by email, exchanged for a cookie session.
+    Session sign_in(std::string_view email) {
+        EXPECT_TRUE(id_->tokens().request_token(Intent::Register, email, ""));
+        auto s = id_->tokens().exchange_from(mailer_.last().token, "198.51.100.1");
+        EXPECT_TRUE(s) << s.error().message;
+        return s.value();
+    }
+    Principal principal(const Session &s) { return id_->sessions().authenticate_from(s.token, "c", s.kind).value(); }
+
+    std::string root_;
+    std::shared_ptr<Store> store_;
+    std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
+    Mailer mailer_;
+    std::unique_ptr<Identity> id_;
 };
 
 }  // namespace signin::testing

@@ -14,8 +14,6 @@
 #include "signin/totp.hpp"
 
 using namespace signin;
-using signin::testing::FakeClock;
-using signin::testing::Mailer;
 
 namespace {
 
@@ -39,16 +37,10 @@ std::string raw_secret(const std::string &secret_b32) {
     return out;
 }
 
-class MfaTest : public ::testing::Test {
+class MfaTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/signin-mfa-test-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        root_ = tmpl;
-        LmdbOptions o;
-        o.path = root_ + "/db";
-        o.map_size = 1ull << 24;
-        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        EngineTest::SetUp();
         make(true);
     }
     void make(bool with_mfa, bool with_key = true) {
@@ -58,30 +50,11 @@ protected:
         policy.with_mfa = with_mfa;
         policy.with_passwords = true;
         policy.mfa_issuer = "Acme Tools";
-        std::string why;
-        id_ = std::make_unique<Identity>(store_, *parse_origin("https://acme.example", &why), policy, mailer_.fn(),
-                                         clock_);
-        if (with_key) {
-            SecretKey key{};
-            key.fill(7);
-            id_->use_secret_key(key);
-        }
-    }
-    void TearDown() override {
-        id_.reset();
-        store_.reset();
-        std::filesystem::remove_all(root_);
+        EngineTest::make(policy, with_key);
     }
     Delivery request(std::string_view email) {
         EXPECT_TRUE(id_->tokens().request_token(Intent::Register, email, ""));
         return mailer_.last();
-    }
-    Principal principal(const Session &s) { return id_->sessions().authenticate_from(s.token, "c", s.kind).value(); }
-    // A fresh session of email (an email-code exchange now).
-    Session sign_in(std::string_view email) {
-        auto s = id_->tokens().exchange_from(request(email).token, "198.51.100.1");
-        EXPECT_TRUE(s) << s.error().message;
-        return s.value();
     }
     // Turns TOTP on for the user of s; returns the base32 secret and the recovery codes.
     std::pair<std::string, std::vector<std::string>> enroll(const Session &s) {
@@ -100,12 +73,6 @@ protected:
         return st.value();
     }
     std::size_t sessions_of(const std::string &user_id) { return store_->read()->sessions_of(user_id).size(); }
-
-    std::string root_;
-    std::shared_ptr<Store> store_;
-    std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
-    Mailer mailer_;
-    std::unique_ptr<Identity> id_;
 };
 
 TEST(Totp, MatchesTheStepsOfTheWindowOnly) {
