@@ -9,7 +9,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "signin/types.hpp"
 
@@ -31,6 +33,13 @@ inline Result<SecretKey> load_secret_key(const std::string &path, bool create) {
     if (!f) return f.error();
     return f.value().key;
 }
+// Authenticated encryption under a key of the file's family (XChaCha20-Poly1305, a random
+// nonce in front): what the store keeps of a secret. `ad` binds it to its place (a record's key),
+// so a sealed value moved elsewhere does not open.
+std::string seal(const SecretKey &key, std::string_view plain, std::string_view ad);
+// The plaintext, or nullopt when the value does not open (another key, another place, damaged).
+std::optional<Secret> open_sealed(const SecretKey &key, std::string_view sealed, std::string_view ad);
+
 // The text of a key file.
 std::string key_file_text(const KeyFile &file);
 // `signin-admin key rotate`: the next assertion key generation, written in place atomically (the

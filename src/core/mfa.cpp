@@ -18,37 +18,14 @@ Error disabled() { return Error{Code::MfaDisabled, "second factors are not enabl
 Error not_signed_in() { return Error{Code::Unauthenticated, "not signed in"}; }
 Error wrong_code() { return Error{Code::InvalidCode, "the code is not right"}; }
 
-// The TOTP secret sealed for one user (XChaCha20-Poly1305, the user id as associated data: a
-// sealed secret copied to another user's record does not open).
-std::string seal(const SecretKey &key, std::string_view user_id, std::string_view secret) {
-    std::string out(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + secret.size() +
-                        crypto_aead_xchacha20poly1305_ietf_ABYTES,
-                    '\0');
-    auto *nonce = reinterpret_cast<unsigned char *>(out.data());
-    randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-    unsigned long long len = 0;
-    crypto_aead_xchacha20poly1305_ietf_encrypt(
-        nonce + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &len, reinterpret_cast<const unsigned char *>(secret.data()),
-        secret.size(), reinterpret_cast<const unsigned char *>(user_id.data()), user_id.size(), nullptr, nonce,
-        key.data());
-    out.resize(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + len);
-    return out;
+// The TOTP secret sealed for one user (secret_key.hpp; the user id as associated data: a sealed
+// secret copied to another user's record does not open).
+std::string seal_for(const SecretKey &key, std::string_view user_id, std::string_view secret) {
+    return signin::seal(key, secret, user_id);
 }
 
-std::optional<Secret> unseal(const SecretKey &key, std::string_view user_id, std::string_view sealed) {
-    constexpr std::size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
-    if (sealed.size() < nb + crypto_aead_xchacha20poly1305_ietf_ABYTES) return std::nullopt;
-    std::string plain(sealed.size() - nb - crypto_aead_xchacha20poly1305_ietf_ABYTES, '\0');
-    unsigned long long len = 0;
-    const auto *nonce = reinterpret_cast<const unsigned char *>(sealed.data());
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char *>(plain.data()), &len, nullptr,
-                                                   nonce + nb, sealed.size() - nb,
-                                                   reinterpret_cast<const unsigned char *>(user_id.data()),
-                                                   user_id.size(), nonce, key.data()) != 0) {
-        return std::nullopt;
-    }
-    plain.resize(len);
-    return Secret(std::move(plain));
+std::optional<Secret> unseal_for(const SecretKey &key, std::string_view user_id, std::string_view sealed) {
+    return open_sealed(key, sealed, user_id);
 }
 
 // Recovery codes: 16 Crockford base32 characters (80 bits), shown XXXX-XXXX-XXXX-XXXX, read as
@@ -90,7 +67,7 @@ std::vector<std::string> renew_recovery_codes(MfaRecord &m) {
 std::string pass(const SecretKey &key, MfaRecord &m, std::string_view code, std::string_view recovery_code,
                  Millis now) {
     if (!code.empty() && m.has_factor()) {
-        auto secret = unseal(key, m.user_id, m.totp_sealed);
+        auto secret = unseal_for(key, m.user_id, m.totp_sealed);
         if (!secret) return {};
         auto step = totp::match(secret->reveal(), code, now / 1000);
         if (step && *step > m.last_step) {
@@ -158,7 +135,7 @@ Result<TotpSetup> Mfa::setup_totp(const Principal &p, std::string_view client) {
         MfaRecord m = txn->mfa(user->id).value_or(MfaRecord{});
         m.user_id = user->id;
         Secret raw(totp::new_secret());
-        m.pending_sealed = seal(*engine_.mfa_key_, user->id, raw.reveal());
+        m.pending_sealed = seal_for(*engine_.mfa_key_, user->id, raw.reveal());
         m.pending_expires_at = now + engine_.policy().mfa_setup_ttl;
         m.updated_at = now;
         txn->put_mfa(m);
@@ -190,7 +167,7 @@ Result<std::vector<std::string>> Mfa::confirm_totp(const Principal &p, std::stri
         if (!m || m->pending_sealed.empty() || m->pending_expires_at <= now) {
             return Error{Code::InvalidRequest, "no second factor is being set up: start again with /mfa/totp/setup"};
         }
-        auto secret = unseal(*engine_.mfa_key_, user->id, m->pending_sealed);
+        auto secret = unseal_for(*engine_.mfa_key_, user->id, m->pending_sealed);
         if (!secret) return Error{Code::Internal, "the pending secret does not open with this secret key"};
         auto step = totp::match(secret->reveal(), code, now / 1000);
         if (!step) {

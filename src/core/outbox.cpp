@@ -49,33 +49,15 @@ std::string seal(const SecretKey &key, const Delivery &d, std::string_view token
     put_str16(plain, d.group_id);
     put_str16(plain, d.token.reveal());
     put_str16(plain, d.code);
-    std::string out(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plain.size() +
-                        crypto_aead_xchacha20poly1305_ietf_ABYTES,
-                    '\0');
-    auto *nonce = reinterpret_cast<unsigned char *>(out.data());
-    randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-    unsigned long long clen = 0;
-    crypto_aead_xchacha20poly1305_ietf_encrypt(
-        nonce + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &clen,
-        reinterpret_cast<const unsigned char *>(plain.data()), plain.size(),
-        reinterpret_cast<const unsigned char *>(token_hash.data()), token_hash.size(), nullptr, nonce, key.data());
+    std::string out = signin::seal(key, plain, token_hash);
     sodium_memzero(plain.data(), plain.size());
-    out.resize(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + clen);
     return out;
 }
 
 std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, std::string_view token_hash) {
-    constexpr std::size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
-    if (sealed.size() < nb + crypto_aead_xchacha20poly1305_ietf_ABYTES) return std::nullopt;
-    std::string plain(sealed.size() - nb - crypto_aead_xchacha20poly1305_ietf_ABYTES, '\0');
-    unsigned long long plen = 0;
-    const auto *nonce = reinterpret_cast<const unsigned char *>(sealed.data());
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt(
-            reinterpret_cast<unsigned char *>(plain.data()), &plen, nullptr, nonce + nb, sealed.size() - nb,
-            reinterpret_cast<const unsigned char *>(token_hash.data()), token_hash.size(), nonce, key.data()) != 0) {
-        return std::nullopt;
-    }
-    std::string_view in(plain.data(), static_cast<std::size_t>(plen));
+    auto opened = open_sealed(key, sealed, token_hash);
+    if (!opened) return std::nullopt;
+    std::string_view in = opened->reveal();
     std::optional<Delivery> out;
     const auto version = in.empty() ? 0 : static_cast<unsigned char>(in[0]);
     if (in.size() >= 3 && version >= 1 && version <= kSealVersion) {
@@ -94,7 +76,6 @@ std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, st
         }
         sodium_memzero(token.data(), token.size());
     }
-    sodium_memzero(plain.data(), plain.size());
     return out;
 }
 

@@ -148,4 +148,33 @@ Result<std::uint64_t> rotate_assertion_key(const std::string &path) {
     return next.assertion_generation;
 }
 
+std::string seal(const SecretKey &key, std::string_view plain, std::string_view ad) {
+    constexpr std::size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+    std::string out(nb + plain.size() + crypto_aead_xchacha20poly1305_ietf_ABYTES, '\0');
+    auto *nonce = reinterpret_cast<unsigned char *>(out.data());
+    randombytes_buf(nonce, nb);
+    unsigned long long len = 0;
+    crypto_aead_xchacha20poly1305_ietf_encrypt(nonce + nb, &len, reinterpret_cast<const unsigned char *>(plain.data()),
+                                               plain.size(), reinterpret_cast<const unsigned char *>(ad.data()),
+                                               ad.size(), nullptr, nonce, key.data());
+    out.resize(nb + len);
+    return out;
+}
+
+std::optional<Secret> open_sealed(const SecretKey &key, std::string_view sealed, std::string_view ad) {
+    constexpr std::size_t nb = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+    if (sealed.size() < nb + crypto_aead_xchacha20poly1305_ietf_ABYTES) return std::nullopt;
+    std::string plain(sealed.size() - nb - crypto_aead_xchacha20poly1305_ietf_ABYTES, '\0');
+    unsigned long long len = 0;
+    const auto *nonce = reinterpret_cast<const unsigned char *>(sealed.data());
+    if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char *>(plain.data()), &len, nullptr,
+                                                   nonce + nb, sealed.size() - nb,
+                                                   reinterpret_cast<const unsigned char *>(ad.data()), ad.size(), nonce,
+                                                   key.data()) != 0) {
+        return std::nullopt;
+    }
+    plain.resize(len);
+    return Secret(std::move(plain));
+}
+
 }  // namespace signin

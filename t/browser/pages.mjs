@@ -96,19 +96,25 @@ async function until(page, selector, re) {
 }
 const text = async (page, selector) => ((await page.textContent(selector)) || "").trim();
 
+// Signs `address` up (or in) by its emailed code on the sign-in page, and waits for the account page.
+async function signUp(page, address) {
+  await page.goto(`${base}/auth/`);
+  await page.fill("#email", address);
+  await page.click("#email-submit");
+  await page.waitForSelector("#step-code", { state: "visible" });
+  await page.fill("#code", (await email(page, address)).code);
+  await page.click("#code-submit");
+  await page.waitForURL(`${base}/auth/account`);
+  await page.waitForSelector("#account", { state: "visible" });
+}
+
 // The two-step walk (signin_mfa): hank enrolls on the account page at 390 px, signs in with the
 // app's code (a remembered browser skips it), then with a recovery code elsewhere, and turns it off.
 async function twoStep() {
   const stamp = Date.now();
   const h = await person(phone, { isMobile: true, hasTouch: true });
   const hank = `hank-${stamp}@example.com`;
-  await h.page.goto(`${base}/auth/`);
-  await h.page.fill("#email", hank);
-  await h.page.click("#email-submit");
-  await h.page.waitForSelector("#step-code", { state: "visible" });
-  await h.page.fill("#code", (await email(h.page, hank)).code);
-  await h.page.click("#code-submit");
-  await h.page.waitForURL(`${base}/auth/account`);
+  await signUp(h.page, hank);
   await h.page.waitForSelector("#mfa-setup", { state: "visible" });
   check("the account page offers two-step sign-in", /Off/.test(await text(h.page, "#mfa-state")));
   await h.page.click("#mfa-setup");
@@ -516,13 +522,7 @@ try {
   const w = await person(desktop);
   const wes = `wes-${stamp}@example.com`;
   const wesNew = `wes-new-${stamp}@example.com`;
-  await w.page.goto(`${base}/auth/`);
-  await w.page.fill("#email", wes);
-  await w.page.click("#email-submit");
-  await w.page.waitForSelector("#step-code", { state: "visible" });
-  await w.page.fill("#code", (await email(w.page, wes)).code);
-  await w.page.click("#code-submit");
-  await w.page.waitForURL(`${base}/auth/account`);
+  await signUp(w.page, wes);
   await w.page.waitForSelector("#account", { state: "visible" });
   await w.page.fill("#new-address", wesNew);
   await w.page.click("#change-submit");
@@ -558,13 +558,7 @@ try {
   // ---- deleting the account from the account page
   const v = await person(desktop);
   const ivy = `ivy-${stamp}@example.com`;
-  await v.page.goto(`${base}/auth/`);
-  await v.page.fill("#email", ivy);
-  await v.page.click("#email-submit");
-  await v.page.waitForSelector("#step-code", { state: "visible" });
-  await v.page.fill("#code", (await email(v.page, ivy)).code);
-  await v.page.click("#code-submit");
-  await v.page.waitForURL(`${base}/auth/account`);
+  await signUp(v.page, ivy);
   await v.page.waitForSelector("#account", { state: "visible" });
   await v.page.click("#delete-start");
   await v.page.waitForSelector("#delete-confirm", { state: "visible" });
