@@ -39,11 +39,15 @@ is_deeply $t->req(GET => '/auth/me', headers => { cookie => $cookie })->{json}{r
 
 ($rc, $out) = $t->admin('invite', 'colleague@acme.com');
 is $rc, 0, 'signin-admin invite without --send';
+($rc, $out) = $t->admin('user', 'colleague@acme.com');
+like $out, qr/"pending":true/, 'the invited account is pending';
 is $t->req(POST => '/auth/login', json => { email => 'colleague@acme.com' })->{status}, 202, 'the colleague asks for a code';
 $m = $t->last_email('colleague@acme.com');
 ok $m && $m->{purpose} eq 'SignIn', 'and gets one: the account exists, registration off or not';
 is $t->req(POST => '/auth/session', json => { token => $m->{token} }, headers => { origin => $t->origin })->{status},
     200, 'and signs in';
+($rc, $out) = $t->admin('user', 'colleague@acme.com');
+like $out, qr/"pending":false/, '... and is no longer pending';
 
 $t->admin('invite', 'control@acme.com');
 $t->req(POST => '/auth/login', json => { email => 'stranger@evil.example' }, finished => 1);

@@ -53,6 +53,7 @@ struct User {
     bool suspended = false;
     std::string password_hash;  // PHC string, empty when the account has no password
     std::vector<std::string> roles;  // sorted, each [a-z0-9_-]{1,32} (access.hpp)
+    bool pending = false;  // made by an invitation and never signed in yet (DESIGN §10.1)
 };
 
 // What the delivery function is given: the token is revealed only where the email is written.

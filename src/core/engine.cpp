@@ -71,6 +71,13 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     s.user_agent = std::string(user_agent.substr(0, 256));
     s.mfa = mfa;
     txn.put_session(s);
+    if (user.pending) {  // an invitation's first sign-in: the account is no longer pending
+        if (auto stored = txn.user_by_id(user.id); stored && stored->pending) {
+            stored->pending = false;
+            stored->updated_at = now;
+            txn.put_user(*stored);
+        }
+    }
     txn.append_audit(detail::audit(now, "session.created", user.email, client, user.id, detail));
     Session out;
     out.user = user;

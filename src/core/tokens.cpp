@@ -193,6 +193,7 @@ Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view gr
             u.email = *email;
             u.group_id = *group;
             u.created_at = now;
+            u.pending = true;  // until its first sign-in
             user = std::move(u);
         }
         for (const auto &role : roles) {

@@ -127,6 +127,7 @@ std::string encode_user(const User &u) {
     if (u.roles.size() > 255) throw StoreError(Code::StorageError, "too many roles to store");
     w.u8(static_cast<std::uint8_t>(u.roles.size()));
     for (const auto &role : u.roles) w.str(role);
+    w.u8(u.pending ? 1 : 0);
     return w.data();
 }
 
@@ -147,6 +148,7 @@ User decode_user(std::string_view data) {
             if (i > 0 && !(u.roles[i - 1] < u.roles[i])) corrupt("user: roles not sorted");
         }
     }
+    if (r.version() >= 3) u.pending = r.boolean();  // format 3 added the pending flag
     r.done();
     return u;
 }

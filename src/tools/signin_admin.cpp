@@ -70,6 +70,7 @@ void print_account(const signin::User &u) {
     w.begin_object().key("user");
     signin::json::write_user(w, u);
     w.key("suspended").value(u.suspended).key("has_password").value(!u.password_hash.empty());
+    w.key("pending").value(u.pending);
     w.key("roles").begin_array();
     for (const auto &role : u.roles) w.value(role);
     w.end_array().end_object();

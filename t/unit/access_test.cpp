@@ -90,9 +90,15 @@ TEST(Roles, Normalized) {
 TEST(Roles, StoredSortedAndReadBackFromOlderRecords) {
     User u = user("r@x.example", {"a", "b"});
     EXPECT_EQ(records::decode_user(records::encode_user(u)).roles, u.roles);
-    // a user written before roles existed (format 1) reads back with none
-    std::string v2 = records::encode_user(user("old@x.example"));
-    std::string v1 = v2.substr(0, v2.size() - 1);
+    // a user written before roles existed (format 1) reads back with none, and one written
+    // before invitations were pending (format 2) as not pending
+    std::string v3 = records::encode_user(user("old@x.example", {"a"}));
+    std::string v2 = v3.substr(0, v3.size() - 1);
+    v2[0] = 2;
+    EXPECT_EQ(records::decode_user(v2).roles, std::vector<std::string>{"a"});
+    EXPECT_FALSE(records::decode_user(v2).pending);
+    std::string plain = records::encode_user(user("old@x.example"));
+    std::string v1 = plain.substr(0, plain.size() - 2);
     v1[0] = 1;
     EXPECT_TRUE(records::decode_user(v1).roles.empty());
     std::string unsorted = records::encode_user(user("u@x.example", {"b", "a"}));

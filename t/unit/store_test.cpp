@@ -780,3 +780,15 @@ TEST_F(StoreTest, DeletingAUserFreesItsAddress) {
     EXPECT_TRUE(r->mfa_pending(hash_of(201))) << "another user's step stays";
     EXPECT_FALSE(r->mfa_pending(hash_of(200)));
 }
+
+TEST_F(StoreTest, UsersKeepTheirPendingFlag) {
+    Store &s = open();
+    User u = user("u-pending", "pending@example.com");
+    u.pending = true;
+    {
+        auto w = s.write();
+        w->put_user(u);
+        w->commit();
+    }
+    EXPECT_TRUE(s.read()->user_by_id("u-pending")->pending);
+}
