@@ -102,6 +102,13 @@ public:
 
 private:
     Result<EmailChangeStep> spend_change(WriteTxn &txn, const TokenRecord &t, std::string_view client, Millis now);
+    // The token waiting for (group, email) whose short code is `code`, among the purposes
+    // `accepts` takes. Without one, the wrong code is counted on those tokens (the fifth cancels
+    // them all), a decoy is written when none waits and `decoy` is set, the failure is audited
+    // with `audit_detail`, txn is committed, and the answer is nullopt.
+    std::optional<TokenRecord> match_code(WriteTxn &txn, const std::string &group, const std::string &email,
+                                          const std::optional<std::string> &code, bool (*accepts)(Purpose), bool decoy,
+                                          std::string_view client, Millis now, std::string_view audit_detail);
     // A password registration is a Registration token that keeps the password's hash, delivered
     // the same way.
     friend class Passwords;

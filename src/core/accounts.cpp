@@ -16,11 +16,7 @@ Result<AccountInfo> Accounts::account(const Principal &p) {
         user->password_hash.clear();
         out.user = std::move(*user);
         out.sessions = detail::live_sessions(*txn, p, engine_.policy(), now);
-        if (auto m = txn->mfa(p.user.id); m && m->has_factor()) {
-            out.mfa.totp = true;
-            out.mfa.recovery_codes_left = static_cast<unsigned>(m->recovery_hashes.size());
-            for (const auto &d : m->devices) out.mfa.remembered_devices += d.expires_at > now ? 1 : 0;
-        }
+        out.mfa = detail::mfa_status(txn->mfa(p.user.id), now);
         for (const auto &t : txn->tokens_for(out.user.group_id, out.user.email)) {
             out.outstanding_tokens += t.expires_at > now ? 1 : 0;
         }
@@ -30,16 +26,14 @@ Result<AccountInfo> Accounts::account(const Principal &p) {
 
 Status Accounts::delete_account(const Principal &p, std::string_view client) {
     const Millis now = engine_.now();
-    if (p.session.method != SignInMethod::EmailToken || now - p.session.created_at >= engine_.policy().fresh_window) {
-        return Error{Code::FreshSessionRequired, "deleting an account needs a sign-in with an email code in the last " +
-                                                     std::to_string(engine_.policy().fresh_window / 60000) +
-                                                     " minutes"};
+    if (!detail::is_fresh(engine_.policy(), p.session, now)) {
+        return detail::fresh_required(engine_.policy(), "deleting an account");
     }
     return detail::guarded("delete account", [&]() -> Status {
         auto txn = engine_.store_->write();
         auto user = txn->user_by_id(p.user.id);
         if (!user || !txn->session(p.session.hash)) return Error{Code::Unauthenticated, "not signed in"};
-        for (const auto &s : txn->sessions_of(user->id)) txn->del_session(s.hash);
+        detail::end_sessions_except(*txn, user->id, {});
         for (const auto &t : txn->tokens_for(user->group_id, user->email)) txn->del_token(t.hash);
         txn->del_mfa(user->id);  // factors, recovery codes, remembered devices
         txn->del_mfa_pending_of(user->id);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "signin/engine.hpp"
+#include "signin/mfa.hpp"
 #include "signin/store.hpp"
 #include "signin/types.hpp"
 
@@ -26,8 +27,30 @@ inline AuditEntry audit(Millis at, std::string kind, std::string_view email, std
     return e;
 }
 
+// DESIGN §9 "fresh": a session made by an email-code exchange within policy.fresh_window.
+inline bool is_fresh(const Policy &policy, const SessionRecord &s, Millis now) {
+    return s.method == SignInMethod::EmailToken && now - s.created_at < policy.fresh_window;
+}
+// The refusal of an operation that needs a fresh session: "<what> needs a sign-in with an email
+// code in the last N minutes<then>".
+inline Error fresh_required(const Policy &policy, std::string_view what, std::string_view then = {}) {
+    return Error{Code::FreshSessionRequired, std::string(what) + " needs a sign-in with an email code in the last " +
+                                                 std::to_string(policy.fresh_window / 60000) + " minutes" +
+                                                 std::string(then)};
+}
+
+// Ends every session of a user but `keep` (a session hash; "" ends them all). The caller commits.
+inline void end_sessions_except(WriteTxn &txn, std::string_view user_id, std::string_view keep) {
+    for (const auto &s : txn.sessions_of(user_id)) {
+        if (s.hash != keep) txn.del_session(s.hash);
+    }
+}
+
 // The live sessions of p's user as GET /sessions lists them (sessions.cpp), newest first.
 std::vector<SessionInfo> live_sessions(ReadTxn &txn, const Principal &p, const Policy &policy, Millis now);
+
+// GET /mfa's counts of a user's second-factor record (none: all off) (mfa.cpp).
+MfaStatus mfa_status(const std::optional<MfaRecord> &m, Millis now);
 
 // Runs f and maps every exception to an Error: nothing escapes the API.
 template <class F>

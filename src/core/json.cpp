@@ -242,13 +242,22 @@ std::string user(const User &u) {
     return w.take();
 }
 
-std::string me(const User &u) {
-    Writer w;
+namespace {
+
+// The user's fields and its roles, as an object.
+void write_user_with_roles(Writer &w, const User &u) {
     w.begin_object();
     user_fields(w, u);
     w.key("roles").begin_array();
     for (const auto &role : u.roles) w.value(role);
     w.end_array().end_object();
+}
+
+}  // namespace
+
+std::string me(const User &u) {
+    Writer w;
+    write_user_with_roles(w, u);
     return w.take();
 }
 
@@ -306,11 +315,7 @@ std::string bearer(const Session &s, Millis now) {
 std::string account(const AccountInfo &a) {
     Writer w;
     w.begin_object().key("user");
-    w.begin_object();
-    user_fields(w, a.user);
-    w.key("roles").begin_array();
-    for (const auto &r : a.user.roles) w.value(r);
-    w.end_array().end_object();
+    write_user_with_roles(w, a.user);
     w.key("password").value(a.password);
     w.key("sessions");
     write_session_list(w, a.sessions);

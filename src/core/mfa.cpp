@@ -90,43 +90,29 @@ std::string pass(const SecretKey &key, MfaRecord &m, std::string_view code, std:
     return {};
 }
 
-// DESIGN §9 "fresh": a session made by an email-code exchange within policy().fresh_window.
-bool fresh(const Engine &engine, const Principal &p, Millis now) {
-    return p.session.method == SignInMethod::EmailToken && now - p.session.created_at < engine.policy().fresh_window;
-}
-
-Error fresh_required(const Engine &engine) {
-    return Error{Code::FreshSessionRequired, "this needs a sign-in with an email code in the last " +
-                                                 std::to_string(engine.policy().fresh_window / 60000) + " minutes"};
-}
-
-void end_other_sessions(WriteTxn &txn, const Principal &p) {
-    for (const auto &s : txn.sessions_of(p.user.id)) {
-        if (s.hash != p.session.hash) txn.del_session(s.hash);
-    }
-}
-
 }  // namespace
+
+MfaStatus detail::mfa_status(const std::optional<MfaRecord> &m, Millis now) {
+    MfaStatus out;
+    if (!m || !m->has_factor()) return out;
+    out.totp = true;
+    out.recovery_codes_left = static_cast<unsigned>(m->recovery_hashes.size());
+    out.remembered_devices = static_cast<unsigned>(std::count_if(
+        m->devices.begin(), m->devices.end(), [now](const MfaRecord::Device &d) { return d.expires_at > now; }));
+    return out;
+}
 
 Result<MfaStatus> Mfa::status(const Principal &p) {
     if (!engine_.policy().with_mfa) return disabled();
     return detail::guarded("second factors", [&]() -> Result<MfaStatus> {
-        MfaStatus out;
-        auto m = engine_.store_->read()->mfa(p.user.id);
-        if (!m) return out;
-        const Millis now = engine_.now();
-        out.totp = m->has_factor();
-        out.recovery_codes_left = m->has_factor() ? static_cast<unsigned>(m->recovery_hashes.size()) : 0;
-        out.remembered_devices = static_cast<unsigned>(std::count_if(
-            m->devices.begin(), m->devices.end(), [now](const MfaRecord::Device &d) { return d.expires_at > now; }));
-        return out;
+        return detail::mfa_status(engine_.store_->read()->mfa(p.user.id), engine_.now());
     });
 }
 
 Result<TotpSetup> Mfa::setup_totp(const Principal &p, std::string_view client) {
     if (!engine_.policy().with_mfa) return disabled();
     const Millis now = engine_.now();
-    if (!fresh(engine_, p, now)) return fresh_required(engine_);
+    if (!detail::is_fresh(engine_.policy(), p.session, now)) return detail::fresh_required(engine_.policy(), "this");
     if (!engine_.mfa_key_) return Error{Code::Internal, "second factors need the secret key (signin_secret_key)"};
     return detail::guarded("second factor setup", [&]() -> Result<TotpSetup> {
         auto txn = engine_.store_->write();
@@ -182,7 +168,7 @@ Result<std::vector<std::string>> Mfa::confirm_totp(const Principal &p, std::stri
         m->updated_at = now;
         std::vector<std::string> codes = renew_recovery_codes(*m);
         txn->put_mfa(*m);
-        end_other_sessions(*txn, p);
+        detail::end_sessions_except(*txn, p.user.id, p.session.hash);
         if (auto mine = txn->session(p.session.hash)) {  // this session just showed the factor
             mine->mfa = true;
             txn->put_session(*mine);
@@ -196,7 +182,7 @@ Result<std::vector<std::string>> Mfa::confirm_totp(const Principal &p, std::stri
 Result<std::vector<std::string>> Mfa::new_recovery_codes(const Principal &p, std::string_view client) {
     if (!engine_.policy().with_mfa) return disabled();
     const Millis now = engine_.now();
-    if (!fresh(engine_, p, now)) return fresh_required(engine_);
+    if (!detail::is_fresh(engine_.policy(), p.session, now)) return detail::fresh_required(engine_.policy(), "this");
     return detail::guarded("recovery codes", [&]() -> Result<std::vector<std::string>> {
         auto txn = engine_.store_->write();
         auto user = txn->user_by_id(p.user.id);
@@ -215,7 +201,7 @@ Result<std::vector<std::string>> Mfa::new_recovery_codes(const Principal &p, std
 Status Mfa::disable(const Principal &p, std::string_view code, std::string_view recovery_code, std::string_view client) {
     if (!engine_.policy().with_mfa) return disabled();
     const Millis now = engine_.now();
-    if (!fresh(engine_, p, now)) return fresh_required(engine_);
+    if (!detail::is_fresh(engine_.policy(), p.session, now)) return detail::fresh_required(engine_.policy(), "this");
     if (!engine_.mfa_key_) return Error{Code::Internal, "second factors need the secret key (signin_secret_key)"};
     return detail::guarded("second factor removal", [&]() -> Status {
         auto txn = engine_.store_->write();
@@ -230,7 +216,7 @@ Status Mfa::disable(const Principal &p, std::string_view code, std::string_view 
             return wrong_code();
         }
         txn->del_mfa(user->id);  // the secret, the recovery codes and every remembered device
-        end_other_sessions(*txn, p);
+        detail::end_sessions_except(*txn, p.user.id, p.session.hash);
         txn->append_audit(detail::audit(now, "mfa.disabled", user->email, client, user->id, how));
         txn->commit();
         return ok_status();
@@ -261,7 +247,7 @@ Status Mfa::reset(std::string_view group_in, std::string_view email_in, std::str
         const bool had = txn->mfa(user->id).has_value();
         txn->del_mfa(user->id);
         txn->del_mfa_pending_of(user->id);
-        for (const auto &s : txn->sessions_of(user->id)) txn->del_session(s.hash);
+        detail::end_sessions_except(*txn, user->id, {});
         txn->append_audit(detail::audit(engine_.now(), "mfa.reset", user->email, client, user->id,
                                         had ? "factor removed" : "no factor"));
         txn->commit();

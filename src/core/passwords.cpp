@@ -206,11 +206,8 @@ Result<Session> Passwords::login_password_from(std::string_view email, const Sec
 Result<PasswordUpdate> Passwords::prepare_set_password(const Principal &p, const Secret &pw) {
     if (!engine_.policy().with_passwords) return disabled();
     const Millis now = engine_.now();
-    if (p.session.method != SignInMethod::EmailToken || now - p.session.created_at >= engine_.policy().fresh_window) {
-        return Error{Code::FreshSessionRequired,
-                     "setting a password needs a sign-in with an email code in the last " +
-                         std::to_string(engine_.policy().fresh_window / 60000) +
-                         " minutes: sign in with a code again, then set it"};
+    if (!detail::is_fresh(engine_.policy(), p.session, now)) {
+        return detail::fresh_required(engine_.policy(), "setting a password", ": sign in with a code again, then set it");
     }
     return detail::guarded("set password", [&]() -> Result<PasswordUpdate> {
         auto nfc = check_new_password(pw.reveal());
@@ -236,9 +233,7 @@ Status Passwords::store_set_password(const Principal &p, const PasswordUpdate &u
         user->password_hash = u.new_hash_;
         user->updated_at = engine_.now();
         txn->put_user(*user);
-        for (const auto &s : txn->sessions_of(user->id)) {
-            if (s.hash != p.session.hash) txn->del_session(s.hash);
-        }
+        detail::end_sessions_except(*txn, user->id, p.session.hash);
         engine_.forget_devices(*txn, *user, client, user->updated_at);  // SPEC §3: every remembered device
         txn->append_audit(detail::audit(user->updated_at, had ? "password.reset" : "password.set", user->email,
                                         client, user->id));
@@ -311,9 +306,7 @@ Result<PasswordChange> Passwords::store_password_change(const Principal &p, cons
         fresh->password_hash = u.new_hash_;
         fresh->updated_at = now;
         txn->put_user(*fresh);
-        for (const auto &s : txn->sessions_of(fresh->id)) {
-            if (s.hash != p.session.hash) txn->del_session(s.hash);
-        }
+        detail::end_sessions_except(*txn, fresh->id, p.session.hash);
         engine_.forget_devices(*txn, *fresh, client, now);  // SPEC §3: every remembered device
         txn->append_audit(detail::audit(fresh->updated_at, "password.changed", fresh->email, client, fresh->id));
         PasswordChange out;

@@ -56,7 +56,7 @@ std::vector<SessionInfo> detail::live_sessions(ReadTxn &txn, const Principal &p,
         i.user_agent = s.user_agent;
         i.kind = s.kind;
         i.current = s.id == p.session.id;
-        i.fresh = s.method == SignInMethod::EmailToken && now - s.created_at < policy.fresh_window;
+        i.fresh = detail::is_fresh(policy, s, now);
         out.push_back(std::move(i));
     }
     std::sort(out.begin(), out.end(), [](const SessionInfo &a, const SessionInfo &b) { return a.created_at > b.created_at; });

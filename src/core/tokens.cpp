@@ -32,6 +32,8 @@ std::string code_digest(std::string_view group, std::string_view email, std::str
 constexpr std::uint8_t kCodeFailures = 5;  // wrong codes for an address that cancel its tokens
 
 // A new token: its record (the secret and the code only as digests) and the email that carries it.
+bool is_change(Purpose p) { return p == Purpose::EmailChange || p == Purpose::EmailChangeApproval; }
+
 struct NewToken {
     TokenRecord record;
     Delivery delivery;
@@ -158,6 +160,36 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         txn->commit();
         return TokenIssue{std::move(t.delivery), std::move(outbox_key)};
     });
+}
+
+std::optional<TokenRecord> Tokens::match_code(WriteTxn &txn, const std::string &group, const std::string &email,
+                                              const std::optional<std::string> &code, bool (*accepts)(Purpose),
+                                              bool decoy, std::string_view client, Millis now,
+                                              std::string_view audit_detail) {
+    std::vector<TokenRecord> live;
+    for (auto &t : txn.tokens_for(group, email)) {
+        if (t.expires_at > now && accepts(t.purpose) && !t.code_hash.empty()) live.push_back(std::move(t));
+    }
+    if (code) {
+        const std::string digest = code_digest(group, email, *code);
+        for (auto &t : live) {
+            if (sodium_memcmp(t.code_hash.data(), digest.data(), digest.size()) == 0) return std::move(t);
+        }
+    }
+    // A wrong code: counted on the address's tokens; the fifth cancels them all.
+    bool locked = false;
+    for (auto &t : live) {
+        t.code_failures = static_cast<std::uint8_t>(t.code_failures + 1);
+        locked = locked || t.code_failures >= kCodeFailures;
+        txn.put_token(t);
+    }
+    if (live.empty() && decoy) decoy_issue(txn, group, email, client, now);
+    if (locked) {
+        for (const auto &t : live) txn.del_token(t.hash);
+    }
+    txn.append_audit(detail::audit(now, locked ? "code.locked" : "token.invalid", email, client, {}, audit_detail));
+    txn.commit();
+    return std::nullopt;
 }
 
 void Tokens::decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
@@ -303,33 +335,10 @@ Result<SignInStep> Tokens::exchange_code_step_from(std::string_view email_in, st
     return detail::guarded("code exchange", [&]() -> Result<SignInStep> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
-        std::vector<TokenRecord> live;
-        for (auto &t : txn->tokens_for(*group, *email)) {
-            if (t.expires_at > now && purpose_signs_in(t.purpose) && !t.code_hash.empty()) live.push_back(std::move(t));
-        }
-        if (code) {
-            const std::string digest = code_digest(*group, *email, *code);
-            for (const auto &t : live) {
-                if (sodium_memcmp(t.code_hash.data(), digest.data(), digest.size()) == 0) {
-                    return spend(*txn, t, client, kind, user_agent, now, device);
-                }
-            }
-        }
-        // A wrong code: counted on the address's tokens; the fifth cancels them all. An address
-        // with no token waiting gets the same writes (a decoy), so the time of the answer does not
-        // tell whether one is waiting.
-        bool locked = false;
-        for (auto &t : live) {
-            t.code_failures = static_cast<std::uint8_t>(t.code_failures + 1);
-            locked = locked || t.code_failures >= kCodeFailures;
-            txn->put_token(t);
-        }
-        if (live.empty()) decoy_issue(*txn, *group, *email, client, now);
-        if (locked) {
-            for (const auto &t : live) txn->del_token(t.hash);
-        }
-        txn->append_audit(detail::audit(now, locked ? "code.locked" : "token.invalid", *email, client, {}, "code"));
-        txn->commit();
+        // an address with no token waiting gets the same writes (a decoy): the time of the answer
+        // does not tell whether one is waiting
+        auto t = match_code(*txn, *group, *email, code, purpose_signs_in, true, client, now, "code");
+        if (t) return spend(*txn, *t, client, kind, user_agent, now, device);
         return Error{Code::InvalidToken, "the code is not valid"};
     });
 }
@@ -369,12 +378,6 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
 }
 
 // ---- email change (DESIGN §9.6) --------------------------------------------------------------
-
-namespace {
-
-bool is_change(Purpose p) { return p == Purpose::EmailChange || p == Purpose::EmailChangeApproval; }
-
-}  // namespace
 
 Result<EmailChangeIssue> Tokens::request_email_change(const Principal &p, std::string_view new_email_in,
                                                       std::string_view client) {
@@ -444,30 +447,8 @@ Result<EmailChangeStep> Tokens::confirm_email_change_code(std::string_view email
     return detail::guarded("email change", [&]() -> Result<EmailChangeStep> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
-        std::vector<TokenRecord> live;
-        for (auto &t : txn->tokens_for(*group, *email)) {
-            if (t.expires_at > now && is_change(t.purpose) && !t.code_hash.empty()) live.push_back(std::move(t));
-        }
-        if (code) {
-            const std::string digest = code_digest(*group, *email, *code);
-            for (const auto &t : live) {
-                if (sodium_memcmp(t.code_hash.data(), digest.data(), digest.size()) == 0) {
-                    return spend_change(*txn, t, client, now);
-                }
-            }
-        }
-        // a wrong code counts as at /session: the fifth cancels what waits for the address
-        bool locked = false;
-        for (auto &t : live) {
-            t.code_failures = static_cast<std::uint8_t>(t.code_failures + 1);
-            locked = locked || t.code_failures >= kCodeFailures;
-            txn->put_token(t);
-        }
-        if (locked) {
-            for (const auto &t : live) txn->del_token(t.hash);
-        }
-        txn->append_audit(detail::audit(now, locked ? "code.locked" : "token.invalid", *email, client, {}, "email_change"));
-        txn->commit();
+        auto t = match_code(*txn, *group, *email, code, is_change, false, client, now, "email_change");
+        if (t) return spend_change(*txn, *t, client, now);
         return Error{Code::InvalidToken, "the code is not valid"};
     });
 }
@@ -507,9 +488,8 @@ Result<EmailChangeStep> Tokens::spend_change(WriteTxn &txn, const TokenRecord &t
     user->email = t.new_email;
     user->updated_at = now;
     txn.put_user(*user);
-    for (const auto &s : txn.sessions_of(user->id)) {
-        if (s.id != t.session_id) txn.del_session(s.hash);
-    }
+    auto asker = txn.session_by_id(t.session_id);
+    detail::end_sessions_except(txn, user->id, asker ? asker->hash : std::string());
     for (const auto &old : txn.tokens_for(user->group_id, old_email)) txn.del_token(old.hash);
     txn.append_audit(detail::audit(now, "email.changed", t.new_email, client, user->id, "from " + old_email));
     EmailChangeStep out;
