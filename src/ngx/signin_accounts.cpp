@@ -59,18 +59,14 @@ private:
 // POST /email/confirm: one half spent; the second makes the change and sends EmailChanged.
 class EmailConfirmJob final : public Job {
 public:
-    EmailConfirmJob(signin::Secret token, std::string email, signin::Secret code, std::string group, std::string client)
-        : Job(Stage::Write),
-          token_(std::move(token)),
-          email_(std::move(email)),
-          code_(std::move(code)),
-          group_(std::move(group)),
-          client_(std::move(client)) {}
+    EmailConfirmJob(TokenOrCode spent, std::string client)
+        : Job(Stage::Write), spent_(std::move(spent)), client_(std::move(client)) {}
 
 private:
     signin::Status write() override {
-        auto s = email_.empty() ? id().tokens().confirm_email_change(token_, client_)
-                                : id().tokens().confirm_email_change_code(email_, code_.reveal(), group_, client_);
+        auto s = spent_.by_code()
+                     ? id().tokens().confirm_email_change_code(spent_.email, spent_.code.reveal(), spent_.group, client_)
+                     : id().tokens().confirm_email_change(spent_.token, client_);
         if (!s) return s.error();
         step_ = std::move(s.value());
         return signin::ok_status();
@@ -87,10 +83,8 @@ private:
         if (e.code == signin::Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
     }
 
-    signin::Secret token_;
-    std::string email_;
-    signin::Secret code_;
-    std::string group_, client_;
+    TokenOrCode spent_;
+    std::string client_;
     std::optional<signin::EmailChangeStep> step_;
 };
 
@@ -112,17 +106,10 @@ ngx_int_t post_email_change(ApiCall &call) {
 }
 
 ngx_int_t post_email_confirm(ApiCall &call) {
-    auto f = signin::json::parse_object(call.body, {{"token", false}, {"email", false}, {"code", false}, {"group", false}});
-    if (!f) return send_failure(call.r, f.error());
-    auto &v = f.value();
-    const bool token = v.count("token") != 0;
-    const bool code = v.count("email") != 0 && v.count("code") != 0;
-    if (token ? v.size() != 1 : !code) {
-        return send_failure(call.r, signin::Error{signin::Code::InvalidRequest, "send {\"token\"} or {\"email\", \"code\"}"});
-    }
-    return start_job(call.r, std::make_unique<EmailConfirmJob>(signin::Secret(std::move(v["token"])), v["email"],
-                                                               signin::Secret(std::move(v["code"])), v["group"],
-                                                               call.client));
+    ngx_int_t rc = NGX_ERROR;
+    auto spent = token_or_code(call, rc);
+    if (!spent) return rc;
+    return start_job(call.r, std::make_unique<EmailConfirmJob>(std::move(*spent), call.client));
 }
 
 ngx_int_t get_account(ApiCall &call) {

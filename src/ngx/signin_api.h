@@ -71,6 +71,16 @@ signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Cred
 // Logs (info, as nginx logs a client's mistakes) why an origin was refused, naming the request's
 // Origin (printable bytes only, at most 100) and signin_origin: the usual TLS or host name mistake.
 void log_origin_refusal(ngx_http_request_t *r, std::string_view site_origin);
+// A body that spends a token: {token}, or its short code with its address {email, code, group?}
+// (DESIGN §9.1): POST /session, /token and /email/confirm. nullopt with the 400 answer's rc in `rc`.
+struct TokenOrCode {
+    signin::Secret token;  // empty when by code
+    std::string email, group;
+    signin::Secret code;
+    bool by_code() const { return !email.empty(); }
+};
+std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc);
+
 // The signed-in caller of an endpoint, or the 401/400 answer's rc in `rc`.
 std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie = nullptr);
 // 200 with the bearer answer, or with the user and the session cookie.

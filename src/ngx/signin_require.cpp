@@ -19,11 +19,6 @@ ngx_int_t finish_with(ngx_http_request_t *r, ngx_int_t rc) {
     return NGX_DONE;
 }
 
-bool clcf_error_pages(ngx_http_request_t *r) {
-    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
-    return clcf->error_pages != nullptr;
-}
-
 // A browser navigation: a GET or HEAD of the main request that accepts text/html (a fetch() or
 // an API client asks for JSON and keeps its 401).
 bool browser_navigation(ngx_http_request_t *r) {
@@ -113,31 +108,28 @@ ngx_int_t gate(ngx_http_request_t *r) {
         }
         return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
     }
-    if (refused || needs_factor) {  // no identity reaches anything
+    const bool denied = refused || needs_factor;  // signed in, and not let in here
+    if (denied) {  // no identity reaches anything
         if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
-    }
-    if (needs_factor) {
-        if (sub || clcf_error_pages(r)) return NGX_HTTP_FORBIDDEN;
-        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return finish_with(r, reject(r, Code::MfaRequired, "this page needs a sign-in with a second factor"));
     }
     if (refused) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: the access rules refuse user %s here",
                       p.value().user.id.c_str());
     }
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
-    auto status = refused ? NGX_HTTP_FORBIDDEN : static_cast<ngx_int_t>(http_error(p.error().code).status);
+    auto status = denied ? NGX_HTTP_FORBIDDEN : static_cast<ngx_int_t>(http_error(p.error().code).status);
     if (status == NGX_HTTP_UNAUTHORIZED && l->login_url.len && browser_navigation(r) && !is_login_page(r, l->login_url)) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return finish_with(r, redirect_to_login(r, l->login_url));
     }
     // the location's error_page decides what a 401 or a refusal looks like
-    if (sub || (clcf->error_pages && (refused || status == NGX_HTTP_UNAUTHORIZED))) return status;
+    if (sub || (clcf->error_pages && (denied || status == NGX_HTTP_UNAUTHORIZED))) return status;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (refused && l->login_url.len && browser_navigation(r)) {
         return finish_with(r, send_forbidden_page(r, p.value().user.email));
     }
     if (refused) return finish_with(r, reject(r, Code::Forbidden, "this account may not use this page"));
+    if (needs_factor) return finish_with(r, reject(r, Code::MfaRequired, "this page needs a sign-in with a second factor"));
     return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
 }
 

@@ -17,18 +17,12 @@ signin::Identity &id() { return *identity(); }
 // POST /session and /token: spends the token and opens a session, in one write (one token
 // exchanged by many connections through several workers yields one session).
 // With {email, code, group?} instead of {token}: the token's short code (DESIGN §9.1).
-struct ByCode {
-    std::string email, group;
-    signin::Secret code;
-};
-
 class ExchangeJob final : public Job {
 public:
-    ExchangeJob(signin::Secret token, std::optional<ByCode> by_code, std::string client, std::string user_agent,
-                signin::SessionKind kind, signin::Secret device)
+    ExchangeJob(TokenOrCode spent, std::string client, std::string user_agent, signin::SessionKind kind,
+                signin::Secret device)
         : Job(Stage::Write),
-          token_(std::move(token)),
-          by_code_(std::move(by_code)),
+          spent_(std::move(spent)),
           client_(std::move(client)),
           user_agent_(std::move(user_agent)),
           kind_(kind),
@@ -36,9 +30,10 @@ public:
 
 private:
     signin::Status write() override {
-        auto s = by_code_ ? id().tokens().exchange_code_step_from(by_code_->email, by_code_->code.reveal(),
-                                                                  by_code_->group, client_, kind_, user_agent_, &device_)
-                          : id().tokens().exchange_step_from(token_, client_, kind_, user_agent_, &device_);
+        auto s = spent_.by_code()
+                     ? id().tokens().exchange_code_step_from(spent_.email, spent_.code.reveal(), spent_.group, client_,
+                                                             kind_, user_agent_, &device_)
+                     : id().tokens().exchange_step_from(spent_.token, client_, kind_, user_agent_, &device_);
         if (!s) return s.error();
         step_ = std::move(s.value());
         return signin::ok_status();
@@ -49,8 +44,7 @@ private:
         if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
     }
 
-    signin::Secret token_;
-    std::optional<ByCode> by_code_;
+    TokenOrCode spent_;
     std::string client_, user_agent_;
     signin::SessionKind kind_;
     signin::Secret device_;  // the remembered-device cookie (cookie sign-ins only)
@@ -70,24 +64,33 @@ ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
                                                                std::move(group), call.client, std::move(send)));
 }
 
-// {token}, or {email, code, group?}: one form or the other.
 ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
-    auto f = signin::json::parse_object(call.body, {{"token", false}, {"email", false}, {"code", false}, {"group", false}});
-    if (!f) return send_failure(call.r, f.error());
-    auto &fields = f.value();  // only these four names get through parse_object
-    const bool token = fields.count("token") != 0;
-    const bool code = fields.count("email") != 0 && fields.count("code") != 0;
-    if (token ? fields.size() != 1 : !code) {
-        return send_failure(call.r, signin::Error{Code::InvalidRequest, "send {\"token\"} or {\"email\", \"code\"}"});
-    }
-    std::optional<ByCode> by_code;
-    if (code) by_code = ByCode{fields["email"], fields["group"], signin::Secret(std::move(fields["code"]))};
-    return start_job(call.r, std::make_unique<ExchangeJob>(signin::Secret(std::move(fields["token"])), std::move(by_code),
-                                                           call.client, user_agent(call.r), kind,
+    ngx_int_t rc = NGX_ERROR;
+    auto spent = token_or_code(call, rc);
+    if (!spent) return rc;
+    return start_job(call.r, std::make_unique<ExchangeJob>(std::move(*spent), call.client, user_agent(call.r), kind,
                                                            device_of(call.r, kind)));
 }
 
 }  // namespace
+
+// One form or the other, never both.
+std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc) {
+    auto f = signin::json::parse_object(call.body, {{"token", false}, {"email", false}, {"code", false}, {"group", false}});
+    if (!f) {
+        rc = send_failure(call.r, f.error());
+        return std::nullopt;
+    }
+    auto &fields = f.value();  // only these four names get through parse_object
+    const bool token = fields.count("token") != 0;
+    const bool code = fields.count("email") != 0 && fields.count("code") != 0;
+    if (token ? fields.size() != 1 : !code) {
+        rc = send_failure(call.r, signin::Error{Code::InvalidRequest, "send {\"token\"} or {\"email\", \"code\"}"});
+        return std::nullopt;
+    }
+    return TokenOrCode{signin::Secret(std::move(fields["token"])), fields["email"], fields["group"],
+                       signin::Secret(std::move(fields["code"]))};
+}
 
 TokenRequestJob::TokenRequestJob(Stage first, signin::Intent intent, std::string email, std::string group,
                                  std::string client, Send send)
