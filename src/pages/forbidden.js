@@ -2,6 +2,8 @@
 // "Sign out and use another account" ends this session through the sign-in API at
 // signin_login_url and goes to the sign-in page with return_to. Only when that page is on this
 // site: a cross-site fetch would carry no cookie, and the plain link stays.
+import { call } from "./common.js";
+
 const body = document.body;
 const login = new URL(body.dataset.loginUrl, location.href);
 const returnTo = decodeURIComponent(body.dataset.returnTo);
@@ -14,18 +16,7 @@ if (login.origin === location.origin) {
   button.addEventListener("click", async () => {
     button.disabled = true;
     button.setAttribute("aria-busy", "true");
-    let status = 0;
-    try {
-      const res = await fetch(new URL("logout", login), {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        credentials: "same-origin",
-        body: "{}",
-      });
-      status = res.status;
-    } catch (e) {
-      status = 0;
-    }
+    const { status } = await call(new URL("logout", login).href, {});
     if (status === 204 || status === 401) {
       login.searchParams.set("return_to", returnTo);
       location.assign(login.href);

@@ -257,10 +257,8 @@ $("mfa-form").addEventListener("submit", async (event) => {
   else body.code = value;
   await busy($("mfa-submit"), "Checking…", async () => {
     const answer = await call("mfa/verify", body);
-    if (answer.status === 200) {
+    if (answered(answer)) {
       mfaToken = "";
-      msg.notice("Signed in.");
-      signedIn();
       return;
     }
     const code = answer.body && answer.body.code;
