@@ -2,15 +2,11 @@
 // five wrong codes cancelling an address's tokens.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "engine_fixtures.hpp"
 #include "signin/auth.hpp"
 #include "signin/codes.hpp"
 
 using namespace signin;
-using signin::testing::FakeClock;
-using signin::testing::Mailer;
 
 namespace {
 
@@ -31,27 +27,14 @@ TEST(Codes, TypedFormsAreRead) {
     EXPECT_EQ(format_code("ABCDEFGH"), "ABCD-EFGH");
 }
 
-class CodeExchange : public ::testing::Test {
+class CodeExchange : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/signin-codes-test-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        root_ = tmpl;
-        LmdbOptions o;
-        o.path = root_ + "/db";
-        o.map_size = 1ull << 24;
-        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        EngineTest::SetUp();
         Policy policy;
         policy.allow_registration = true;
         policy.token_resend = 0;
-        std::string why;
-        id_ = std::make_unique<Identity>(store_, *parse_origin("http://127.0.0.1:8080", &why), policy, mailer_.fn(),
-                                         clock_);
-    }
-    void TearDown() override {
-        id_.reset();
-        store_.reset();
-        std::filesystem::remove_all(root_);
+        make(policy, false, "http://127.0.0.1:8080");
     }
     Delivery request(std::string_view email) {
         EXPECT_TRUE(id_->tokens().request_token(Intent::Register, email, ""));
@@ -60,12 +43,6 @@ protected:
     Result<Session> by_code(std::string_view email, std::string_view code) {
         return id_->tokens().exchange_code_from(email, code, "", "198.51.100.9");
     }
-
-    std::string root_;
-    std::shared_ptr<Store> store_;
-    std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
-    Mailer mailer_;
-    std::unique_ptr<Identity> id_;
 };
 
 TEST_F(CodeExchange, EveryTokenEmailHasACodeThatSignsInOnce) {
