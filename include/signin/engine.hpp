@@ -54,6 +54,9 @@ struct Policy {
     Millis mfa_setup_ttl = 10 * 60 * 1000;       // a TOTP setup waits this long for its first code
     Millis mfa_remember = 30LL * 24 * 3600 * 1000;  // remembered devices (0: never remembered)
     std::string mfa_issuer;                      // the otpauth issuer (signin_site_name); "" = the origin's host
+    // Several accounts in one browser (DESIGN §9.6, signin_browser_accounts): at most this many
+    // cookie sessions per browser; one more ends the one used least recently. At least 1.
+    unsigned browser_accounts = 5;
 };
 
 // A configured origin: "https://app.example.com" or a loopback "http://127.0.0.1:8080".
@@ -100,6 +103,8 @@ public:
     std::string_view cookie_name() const;
     // The remembered device's cookie (DESIGN §9.3): __Host-svc_device, or svc_dev_device on loopback.
     std::string_view device_cookie_name() const { return origin_.https ? "__Host-svc_device" : "svc_dev_device"; }
+    // The browser cookie (DESIGN §9.6): __Host-svc_browser, or svc_dev_browser on loopback.
+    std::string_view browser_cookie_name() const { return origin_.https ? "__Host-svc_browser" : "svc_dev_browser"; }
 
     // Administration (signin-admin): suspend or restore an account.
     Status set_suspended(std::string_view group, std::string_view email, bool suspended);
@@ -148,16 +153,23 @@ private:
         unsigned retries;
     };
     // Writes a new session of `user` in txn (with its audit entry; the caller commits) and returns
-    // it with its secret: one place for every way in (email token, password).
+    // it with its secret: one place for every way in (email token, password). A cookie session
+    // with `browser` joins that browser's accounts (join_browser).
     Session open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                          std::string_view client, std::string_view user_agent, Millis now,
-                         std::string detail, bool mfa = false) const;
+                         std::string detail, bool mfa = false, const BrowserCookies *browser = nullptr) const;
     // Every way in ends here (email token, password; later passkeys and providers): a session, or
-    // for a user with a second factor a pending step, unless `device` is a remembered device of
-    // this user. The caller commits txn.
+    // for a user with a second factor a pending step, unless the browser's device cookie is a
+    // remembered device of this user. The caller commits txn.
     SignInStep sign_in(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                        std::string_view client, std::string_view user_agent, Millis now, std::string detail,
-                       const Secret *device) const;
+                       const BrowserCookies *browser) const;
+    // A new cookie session's place in its browser (DESIGN §9.6): ends the session the browser
+    // signed in with unless `add`, an older session of the same user in this browser, and the
+    // least recently used ones beyond policy().browser_accounts; returns the browser cookie
+    // (the one it sent, or a new one). The caller commits txn.
+    Secret join_browser(WriteTxn &txn, const User &user, const BrowserCookies &browser, std::string_view client,
+                        Millis now) const;
     // Ends every remembered device of a user (password set or changed, factor disabled); the caller commits.
     void forget_devices(WriteTxn &txn, const User &user, std::string_view client, Millis now) const;
     // Calls the delivery function; Code::DeliveryFailed when there is none.

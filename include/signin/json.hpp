@@ -79,6 +79,8 @@ std::string error(Code c, std::string_view message);
 // The same with a transport's own code (DESIGN §5 shape).
 std::string error(std::string_view code, std::string_view message);
 std::string sessions(const std::vector<SessionInfo> &list);
+// GET /accounts (DESIGN §9.6): {"accounts": [{"user": {...}, "session_id", "active"}]}
+std::string accounts(const std::vector<BrowserAccount> &list);
 // {"access_token", "token_type": "Bearer", "expires_in", "user"}
 std::string bearer(const Session &s, Millis now);
 // The body given to the delivery location: {email, token, code, link, purpose, tag, group,

@@ -63,9 +63,11 @@ public:
     // (the fifth ends the pending sign-in); Code::InvalidToken when the mfa_token is unknown,
     // expired or dead. remember: a device cookie secret for policy().mfa_remember.
     // kind: a cookie session (/mfa/verify) or a bearer token (/mfa/token), whatever the first
-    // step was.
+    // step was. A cookie session with `browser` joins that browser's accounts, added or in
+    // place of its session as the first step asked (its `add` is the first step's, not browser's).
     Result<MfaVerified> verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
-                               bool remember, std::string_view client, SessionKind kind = SessionKind::Cookie);
+                               bool remember, std::string_view client, SessionKind kind = SessionKind::Cookie,
+                               const BrowserCookies *browser = nullptr);
 
     // Administration (signin-admin mfa reset): the account's factor, recovery codes, remembered
     // devices and pending sign-ins go, and every session ends (whoever lost the phone signs in

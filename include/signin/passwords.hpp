@@ -98,12 +98,13 @@ public:
 
     // auth.login_password_step: a wrong password, an unknown address, an account without a
     // password and a suspended account all give Code::InvalidCredentials after the same work.
-    // A user with a second factor gets SecondFactorPending unless `device` is one of their
-    // remembered devices (DESIGN §9.3).
+    // A user with a second factor gets SecondFactorPending unless the browser's device cookie is
+    // one of their remembered devices (DESIGN §9.3); a cookie session with `browser` joins that
+    // browser's accounts (DESIGN §9.6).
     Result<SignInStep> login_password_step(std::string_view email, const Secret &password,
                                            std::string_view client, SessionKind kind = SessionKind::Cookie,
                                            std::string_view user_agent = {}, std::string_view group = {},
-                                           const Secret *device = nullptr);
+                                           const BrowserCookies *browser = nullptr);
     // The two halves of login_password_step, so that a transport can run the Argon2id verify in
     // one thread and the write with its other writes. check_password_login writes nothing to the
     // store; finish_password_login re-reads the account (a password changed or an account
@@ -112,7 +113,7 @@ public:
     Result<PasswordLoginCheck> check_password_login(std::string_view email, const Secret &password,
                                                     std::string_view client, SessionKind kind = SessionKind::Cookie,
                                                     std::string_view user_agent = {}, std::string_view group = {});
-    Result<SignInStep> finish_password_login(const PasswordLoginCheck &check, const Secret *device = nullptr);
+    Result<SignInStep> finish_password_login(const PasswordLoginCheck &check, const BrowserCookies *browser = nullptr);
     // auth.login_password_from: a Session, for apps without second factors.
     Result<Session> login_password_from(std::string_view email, const Secret &password, std::string_view client,
                                         SessionKind kind = SessionKind::Cookie, std::string_view user_agent = {},

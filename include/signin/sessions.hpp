@@ -26,6 +26,17 @@ public:
     Status revoke_session(const Principal &p, std::string_view session_id, std::string_view client);
     Status logout(const Principal &p, std::string_view client);
 
+    // Several accounts in one browser (DESIGN §9.6), by its browser cookie. The accounts: its
+    // live cookie sessions, oldest sign-in first, the one `current` (the session cookie) names
+    // marked active, and listed even when another browser made it.
+    Result<std::vector<BrowserAccount>> accounts(const Secret &browser, const Secret &current);
+    // Another session of this browser becomes the one the browser uses: the session with its
+    // secret, to be set as the session cookie. Code::NotFound unless session_id names a live
+    // session made in this browser, of an account that is not suspended.
+    Result<Session> switch_to(const Secret &browser, std::string_view session_id, std::string_view client);
+    // POST /logout {all: true}: ends every session of this browser, and p's when given.
+    Status logout_browser(const Secret &browser, const Principal *p, std::string_view client);
+
 private:
     Engine &engine_;
 };

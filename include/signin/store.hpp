@@ -51,6 +51,8 @@ public:
     virtual std::optional<SessionRecord> session(std::string_view hash) = 0;
     virtual std::optional<SessionRecord> session_by_id(std::string_view id) = 0;
     virtual std::vector<SessionRecord> sessions_of(std::string_view user_id) = 0;
+    // The cookie sessions made in one browser (DESIGN §9.6), by the digest of its browser cookie.
+    virtual std::vector<SessionRecord> sessions_of_browser(std::string_view browser) = 0;
     // The newest `limit` audit entries, newest first.
     virtual std::vector<AuditEntry> audit(std::size_t limit) = 0;
     virtual std::size_t user_count() = 0;

@@ -76,14 +76,15 @@ public:
                                        std::string_view client, SessionKind kind = SessionKind::Cookie,
                                        std::string_view user_agent = {});
     // auth.exchange_step (DESIGN §9.3): the same, for sites with second factors. A user with one
-    // gets SecondFactorPending (no session) unless `device` is one of their remembered devices;
+    // gets SecondFactorPending (no session) unless the browser's device cookie is one of their
+    // remembered devices; a cookie session with `browser` joins that browser's accounts;
     // exchange_from and exchange_code_from answer Code::MfaRequired for such a user instead.
     Result<SignInStep> exchange_step_from(const Secret &token, std::string_view client,
                                           SessionKind kind = SessionKind::Cookie, std::string_view user_agent = {},
-                                          const Secret *device = nullptr);
+                                          const BrowserCookies *browser = nullptr);
     Result<SignInStep> exchange_code_step_from(std::string_view email, std::string_view code, std::string_view group,
                                                std::string_view client, SessionKind kind = SessionKind::Cookie,
-                                               std::string_view user_agent = {}, const Secret *device = nullptr);
+                                               std::string_view user_agent = {}, const BrowserCookies *browser = nullptr);
 
     // Email change (DESIGN §9.6), from a live session: an EmailChange token to the new address and
     // an EmailChangeApproval token to the current one, both sent whatever the new address is (a
@@ -123,7 +124,7 @@ private:
     // transaction: a request that sends nothing costs the store what one that sends costs, so
     // that the time of its answer does not tell whether the address has an account.
     Result<SignInStep> spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
-                             std::string_view user_agent, Millis now, const Secret *device);
+                             std::string_view user_agent, Millis now, const BrowserCookies *browser);
     void decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
                      Millis now);
 

@@ -99,6 +99,12 @@ struct SessionRecord {
     std::string client;
     std::string user_agent;
     bool mfa = false;  // the sign-in passed a second factor (DESIGN §9.3: $signin_mfa, signin_require mfa)
+    // Several accounts in one browser (DESIGN §9.6): the digest of the browser cookie of the
+    // browser that made this cookie session (32 raw bytes; empty: none), and this session's
+    // secret sealed under a key only that cookie gives, so that the browser can switch back to
+    // it. The store alone opens nothing.
+    std::string browser;
+    std::string browser_sealed;
 };
 
 // A user's second factors (DESIGN §9.3), one record per user, keyed by the user id. The TOTP
@@ -131,6 +137,16 @@ struct MfaPendingRecord {
     Millis created_at = 0;
     Millis expires_at = 0;
     std::uint8_t failures = 0;
+    bool add = false;  // the first step asked to add an account to its browser (DESIGN §9.6)
+};
+
+// What a browser brings to a cookie sign-in (DESIGN §9.3, §9.6): its cookies, and whether the new
+// session joins the browser's accounts (add) or replaces the session it signed in with.
+struct BrowserCookies {
+    Secret device;   // the remembered-device cookie (second factors)
+    Secret browser;  // the browser cookie; empty or unknown: the sign-in makes a new one
+    Secret current;  // the session cookie the request carried
+    bool add = false;
 };
 
 // auth.Session: the result of an exchange or a password sign-in.
@@ -140,6 +156,14 @@ struct Session {
     Millis expires_at = 0;
     std::string id;
     SessionKind kind = SessionKind::Cookie;
+    Secret browser;  // a browser sign-in's browser cookie, to set again (DESIGN §9.6); else empty
+};
+
+// One account of this browser (GET /accounts, DESIGN §9.6).
+struct BrowserAccount {
+    User user;
+    std::string session_id;
+    bool active = false;  // the session the request's cookie names
 };
 
 // Where a sign-in stands (SPEC auth.exchange_step, auth.login_password_step): signed in, or,

@@ -56,11 +56,17 @@ Millis Engine::now() const { return clock_->now(); }
 
 Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                              std::string_view client, std::string_view user_agent, Millis now,
-                             std::string detail, bool mfa) const {
+                             std::string detail, bool mfa, const BrowserCookies *browser) const {
     std::string secret = enc::random_secret(32);
     SessionRecord s;
     s.hash = secret_hash(secret);
     s.id = enc::uuid7(now);
+    Secret browser_cookie;
+    if (kind == SessionKind::Cookie && browser != nullptr) {
+        browser_cookie = join_browser(txn, user, *browser, client, now);
+        s.browser = secret_hash(browser_cookie.reveal());
+        s.browser_sealed = detail::seal_for_browser(browser_cookie, secret, s.id);
+    }
     s.user_id = user.id;
     s.kind = kind;
     s.method = method;
@@ -85,15 +91,48 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     out.expires_at = s.expires_at;
     out.id = s.id;
     out.kind = kind;
+    out.browser = std::move(browser_cookie);
     return out;
+}
+
+Secret Engine::join_browser(WriteTxn &txn, const User &user, const BrowserCookies &b, std::string_view client,
+                            Millis now) const {
+    auto end = [&](const SessionRecord &s, const char *why) {
+        txn.del_session(s.hash);
+        auto owner = txn.user_by_id(s.user_id);
+        txn.append_audit(detail::audit(now, why, owner ? owner->email : std::string(), client, s.user_id, s.id));
+    };
+    if (!b.add && plausible_secret(b.current.reveal())) {
+        // a sign-in without `add` takes the place of the session the browser had
+        if (auto cur = txn.session(secret_hash(b.current.reveal())); cur && cur->kind == SessionKind::Cookie) {
+            end(*cur, "session.replaced");
+        }
+    }
+    Secret cookie = plausible_secret(b.browser.reveal()) ? b.browser : Secret(enc::random_secret(32));
+    std::vector<SessionRecord> live;
+    for (auto &s : txn.sessions_of_browser(secret_hash(cookie.reveal()))) {
+        if (!detail::is_live(policy_, s, now)) {
+            txn.del_session(s.hash);  // expired: the purge would take it anyway
+        } else if (s.user_id == user.id) {
+            end(s, "session.replaced");  // one session per account in a browser
+        } else {
+            live.push_back(std::move(s));
+        }
+    }
+    std::sort(live.begin(), live.end(),
+              [](const SessionRecord &x, const SessionRecord &y) { return x.last_seen_at < y.last_seen_at; });
+    const std::size_t keep = policy_.browser_accounts > 0 ? policy_.browser_accounts - 1 : 0;
+    for (std::size_t i = 0; i + keep < live.size(); ++i) end(live[i], "session.evicted");
+    return cookie;
 }
 
 SignInStep Engine::sign_in(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                            std::string_view client, std::string_view user_agent, Millis now, std::string detail,
-                           const Secret *device) const {
+                           const BrowserCookies *browser) const {
     SignInStep step;
     auto factors = policy_.with_mfa ? txn.mfa(user.id) : std::nullopt;
     if (factors && factors->has_factor()) {
+        const Secret *device = browser != nullptr && kind == SessionKind::Cookie ? &browser->device : nullptr;
         const std::string h = device != nullptr && !device->empty() ? secret_hash(device->reveal()) : std::string();
         const bool remembered =
             !h.empty() && policy_.mfa_remember > 0 &&
@@ -112,6 +151,7 @@ SignInStep Engine::sign_in(WriteTxn &txn, const User &user, SessionKind kind, Si
             p.user_agent = std::string(user_agent.substr(0, 256));
             p.created_at = now;
             p.expires_at = now + policy_.mfa_pending_ttl;
+            p.add = browser != nullptr && browser->add;
             txn.put_mfa_pending(p);
             txn.append_audit(detail::audit(now, "mfa.required", user.email, client, user.id, detail));
             step.state = SignInStep::State::SecondFactorPending;
@@ -125,7 +165,7 @@ SignInStep Engine::sign_in(WriteTxn &txn, const User &user, SessionKind kind, Si
     }
     // a remembered device passed the factor before: the session counts as two factors
     step.session = open_session(txn, user, kind, method, client, user_agent, now, std::move(detail),
-                                factors && factors->has_factor());
+                                factors && factors->has_factor(), browser);
     return step;
 }
 

@@ -46,6 +46,16 @@ inline void end_sessions_except(WriteTxn &txn, std::string_view user_id, std::st
     }
 }
 
+// Whether a session may still be used: not past its expiry, and a cookie session not idle too long.
+inline bool is_live(const Policy &policy, const SessionRecord &s, Millis now) {
+    return s.expires_at > now && (s.kind != SessionKind::Cookie || s.last_seen_at + policy.session_idle > now);
+}
+
+// A session secret sealed under a key derived from its browser's cookie, bound to the session
+// id (DESIGN §9.6), and opened again; nullopt when it does not open (sessions.cpp).
+std::string seal_for_browser(const Secret &browser, std::string_view session_secret, std::string_view session_id);
+std::optional<Secret> open_for_browser(const Secret &browser, std::string_view sealed, std::string_view session_id);
+
 // The live sessions of p's user as GET /sessions lists them (sessions.cpp), newest first.
 std::vector<SessionInfo> live_sessions(ReadTxn &txn, const Principal &p, const Policy &policy, Millis now);
 

@@ -299,6 +299,18 @@ std::string sessions(const std::vector<SessionInfo> &list) {
     return w.take();
 }
 
+std::string accounts(const std::vector<BrowserAccount> &list) {
+    Writer w;
+    w.begin_object().key("accounts").begin_array();
+    for (const auto &a : list) {
+        w.begin_object().key("user");
+        write_user(w, a.user);
+        w.key("session_id").value(a.session_id).key("active").value(a.active).end_object();
+    }
+    w.end_array().end_object();
+    return w.take();
+}
+
 std::string bearer(const Session &s, Millis now) {
     Writer w;
     w.begin_object()

@@ -256,7 +256,8 @@ Status Mfa::reset(std::string_view group_in, std::string_view email_in, std::str
 }
 
 Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
-                                bool remember, std::string_view client, SessionKind kind) {
+                                bool remember, std::string_view client, SessionKind kind,
+                                const BrowserCookies *browser) {
     if (!engine_.policy().with_mfa) return disabled();
     if (!plausible_secret(mfa_token.reveal())) return Error{Code::InvalidToken, "the sign-in has expired: start again"};
     if (code.empty() == recovery_code.empty()) {
@@ -294,6 +295,11 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
             return wrong_code();
         }
         txn->del_mfa_pending(hash);
+        std::optional<BrowserCookies> joining;
+        if (browser != nullptr) {
+            joining = *browser;
+            joining->add = pending->add;
+        }
         MfaVerified out;
         if (remember && kind == SessionKind::Cookie && engine_.policy().mfa_remember > 0) {
             std::string device = enc::random_secret(32);
@@ -314,7 +320,7 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
         }
         txn->append_audit(detail::audit(now, "mfa.verified", user->email, client, user->id, how));
         out.session = engine_.open_session(*txn, *user, kind, pending->method, pending->client, pending->user_agent,
-                                           now, std::string(kind_name(kind)) + ":mfa", true);
+                                           now, std::string(kind_name(kind)) + ":mfa", true, joining ? &*joining : nullptr);
         txn->commit();
         return out;
     });

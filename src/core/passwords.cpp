@@ -150,7 +150,7 @@ Result<PasswordLoginCheck> Passwords::check_password_login(std::string_view emai
     });
 }
 
-Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c, const Secret *device) {
+Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c, const BrowserCookies *browser) {
     return detail::guarded("password sign-in", [&]() -> Result<SignInStep> {
         auto txn = engine_.store_->write();
         if (!c.matched_) {
@@ -177,7 +177,7 @@ Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c,
             txn->append_audit(detail::audit(now, "password.rehashed", fresh->email, c.client_, fresh->id));
         }
         SignInStep step = engine_.sign_in(*txn, *fresh, c.kind_, SignInMethod::Password, c.client_, c.user_agent_,
-                                          now, "password:" + std::string(kind_name(c.kind_)), device);
+                                          now, "password:" + std::string(kind_name(c.kind_)), browser);
         txn->commit();
         limiter_->login_succeeded(c.key_, c.client_);
         return step;
@@ -186,10 +186,10 @@ Result<SignInStep> Passwords::finish_password_login(const PasswordLoginCheck &c,
 
 Result<SignInStep> Passwords::login_password_step(std::string_view email, const Secret &pw, std::string_view client,
                                                   SessionKind kind, std::string_view user_agent,
-                                                  std::string_view group, const Secret *device) {
+                                                  std::string_view group, const BrowserCookies *browser) {
     auto check = check_password_login(email, pw, client, kind, user_agent, group);
     if (!check) return check.error();
-    return finish_password_login(check.value(), device);
+    return finish_password_login(check.value(), browser);
 }
 
 Result<Session> Passwords::login_password_from(std::string_view email, const Secret &pw, std::string_view client,

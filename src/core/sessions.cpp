@@ -2,6 +2,8 @@
 // (SPEC §3 "Session", §5).
 #include "signin/sessions.hpp"
 
+#include <sodium.h>
+
 #include <algorithm>
 
 #include "core/engine_detail.hpp"
@@ -14,8 +16,7 @@ Result<Principal> Sessions::authenticate_from(const Secret &token, std::string_v
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
         auto s = txn->session(secret_hash(token.reveal()));
-        if (!s || s->kind != kind || s->expires_at <= now ||
-            (kind == SessionKind::Cookie && s->last_seen_at + engine_.policy().session_idle <= now)) {
+        if (!s || s->kind != kind || !detail::is_live(engine_.policy(), *s, now)) {
             return Error{Code::Unauthenticated, "not signed in"};
         }
         auto user = txn->user_by_id(s->user_id);
@@ -44,9 +45,7 @@ Status Sessions::touch(const Principal &p) {
 std::vector<SessionInfo> detail::live_sessions(ReadTxn &txn, const Principal &p, const Policy &policy, Millis now) {
     std::vector<SessionInfo> out;
     for (auto &s : txn.sessions_of(p.user.id)) {
-        if (s.expires_at <= now || (s.kind == SessionKind::Cookie && s.last_seen_at + policy.session_idle <= now)) {
-            continue;
-        }
+        if (!detail::is_live(policy, s, now)) continue;
         SessionInfo i;
         i.id = s.id;
         i.created_at = s.created_at;
@@ -88,6 +87,126 @@ Status Sessions::logout(const Principal &p, std::string_view client) {
         auto txn = engine_.store_->write();
         txn->del_session(p.session.hash);
         txn->append_audit(detail::audit(engine_.now(), "logout", p.user.email, client, p.user.id, p.session.id));
+        txn->commit();
+        return ok_status();
+    });
+}
+
+}  // namespace signin
+
+namespace signin {
+namespace {
+
+// The key that seals a browser's session secrets: BLAKE2b of a fixed context and the browser
+// cookie. Only the browser holds the cookie; the store holds its digest (another BLAKE2b).
+SecretKey browser_key(const Secret &browser) {
+    static constexpr std::string_view kContext = "ngx_signin browser accounts v1";
+    SecretKey key{};
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, nullptr, 0, key.size());
+    crypto_generichash_update(&st, reinterpret_cast<const unsigned char *>(kContext.data()), kContext.size());
+    crypto_generichash_update(&st, reinterpret_cast<const unsigned char *>(browser.reveal().data()),
+                              browser.reveal().size());
+    crypto_generichash_final(&st, key.data(), key.size());
+    sodium_memzero(&st, sizeof st);
+    return key;
+}
+
+bool same_digest(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && !a.empty() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace
+
+std::string detail::seal_for_browser(const Secret &browser, std::string_view session_secret,
+                                     std::string_view session_id) {
+    SecretKey key = browser_key(browser);
+    std::string out = seal(key, session_secret, session_id);
+    sodium_memzero(key.data(), key.size());
+    return out;
+}
+
+std::optional<Secret> detail::open_for_browser(const Secret &browser, std::string_view sealed,
+                                               std::string_view session_id) {
+    SecretKey key = browser_key(browser);
+    auto out = open_sealed(key, sealed, session_id);
+    sodium_memzero(key.data(), key.size());
+    return out;
+}
+
+Result<std::vector<BrowserAccount>> Sessions::accounts(const Secret &browser, const Secret &current) {
+    return detail::guarded("list accounts", [&]() -> Result<std::vector<BrowserAccount>> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->read();
+        const std::string current_hash = plausible_secret(current.reveal()) ? secret_hash(current.reveal()) : "";
+        std::vector<SessionRecord> list;
+        if (plausible_secret(browser.reveal())) list = txn->sessions_of_browser(secret_hash(browser.reveal()));
+        if (!current_hash.empty() &&
+            std::none_of(list.begin(), list.end(), [&](const SessionRecord &s) { return s.hash == current_hash; })) {
+            if (auto s = txn->session(current_hash); s && s->kind == SessionKind::Cookie) list.push_back(std::move(*s));
+        }
+        std::sort(list.begin(), list.end(),
+                  [](const SessionRecord &a, const SessionRecord &b) { return a.created_at < b.created_at; });
+        std::vector<BrowserAccount> out;
+        for (auto &s : list) {
+            if (!detail::is_live(engine_.policy(), s, now)) continue;
+            auto user = txn->user_by_id(s.user_id);
+            if (!user || user->suspended) continue;
+            BrowserAccount a;
+            a.user = std::move(*user);
+            a.session_id = s.id;
+            a.active = same_digest(s.hash, current_hash);
+            out.push_back(std::move(a));
+        }
+        return out;
+    });
+}
+
+Result<Session> Sessions::switch_to(const Secret &browser, std::string_view session_id, std::string_view client) {
+    const Error none{Code::NotFound, "no such account in this browser"};
+    if (!plausible_secret(browser.reveal())) return none;
+    return detail::guarded("switch account", [&]() -> Result<Session> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto s = txn->session_by_id(session_id);
+        if (!s || s->kind != SessionKind::Cookie || !same_digest(s->browser, secret_hash(browser.reveal())) ||
+            !detail::is_live(engine_.policy(), *s, now)) {
+            return none;
+        }
+        auto user = txn->user_by_id(s->user_id);
+        auto secret = detail::open_for_browser(browser, s->browser_sealed, s->id);
+        if (!user || user->suspended || !secret || secret_hash(secret->reveal()) != s->hash) return none;
+        s->last_seen_at = now;  // a switch is a use: the least recently used account goes first
+        txn->put_session(*s);
+        txn->append_audit(detail::audit(now, "session.switched", user->email, client, user->id, s->id));
+        txn->commit();
+        Session out;
+        out.user = std::move(*user);
+        out.token = std::move(*secret);
+        out.expires_at = s->expires_at;
+        out.id = s->id;
+        out.kind = SessionKind::Cookie;
+        out.browser = browser;
+        return out;
+    });
+}
+
+Status Sessions::logout_browser(const Secret &browser, const Principal *p, std::string_view client) {
+    return detail::guarded("logout everywhere in this browser", [&]() -> Status {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        std::vector<SessionRecord> list;
+        if (plausible_secret(browser.reveal())) list = txn->sessions_of_browser(secret_hash(browser.reveal()));
+        if (p != nullptr &&
+            std::none_of(list.begin(), list.end(), [&](const SessionRecord &s) { return s.hash == p->session.hash; })) {
+            list.push_back(p->session);
+        }
+        for (const auto &s : list) {
+            txn->del_session(s.hash);
+            auto user = txn->user_by_id(s.user_id);
+            txn->append_audit(detail::audit(now, "logout", user ? user->email : std::string(), client, s.user_id,
+                                            s.id + ":all"));
+        }
         txn->commit();
         return ok_status();
     });

@@ -306,7 +306,7 @@ Result<Session> Tokens::exchange_code_from(std::string_view email, std::string_v
 }
 
 Result<SignInStep> Tokens::exchange_step_from(const Secret &token, std::string_view client, SessionKind kind,
-                                              std::string_view user_agent, const Secret *device) {
+                                              std::string_view user_agent, const BrowserCookies *browser) {
     if (!plausible_secret(token.reveal())) return Error{Code::InvalidToken, "the token is not valid"};
     return detail::guarded("token exchange", [&]() -> Result<SignInStep> {
         const Millis now = engine_.now();
@@ -319,14 +319,14 @@ Result<SignInStep> Tokens::exchange_step_from(const Secret &token, std::string_v
             txn->commit();
             return Error{Code::InvalidToken, "the token is not valid"};
         }
-        return spend(*txn, *t, client, kind, user_agent, now, device);
+        return spend(*txn, *t, client, kind, user_agent, now, browser);
     });
 }
 
 Result<SignInStep> Tokens::exchange_code_step_from(std::string_view email_in, std::string_view typed_code,
                                                    std::string_view group_in, std::string_view client,
                                                    SessionKind kind, std::string_view user_agent,
-                                                   const Secret *device) {
+                                                   const BrowserCookies *browser) {
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
     auto group = normalize_group(group_in);
@@ -338,7 +338,7 @@ Result<SignInStep> Tokens::exchange_code_step_from(std::string_view email_in, st
         // an address with no token waiting gets the same writes (a decoy): the time of the answer
         // does not tell whether one is waiting
         auto t = match_code(*txn, *group, *email, code, purpose_signs_in, true, client, now, "code");
-        if (t) return spend(*txn, *t, client, kind, user_agent, now, device);
+        if (t) return spend(*txn, *t, client, kind, user_agent, now, browser);
         return Error{Code::InvalidToken, "the code is not valid"};
     });
 }
@@ -346,7 +346,7 @@ Result<SignInStep> Tokens::exchange_code_step_from(std::string_view email_in, st
 // Spends t (it is gone whatever happens next) and opens a session, or the second-factor step;
 // the caller's transaction.
 Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::string_view client, SessionKind kind,
-                                 std::string_view user_agent, Millis now, const Secret *device) {
+                                 std::string_view user_agent, Millis now, const BrowserCookies *browser) {
     txn.del_token(t.hash);  // spent, whatever happens next
     auto user = txn.user_by_email(t.group_id, t.email);
     if (!user && t.purpose == Purpose::Registration) {
@@ -372,7 +372,7 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
         return Error{Code::Suspended, "this account is suspended"};
     }
     SignInStep out = engine_.sign_in(txn, *user, kind, SignInMethod::EmailToken, client, user_agent, now,
-                                     std::string(kind_name(kind)), device);
+                                     std::string(kind_name(kind)), browser);
     txn.commit();
     return out;
 }

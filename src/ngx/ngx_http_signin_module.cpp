@@ -40,6 +40,7 @@ static char *set_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
 static ngx_conf_num_bounds_t retries_bounds = {ngx_conf_check_num_bounds, 0, 10};
+static ngx_conf_num_bounds_t browser_accounts_bounds = {ngx_conf_check_num_bounds, 1, 100};
 
 // signin_require on | off | mfa
 static ngx_conf_enum_t require_modes[] = {
@@ -117,6 +118,8 @@ static ngx_command_t commands[] = {
      offsetof(MainConf, mfa), nullptr},
     {ngx_string("signin_mfa_remember"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, mfa_remember), nullptr},
+    {ngx_string("signin_browser_accounts"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, browser_accounts), &browser_accounts_bounds},
     {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
     {ngx_string("signin_site_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_site_name, NGX_HTTP_MAIN_CONF_OFFSET, 0,
@@ -198,6 +201,7 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->email = NGX_CONF_UNSET;
     m->mfa = NGX_CONF_UNSET;
     m->mfa_remember = NGX_CONF_UNSET_MSEC;
+    m->browser_accounts = NGX_CONF_UNSET_UINT;
     m->token_ttl = NGX_CONF_UNSET_MSEC;
     m->token_resend = NGX_CONF_UNSET_MSEC;
     m->tokens_per_address = NGX_CONF_UNSET_UINT;
@@ -237,6 +241,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     auto msec = [](signin::Millis v) { return static_cast<ngx_msec_t>(v); };
     ngx_conf_init_msec_value(m->token_ttl, msec(spec.token_ttl));
     ngx_conf_init_msec_value(m->mfa_remember, msec(spec.mfa_remember));
+    ngx_conf_init_uint_value(m->browser_accounts, spec.browser_accounts);
     ngx_conf_init_msec_value(m->token_resend, msec(spec.token_resend));
     ngx_conf_init_uint_value(m->tokens_per_address, spec.tokens_per_address);
     ngx_conf_init_msec_value(m->session_ttl, msec(spec.session_ttl));
@@ -347,6 +352,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     m->policy->with_passwords = m->passwords != 0;
     m->policy->with_mfa = m->mfa != 0;
     m->policy->mfa_remember = static_cast<signin::Millis>(m->mfa_remember);
+    m->policy->browser_accounts = static_cast<unsigned>(m->browser_accounts);
     m->policy->mfa_issuer = std::string(sv(m->site_name));
     m->policy->fresh_window = static_cast<signin::Millis>(m->password_fresh);
     m->policy->password_min_length = static_cast<unsigned>(m->password_min_length);

@@ -32,7 +32,7 @@ namespace {
 using signin::Code;
 
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
-constexpr std::array<Route, 26> kRoutes = {{
+constexpr std::array<Route, 28> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
@@ -63,6 +63,8 @@ constexpr std::array<Route, 26> kRoutes = {{
     {"account/delete", NGX_HTTP_POST, post_account_delete, Bucket::Sensitive, Route::SignedInWrite},
     {"email/change", NGX_HTTP_POST, post_email_change, Bucket::Sensitive, Route::SignedInWrite},
     {"email/confirm", NGX_HTTP_POST, post_email_confirm, Bucket::Sensitive, Route::Exchange},
+    {"accounts", NGX_HTTP_GET, get_accounts, Bucket::SignedIn, Route::None},
+    {"accounts/switch", NGX_HTTP_POST, post_accounts_switch, Bucket::SignedIn, Route::CookieWrite},
 }};
 
 const Route *find_route(ngx_http_request_t *r) {

@@ -38,6 +38,9 @@ ngx_int_t get_jwks(ApiCall &call);
 ngx_int_t get_sessions(ApiCall &call);
 ngx_int_t post_sessions_revoke(ApiCall &call);
 ngx_int_t post_logout(ApiCall &call);
+// Several accounts in one browser (DESIGN §9.6).
+ngx_int_t get_accounts(ApiCall &call);
+ngx_int_t post_accounts_switch(ApiCall &call);
 
 // signin_passwords.cpp
 ngx_int_t post_password_register(ApiCall &call);
@@ -77,18 +80,23 @@ struct TokenOrCode {
     signin::Secret token;  // empty when by code
     std::string email, group;
     signin::Secret code;
+    bool add = false;  // POST /session {"add": true}: another account in this browser (DESIGN §9.6)
     bool by_code() const { return !email.empty(); }
 };
-std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc);
+// with_add: the body may also say {"add": true|false} (POST /session).
+std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc, bool with_add = false);
 
 // The signed-in caller of an endpoint, or the 401/400 answer's rc in `rc`.
 std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie = nullptr);
 // 200 with the bearer answer, or with the user and the session cookie.
 ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s);
+// The session cookie of s, and its browser's cookie when it has one.
+void set_session_cookies(ngx_http_request_t *r, const signin::Session &s);
 // A way in's answer: send_session, or 202 {"mfa_required": true, "mfa_token", ...} (DESIGN §9.3).
 ngx_int_t send_step(ngx_http_request_t *r, const signin::SignInStep &step);
-// The remembered-device cookie of a cookie sign-in (empty for a bearer one, or without the cookie).
-signin::Secret device_of(ngx_http_request_t *r, signin::SessionKind kind);
+// What the browser of a cookie sign-in brings (its device, browser and session cookies), and
+// whether the sign-in adds an account; empty for a bearer sign-in.
+signin::BrowserCookies browser_of(ngx_http_request_t *r, signin::SessionKind kind, bool add = false);
 
 // A token request (POST /register, /login, /password/register): the token's write in a write
 // batch, then the delivery in the background and the same 202 for every address (DESIGN §5).

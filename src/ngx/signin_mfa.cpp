@@ -81,18 +81,20 @@ public:
 class VerifyJob final : public Job {
 public:
     VerifyJob(signin::Secret mfa_token, signin::Secret code, signin::Secret recovery_code, bool remember,
-              std::string client, signin::SessionKind kind)
+              std::string client, signin::SessionKind kind, signin::BrowserCookies browser)
         : Job(Stage::Write),
           mfa_token_(std::move(mfa_token)),
           code_(std::move(code)),
           recovery_code_(std::move(recovery_code)),
           remember_(remember),
           client_(std::move(client)),
-          kind_(kind) {}
+          kind_(kind),
+          browser_(std::move(browser)) {}
 
 private:
     signin::Status write() override {
-        auto v = id().mfa().verify(mfa_token_, code_.reveal(), recovery_code_.reveal(), remember_, client_, kind_);
+        auto v = id().mfa().verify(mfa_token_, code_.reveal(), recovery_code_.reveal(), remember_, client_, kind_,
+                                   &browser_);
         if (!v) return v.error();
         verified_ = std::move(v.value());
         return signin::ok_status();
@@ -115,6 +117,7 @@ private:
     bool remember_;
     std::string client_;
     signin::SessionKind kind_;
+    signin::BrowserCookies browser_;  // cookie sign-ins only
     std::optional<signin::MfaVerified> verified_;
 };
 
@@ -154,7 +157,7 @@ ngx_int_t verify(ApiCall &call, signin::SessionKind kind) {
     return start_job(call.r, std::make_unique<VerifyJob>(signin::Secret(std::move(v["mfa_token"])),
                                                          signin::Secret(std::move(v["code"])),
                                                          signin::Secret(std::move(v["recovery_code"])), remember,
-                                                         call.client, kind));
+                                                         call.client, kind, browser_of(call.r, kind)));
 }
 
 }  // namespace

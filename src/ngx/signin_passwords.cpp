@@ -92,7 +92,8 @@ private:
 class PasswordLoginJob final : public Job {
 public:
     PasswordLoginJob(std::string email, std::string group, std::string client, std::string user_agent,
-                     signin::Secret password, signin::SessionKind kind, std::string pair, signin::Secret device)
+                     signin::Secret password, signin::SessionKind kind, std::string pair,
+                     signin::BrowserCookies browser)
         : Job(Stage::Hash),
           email_(std::move(email)),
           group_(std::move(group)),
@@ -101,7 +102,7 @@ public:
           password_(std::move(password)),
           kind_(kind),
           pair_(std::move(pair)),
-          device_(std::move(device)) {}
+          browser_(std::move(browser)) {}
 
 private:
     signin::Status hash() override {
@@ -112,7 +113,7 @@ private:
         return signin::ok_status();
     }
     signin::Status write() override {
-        auto step = id().passwords().finish_password_login(*check_, &device_);
+        auto step = id().passwords().finish_password_login(*check_, &browser_);
         if (!step) return step.error();
         step_ = std::move(step.value());
         return signin::ok_status();
@@ -131,7 +132,7 @@ private:
     signin::Secret password_;
     signin::SessionKind kind_;
     std::string pair_;  // the (address, client) backoff key, when the zone is on
-    signin::Secret device_;  // the remembered-device cookie (cookie sign-ins only)
+    signin::BrowserCookies browser_;  // cookie sign-ins only
     std::optional<signin::PasswordLoginCheck> check_;
     std::optional<signin::SignInStep> step_;
 };
@@ -208,9 +209,13 @@ private:
 using signin::json::Fields;
 
 // {email, password, group?} of the three sign-in-less password endpoints.
-std::optional<Fields> credentials_body(ApiCall &call, ngx_int_t &rc) {
-    auto f = signin::json::parse_object(call.body, {{"email", true}, {"password", true}, {"group", false}},
-                                        kPasswordBodyField);
+// with_add: a cookie sign-in's body may also say {"add": true|false} (DESIGN §9.6).
+std::optional<Fields> credentials_body(ApiCall &call, ngx_int_t &rc, bool with_add = false) {
+    auto f = with_add ? signin::json::parse_object(
+                            call.body, {{"email", true}, {"password", true}, {"group", false}, {"add", false, true}},
+                            kPasswordBodyField)
+                      : signin::json::parse_object(call.body, {{"email", true}, {"password", true}, {"group", false}},
+                                                   kPasswordBodyField);
     if (!f) {
         rc = send_failure(call.r, f.error());
         return std::nullopt;
@@ -220,16 +225,17 @@ std::optional<Fields> credentials_body(ApiCall &call, ngx_int_t &rc) {
 
 ngx_int_t password_login(ApiCall &call, signin::SessionKind kind) {
     ngx_int_t rc = NGX_ERROR;
-    auto f = credentials_body(call, rc);
+    auto f = credentials_body(call, rc, kind == signin::SessionKind::Cookie);
     if (!f) return rc;
     Fields &v = *f;
+    const bool add = v["add"] == "true";
     std::string pair;
     if (!attempt_allowed(call, address_key(v["email"], v["group"]), v["email"], v["group"], pair, "password", rc)) {
         return rc;
     }
     return start_job(call.r, std::make_unique<PasswordLoginJob>(v["email"], v["group"], call.client, user_agent(call.r),
                                                                 signin::Secret(std::move(v["password"])), kind,
-                                                                std::move(pair), device_of(call.r, kind)));
+                                                                std::move(pair), browser_of(call.r, kind, add)));
 }
 
 }  // namespace

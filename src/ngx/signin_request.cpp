@@ -129,7 +129,7 @@ signin::Secret read_cookie(ngx_http_request_t *r, std::string_view name) {
     return signin::Secret(std::string(cookies.value));
 }
 
-bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name, std::string_view device_cookie_name) {
+bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_view> cookie_names) {
     ngx_uint_t n = 0;
     for (ngx_list_part_t *part = &r->headers_in.headers.part; part; part = part->next) n += part->nelts;
     // a new list: the old elements stay where headers_in's pointers expect them
@@ -143,7 +143,8 @@ bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name, std::
             const bool is_cookie = equals_nocase(sv(h[i].key), "cookie");
             std::string line;
             if (is_cookie) {
-                line = signin::without_cookie(signin::without_cookie(sv(h[i].value), cookie_name), device_cookie_name);
+                line = std::string(sv(h[i].value));
+                for (std::string_view name : cookie_names) line = signin::without_cookie(line, name);
                 if (line.empty()) continue;
             } else if (equals_nocase(sv(h[i].key), "authorization") && signin::bearer_token(sv(h[i].value))) {
                 continue;

@@ -4,6 +4,7 @@
 
 #include "ngx_signin_nginx.h"
 
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,9 +48,10 @@ Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name
 signin::Secret read_cookie(ngx_http_request_t *r, std::string_view name);
 
 // Takes the module's credentials out of what the request passes on (DESIGN §10.3
-// signin_pass_credentials off): the session and remembered-device cookies from every Cookie line (a line left empty is
-// dropped) and a bearer Authorization. Other headers, and their pointers in headers_in, stay.
-bool hide_credentials(ngx_http_request_t *r, std::string_view cookie_name, std::string_view device_cookie_name);
+// signin_pass_credentials off): the session, remembered-device and browser cookies (cookie_names)
+// from every Cookie line (a line left empty is dropped) and a bearer Authorization. Other
+// headers, and their pointers in headers_in, stay.
+bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_view> cookie_names);
 
 // The path below the location: "/auth/" + "register" → "register".
 std::optional<std::string_view> sub_path(ngx_http_request_t *r);

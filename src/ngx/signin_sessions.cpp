@@ -36,21 +36,57 @@ private:
     std::string session_id_, client_;
 };
 
+// POST /logout: the caller's session; with {"all": true} also every session of this browser
+// (DESIGN §9.6), then no cookie of the module's but the remembered device stays.
 class LogoutJob final : public Job {
 public:
-    LogoutJob(signin::Principal p, std::string client, bool by_cookie)
-        : Job(Stage::Write), principal_(std::move(p)), client_(std::move(client)), by_cookie_(by_cookie) {}
+    LogoutJob(std::optional<signin::Principal> p, std::string client, bool by_cookie, bool all, signin::Secret browser)
+        : Job(Stage::Write),
+          principal_(std::move(p)),
+          client_(std::move(client)),
+          by_cookie_(by_cookie),
+          all_(all),
+          browser_(std::move(browser)) {}
 
 private:
-    signin::Status write() override { return id().sessions().logout(principal_, client_); }
+    signin::Status write() override {
+        if (all_) return id().sessions().logout_browser(browser_, principal_ ? &*principal_ : nullptr, client_);
+        return id().sessions().logout(*principal_, client_);
+    }
     ngx_int_t answer(ngx_http_request_t *r) override {
-        if (by_cookie_) add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0));
+        if (by_cookie_ || all_) add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0));
+        if (all_ && !browser_.empty()) add_header(r, "Set-Cookie", cookie_header(id().browser_cookie_name(), "", 0));
         return send_empty(r, NGX_HTTP_NO_CONTENT);
     }
 
-    signin::Principal principal_;
+    std::optional<signin::Principal> principal_;
     std::string client_;
-    bool by_cookie_;
+    bool by_cookie_, all_;
+    signin::Secret browser_;
+};
+
+// POST /accounts/switch: the browser's cookie opens the other session's secret; the session
+// cookie is set to it.
+class SwitchJob final : public Job {
+public:
+    SwitchJob(signin::Secret browser, std::string session_id, std::string client)
+        : Job(Stage::Write), browser_(std::move(browser)), session_id_(std::move(session_id)), client_(std::move(client)) {}
+
+private:
+    signin::Status write() override {
+        auto s = id().sessions().switch_to(browser_, session_id_, client_);
+        if (!s) return s.error();
+        session_ = std::move(s.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override {
+        set_session_cookies(r, *session_);
+        return send_empty(r, NGX_HTTP_NO_CONTENT);
+    }
+
+    signin::Secret browser_;
+    std::string session_id_, client_;
+    std::optional<signin::Session> session_;
 };
 
 }  // namespace
@@ -81,10 +117,18 @@ std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *b
     return std::move(p.value());
 }
 
-ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s) {
-    if (s.kind == signin::SessionKind::Bearer) return send_json(r, 200, signin::json::bearer(s, id().now()));
+void set_session_cookies(ngx_http_request_t *r, const signin::Session &s) {
     long long max_age = (s.expires_at - id().now()) / 1000;
     add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), s.token.reveal(), max_age));
+    if (!s.browser.empty()) {  // it outlives any one session of the browser
+        add_header(r, "Set-Cookie", cookie_header(id().browser_cookie_name(), s.browser.reveal(),
+                                                  id().policy().session_ttl / 1000));
+    }
+}
+
+ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s) {
+    if (s.kind == signin::SessionKind::Bearer) return send_json(r, 200, signin::json::bearer(s, id().now()));
+    set_session_cookies(r, s);
     return send_json(r, 200, signin::json::user(s.user));
 }
 
@@ -93,9 +137,14 @@ ngx_int_t send_step(ngx_http_request_t *r, const signin::SignInStep &step) {
     return send_json(r, 202, signin::json::mfa_required(step, id().now()));
 }
 
-signin::Secret device_of(ngx_http_request_t *r, signin::SessionKind kind) {
-    if (kind != signin::SessionKind::Cookie || !id().policy().with_mfa) return signin::Secret();
-    return read_cookie(r, id().device_cookie_name());
+signin::BrowserCookies browser_of(ngx_http_request_t *r, signin::SessionKind kind, bool add) {
+    signin::BrowserCookies b;
+    if (kind != signin::SessionKind::Cookie) return b;
+    if (id().policy().with_mfa) b.device = read_cookie(r, id().device_cookie_name());
+    b.browser = read_cookie(r, id().browser_cookie_name());
+    b.current = read_cookie(r, id().cookie_name());
+    b.add = add;
+    return b;
 }
 
 ngx_int_t get_me(ApiCall &call) {
@@ -131,13 +180,43 @@ ngx_int_t post_sessions_revoke(ApiCall &call) {
 }
 
 ngx_int_t post_logout(ApiCall &call) {
+    auto f = signin::json::parse_object(call.body.empty() ? std::string_view("{}") : call.body,
+                                        {{"all", false, true}});
+    if (!f) return send_failure(call.r, f.error());
+    const bool all = f.value()["all"] == "true";
+    signin::Secret browser = all ? read_cookie(call.r, id().browser_cookie_name()) : signin::Secret();
     ngx_int_t rc = NGX_ERROR;
     bool by_cookie = false;
-    auto p = signed_in(call, rc, &by_cookie);
-    if (!p) return rc;
-    auto f = signin::json::parse_object(call.body.empty() ? std::string_view("{}") : call.body, {});
+    std::optional<signin::Principal> p;
+    if (all && !browser.empty() && call.credentials.state == Credentials::None) {
+        // the browser's accounts without an active one: the browser cookie is the credential,
+        // and ending sessions with it is a cookie write (SPEC §5 rule 3)
+        auto ok = id().check_origin(header_value(call.r, "Origin"), true);
+        if (!ok) return send_failure(call.r, ok.error());
+    } else {
+        p = signed_in(call, rc, &by_cookie);
+        if (!p) return rc;
+    }
+    return start_job(call.r, std::make_unique<LogoutJob>(std::move(p), call.client, by_cookie, all, std::move(browser)));
+}
+
+// GET /accounts: this browser's accounts (its cookie sessions), the active one marked.
+ngx_int_t get_accounts(ApiCall &call) {
+    if (call.credentials.state == Credentials::Bearer) {
+        return send_error(call.r, Code::InvalidRequest, "accounts are a browser's: send the cookies, not a bearer token");
+    }
+    auto list = id().sessions().accounts(read_cookie(call.r, id().browser_cookie_name()),
+                                         call.credentials.state == Credentials::Cookie ? call.credentials.secret
+                                                                                       : signin::Secret());
+    if (!list) return send_failure(call.r, list.error());
+    return send_json(call.r, 200, signin::json::accounts(list.value()));
+}
+
+ngx_int_t post_accounts_switch(ApiCall &call) {
+    auto f = signin::json::parse_object(call.body, {{"session_id", true}});
     if (!f) return send_failure(call.r, f.error());
-    return start_job(call.r, std::make_unique<LogoutJob>(std::move(*p), call.client, by_cookie));
+    return start_job(call.r, std::make_unique<SwitchJob>(read_cookie(call.r, id().browser_cookie_name()),
+                                                         f.value()["session_id"], call.client));
 }
 
 }  // namespace signin_ngx

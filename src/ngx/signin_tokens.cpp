@@ -20,20 +20,20 @@ signin::Identity &id() { return *identity(); }
 class ExchangeJob final : public Job {
 public:
     ExchangeJob(TokenOrCode spent, std::string client, std::string user_agent, signin::SessionKind kind,
-                signin::Secret device)
+                signin::BrowserCookies browser)
         : Job(Stage::Write),
           spent_(std::move(spent)),
           client_(std::move(client)),
           user_agent_(std::move(user_agent)),
           kind_(kind),
-          device_(std::move(device)) {}
+          browser_(std::move(browser)) {}
 
 private:
     signin::Status write() override {
         auto s = spent_.by_code()
                      ? id().tokens().exchange_code_step_from(spent_.email, spent_.code.reveal(), spent_.group, client_,
-                                                             kind_, user_agent_, &device_)
-                     : id().tokens().exchange_step_from(spent_.token, client_, kind_, user_agent_, &device_);
+                                                             kind_, user_agent_, &browser_)
+                     : id().tokens().exchange_step_from(spent_.token, client_, kind_, user_agent_, &browser_);
         if (!s) return s.error();
         step_ = std::move(s.value());
         return signin::ok_status();
@@ -47,7 +47,7 @@ private:
     TokenOrCode spent_;
     std::string client_, user_agent_;
     signin::SessionKind kind_;
-    signin::Secret device_;  // the remembered-device cookie (cookie sign-ins only)
+    signin::BrowserCookies browser_;  // cookie sign-ins only
     std::optional<signin::SignInStep> step_;
 };
 
@@ -66,22 +66,28 @@ ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
 
 ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
     ngx_int_t rc = NGX_ERROR;
-    auto spent = token_or_code(call, rc);
+    auto spent = token_or_code(call, rc, kind == signin::SessionKind::Cookie);
     if (!spent) return rc;
+    signin::BrowserCookies browser = browser_of(call.r, kind, spent->add);
     return start_job(call.r, std::make_unique<ExchangeJob>(std::move(*spent), call.client, user_agent(call.r), kind,
-                                                           device_of(call.r, kind)));
+                                                           std::move(browser)));
 }
 
 }  // namespace
 
 // One form or the other, never both.
-std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc) {
-    auto f = signin::json::parse_object(call.body, {{"token", false}, {"email", false}, {"code", false}, {"group", false}});
+std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc, bool with_add) {
+    auto f = with_add ? signin::json::parse_object(call.body, {{"token", false}, {"email", false}, {"code", false},
+                                                               {"group", false}, {"add", false, true}})
+                      : signin::json::parse_object(call.body,
+                                                   {{"token", false}, {"email", false}, {"code", false}, {"group", false}});
     if (!f) {
         rc = send_failure(call.r, f.error());
         return std::nullopt;
     }
-    auto &fields = f.value();  // only these four names get through parse_object
+    auto &fields = f.value();  // only these names get through parse_object
+    const bool add = fields["add"] == "true";
+    fields.erase("add");
     const bool token = fields.count("token") != 0;
     const bool code = fields.count("email") != 0 && fields.count("code") != 0;
     if (token ? fields.size() != 1 : !code) {
@@ -89,7 +95,7 @@ std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc) {
         return std::nullopt;
     }
     return TokenOrCode{signin::Secret(std::move(fields["token"])), fields["email"], fields["group"],
-                       signin::Secret(std::move(fields["code"]))};
+                       signin::Secret(std::move(fields["code"])), add};
 }
 
 TokenRequestJob::TokenRequestJob(Stage first, signin::Intent intent, std::string email, std::string group,

@@ -1,6 +1,6 @@
-// The account page (signin_pages): who is signed in, their sessions (revoke), their password
-// (set from a fresh session, change with the current one), sign out. Each capability is one
-// <section> of account.html and one load*() here.
+// The account page (signin_pages): who is signed in, the browser's other accounts (switch, add),
+// their sessions (revoke), their password (set from a fresh session, change with the current
+// one), sign out. Each capability is one <section> of account.html and one load*() here.
 import { busy, call, explain, messages } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -35,6 +35,46 @@ function describe(s) {
   if (s.client) parts.push(`from ${s.client}`);
   if (s.last_seen_at) parts.push(`last active ${when(s.last_seen_at)}`);
   return { agent, detail: parts.join(", ") };
+}
+
+// ---- the accounts of this browser (DESIGN §9.6)
+async function loadAccounts() {
+  const answer = await call("accounts");
+  if (answer.status !== 200) return msg.error(explain(answer));
+  const list = $("accounts");
+  list.replaceChildren();
+  for (const a of answer.body.accounts) {
+    const item = document.createElement("li");
+    const what = document.createElement("div");
+    what.className = "what";
+    const name = document.createElement("div");
+    name.className = "address";
+    name.textContent = a.user.email;
+    if (a.active) {
+      const badge = document.createElement("span");
+      badge.className = "badge";
+      badge.textContent = "Signed in";
+      name.append(badge);
+    }
+    what.append(name);
+    item.append(what);
+    if (!a.active) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "secondary";
+      button.textContent = "Switch";
+      button.setAttribute("aria-label", `Switch to ${a.user.email}`);
+      button.addEventListener("click", () => busy(button, "Switching…", async () => {
+        const switched = await call("accounts/switch", { session_id: a.session_id });
+        if (switched.status === 204) return location.reload();
+        msg.error(explain(switched));
+        return loadAccounts();
+      }));
+      item.append(button);
+    }
+    list.append(item);
+  }
+  $("sign-out-all").hidden = answer.body.accounts.length < 2;
 }
 
 async function loadSessions() {
@@ -372,16 +412,18 @@ $("delete-yes").addEventListener("click", async () => {
   });
 });
 
-$("sign-out").addEventListener("click", async () => {
-  await busy($("sign-out"), "Signing out…", async () => {
-    const answer = await call("logout", {});
-    if (answer.status === 204 || answer.status === 401) {
-      location.assign("./#signed-out");
-    } else {
-      msg.error(explain(answer));
-    }
+for (const [id, body] of [["sign-out", {}], ["sign-out-all", { all: true }]]) {
+  $(id).addEventListener("click", async () => {
+    await busy($(id), "Signing out…", async () => {
+      const answer = await call("logout", body);
+      if (answer.status === 204 || answer.status === 401) {
+        location.assign("./#signed-out");
+      } else {
+        msg.error(explain(answer));
+      }
+    });
   });
-});
+}
 
 async function start() {
   const answer = await call("me");
@@ -390,6 +432,7 @@ async function start() {
   me = answer.body;
   $("me-address").textContent = me.email;
   $("account").hidden = false;
+  await loadAccounts();
   await loadSessions();
   await loadMfa();
 }

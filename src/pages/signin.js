@@ -1,6 +1,7 @@
 // The sign-in page (signin_pages): email then code, a link from an email, password sign-in when
 // signin_passwords is on. Each way in is one <section id="step-..."> of signin.html and one
-// show*() here; a new way in (a second factor, a passkey, a provider) is a new pair.
+// show*() here; a new way in (a second factor, a passkey, a provider) is a new pair. With ?add=1
+// (or "Add another account"), the sign-in adds an account to this browser (DESIGN §9.6).
 import { busy, call, explain, messages, safeReturnTo } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -11,19 +12,21 @@ const settings = {
   rememberDays: Number(document.body.dataset.rememberDays) || 0,
 };
 const msg = messages();
-// Where to go once signed in. A link from the email opens in another tab, without the query of
-// the tab that asked for the code: that tab leaves return_to in localStorage for 15 minutes.
+// Where to go once signed in, and whether the sign-in adds an account. A link from the email
+// opens in another tab, without the query of the tab that asked for the code: that tab leaves
+// {path, add} in localStorage for 15 minutes.
 const kReturnKey = "signin.return_to";
-function rememberedReturnTo() {
+function remembered() {
   try {
     const saved = JSON.parse(localStorage.getItem(kReturnKey) || "null");
-    if (saved && Date.now() - saved.at < 15 * 60 * 1000) return safeReturnTo(saved.path);
+    if (saved && Date.now() - saved.at < 15 * 60 * 1000) return saved;
   } catch (e) {
     return null;
   }
   return null;
 }
 let returnTo = safeReturnTo(new URLSearchParams(location.search).get("return_to"));
+let adding = new URLSearchParams(location.search).get("add") === "1";  // keep the signed-in account
 let address = "";   // where the last code went
 let linkToken = ""; // the token of a link, kept in memory only
 let resendTimer = null;
@@ -35,15 +38,17 @@ let byRecovery = false;
 // focus: the element to move the focus to; null leaves it where it is (a first page load).
 function show(step, focus) {
   for (const section of document.querySelectorAll("main > section")) section.hidden = section.id !== `step-${step}`;
-  const title = {
+  let title = {
     email: "Sign in",
     code: "Check your email",
     password: "Sign in with a password",
     link: "Sign in",
+    choose: "Choose an account",
     mfa: "Two-step sign-in",
     confirm: "Change of address",
     done: "You are signed in",
   }[step];
+  if (step === "email" && adding) title = "Add an account";
   $("title").textContent = title;
   document.title = `${title} · ${document.title.split(" · ").slice(1).join(" · ")}`;
   if (focus !== null) (focus || $("title")).focus();
@@ -88,6 +93,7 @@ function signedIn() {
 
 function showEmail(focus = true) {
   $("use-password").hidden = !settings.passwords;
+  $("adding").hidden = !adding || !$("adding-address").textContent;
   show("email", focus ? $("email") : null);
 }
 
@@ -97,6 +103,31 @@ function showCode() {
   $("code").value = "";
   show("code", $("code"));
   startResendTimer();
+}
+
+// The browser's accounts, none active: a button each.
+function showChooser(accounts) {
+  const list = $("choose-list");
+  list.replaceChildren();
+  for (const a of accounts) {
+    const item = document.createElement("li");
+    const what = document.createElement("div");
+    what.className = "what address";
+    what.textContent = a.user.email;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = "Continue";
+    button.setAttribute("aria-label", `Continue as ${a.user.email}`);
+    button.addEventListener("click", () => busy(button, "Signing in…", async () => {
+      const answer = await call("accounts/switch", { session_id: a.session_id });
+      if (answer.status === 204) return signedIn();
+      msg.error(explain(answer));
+      return start();
+    }));
+    item.append(what, button);
+    list.append(item);
+  }
+  show("choose");
 }
 
 function showDone(user) {
@@ -127,9 +158,9 @@ function startResendTimer() {
 // With registration on, /register signs new addresses up and sends existing accounts a sign-in
 // code: nobody waits for an email that never comes. Without it, /login sends to accounts only.
 async function askForCode(email) {
-  if (returnTo) {
+  if (returnTo || adding) {
     try {
-      localStorage.setItem(kReturnKey, JSON.stringify({ path: returnTo, at: Date.now() }));
+      localStorage.setItem(kReturnKey, JSON.stringify({ path: returnTo, add: adding, at: Date.now() }));
     } catch (e) {
       // storage refused: a link opened elsewhere lands on the account page
     }
@@ -167,7 +198,7 @@ $("code-form").addEventListener("submit", async (event) => {
     return;
   }
   await busy($("code-submit"), "Signing in…", async () => {
-    const answer = await call("session", { email: address, code });
+    const answer = await call("session", { email: address, code, add: adding });
     if (answered(answer)) {
       return;
     } else if (answer.body && answer.body.code === "invalid_token" && ++wrongCodes >= 5) {
@@ -223,7 +254,7 @@ $("password-form").addEventListener("submit", async (event) => {
     return;
   }
   await busy($("password-submit"), "Signing in…", async () => {
-    const answer = await call("password/session", { email, password: passwordInput.value });
+    const answer = await call("password/session", { email, password: passwordInput.value, add: adding });
     if (answered(answer)) {
       passwordInput.value = "";
     } else {
@@ -235,7 +266,7 @@ $("password-form").addEventListener("submit", async (event) => {
 
 $("link-submit").addEventListener("click", async () => {
   await busy($("link-submit"), "Signing in…", async () => {
-    const answer = await call("session", { token: linkToken });
+    const answer = await call("session", { token: linkToken, add: adding });
     linkToken = "";
     if (!answered(answer)) {
       showEmail(false);
@@ -320,18 +351,29 @@ $("link-cancel").addEventListener("click", () => {
 $("sign-out").addEventListener("click", async () => {
   const answer = await call("logout", {});
   if (answer.status === 204 || answer.status === 401) {
-    showEmail(false);
+    await start();  // the browser's other accounts, if it has any
     msg.notice("You are signed out.");
   } else {
     msg.error(explain(answer));
   }
 });
 
-$("other-account").addEventListener("click", async () => {
-  const answer = await call("logout", {});
+$("other-account").addEventListener("click", () => {
+  adding = true;
+  msg.clear();
+  showEmail();
+});
+
+$("choose-other").addEventListener("click", () => {
+  msg.clear();
+  showEmail();
+});
+
+$("choose-forget").addEventListener("click", async () => {
+  const answer = await call("logout", { all: true });
   if (answer.status === 204 || answer.status === 401) {
-    msg.clear();
     showEmail();
+    msg.notice("You are signed out of every account in this browser.");
   } else {
     msg.error(explain(answer));
   }
@@ -351,7 +393,9 @@ async function start() {
   if (fragment.get("token")) {
     linkToken = fragment.get("token");
     history.replaceState(null, "", location.pathname + location.search);
-    returnTo = returnTo || rememberedReturnTo();
+    const saved = remembered();
+    returnTo = returnTo || (saved && safeReturnTo(saved.path));
+    adding = adding || !!(saved && saved.add);
     show("link", $("link-submit"));
     return;
   }
@@ -361,11 +405,19 @@ async function start() {
   if (signedOut) history.replaceState(null, "", location.pathname + location.search);
   const me = await call("me");
   if (me.status === 200 && me.body) {
-    showDone(me.body);
+    $("adding-address").textContent = me.body.email;
+    if (adding) return showEmail(false);
+    return showDone(me.body);
+  }
+  adding = false;  // no account is signed in: nothing to add to
+  const accounts = await call("accounts");
+  const others = accounts.status === 200 && accounts.body ? accounts.body.accounts : [];
+  if (others.length) {
+    showChooser(others);
   } else {
     showEmail(false);
-    if (signedOut) msg.notice(deleted ? "Your account is deleted." : "You are signed out.");
   }
+  if (signedOut) msg.notice(deleted ? "Your account is deleted." : "You are signed out.");
 }
 
 start();

@@ -9,6 +9,7 @@
 //   sessions       session hash (32 bytes) -> session record
 //   session_ids    session id -> session hash
 //   user_sessions  (DUPSORT) user id -> session id
+//   browser_sessions (DUPSORT) browser cookie digest (32 bytes) -> session id (DESIGN §9.6)
 //   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
 //   outbox         due_at (8 bytes BE ms) + 8 random bytes -> outbox record (the delivery sealed)
 //   mfa            user id -> second-factor record (TOTP secret sealed, recovery digests, devices)
@@ -97,7 +98,7 @@ std::string addr_token_value(const TokenRecord &t) {
 
 struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
-            session_ids = 0, user_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0;
+            session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0;
 };
 
 struct Env {
@@ -186,17 +187,26 @@ public:
         return session(*hash);
     }
 
-    std::vector<SessionRecord> sessions_of(std::string_view user_id) override {
+    // The sessions a DUPSORT index (key -> session ids) names.
+    std::vector<SessionRecord> indexed_sessions(MDB_dbi dbi, std::string_view key, const char *context) {
         std::vector<SessionRecord> out;
-        if (!key_ok(user_id)) return out;
-        Cursor c(env_.env, live(), env_.dbi.user_sessions);
-        MDB_val k = val(user_id), d{};
+        if (!key_ok(key)) return out;
+        Cursor c(env_.env, this->live(), dbi);
+        MDB_val k = val(key), d{};
         for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
              rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
-            check(env_.env, rc, "read sessions of a user");
+            check(env_.env, rc, context);
             if (auto s = session_by_id(view(d))) out.push_back(std::move(*s));
         }
         return out;
+    }
+
+    std::vector<SessionRecord> sessions_of(std::string_view user_id) override {
+        return indexed_sessions(env_.dbi.user_sessions, user_id, "read sessions of a user");
+    }
+
+    std::vector<SessionRecord> sessions_of_browser(std::string_view browser) override {
+        return indexed_sessions(env_.dbi.browser_sessions, browser, "read sessions of a browser");
     }
 
     std::vector<AuditEntry> audit(std::size_t limit) override {
@@ -369,12 +379,15 @@ public:
     void put_session(const SessionRecord &s) override {
         auto old = session(s.hash);
         // The common update (last_seen_at) keeps id and user: its index entries stay as they are.
-        bool same_index = old && old->id == s.id && old->user_id == s.user_id;
+        bool same_index = old && old->id == s.id && old->user_id == s.user_id && old->browser == s.browser;
         if (old && !same_index) drop_session_index(*old);
         put(env_.dbi.sessions, s.hash, encode_session(s), 0, "write session");
         if (!same_index) {
             put(env_.dbi.session_ids, s.id, s.hash, 0, "write session id");
             put(env_.dbi.user_sessions, s.user_id, s.id, MDB_NODUPDATA, "write user's sessions");
+            if (!s.browser.empty()) {
+                put(env_.dbi.browser_sessions, s.browser, s.id, MDB_NODUPDATA, "write browser's sessions");
+            }
         }
     }
 
@@ -491,7 +504,9 @@ private:
         if (auto h = get(env_.dbi.session_ids, s.id, "read session by id"); h && *h == s.hash)
             del(env_.dbi.session_ids, s.id, nullptr, "delete session id");
         del(env_.dbi.user_sessions, s.user_id, &s.id, "delete user's session");
+        if (!s.browser.empty()) del(env_.dbi.browser_sessions, s.browser, &s.id, "delete browser's session");
     }
+
 
     std::vector<std::string> expired(MDB_dbi dbi, Millis now, std::size_t budget, bool is_token) {
         std::vector<std::string> out;
@@ -628,6 +643,7 @@ void LmdbStore::open_tables() {
         open("outbox", 0, d.outbox);  // added without a schema change: a new table, created empty
         open("mfa", 0, d.mfa);                  // the same
         open("mfa_pending", 0, d.mfa_pending);  // the same
+        open("browser_sessions", MDB_DUPSORT, d.browser_sessions);  // the same
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

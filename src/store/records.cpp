@@ -202,8 +202,8 @@ TokenRecord decode_token(std::string_view key, std::string_view data) {
 }
 
 std::string encode_session(const SessionRecord &s) {
-    Writer w(1 + 4 * 4 + 2 + 8 * 3 + s.id.size() + s.user_id.size() + s.client.size() +
-             s.user_agent.size());
+    Writer w(1 + 4 * 6 + 3 + 8 * 3 + s.id.size() + s.user_id.size() + s.client.size() +
+             s.user_agent.size() + s.browser.size() + s.browser_sealed.size());
     w.u8(kSessionFormat);
     w.str(s.id);
     w.str(s.user_id);
@@ -215,6 +215,8 @@ std::string encode_session(const SessionRecord &s) {
     w.str(s.client);
     w.str(s.user_agent);
     w.u8(s.mfa ? 1 : 0);
+    w.str(s.browser);
+    w.str(s.browser_sealed);
     return w.data();
 }
 
@@ -232,6 +234,11 @@ SessionRecord decode_session(std::string_view key, std::string_view data) {
     s.client = r.str();
     s.user_agent = r.str();
     if (r.version() >= 2) s.mfa = r.boolean();  // format 2 added the second factor
+    if (r.version() >= 3) {  // format 3 added the browser
+        s.browser = r.str();
+        s.browser_sealed = r.str();
+        if (!s.browser.empty() && s.browser.size() != 32) corrupt("session: bad browser digest");
+    }
     r.done();
     return s;
 }
@@ -287,8 +294,8 @@ MfaRecord decode_mfa(std::string_view key, std::string_view data) {
 }
 
 std::string encode_mfa_pending(const MfaPendingRecord &p) {
-    Writer w(1 + 4 * 3 + 2 + 8 * 2 + 1 + p.user_id.size() + p.client.size() + p.user_agent.size());
-    w.u8(kRecordFormat);
+    Writer w(1 + 4 * 3 + 2 + 8 * 2 + 2 + p.user_id.size() + p.client.size() + p.user_agent.size());
+    w.u8(kPendingFormat);
     w.str(p.user_id);
     w.u8(static_cast<std::uint8_t>(p.kind));
     w.u8(static_cast<std::uint8_t>(p.method));
@@ -297,11 +304,12 @@ std::string encode_mfa_pending(const MfaPendingRecord &p) {
     w.i64(p.created_at);
     w.i64(p.expires_at);
     w.u8(p.failures);
+    w.u8(p.add ? 1 : 0);
     return w.data();
 }
 
 MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data) {
-    Reader r(data, "mfa pending");
+    Reader r(data, "mfa pending", kPendingFormat);
     MfaPendingRecord p;
     p.hash = std::string(key);
     p.user_id = r.str();
@@ -312,6 +320,7 @@ MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data)
     p.created_at = r.i64();
     p.expires_at = r.i64();
     p.failures = r.u8();
+    if (r.version() >= 2) p.add = r.boolean();
     r.done();
     return p;
 }

@@ -16,8 +16,10 @@ inline constexpr unsigned char kRecordFormat = 1;
 inline constexpr unsigned char kUserFormat = 3;
 // Tokens: format 2 adds the short code's digest and its failures; format 3 an email change's fields.
 inline constexpr unsigned char kTokenFormat = 3;
-// Sessions: format 2 adds whether the sign-in passed a second factor.
-inline constexpr unsigned char kSessionFormat = 2;
+// Sessions: format 2 adds whether the sign-in passed a second factor, format 3 the browser.
+inline constexpr unsigned char kSessionFormat = 3;
+// Pending second steps: format 2 adds whether the sign-in adds an account to its browser.
+inline constexpr unsigned char kPendingFormat = 2;
 
 [[noreturn]] void corrupt(std::string_view what);
 

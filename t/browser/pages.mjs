@@ -2,7 +2,8 @@
 // people would: the gate's redirect and return, sign-in by code (keyboard only), by link opened in
 // another browser (another device), by password; a wrong and an expired code; the account page
 // (set and change the password, sign another session out, sign out); return_to that is not a
-// path of this site; mail scanners that open the link (with and without running its scripts).
+// path of this site; mail scanners that open the link (with and without running its scripts);
+// several accounts in one browser (add, switch, choose after a sign-out, sign out of all).
 // axe-core judges every page and state; screenshots at 390 px and 1280 px go to OUT_DIR.
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_pages_browser.t.
 // usage: node pages.mjs BASE_URL OUT_DIR TOKEN_TTL_SECONDS
@@ -570,6 +571,63 @@ try {
   check("the account is deleted and the page says so", /Your account is deleted/.test(gone), gone);
   check("... and the browser is signed out", (await v.page.request.get(`${base}/auth/me`)).status() === 401);
   await v.context.close();
+
+  // ---- several accounts in one browser: add one, switch, sign out of one, continue as the other, sign out of all
+  const s = await person(desktop);
+  const sam = `sam-${stamp}@example.com`;
+  const tia = `tia-${stamp}@example.com`;
+  await signUp(s.page, sam);
+  check("the account page lists this browser's account", (await text(s.page, "#accounts")).includes(sam),
+    await text(s.page, "#accounts"));
+  await s.page.click("#add-account");
+  await s.page.waitForSelector("#step-email", { state: "visible" });
+  check("'Add another account' says the account stays signed in", (await text(s.page, "#adding")).includes(sam),
+    await text(s.page, "#adding"));
+  check("... under the title 'Add an account'", (await text(s.page, "#title")) === "Add an account", await text(s.page, "#title"));
+  await axe(s.page, "adding an account");
+  await s.page.fill("#email", tia);
+  await s.page.click("#email-submit");
+  await s.page.waitForSelector("#step-code", { state: "visible" });
+  await s.page.fill("#code", (await email(s.page, tia)).code);
+  await s.page.click("#code-submit");
+  await s.page.waitForURL(`${base}/auth/account`);
+  await s.page.waitForSelector("#account", { state: "visible" });
+  check("the added account is the one signed in", (await text(s.page, "#me-address")) === tia, await text(s.page, "#me-address"));
+  const both = await until(s.page, "#accounts", new RegExp(sam));
+  check("... and the account page lists both", both.includes(sam) && both.includes(tia), both);
+  await shot(s.page, "account-switcher-1280");
+  await axe(s.page, "account switcher");
+  await s.page.click(`button[aria-label="Switch to ${sam}"]`);
+  await s.page.waitForFunction((a) => document.getElementById("me-address").textContent === a, sam);
+  check("'Switch' makes the other account the signed-in one", (await text(s.page, "#me-address")) === sam);
+  const app = await (await s.page.request.get(`${base}/app/`)).text();
+  check("... for the gated app too", app.includes(sam), app);
+  await s.page.click("#sign-out");
+  await s.page.waitForSelector("#step-choose", { state: "visible" });
+  check("signing out of one account offers the browser's other", (await text(s.page, "#choose-list")).includes(tia),
+    await text(s.page, "#choose-list"));
+  check("... and not the one signed out", !(await text(s.page, "#choose-list")).includes(sam));
+  await shot(s.page, "signin-choose-1280");
+  await axe(s.page, "account chooser");
+  await s.page.click(`button[aria-label="Continue as ${tia}"]`);
+  await s.page.waitForURL(`${base}/auth/account`);
+  await s.page.waitForSelector("#account", { state: "visible" });
+  check("'Continue' signs that account in again, without a code", (await text(s.page, "#me-address")) === tia);
+  await s.page.click("#add-account");
+  await s.page.waitForSelector("#step-email", { state: "visible" });
+  await s.page.fill("#email", sam);
+  await s.page.click("#email-submit");
+  await s.page.waitForSelector("#step-code", { state: "visible" });
+  const samAgain = await email(s.page, sam, 1);
+  await s.page.fill("#code", samAgain.code);
+  await s.page.click("#code-submit");
+  await s.page.waitForURL(`${base}/auth/account`);
+  await s.page.waitForSelector("#sign-out-all", { state: "visible" });
+  await s.page.click("#sign-out-all");
+  await s.page.waitForSelector("#step-email", { state: "visible" });
+  const left = await (await s.page.request.get(`${base}/auth/accounts`)).json();
+  check("'Sign out of every account' leaves none in the browser", left.accounts.length === 0, JSON.stringify(left));
+  await s.context.close();
 
   // ---- the dev mailbox as a page
   await e.page.goto(`${base}/_dev/mailbox`);

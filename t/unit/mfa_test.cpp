@@ -67,8 +67,10 @@ protected:
     }
     // An email sign-in of a user with a factor: the pending step.
     SignInStep step(std::string_view email, const Secret *device = nullptr) {
+        BrowserCookies browser;
+        if (device != nullptr) browser.device = *device;
         auto st = id_->tokens().exchange_step_from(request(email).token, "198.51.100.2", SessionKind::Cookie, "ua",
-                                                   device);
+                                                   &browser);
         EXPECT_TRUE(st) << st.error().message;
         return st.value();
     }

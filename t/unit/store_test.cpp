@@ -110,6 +110,10 @@ SessionRecord session(int n, std::string user_id, Millis expires = 1ll << 50) {
     s.expires_at = expires;
     s.client = "203.0.113.7";
     s.user_agent = "curl/8.5.0";
+    if (s.kind == SessionKind::Cookie) {
+        s.browser = std::string(32, static_cast<char>('a' + n % 2));
+        s.browser_sealed = "sealed-" + std::to_string(n);
+    }
     return s;
 }
 
@@ -142,6 +146,8 @@ void expect_same(const SessionRecord &a, const SessionRecord &b) {
     EXPECT_EQ(a.expires_at, b.expires_at);
     EXPECT_EQ(a.client, b.client);
     EXPECT_EQ(a.user_agent, b.user_agent);
+    EXPECT_EQ(a.browser, b.browser);
+    EXPECT_EQ(a.browser_sealed, b.browser_sealed);
 }
 
 }  // namespace
@@ -280,6 +286,10 @@ TEST_F(StoreTest, SessionsRoundTripAllIndexes) {
         EXPECT_EQ(ids, (std::set<std::string>{s1.id, s2.id}));
         EXPECT_EQ(r->sessions_of("u-2").size(), 1u);
         EXPECT_TRUE(r->sessions_of("u-3").empty());
+        auto browser = r->sessions_of_browser(s2.browser);  // s2 is the one cookie session
+        ASSERT_EQ(browser.size(), 1u);
+        expect_same(browser[0], s2);
+        EXPECT_TRUE(r->sessions_of_browser(std::string(32, 'z')).empty());
     }
     {
         auto w = s.write();
@@ -294,6 +304,7 @@ TEST_F(StoreTest, SessionsRoundTripAllIndexes) {
     EXPECT_EQ(r->session(s1.hash)->last_seen_at, s1.last_seen_at + 60000);
     EXPECT_FALSE(r->session(s2.hash));
     EXPECT_FALSE(r->session_by_id(s2.id));
+    EXPECT_TRUE(r->sessions_of_browser(s2.browser).empty()) << "the browser index goes with the session";
     auto of1 = r->sessions_of("u-1");
     ASSERT_EQ(of1.size(), 1u);
     EXPECT_EQ(of1[0].id, s1.id);
