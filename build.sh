@@ -29,6 +29,7 @@ DEB_PACKAGES=(
     g++ make cmake pkg-config             # toolchain
     libsodium-dev libcjson-dev libicu-dev liblmdb-dev lmdb-utils
     liboath-dev libqrencode-dev           # second factors: TOTP checks, the enrollment QR code
+    libcbor-dev                           # passkeys: WebAuthn's CBOR (signatures by OpenSSL: libssl-dev)
     oathtool                              # the tests make TOTP codes with another implementation
     libgtest-dev                          # core unit tests
     libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags

@@ -18,6 +18,7 @@ struct AccountInfo {
     std::vector<SessionInfo> sessions; // the live ones
     MfaStatus mfa;
     unsigned outstanding_tokens = 0;   // codes sent to the address and not yet used or expired
+    unsigned passkeys = 0;             // passkeys registered (DESIGN §9.4)
 };
 
 class Accounts {

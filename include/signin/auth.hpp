@@ -10,6 +10,7 @@
 #include "signin/engine.hpp"
 #include "signin/mfa.hpp"
 #include "signin/outbox.hpp"
+#include "signin/passkeys.hpp"
 #include "signin/passwords.hpp"
 #include "signin/sessions.hpp"
 #include "signin/tokens.hpp"
@@ -29,7 +30,8 @@ public:
           passwords_(*this, tokens_),
           outbox_(*this),
           mfa_(*this),
-          accounts_(*this) {}
+          accounts_(*this),
+          passkeys_(*this) {}
 
     Tokens &tokens() { return tokens_; }
     Sessions &sessions() { return sessions_; }
@@ -37,6 +39,7 @@ public:
     Outbox &outbox() { return outbox_; }
     Mfa &mfa() { return mfa_; }
     Accounts &accounts() { return accounts_; }
+    Passkeys &passkeys() { return passkeys_; }
 
 private:
     Tokens tokens_;
@@ -45,6 +48,7 @@ private:
     Outbox outbox_;
     Mfa mfa_;
     Accounts accounts_;
+    Passkeys passkeys_;
 };
 
 // SPEC-named free functions (auth.*), for callers who prefer the spec's spelling.

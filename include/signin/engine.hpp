@@ -57,6 +57,9 @@ struct Policy {
     // Several accounts in one browser (DESIGN §9.6, signin_browser_accounts): at most this many
     // cookie sessions per browser; one more ends the one used least recently. At least 1.
     unsigned browser_accounts = 5;
+    // Passkeys (DESIGN §9.4, signin_passkeys). Off: every passkey operation answers PasskeysDisabled.
+    bool with_passkeys = false;
+    std::string passkey_rp_id;  // signin_passkey_rp_id; "" = the origin's host
 };
 
 // A configured origin: "https://app.example.com" or a loopback "http://127.0.0.1:8080".
@@ -146,6 +149,7 @@ private:
     friend class Outbox;
     friend class Mfa;
     friend class Accounts;
+    friend class Passkeys;
 
     struct OutboxState {
         SecretKey key;  // the outbox's subkey
@@ -158,12 +162,13 @@ private:
     Session open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                          std::string_view client, std::string_view user_agent, Millis now,
                          std::string detail, bool mfa = false, const BrowserCookies *browser = nullptr) const;
-    // Every way in ends here (email token, password; later passkeys and providers): a session, or
+    // Every way in ends here (email token, password, passkey; later providers): a session, or
     // for a user with a second factor a pending step, unless the browser's device cookie is a
-    // remembered device of this user. The caller commits txn.
+    // remembered device of this user or the way in was two factors by itself (a passkey with
+    // user verification: the session counts as two factors). The caller commits txn.
     SignInStep sign_in(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                        std::string_view client, std::string_view user_agent, Millis now, std::string detail,
-                       const BrowserCookies *browser) const;
+                       const BrowserCookies *browser, bool two_factors = false) const;
     // A new cookie session's place in its browser (DESIGN §9.6): ends the session the browser
     // signed in with unless `add`, an older session of the same user in this browser, and the
     // least recently used ones beyond policy().browser_accounts; returns the browser cookie
@@ -187,6 +192,7 @@ private:
     std::shared_ptr<const Clock> clock_;
     std::optional<OutboxState> outbox_;
     std::optional<SecretKey> mfa_key_;  // the subkey that seals TOTP secrets
+    std::optional<SecretKey> passkey_key_;  // the subkey of the passkey challenges' MAC
 };
 
 }  // namespace signin

@@ -67,6 +67,11 @@ public:
     // A user's second factors; nullopt when the user never had one.
     virtual std::optional<MfaRecord> mfa(std::string_view user_id) = 0;
     virtual std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) = 0;
+    // Passkeys (DESIGN §9.4), by the digest of the credential id, and a user's.
+    virtual std::optional<PasskeyRecord> passkey(std::string_view key) = 0;
+    virtual std::vector<PasskeyRecord> passkeys_of(std::string_view user_id) = 0;
+    // Whether a WebAuthn challenge (by its digest) was spent.
+    virtual bool challenge_spent(std::string_view hash) = 0;
 };
 
 // One atomic, serialized write. Destroying it without commit() aborts it.
@@ -90,7 +95,11 @@ public:
     virtual void del_mfa_pending(std::string_view hash) = 0;
     // Deletes every pending second-factor step of a user (a scan: they live 5 minutes); returns how many.
     virtual std::size_t del_mfa_pending_of(std::string_view user_id) = 0;
-    // Deletes expired tokens, sessions and pending second-factor steps (at most `budget`
+    virtual void put_passkey(const PasskeyRecord &p) = 0;
+    virtual void del_passkey(std::string_view key) = 0;
+    // Marks a challenge spent until it would have expired anyway (the purge takes it then).
+    virtual void spend_challenge(std::string_view hash, Millis expires_at) = 0;
+    // Deletes expired tokens, sessions, pending second-factor steps and spent challenges (at most `budget`
     // records); returns how many.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
     // Deletes audit entries recorded before `before`, oldest first (at most `budget`); returns how many.

@@ -42,7 +42,7 @@ enum class SessionKind : std::uint8_t { Cookie = 1, Bearer = 2 };
 std::string_view kind_name(SessionKind k);
 
 // How a session was made; POST /password needs an email-token session.
-enum class SignInMethod : std::uint8_t { EmailToken = 1, Password = 2 };
+enum class SignInMethod : std::uint8_t { EmailToken = 1, Password = 2, Passkey = 3 };
 
 struct User {
     std::string id;
@@ -138,6 +138,31 @@ struct MfaPendingRecord {
     Millis expires_at = 0;
     std::uint8_t failures = 0;
     bool add = false;  // the first step asked to add an account to its browser (DESIGN §9.6)
+};
+
+// A passkey (DESIGN §9.4): a WebAuthn credential of a user, keyed by the digest of its id. Only
+// public data: the authenticator keeps the private key.
+struct PasskeyRecord {
+    std::string key;            // BLAKE2b-256 of credential_id (32 raw bytes)
+    std::string credential_id;  // as the authenticator made it (1..1023 bytes)
+    std::string user_id;
+    std::string name;
+    std::string public_key;     // the COSE_Key's CBOR bytes
+    std::int64_t alg = 0;       // its COSE algorithm (-7, -8, -257)
+    std::uint32_t sign_count = 0;
+    bool user_verified = false;    // the registration verified the user (UV)
+    bool backup_eligible = false;  // a synced passkey (BE)
+    Millis created_at = 0;
+    Millis last_used_at = 0;    // 0: never
+};
+
+// One entry of GET /passkeys.
+struct PasskeyInfo {
+    std::string id;  // the credential id, base64url
+    std::string name;
+    Millis created_at = 0;
+    Millis last_used_at = 0;
+    bool synced = false;  // backup eligible: the passkey may live on several devices
 };
 
 // What a browser brings to a cookie sign-in (DESIGN §9.3, §9.6): its cookies, and whether the new
@@ -237,6 +262,8 @@ enum class Code : std::uint8_t {
     InvalidCode,           // invalid_code: a wrong second-factor code or recovery code
     MfaDisabled,           // mfa_disabled: signin_mfa is off
     EmailTaken,            // email_taken: an email change whose new address got an account meanwhile
+    PasskeysDisabled,      // passkeys_disabled: signin_passkeys is off
+    PasskeyRefused,        // passkey_refused: a passkey sign-in that does not pass (the audit says why)
 };
 std::string_view code_name(Code c);
 

@@ -20,6 +20,7 @@ Result<AccountInfo> Accounts::account(const Principal &p) {
         for (const auto &t : txn->tokens_for(out.user.group_id, out.user.email)) {
             out.outstanding_tokens += t.expires_at > now ? 1 : 0;
         }
+        out.passkeys = static_cast<unsigned>(txn->passkeys_of(p.user.id).size());
         return out;
     });
 }
@@ -37,6 +38,7 @@ Status Accounts::delete_account(const Principal &p, std::string_view client) {
         for (const auto &t : txn->tokens_for(user->group_id, user->email)) txn->del_token(t.hash);
         txn->del_mfa(user->id);  // factors, recovery codes, remembered devices
         txn->del_mfa_pending_of(user->id);
+        for (const auto &k : txn->passkeys_of(user->id)) txn->del_passkey(k.key);
         txn->del_user(user->id);
         // no address: the account is gone, its entry says only that it was
         txn->append_audit(detail::audit(now, "user.deleted", {}, client, user->id));

@@ -128,8 +128,12 @@ Secret Engine::join_browser(WriteTxn &txn, const User &user, const BrowserCookie
 
 SignInStep Engine::sign_in(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                            std::string_view client, std::string_view user_agent, Millis now, std::string detail,
-                           const BrowserCookies *browser) const {
+                           const BrowserCookies *browser, bool two_factors) const {
     SignInStep step;
+    if (two_factors) {
+        step.session = open_session(txn, user, kind, method, client, user_agent, now, std::move(detail), true, browser);
+        return step;
+    }
     auto factors = policy_.with_mfa ? txn.mfa(user.id) : std::nullopt;
     if (factors && factors->has_factor()) {
         const Secret *device = browser != nullptr && kind == SessionKind::Cookie ? &browser->device : nullptr;
@@ -183,6 +187,10 @@ void Engine::use_secret_key(const SecretKey &key) {
     SecretKey sub{};
     crypto_kdf_derive_from_key(sub.data(), sub.size(), 1, kContext, key.data());
     mfa_key_ = sub;
+    static constexpr char kPasskeyContext[crypto_kdf_CONTEXTBYTES + 1] = "sgpasskc";
+    crypto_kdf_derive_from_key(sub.data(), sub.size(), 1, kPasskeyContext, key.data());
+    passkey_key_ = sub;
+    sodium_memzero(sub.data(), sub.size());
 }
 
 Status Engine::deliver(const Delivery &d) const {

@@ -337,6 +337,7 @@ std::string account(const AccountInfo &a) {
         .key("remembered_devices").value(static_cast<std::int64_t>(a.mfa.remembered_devices))
         .end_object();
     w.key("outstanding_codes").value(static_cast<std::int64_t>(a.outstanding_tokens));
+    w.key("passkeys").value(static_cast<std::int64_t>(a.passkeys));
     w.end_object();
     return w.take();
 }

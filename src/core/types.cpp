@@ -64,6 +64,8 @@ std::string_view code_name(Code c) {
     case Code::InvalidCode: return "invalid_code";
     case Code::MfaDisabled: return "mfa_disabled";
     case Code::EmailTaken: return "email_taken";
+    case Code::PasskeysDisabled: return "passkeys_disabled";
+    case Code::PasskeyRefused: return "passkey_refused";
     }
     return "internal";
 }

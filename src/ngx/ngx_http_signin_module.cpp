@@ -120,6 +120,10 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, mfa_remember), nullptr},
     {ngx_string("signin_browser_accounts"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, browser_accounts), &browser_accounts_bounds},
+    {ngx_string("signin_passkeys"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkeys), nullptr},
+    {ngx_string("signin_passkey_rp_id"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkey_rp_id), nullptr},
     {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
     {ngx_string("signin_site_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_site_name, NGX_HTTP_MAIN_CONF_OFFSET, 0,
@@ -202,6 +206,7 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->mfa = NGX_CONF_UNSET;
     m->mfa_remember = NGX_CONF_UNSET_MSEC;
     m->browser_accounts = NGX_CONF_UNSET_UINT;
+    m->passkeys = NGX_CONF_UNSET;
     m->token_ttl = NGX_CONF_UNSET_MSEC;
     m->token_resend = NGX_CONF_UNSET_MSEC;
     m->tokens_per_address = NGX_CONF_UNSET_UINT;
@@ -235,6 +240,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_value(m->passwords, 0);
     ngx_conf_init_value(m->email, 1);
     ngx_conf_init_value(m->mfa, 0);
+    ngx_conf_init_value(m->passkeys, 0);
     // SPEC §8's values are written once, in the engine's Policy (DESIGN §3 rule 8)
     const signin::Policy spec;
     const signin::AttemptLimits &attempts = spec.attempts;
@@ -353,6 +359,17 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     m->policy->with_mfa = m->mfa != 0;
     m->policy->mfa_remember = static_cast<signin::Millis>(m->mfa_remember);
     m->policy->browser_accounts = static_cast<unsigned>(m->browser_accounts);
+    m->policy->with_passkeys = m->passkeys != 0;
+    m->policy->passkey_rp_id = std::string(sv(m->passkey_rp_id));
+    if (m->policy->with_passkeys && m->origin != nullptr) {
+        std::string warning;
+        std::string why = signin::check_rp_id(*m->origin, m->policy->passkey_rp_id, &warning);
+        if (!why.empty()) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s", why.c_str());
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        if (!warning.empty()) ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "%s", warning.c_str());
+    }
     m->policy->mfa_issuer = std::string(sv(m->site_name));
     m->policy->fresh_window = static_cast<signin::Millis>(m->password_fresh);
     m->policy->password_min_length = static_cast<unsigned>(m->password_min_length);

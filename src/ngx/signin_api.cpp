@@ -32,7 +32,7 @@ namespace {
 using signin::Code;
 
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
-constexpr std::array<Route, 28> kRoutes = {{
+constexpr std::array<Route, 35> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
@@ -65,6 +65,14 @@ constexpr std::array<Route, 28> kRoutes = {{
     {"email/confirm", NGX_HTTP_POST, post_email_confirm, Bucket::Sensitive, Route::Exchange},
     {"accounts", NGX_HTTP_GET, get_accounts, Bucket::SignedIn, Route::None},
     {"accounts/switch", NGX_HTTP_POST, post_accounts_switch, Bucket::SignedIn, Route::CookieWrite},
+    // passkeys (DESIGN §9.4): options cost a MAC and write nothing
+    {"passkeys/register/options", NGX_HTTP_POST, post_passkeys_register_options, Bucket::SignedIn, Route::SignedInWrite},
+    {"passkeys/register", NGX_HTTP_POST, post_passkeys_register, Bucket::Sensitive, Route::SignedInWrite},
+    {"passkeys", NGX_HTTP_GET, get_passkeys, Bucket::SignedIn, Route::None},
+    {"passkeys/remove", NGX_HTTP_POST, post_passkeys_remove, Bucket::Sensitive, Route::SignedInWrite},
+    {"passkeys/login/options", NGX_HTTP_POST, post_passkeys_login_options, Bucket::SignedIn, Route::None},
+    {"passkeys/session", NGX_HTTP_POST, post_passkeys_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
+    {"passkeys/token", NGX_HTTP_POST, post_passkeys_token, Bucket::Sensitive, Route::Exchange},
 }};
 
 const Route *find_route(ngx_http_request_t *r) {

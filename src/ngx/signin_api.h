@@ -61,6 +61,14 @@ ngx_int_t post_mfa_token(ApiCall &call);
 
 // signin_accounts.cpp
 ngx_int_t get_account(ApiCall &call);
+// Passkeys (DESIGN §9.4).
+ngx_int_t post_passkeys_register_options(ApiCall &call);
+ngx_int_t post_passkeys_register(ApiCall &call);
+ngx_int_t get_passkeys(ApiCall &call);
+ngx_int_t post_passkeys_remove(ApiCall &call);
+ngx_int_t post_passkeys_login_options(ApiCall &call);
+ngx_int_t post_passkeys_session(ApiCall &call);
+ngx_int_t post_passkeys_token(ApiCall &call);
 ngx_int_t post_account_delete(ApiCall &call);
 ngx_int_t post_email_change(ApiCall &call);
 ngx_int_t post_email_confirm(ApiCall &call);

@@ -34,6 +34,8 @@ struct MainConf {
     ngx_flag_t mfa;            // signin_mfa: second factors (DESIGN §9.3)
     ngx_msec_t mfa_remember;   // signin_mfa_remember: how long a device is remembered (0: never)
     ngx_uint_t browser_accounts;  // signin_browser_accounts: accounts per browser (DESIGN §9.6)
+    ngx_flag_t passkeys;          // signin_passkeys (DESIGN §9.4)
+    ngx_str_t passkey_rp_id;      // signin_passkey_rp_id ("" = the origin's host)
 
     // requests
     ngx_http_complex_value_t *client;

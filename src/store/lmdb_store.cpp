@@ -14,6 +14,9 @@
 //   outbox         due_at (8 bytes BE ms) + 8 random bytes -> outbox record (the delivery sealed)
 //   mfa            user id -> second-factor record (TOTP secret sealed, recovery digests, devices)
 //   mfa_pending    mfa_token hash (32 bytes) -> a sign-in waiting for its second factor
+//   passkeys       credential id digest (32 bytes) -> passkey record (DESIGN §9.4)
+//   user_passkeys  (DUPSORT) user id -> credential id digest
+//   spent_challenges WebAuthn challenge digest (32 bytes) -> when it expires (8 bytes BE ms)
 //
 // Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
 // fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
@@ -98,7 +101,8 @@ std::string addr_token_value(const TokenRecord &t) {
 
 struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
-            session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0;
+            session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0,
+            passkeys = 0, user_passkeys = 0, spent_challenges = 0;
 };
 
 struct Env {
@@ -289,6 +293,29 @@ public:
         return decode_mfa(user_id, *v);
     }
 
+    std::optional<PasskeyRecord> passkey(std::string_view key) override {
+        auto v = get(env_.dbi.passkeys, key, "read a passkey");
+        if (!v) return std::nullopt;
+        return decode_passkey(key, *v);
+    }
+
+    std::vector<PasskeyRecord> passkeys_of(std::string_view user_id) override {
+        std::vector<PasskeyRecord> out;
+        if (!key_ok(user_id)) return out;
+        Cursor c(env_.env, this->live(), env_.dbi.user_passkeys);
+        MDB_val k = val(user_id), d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
+            check(env_.env, rc, "read a user's passkeys");
+            if (auto p = passkey(view(d))) out.push_back(std::move(*p));
+        }
+        return out;
+    }
+
+    bool challenge_spent(std::string_view hash) override {
+        return get(env_.dbi.spent_challenges, hash, "read a spent challenge").has_value();
+    }
+
     std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) override {
         auto v = get(env_.dbi.mfa_pending, hash, "read a pending second factor");
         if (!v) return std::nullopt;
@@ -425,6 +452,23 @@ public:
     void del_mfa_pending(std::string_view hash) override {
         del(env_.dbi.mfa_pending, hash, nullptr, "delete a pending second factor");
     }
+    void put_passkey(const PasskeyRecord &p) override {
+        put(env_.dbi.passkeys, p.key, encode_passkey(p), 0, "write a passkey");
+        put(env_.dbi.user_passkeys, p.user_id, p.key, MDB_NODUPDATA, "write a user's passkeys");
+    }
+    void del_passkey(std::string_view key) override {
+        auto p = passkey(key);
+        if (!p) return;
+        del(env_.dbi.user_passkeys, p->user_id, &p->key, "delete a user's passkey");
+        del(env_.dbi.passkeys, key, nullptr, "delete a passkey");
+    }
+    void spend_challenge(std::string_view hash, Millis expires_at) override {
+        std::array<unsigned char, 8> at{};
+        put_be64(at.data(), static_cast<std::uint64_t>(expires_at));
+        put(env_.dbi.spent_challenges, hash, std::string_view(reinterpret_cast<const char *>(at.data()), at.size()), 0,
+            "spend a challenge");
+    }
+
     std::size_t del_mfa_pending_of(std::string_view user_id) override {
         std::size_t n = 0;
         Cursor c(env_.env, live(), env_.dbi.mfa_pending);
@@ -453,6 +497,19 @@ public:
                  rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
                 if (decode_mfa_pending(view(k), view(d)).expires_at > now) continue;
                 check(env_.env, mdb_cursor_del(c.get(), 0), "delete an expired pending second factor");
+                ++pending;
+            }
+        }
+        {  // spent WebAuthn challenges: kept only until they would have expired
+            Cursor c(env_.env, live(), env_.dbi.spent_challenges);
+            MDB_val k{}, d{};
+            for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
+                 rc == 0 && tokens.size() + sessions.size() + pending < budget;
+                 rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+                if (d.mv_size == 8 && static_cast<Millis>(get_be64(static_cast<const unsigned char *>(d.mv_data))) > now) {
+                    continue;
+                }
+                check(env_.env, mdb_cursor_del(c.get(), 0), "delete a spent challenge");
                 ++pending;
             }
         }
@@ -608,7 +665,7 @@ LmdbStore::LmdbStore(const LmdbOptions &opts) {
         MDB_env *e = env_.env;
         check(e, mdb_env_set_mapsize(e, opts.map_size), "set the map size");
         check(e, mdb_env_set_maxreaders(e, opts.max_readers), "set the reader count");
-        check(e, mdb_env_set_maxdbs(e, 16), "set the table count");
+        check(e, mdb_env_set_maxdbs(e, 32), "set the table count");
         // No MDB_NOSYNC / MDB_NOMETASYNC: a commit is durable when it returns (DESIGN §3 rule 2).
         check(e, mdb_env_open(e, opts.path.c_str(), MDB_NOTLS, 0600),
               "open the store at " + opts.path);
@@ -644,6 +701,9 @@ void LmdbStore::open_tables() {
         open("mfa", 0, d.mfa);                  // the same
         open("mfa_pending", 0, d.mfa_pending);  // the same
         open("browser_sessions", MDB_DUPSORT, d.browser_sessions);  // the same
+        open("passkeys", 0, d.passkeys);                              // the same
+        open("user_passkeys", MDB_DUPSORT, d.user_passkeys);          // the same
+        open("spent_challenges", 0, d.spent_challenges);              // the same
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

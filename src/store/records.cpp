@@ -227,7 +227,7 @@ SessionRecord decode_session(std::string_view key, std::string_view data) {
     s.id = r.str();
     s.user_id = r.str();
     s.kind = r.enumeration<SessionKind>(1, 2);
-    s.method = r.enumeration<SignInMethod>(1, 2);
+    s.method = r.enumeration<SignInMethod>(1, 3);
     s.created_at = r.i64();
     s.last_seen_at = r.i64();
     s.expires_at = r.i64();
@@ -314,13 +314,49 @@ MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data)
     p.hash = std::string(key);
     p.user_id = r.str();
     p.kind = r.enumeration<SessionKind>(1, 2);
-    p.method = r.enumeration<SignInMethod>(1, 2);
+    p.method = r.enumeration<SignInMethod>(1, 3);
     p.client = r.str();
     p.user_agent = r.str();
     p.created_at = r.i64();
     p.expires_at = r.i64();
     p.failures = r.u8();
     if (r.version() >= 2) p.add = r.boolean();
+    r.done();
+    return p;
+}
+
+std::string encode_passkey(const PasskeyRecord &p) {
+    Writer w(1 + 4 * 4 + 8 * 4 + 2 + p.credential_id.size() + p.user_id.size() + p.name.size() + p.public_key.size());
+    w.u8(kRecordFormat);
+    w.str(p.credential_id);
+    w.str(p.user_id);
+    w.str(p.name);
+    w.str(p.public_key);
+    w.i64(p.alg);
+    w.i64(p.sign_count);
+    w.u8(p.user_verified ? 1 : 0);
+    w.u8(p.backup_eligible ? 1 : 0);
+    w.i64(p.created_at);
+    w.i64(p.last_used_at);
+    return w.data();
+}
+
+PasskeyRecord decode_passkey(std::string_view key, std::string_view data) {
+    Reader r(data, "passkey");
+    PasskeyRecord p;
+    p.key = std::string(key);
+    p.credential_id = r.str();
+    p.user_id = r.str();
+    p.name = r.str();
+    p.public_key = r.str();
+    p.alg = r.i64();
+    const std::int64_t count = r.i64();
+    if (count < 0 || count > 0xffffffffLL) corrupt("passkey: bad counter");
+    p.sign_count = static_cast<std::uint32_t>(count);
+    p.user_verified = r.boolean();
+    p.backup_eligible = r.boolean();
+    p.created_at = r.i64();
+    p.last_used_at = r.i64();
     r.done();
     return p;
 }
