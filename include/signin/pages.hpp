@@ -19,6 +19,7 @@ struct Settings {
     bool passwords = false;     // signin_passwords on: the password forms
     bool registration = false;  // signin_registration on: the pages ask /register, not /login
     bool mfa = false;           // signin_mfa on: the second-factor step and the account's two-step section
+    bool passkeys = false;      // signin_passkeys on: passkey sign-in and the account's passkeys
     long long remember_days = 30;  // signin_mfa_remember, in whole days (0: no "remember this browser")
     long long resend_seconds = 60;  // signin_token_resend: how long "send a new code" waits
     long long token_minutes = 10;   // signin_token_ttl, in minutes: how long a code stays valid

@@ -62,7 +62,8 @@ bool verify_signature(std::string_view cose_key, std::string_view data, std::str
 // SHA-256.
 std::string sha256(std::string_view data);
 
-// A request body {"credential": PublicKeyCredential, "name"?: string} (name: registration only),
+// A request body {"credential": PublicKeyCredential, "name"?: string} (name: registration only;
+// a sign-in may say "add"?: bool, DESIGN §9.6),
 // the credential in its JSON form (what PublicKeyCredential.toJSON() gives): {id, rawId, type:
 // "public-key", response: {clientDataJSON, attestationObject} (registration) or {clientDataJSON,
 // authenticatorData, signature, userHandle} (sign-in)}, every binary member base64url. Other
@@ -76,6 +77,7 @@ struct Credential {
     std::string signature;           // sign-in
     std::string user_handle;         // sign-in: required for a discoverable credential
     std::string name;                // registration: the name the person gave it (at most 64 bytes)
+    bool add = false;                // sign-in: add the account to the browser's (DESIGN §9.6)
 };
 Result<Credential> parse_credential_body(std::string_view body, bool registration);
 

@@ -83,6 +83,8 @@ bool value_of(std::string_view name, const Settings &s, std::string &out) {
         out += s.registration ? "on" : "off";
     } else if (name == "mfa") {
         out += s.mfa ? "on" : "off";
+    } else if (name == "passkeys") {
+        out += s.passkeys ? "on" : "off";
     } else if (name == "remember_days") {
         out += std::to_string(s.remember_days);
     } else if (name == "resend_seconds") {

@@ -327,8 +327,14 @@ Result<SignInStep> Passkeys::sign_in(std::string_view body, std::string_view cli
         const bool uv = data.user_verified();
         txn->append_audit(detail::audit(now, "passkey.used", user->email, client, user->id,
                                         rec->name + (uv ? ":uv" : "")));
+        std::optional<BrowserCookies> joining;  // the body's add, for the browser's accounts
+        if (browser != nullptr) {
+            joining = *browser;
+            joining->add = c->add;
+        }
         SignInStep step = engine_.sign_in(*txn, *user, kind, SignInMethod::Passkey, client, user_agent, now,
-                                          "passkey:" + std::string(kind_name(kind)) + (uv ? ":uv" : ""), browser, uv);
+                                          "passkey:" + std::string(kind_name(kind)) + (uv ? ":uv" : ""),
+                                          joining ? &*joining : nullptr, uv);
         txn->commit();
         return step;
     });

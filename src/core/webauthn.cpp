@@ -365,6 +365,8 @@ Result<Credential> parse_credential_body(std::string_view body, bool registratio
         const std::string_view name = m->string ? m->string : "";
         if (name == "credential" && cred == nullptr && cJSON_IsObject(m)) {
             cred = m;
+        } else if (!registration && name == "add" && cJSON_IsBool(m)) {
+            out.add = cJSON_IsTrue(m);
         } else if (registration && name == "name" && cJSON_IsString(m) && out.name.empty()) {
             out.name = m->valuestring;
             if (out.name.size() > 64) return bad("a passkey's name is at most 64 bytes");

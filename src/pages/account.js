@@ -1,11 +1,14 @@
 // The account page (signin_pages): who is signed in, the browser's other accounts (switch, add),
 // their sessions (revoke), their password (set from a fresh session, change with the current
 // one), sign out. Each capability is one <section> of account.html and one load*() here.
-import { busy, call, explain, messages } from "./common.js";
+import {
+  busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, publicKeyOptions,
+} from "./common.js";
 
 const $ = (id) => document.getElementById(id);
 const passwords = document.body.dataset.passwords === "on";
 const mfaOn = document.body.dataset.mfa === "on";
+const passkeysOn = document.body.dataset.passkeys === "on";
 const msg = messages();
 let me = null;            // GET /me
 let currentSession = "";  // the id of this browser's session
@@ -121,9 +124,72 @@ async function loadSessions() {
   $("password-section").hidden = !passwords;
   $("set-password-form").hidden = !fresh;
   $("change-password-form").hidden = fresh;
-  $("confirm-section").hidden = fresh || !(passwords || mfaOn);
+  $("confirm-section").hidden = fresh || !(passwords || mfaOn || passkeysOn);
   $("reauth-form").hidden = true;
 }
+
+// ---- passkeys (signin_passkeys)
+async function loadPasskeys() {
+  if (!passkeysOn) return;
+  const answer = await call("passkeys");
+  if (answer.status !== 200) return msg.error(explain(answer));
+  $("passkeys-section").hidden = false;
+  $("passkey-form").hidden = !passkeysAvailable();
+  const list = $("passkeys");
+  list.replaceChildren();
+  for (const p of answer.body.passkeys) {
+    const item = document.createElement("li");
+    const what = document.createElement("div");
+    what.className = "what";
+    const name = document.createElement("div");
+    name.textContent = p.name;
+    const small = document.createElement("div");
+    small.className = "hint";
+    small.textContent = `Added ${when(p.created_at)}; ${p.last_used_at ? `last used ${when(p.last_used_at)}` : "not used yet"}`;
+    what.append(name, small);
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "secondary";
+    button.textContent = "Remove";
+    button.setAttribute("aria-label", `Remove passkey ${p.name}`);
+    button.addEventListener("click", () => busy(button, "Removing…", async () => {
+      const removed = await call("passkeys/remove", { id: p.id });
+      if (removed.status !== 204) return msg.error(explain(removed));
+      await loadPasskeys();
+      msg.notice(`The passkey ${p.name} is removed.`);
+      $("passkeys-title").focus();
+    }));
+    item.append(what, button);
+    list.append(item);
+  }
+}
+
+$("passkey-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  return busy($("passkey-add"), "Waiting for your device…", async () => {
+    const options = await call("passkeys/register/options", {});
+    if (options.status !== 200) {
+      if (!needsFresh(options)) msg.error(explain(options));
+      return;
+    }
+    let credential;
+    try {
+      credential = await navigator.credentials.create({ publicKey: publicKeyOptions(options.body) });
+    } catch (e) {
+      return msg.error(passkeyTrouble(e));
+    }
+    const name = $("passkey-name").value.trim();
+    const answer = await call("passkeys/register", { credential: credentialJSON(credential), ...(name ? { name } : {}) });
+    if (answer.status !== 201) {
+      if (!needsFresh(answer)) msg.error(explain(answer));
+      return;
+    }
+    $("passkey-form").reset();
+    await loadPasskeys();
+    msg.notice(`Passkey added: ${answer.body.name}. Use it to sign in next time.`);
+    $("passkeys-title").focus();
+  });
+});
 
 // ---- two-step sign-in (signin_mfa)
 function showCodes(codes) {
@@ -434,6 +500,7 @@ async function start() {
   $("account").hidden = false;
   await loadAccounts();
   await loadSessions();
+  await loadPasskeys();
   await loadMfa();
 }
 

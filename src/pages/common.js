@@ -67,6 +67,10 @@ export function explain(answer, context) {
       return "Your current password is not right.";
     case "no_password":
       return "Your account has no password yet.";
+    case "passkey_refused":
+      return "This passkey was not accepted. Try again, or sign in another way.";
+    case "passkeys_disabled":
+      return "Passkeys are not used on this site.";
     case "fresh_session_required":
       return "For your safety, sign in again with an email code first.";
     case "origin_mismatch":
@@ -140,4 +144,42 @@ export function messages() {
       for (const el of document.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
     },
   };
+}
+
+// ---- passkeys (signin_passkeys): WebAuthn's JSON forms to and from what the browser takes
+export const passkeysAvailable = () => typeof window.PublicKeyCredential === "function" && !!navigator.credentials;
+
+function fromB64url(text) {
+  const b64 = text.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(text.length / 4) * 4, "=");
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)).buffer;
+}
+function toB64url(buffer) {
+  let s = "";
+  for (const b of new Uint8Array(buffer)) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+// The server's creation or request options (JSON) as navigator.credentials takes them.
+export function publicKeyOptions(json) {
+  const o = { ...json, challenge: fromB64url(json.challenge) };
+  if (json.user) o.user = { ...json.user, id: fromB64url(json.user.id) };
+  for (const list of ["excludeCredentials", "allowCredentials"]) {
+    if (json[list]) o[list] = json[list].map((c) => ({ ...c, id: fromB64url(c.id) }));
+  }
+  return o;
+}
+// A PublicKeyCredential in the JSON form the server reads.
+export function credentialJSON(c) {
+  const r = c.response;
+  const response = { clientDataJSON: toB64url(r.clientDataJSON) };
+  for (const k of ["attestationObject", "authenticatorData", "signature", "userHandle"]) {
+    if (r[k]) response[k] = toB64url(r[k]);
+  }
+  return { id: c.id, rawId: toB64url(c.rawId), type: c.type, response };
+}
+// What a person is told when the browser's passkey dialog ends without a passkey.
+export function passkeyTrouble(e) {
+  if (e && e.name === "NotAllowedError") return "No passkey was used. Try again, or sign in another way.";
+  if (e && e.name === "InvalidStateError") return "This device already holds a passkey for your account.";
+  if (e && e.name === "SecurityError") return "Passkeys do not work at this address (the site needs a name, not a number).";
+  return "Passkeys are not available in this browser. Sign in another way.";
 }

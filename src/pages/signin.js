@@ -2,11 +2,14 @@
 // signin_passwords is on. Each way in is one <section id="step-..."> of signin.html and one
 // show*() here; a new way in (a second factor, a passkey, a provider) is a new pair. With ?add=1
 // (or "Add another account"), the sign-in adds an account to this browser (DESIGN §9.6).
-import { busy, call, explain, messages, safeReturnTo } from "./common.js";
+import {
+  busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, publicKeyOptions, safeReturnTo,
+} from "./common.js";
 
 const $ = (id) => document.getElementById(id);
 const settings = {
   passwords: document.body.dataset.passwords === "on",
+  passkeys: document.body.dataset.passkeys === "on" && passkeysAvailable(),
   registration: document.body.dataset.registration === "on",
   resendSeconds: Number(document.body.dataset.resendSeconds) || 60,
   rememberDays: Number(document.body.dataset.rememberDays) || 0,
@@ -34,9 +37,42 @@ let wrongCodes = 0; // the server cancels an address's codes at the fifth wrong 
 let mfaToken = "";  // a sign-in waiting for its second factor (5 minutes), in memory only
 let confirmToken = "";  // an email change's link, kept in memory only
 let byRecovery = false;
+let conditional = null;  // the AbortController of a passkey request offered in the address field
+
+// ---- passkeys (signin_passkeys): the browser offers them in the address field's suggestions
+// (conditional mediation) and behind the "Sign in with a passkey" button.
+async function passkeySignIn(credential) {
+  const answer = await call("passkeys/session", { credential: credentialJSON(credential), add: adding });
+  if (!answered(answer)) msg.error(explain(answer));
+}
+
+async function startConditional() {
+  if (!settings.passkeys || conditional || !PublicKeyCredential.isConditionalMediationAvailable) return;
+  if (!(await PublicKeyCredential.isConditionalMediationAvailable())) return;
+  $("email").setAttribute("autocomplete", "email webauthn");
+  const options = await call("passkeys/login/options", {});
+  if (options.status !== 200 || conditional) return;
+  const mine = new AbortController();
+  conditional = mine;
+  let credential;
+  try {
+    credential = await navigator.credentials.get({
+      publicKey: publicKeyOptions(options.body), mediation: "conditional", signal: mine.signal,
+    });
+  } catch (e) {
+    return;  // aborted (the button, another step) or dismissed
+  } finally {
+    if (conditional === mine) conditional = null;
+  }
+  await passkeySignIn(credential);
+}
 
 // focus: the element to move the focus to; null leaves it where it is (a first page load).
 function show(step, focus) {
+  if (step !== "email" && conditional) {  // a passkey offered in the address field: only on that step
+    conditional.abort();
+    conditional = null;
+  }
   for (const section of document.querySelectorAll("main > section")) section.hidden = section.id !== `step-${step}`;
   let title = {
     email: "Sign in",
@@ -93,6 +129,8 @@ function signedIn() {
 
 function showEmail(focus = true) {
   $("use-password").hidden = !settings.passwords;
+  $("use-passkey").hidden = !settings.passkeys;
+  startConditional();
   $("adding").hidden = !adding || !$("adding-address").textContent;
   show("email", focus ? $("email") : null);
 }
@@ -227,6 +265,22 @@ $("change-address").addEventListener("click", () => {
   $("email").value = address;
   showEmail();
 });
+
+$("use-passkey").addEventListener("click", () => busy($("use-passkey"), "Waiting for your passkey…", async () => {
+  if (conditional) {
+    conditional.abort();
+    conditional = null;
+  }
+  const options = await call("passkeys/login/options", {});
+  if (options.status !== 200) return msg.error(explain(options));
+  let credential;
+  try {
+    credential = await navigator.credentials.get({ publicKey: publicKeyOptions(options.body) });
+  } catch (e) {
+    return msg.error(passkeyTrouble(e));
+  }
+  return passkeySignIn(credential);
+}));
 
 $("use-password").addEventListener("click", () => {
   msg.clear();
