@@ -31,6 +31,7 @@ DEB_PACKAGES=(
     liboath-dev libqrencode-dev           # second factors: TOTP checks, the enrollment QR code
     libcbor-dev                           # passkeys: WebAuthn's CBOR (signatures by OpenSSL: libssl-dev)
     oathtool                              # the tests make TOTP codes with another implementation
+    prometheus                            # promtool checks signin_metrics' output (t/signin_metrics.t)
     libgtest-dev                          # core unit tests
     libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
     perl                                  # prove and the t/*.t harness (core modules only)

@@ -98,6 +98,8 @@ public:
 
     const Policy &policy() const { return policy_; }
     const Origin &origin() const { return origin_; }
+    // The store's use and size (signin_metrics).
+    Store::Space store_space() const { return store_->space(); }
     Millis now() const;
 
     // auth.check_origin: a present origin must match; a cookie write must carry one.

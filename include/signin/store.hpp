@@ -119,6 +119,13 @@ public:
     // and makes the whole batch durable with one commit when fn returns. Throws StoreError if
     // that commit fails. A backend without nested transactions runs fn with plain ones.
     virtual void batch(const std::function<void()> &fn) { fn(); }
+
+    // How much of the store is used (the file's pages in use) and its mapped size (signin_metrics).
+    struct Space {
+        std::uint64_t used_bytes = 0;
+        std::uint64_t map_bytes = 0;
+    };
+    virtual Space space() const { return {}; }
 };
 
 struct LmdbOptions {

@@ -182,6 +182,7 @@ struct Session {
     std::string id;
     SessionKind kind = SessionKind::Cookie;
     Secret browser;  // a browser sign-in's browser cookie, to set again (DESIGN §9.6); else empty
+    SignInMethod method = SignInMethod::EmailToken;  // the way in (signin_metrics counts by it)
 };
 
 // One account of this browser (GET /accounts, DESIGN §9.6).

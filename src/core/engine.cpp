@@ -91,6 +91,7 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     out.expires_at = s.expires_at;
     out.id = s.id;
     out.kind = kind;
+    out.method = method;
     out.browser = std::move(browser_cookie);
     return out;
 }

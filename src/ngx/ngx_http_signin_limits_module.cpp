@@ -16,6 +16,7 @@
 // so evicting the least recently used node always frees room for a new one: a full zone evicts
 // and keeps answering. The shared memory holds no code pointer.
 #include "signin_limits.h"
+#include "signin_metrics.h"
 
 #include <sodium.h>
 
@@ -428,6 +429,7 @@ void backoff_clear(ngx_http_request_t *r, Bucket b, std::string_view key) {
 }
 
 ngx_int_t send_rate_limited(ngx_http_request_t *r, Bucket b, const Verdict &v, std::string_view what) {
+    count_limited(b);
     if (r->request_body == nullptr && ngx_http_discard_request_body(r) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

@@ -1,6 +1,7 @@
 // ngx_http_signin_module: directives, configuration, process hooks and variables of the sign-in
 // half. The engine is the core (include/signin); this file only translates.
 #include "signin_conf.h"
+#include "signin_metrics.h"
 #include "signin_delivery.h"
 #include "signin_handlers.h"
 #include "signin_request.h"
@@ -124,6 +125,8 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkeys), nullptr},
     {ngx_string("signin_passkey_rp_id"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkey_rp_id), nullptr},
+    {ngx_string("signin_metrics"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_metrics, NGX_HTTP_LOC_CONF_OFFSET, 0,
+     nullptr},
     {ngx_string("signin_dev_mailbox"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, set_mailbox, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
     {ngx_string("signin_site_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_site_name, NGX_HTTP_MAIN_CONF_OFFSET, 0,

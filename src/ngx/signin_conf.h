@@ -36,6 +36,7 @@ struct MainConf {
     ngx_uint_t browser_accounts;  // signin_browser_accounts: accounts per browser (DESIGN §9.6)
     ngx_flag_t passkeys;          // signin_passkeys (DESIGN §9.4)
     ngx_str_t passkey_rp_id;      // signin_passkey_rp_id ("" = the origin's host)
+    ngx_shm_zone_t *metrics_zone;  // signin_metrics' counters, when some location has signin_metrics
 
     // requests
     ngx_http_complex_value_t *client;

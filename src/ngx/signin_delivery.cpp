@@ -7,6 +7,7 @@
 // a client is discarded (the mailer's answer is only read for its status). The request lives
 // until its subrequest is over, then is freed the way nginx frees a finished request.
 #include "signin_delivery.h"
+#include "signin_metrics.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -176,6 +177,7 @@ void FailedJob::done(const signin::Error *failure) {
 // The send is over: record it, and let the next waiting one go.
 void settle(Sending *s, bool ok) {
     --g_in_flight;
+    count_delivery(ok);
     signin::OutboxItem item = std::move(s->item);
     drop(s);
     std::unique_ptr<BackgroundJob> job;
@@ -514,6 +516,7 @@ bool matches(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len)
 }  // namespace
 
 void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client) {
+    if (!d.token.empty()) count_token(d.purpose);
     if (outbox_key.empty()) return;
     signin::OutboxItem item;
     item.key = std::move(outbox_key);

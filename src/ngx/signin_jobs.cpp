@@ -14,6 +14,7 @@
 // writes that arrive while it waits for the lock (another worker's batch is committing) join it;
 // writes that arrive after that form the next batch, started when this one is done.
 #include "signin_jobs.h"
+#include "signin_metrics.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -21,6 +22,7 @@
 
 #include <deque>
 #include <exception>
+#include <chrono>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -275,6 +277,7 @@ void take_waiting(WriteBatch *b) {
     std::lock_guard<std::mutex> hold(g_waiting_lock);
     b->members.swap(g_waiting);
     b->taken = true;
+    set_queue_depth(0);
 }
 
 // A measured cost (issue #20): an exchange's batch waited ~1 ms for the other worker's commit to
@@ -284,12 +287,17 @@ void take_waiting(WriteBatch *b) {
 void batch_thread(void *data, ngx_log_t *log) {
     auto *b = static_cast<WriteBatch *>(data);
     signin::Identity *id = identity();
+    const auto started = std::chrono::steady_clock::now();
     signin::Status st = id == nullptr
                             ? signin::Status(signin::Code::StorageError, "the sign-in store is not open")
                             : id->write_batch([b, log] {
                                   take_waiting(b);
                                   for (Waiter &w : b->members) w.job->run_stage(log);  // one failing job stops no other
                               });
+    if (st) {
+        count_batch(b->members.size(),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
     if (!st) {
         b->failure = st.error();
         if (!b->taken) take_waiting(b);  // the transaction never began: they get its error
@@ -361,6 +369,7 @@ ngx_int_t start_stage(const Waiter &w) {
     try {
         std::lock_guard<std::mutex> hold(g_waiting_lock);
         g_waiting.push_back(w);
+        set_queue_depth(g_waiting.size());
     } catch (const std::bad_alloc &) {
         return NGX_ERROR;
     }

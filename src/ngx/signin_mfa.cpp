@@ -6,6 +6,7 @@
 
 #include "signin/json.hpp"
 #include "signin_api.h"
+#include "signin_metrics.h"
 #include "signin_conf.h"
 #include "signin_limits.h"
 #include "signin_reply.h"
@@ -104,6 +105,7 @@ private:
             const long long max_age = (verified_->device_expires_at - id().now() + 999) / 1000;  // whole seconds, up
             add_header(r, "Set-Cookie", device_cookie(verified_->device.reveal(), max_age));
         }
+        count_signin(Way::Mfa);  // a sign-in finished by its second factor
         return send_session(r, verified_->session);
     }
     void failed(ngx_http_request_t *r, const signin::Error &e) override {

@@ -1,5 +1,6 @@
 // Answers of the sign-in glue (signin_reply.h).
 #include "signin_reply.h"
+#include "signin_metrics.h"
 
 #include "signin/json.hpp"
 
@@ -54,6 +55,10 @@ ngx_int_t send_html(ngx_http_request_t *r, const std::string &page) {
     return send_common(r, NGX_HTTP_OK, &page, "text/html; charset=utf-8");
 }
 
+ngx_int_t send_prometheus(ngx_http_request_t *r, const std::string &text) {
+    return send_common(r, NGX_HTTP_OK, &text, "text/plain; version=0.0.4; charset=utf-8");
+}
+
 HttpError http_error(signin::Code code) {
     using signin::Code;
     ngx_uint_t status = NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -103,6 +108,7 @@ ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &mess
 }
 
 ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message) {
+    count_failure(code);
     return send_error(r, http_error(code), message);
 }
 

@@ -27,6 +27,8 @@ inline constexpr HttpError kBusy{503, "busy"};  // the thread pools' queues are 
 
 // Each send_* returns the output filter's rc, for ngx_http_finalize_request.
 ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
+// 200 with Prometheus' text exposition format (signin_metrics).
+ngx_int_t send_prometheus(ngx_http_request_t *r, const std::string &text);
 ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
 // 200 text/html; charset=utf-8, cache-control: no-store.
 ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);

@@ -2,6 +2,7 @@
 // the authentication every signed-in endpoint and the gate share (SPEC §5).
 #include "signin/json.hpp"
 #include "signin_api.h"
+#include "signin_metrics.h"
 #include "signin_conf.h"
 #include "signin_jobs.h"
 #include "signin_reply.h"
@@ -133,7 +134,10 @@ ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s) {
 }
 
 ngx_int_t send_step(ngx_http_request_t *r, const signin::SignInStep &step) {
-    if (step.signed_in() && step.session) return send_session(r, *step.session);
+    if (step.signed_in() && step.session) {
+        count_signin(step.session->method);
+        return send_session(r, *step.session);
+    }
     return send_json(r, 202, signin::json::mfa_required(step, id().now()));
 }
 

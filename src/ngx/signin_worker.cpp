@@ -1,6 +1,7 @@
 // The per-worker engine: the store opened after fork (DESIGN §3 rule 7), the job pools, the
 // purge of expired records, and the warm-up of the dummy hash.
 #include "signin_conf.h"
+#include "signin_metrics.h"
 #include "signin_delivery.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
@@ -89,6 +90,7 @@ signin::Identity *identity() { return g_identity.get(); }
 
 ngx_int_t init_worker(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
+    metrics_attach(cycle);
     if (m == nullptr || !m->used) return NGX_OK;
     try {
         open_engine(cycle, m);

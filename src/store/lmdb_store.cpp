@@ -591,6 +591,17 @@ public:
     LmdbStore(const LmdbStore &) = delete;
     LmdbStore &operator=(const LmdbStore &) = delete;
 
+    Space space() const override {
+        MDB_envinfo info{};
+        MDB_stat st{};
+        Space s;
+        if (mdb_env_info(env_.env, &info) == 0 && mdb_env_stat(env_.env, &st) == 0) {
+            s.map_bytes = info.me_mapsize;
+            s.used_bytes = static_cast<std::uint64_t>(info.me_last_pgno + 1) * st.ms_psize;
+        }
+        return s;
+    }
+
     std::unique_ptr<ReadTxn> read() override {
         MDB_txn *txn = begin_txn(env_.env, MDB_RDONLY);
         try {

@@ -1,0 +1,89 @@
+// The Prometheus text format of metrics.hpp.
+#include "signin/metrics.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace signin::metrics {
+namespace {
+
+// A number as Prometheus reads it: integers without a fraction, others in %.17g.
+std::string number(double v) {
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    if (std::isnan(v)) return "NaN";
+    char buf[64];
+    if (v == std::floor(v) && std::fabs(v) < 1e15) {
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.17g", v);
+    }
+    return buf;
+}
+
+// A label value: backslash, double quote and newline escaped.
+std::string escaped(std::string_view v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '"') out += "\\\"";
+        else if (c == '\n') out += "\\n";
+        else out += c;
+    }
+    return out;
+}
+
+// The HELP text: backslash and newline escaped.
+std::string help_text(std::string_view v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '\n') out += "\\n";
+        else out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string render(const std::vector<Family> &families) {
+    std::string out;
+    for (const Family &f : families) {
+        const char *type = f.type == Family::Type::Counter ? "counter" : f.type == Family::Type::Gauge ? "gauge" : "histogram";
+        out += "# HELP " + f.name + " " + help_text(f.help) + "\n";
+        out += "# TYPE " + f.name + " " + type + "\n";
+        if (f.type == Family::Type::Histogram) {
+            const Histogram &h = f.histogram;
+            std::uint64_t cumulative = 0;
+            for (std::size_t i = 0; i <= h.bounds.size(); ++i) {
+                cumulative += i < h.counts.size() ? h.counts[i] : 0;
+                const std::string le = i < h.bounds.size() ? number(h.bounds[i]) : "+Inf";
+                out += f.name + "_bucket{le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+            }
+            out += f.name + "_sum " + number(h.sum) + "\n";
+            out += f.name + "_count " + std::to_string(cumulative) + "\n";
+            continue;
+        }
+        for (const Sample &s : f.samples) {
+            out += f.name;
+            if (!f.label.empty()) out += "{" + f.label + "=\"" + escaped(s.label_value) + "\"}";
+            out += " " + number(s.value) + "\n";
+        }
+    }
+    return out;
+}
+
+std::optional<std::size_t> failure_slot(Code c) {
+    for (std::size_t i = 0; i < sizeof kFailureCodes / sizeof kFailureCodes[0]; ++i) {
+        if (kFailureCodes[i] == c) return i;
+    }
+    return std::nullopt;
+}
+
+std::size_t bucket_of(const double *bounds, std::size_t n, double v) {
+    for (std::size_t i = 0; i < n; ++i) {
+        if (v <= bounds[i]) return i;
+    }
+    return n;
+}
+
+}  // namespace signin::metrics

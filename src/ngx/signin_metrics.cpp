@@ -1,0 +1,183 @@
+// signin_metrics: the shared counters and the Prometheus endpoint (signin_metrics.h).
+#include "signin_metrics.h"
+
+#include <vector>
+
+#include "signin/auth.hpp"
+#include "signin/metrics.hpp"
+#include "signin_conf.h"
+#include "signin_reply.h"
+#include "signin_request.h"
+
+namespace signin_ngx {
+namespace {
+
+namespace mx = signin::metrics;
+
+constexpr std::size_t kWays = sizeof mx::kMethods / sizeof mx::kMethods[0];
+constexpr std::size_t kReasons = sizeof mx::kFailureCodes / sizeof mx::kFailureCodes[0];
+constexpr std::size_t kPurposes = 8;   // signin::Purpose 1..8
+constexpr std::size_t kBuckets = 7;    // Bucket 1..7
+constexpr std::size_t kBatchBounds = sizeof mx::kBatchSizeBounds / sizeof mx::kBatchSizeBounds[0];
+constexpr std::size_t kCommitBounds = sizeof mx::kCommitBounds / sizeof mx::kCommitBounds[0];
+constexpr std::size_t kWorkers = 256;  // queue depth slots (ngx_worker)
+
+// The zone's one object. Layout changes change its size, so a reload into a new layout gets a
+// new zone instead of misreading the old one.
+struct Counters {
+    ngx_atomic_t signins[kWays];
+    ngx_atomic_t failures[kReasons];
+    ngx_atomic_t tokens[kPurposes];
+    ngx_atomic_t deliveries[2];  // sent, failed
+    ngx_atomic_t limited[kBuckets];
+    ngx_atomic_t batch_sizes[kBatchBounds + 1];
+    ngx_atomic_t batch_jobs;
+    ngx_atomic_t commits[kCommitBounds + 1];
+    ngx_atomic_t commit_micros;
+    ngx_atomic_t queue[kWorkers];
+};
+
+Counters *g_counters = nullptr;  // this worker's cycle's zone, or none
+
+ngx_int_t init_zone(ngx_shm_zone_t *zone, void *data) {
+    if (data != nullptr) {  // reload: the same zone, counters and all
+        zone->data = data;
+        return NGX_OK;
+    }
+    auto *pool = reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+    if (zone->shm.exists) {
+        zone->data = pool->data;
+        return NGX_OK;
+    }
+    auto *c = static_cast<Counters *>(ngx_slab_calloc(pool, sizeof(Counters)));
+    if (c == nullptr) return NGX_ERROR;
+    pool->data = c;
+    zone->data = c;
+    return NGX_OK;
+}
+
+void add(ngx_atomic_t &a, ngx_atomic_int_t n = 1) { (void)ngx_atomic_fetch_add(&a, n); }
+
+double get(const ngx_atomic_t &a) { return static_cast<double>(a); }
+
+ngx_int_t handler(ngx_http_request_t *r) {
+    if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) return NGX_HTTP_NOT_ALLOWED;
+    if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    Counters *c = g_counters;
+    if (c == nullptr) return NGX_HTTP_SERVICE_UNAVAILABLE;
+    using Type = mx::Family::Type;
+    std::vector<mx::Family> f;
+    auto family = [&](const char *name, const char *help, Type type, const char *label) -> mx::Family & {
+        f.push_back({name, help, type, label, {}, {}});
+        return f.back();
+    };
+    auto &signins = family("signin_signins_total", "Sign-ins (sessions and bearer tokens made), by way in.", Type::Counter, "method");
+    for (std::size_t i = 0; i < kWays; ++i) signins.samples.push_back({std::string(mx::kMethods[i]), get(c->signins[i])});
+    auto &failures = family("signin_signin_failures_total", "Refused requests of the sign-in API and the gate, by the answer's code.",
+                            Type::Counter, "reason");
+    for (std::size_t i = 0; i < kReasons; ++i) {
+        failures.samples.push_back({std::string(signin::code_name(mx::kFailureCodes[i])), get(c->failures[i])});
+    }
+    auto &tokens = family("signin_tokens_issued_total", "Emails with a code and link handed to delivery, by purpose.",
+                          Type::Counter, "purpose");
+    for (std::size_t i = 0; i < kPurposes; ++i) {
+        tokens.samples.push_back({std::string(signin::purpose_tag(static_cast<signin::Purpose>(i + 1))), get(c->tokens[i])});
+    }
+    family("signin_deliveries_total", "Delivery attempts (a refused one is tried again), by result.", Type::Counter, "result")
+        .samples = {{"sent", get(c->deliveries[0])}, {"failed", get(c->deliveries[1])}};
+    auto &limited = family("signin_rate_limited_total", "Requests answered 429, by limit.", Type::Counter, "limit");
+    for (std::size_t i = 0; i < kBuckets; ++i) {
+        limited.samples.push_back({bucket_name(static_cast<Bucket>(i + 1)), get(c->limited[i])});
+    }
+    auto &batches = family("signin_write_batch_size", "Jobs per durable write batch.", Type::Histogram, "");
+    batches.histogram.bounds.assign(mx::kBatchSizeBounds, mx::kBatchSizeBounds + kBatchBounds);
+    for (auto &n : c->batch_sizes) batches.histogram.counts.push_back(static_cast<std::uint64_t>(n));
+    batches.histogram.sum = get(c->batch_jobs);
+    std::uint64_t batch_count = 0;
+    for (auto &n : c->batch_sizes) batch_count += static_cast<std::uint64_t>(n);
+    family("signin_write_batches_total", "Durable write batches (one commit each).", Type::Counter, "")
+        .samples = {{"", static_cast<double>(batch_count)}};
+    auto &commits = family("signin_commit_seconds", "Time of a write batch's durable commit.", Type::Histogram, "");
+    commits.histogram.bounds.assign(mx::kCommitBounds, mx::kCommitBounds + kCommitBounds);
+    for (auto &n : c->commits) commits.histogram.counts.push_back(static_cast<std::uint64_t>(n));
+    commits.histogram.sum = get(c->commit_micros) / 1e6;
+    double waiting = 0;
+    for (auto &q : c->queue) waiting += get(q);
+    family("signin_thread_queue_depth", "Jobs waiting for a write batch, over every worker.", Type::Gauge, "")
+        .samples = {{"", waiting}};
+    signin::Store::Space space;
+    if (signin::Identity *id = identity()) space = id->store_space();
+    family("signin_store_used_bytes", "Bytes of the store in use.", Type::Gauge, "").samples = {{"", static_cast<double>(space.used_bytes)}};
+    family("signin_store_map_bytes", "The store's map size (signin_store size=).", Type::Gauge, "")
+        .samples = {{"", static_cast<double>(space.map_bytes)}};
+    return send_prometheus(r, mx::render(f));
+}
+
+}  // namespace
+
+char *set_metrics(ngx_conf_t *cf, ngx_command_t *, void *) {
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = handler;
+    auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    if (m->metrics_zone != nullptr) return NGX_CONF_OK;
+    static ngx_str_t name = ngx_string("signin_metrics");
+    // a slab page for the pool's own header, and the counters
+    const size_t size = 8 * ngx_pagesize + sizeof(Counters);
+    ngx_shm_zone_t *zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_signin_module);
+    if (zone == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+    zone->init = init_zone;
+    m->metrics_zone = zone;
+    return NGX_CONF_OK;
+}
+
+void metrics_attach(ngx_cycle_t *cycle) {
+    MainConf *m = cycle_main_conf(cycle);
+    g_counters = m != nullptr && m->metrics_zone != nullptr ? static_cast<Counters *>(m->metrics_zone->data) : nullptr;
+    if (g_counters != nullptr && ngx_worker < kWorkers) g_counters->queue[ngx_worker] = 0;  // a new worker starts empty
+}
+
+void count_signin(Way way) {
+    if (g_counters) add(g_counters->signins[static_cast<std::size_t>(way)]);
+}
+
+void count_signin(signin::SignInMethod method) {
+    switch (method) {
+        case signin::SignInMethod::EmailToken: return count_signin(Way::Email);
+        case signin::SignInMethod::Password: return count_signin(Way::Password);
+        case signin::SignInMethod::Passkey: return count_signin(Way::Passkey);
+    }
+}
+
+void count_failure(signin::Code code) {
+    if (!g_counters) return;
+    if (auto slot = mx::failure_slot(code)) add(g_counters->failures[*slot]);
+}
+
+void count_token(signin::Purpose purpose) {
+    const auto i = static_cast<std::size_t>(purpose);
+    if (g_counters && i >= 1 && i <= kPurposes) add(g_counters->tokens[i - 1]);
+}
+
+void count_delivery(bool sent) {
+    if (g_counters) add(g_counters->deliveries[sent ? 0 : 1]);
+}
+
+void count_limited(Bucket bucket) {
+    const auto i = static_cast<std::size_t>(bucket);
+    if (g_counters && i >= 1 && i <= kBuckets) add(g_counters->limited[i - 1]);
+}
+
+void count_batch(std::size_t size, double seconds) {
+    Counters *c = g_counters;
+    if (c == nullptr) return;
+    add(c->batch_sizes[mx::bucket_of(mx::kBatchSizeBounds, kBatchBounds, static_cast<double>(size))]);
+    add(c->batch_jobs, static_cast<ngx_atomic_int_t>(size));
+    add(c->commits[mx::bucket_of(mx::kCommitBounds, kCommitBounds, seconds)]);
+    add(c->commit_micros, static_cast<ngx_atomic_int_t>(seconds * 1e6));
+}
+
+void set_queue_depth(std::size_t waiting) {
+    if (g_counters && ngx_worker < kWorkers) g_counters->queue[ngx_worker] = waiting;
+}
+
+}  // namespace signin_ngx

@@ -1,0 +1,33 @@
+// signin_metrics (DESIGN §10.2): counters in one shared-memory zone, summed over workers and kept
+// across reloads like limit_req's zone, and the location that answers them in Prometheus' text
+// format (the core renders it: signin/metrics.hpp). Counting is a few atomic adds; without a
+// signin_metrics location there is no zone and nothing is counted.
+#pragma once
+
+#include "ngx_signin_nginx.h"
+
+#include <cstddef>
+
+#include "signin/types.hpp"
+#include "signin_limits.h"
+
+namespace signin_ngx {
+
+// The directive (a location's content handler) and the zone it adds.
+char *set_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+// In each worker: the zone of its cycle (or none).
+void metrics_attach(ngx_cycle_t *cycle);
+
+enum class Way : std::uint8_t { Email, Password, Passkey, Provider, Mfa };
+void count_signin(Way way);
+void count_signin(signin::SignInMethod method);
+void count_failure(signin::Code code);
+void count_token(signin::Purpose purpose);
+void count_delivery(bool sent);
+void count_limited(Bucket bucket);
+// A write batch of `size` jobs whose durable commit took `seconds` (a pool thread calls it).
+void count_batch(std::size_t size, double seconds);
+// This worker's jobs waiting for a write batch.
+void set_queue_depth(std::size_t waiting);
+
+}  // namespace signin_ngx

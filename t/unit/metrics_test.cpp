@@ -1,0 +1,48 @@
+// The Prometheus text format (metrics.hpp): HELP and TYPE lines, labels escaped, histograms
+// cumulative with +Inf, _sum and _count.
+#include <gtest/gtest.h>
+
+#include "signin/metrics.hpp"
+
+using namespace signin::metrics;
+
+TEST(Metrics, CountersGaugesAndHistogramsInTheTextFormat) {
+    std::vector<Family> f(3);
+    f[0].name = "signin_signins_total";
+    f[0].help = "Sign-ins by way in.";
+    f[0].label = "method";
+    f[0].samples = {{"email", 3}, {"pass\"key\\\n", 0}};
+    f[1].name = "signin_store_used_bytes";
+    f[1].help = "Bytes used.";
+    f[1].type = Family::Type::Gauge;
+    f[1].samples = {{"", 1048576}};
+    f[2].name = "signin_commit_seconds";
+    f[2].help = "Durable commit time.";
+    f[2].type = Family::Type::Histogram;
+    f[2].histogram.bounds = {0.001, 0.01};
+    f[2].histogram.counts = {2, 1, 4};
+    f[2].histogram.sum = 0.25;
+    EXPECT_EQ(render(f),
+              "# HELP signin_signins_total Sign-ins by way in.\n"
+              "# TYPE signin_signins_total counter\n"
+              "signin_signins_total{method=\"email\"} 3\n"
+              "signin_signins_total{method=\"pass\\\"key\\\\\\n\"} 0\n"
+              "# HELP signin_store_used_bytes Bytes used.\n"
+              "# TYPE signin_store_used_bytes gauge\n"
+              "signin_store_used_bytes 1048576\n"
+              "# HELP signin_commit_seconds Durable commit time.\n"
+              "# TYPE signin_commit_seconds histogram\n"
+              "signin_commit_seconds_bucket{le=\"0.001\"} 2\n"
+              "signin_commit_seconds_bucket{le=\"0.01\"} 3\n"
+              "signin_commit_seconds_bucket{le=\"+Inf\"} 7\n"
+              "signin_commit_seconds_sum 0.25\n"
+              "signin_commit_seconds_count 7\n");
+}
+
+TEST(Metrics, BucketsAndFailureSlots) {
+    EXPECT_EQ(bucket_of(kBatchSizeBounds, 8, 1), 0u);
+    EXPECT_EQ(bucket_of(kBatchSizeBounds, 8, 3), 2u);
+    EXPECT_EQ(bucket_of(kBatchSizeBounds, 8, 1000), 8u);
+    EXPECT_EQ(failure_slot(signin::Code::InvalidToken), 0u);
+    EXPECT_FALSE(failure_slot(signin::Code::Internal));
+}
