@@ -32,6 +32,7 @@ DEB_PACKAGES=(
     libcbor-dev                           # passkeys: WebAuthn's CBOR (signatures by OpenSSL: libssl-dev)
     oathtool                              # the tests make TOTP codes with another implementation
     prometheus                            # promtool checks signin_metrics' output (t/signin_metrics.t)
+    libcli11-dev                          # signin-admin's command line (header-only)
     libgtest-dev                          # core unit tests
     libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
     perl                                  # prove and the t/*.t harness (core modules only)

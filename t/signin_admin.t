@@ -105,7 +105,7 @@ sub audit {
     is $? >> 8, 1, 'a mistyped --store is an error';
     like $out, qr/no store at \Q$missing\E \(give --create to make one\)/, '... saying so';
     ok !-e "$missing/data.mdb", '... and makes nothing';
-    $out = `'$admin' stats --store '$missing' --create 2>&1`;
+    $out = `'$admin' stats --store '$missing' --create --json 2>&1`;
     is $? >> 8, 0, '--create makes one (options anywhere on the line)';
     like $out, qr/"users":0/, '... and reports on it';
     my ($rc) = $t->admin('audit', 'abc');
@@ -153,6 +153,85 @@ sub audit {
     like $out, qr/"roles":\["ops"\]/, '... the role is held (and --group before the command reads it too)';
     (undef, $out) = $t->admin('users', '--group', 'nosuch');
     is $out, '', 'users --group lists only that group';
+}
+
+# ---------------------------------------------------------------- tables, backup, check, the rest (issue #22)
+{
+    my ($rc, $out) = $t->admin_text('users');
+    is $rc, 0, 'users without --json';
+    like $out, qr/^EMAIL\s+GROUP\s+STATE\s+ROLES\s+CREATED\s+ID$/m, '... a table with a header';
+    like $out, qr/^listed\@example\.com\s+default\s+active\s+ops\s/m, '... a row per account';
+    ($rc, $out) = $t->admin_text('stats');
+    like $out, qr/^users\s+\d+$/m, 'stats: users';
+    like $out, qr/^store used\s+\d+ of \d+ bytes \(\d+\.\d%\)$/m, '... and how full the store is';
+    ($rc, $out) = $t->admin('stats');
+    my $s = decode_json($out);
+    ok $s->{users} >= 3 && $s->{sessions} >= 1 && $s->{map_bytes} > $s->{used_bytes} && defined $s->{used_percent},
+        'stats --json: users, sessions, map and use' or diag $out;
+    ($rc, $out) = $t->admin('user', 'listed@example.com');
+    my $id = decode_json($out)->{user}{id};
+    ($rc, $out) = $t->admin('user', $id);
+    is $rc, 0, 'user ID finds the account by its id';
+    like $out, qr/listed\@example\.com/, '... the same account';
+    ($rc, $out) = $t->admin_text('user', 'listed@example.com');
+    like $out, qr/^state\s+active$/m, 'user without --json: its fields';
+
+    my $a = $t->sign_in('many@example.com');
+    my $b = $t->sign_in('many@example.com');
+    ($rc, $out) = $t->admin('revoke', '--user', 'many@example.com');
+    is $rc, 0, 'revoke --user EMAIL';
+    like $out, qr/2 sessions revoked/, '... ends every session of the account';
+    is $t->req(GET => '/auth/me', headers => { cookie => $_ })->{status}, 401, '... that session no longer works' for $a, $b;
+    ($rc) = $t->admin('revoke');
+    is $rc, 2, 'revoke with neither: a usage error';
+
+    ($rc, $out) = $t->admin('suspend', 'many@example.com');
+    ($rc, $out) = $t->admin('unsuspend', 'many@example.com');
+    is $rc, 0, 'unsuspend';
+    like $out, qr/restored/, '... lifts it';
+
+    ($rc, $out) = $t->admin('audit', '--since', '1h', '--kind', 'session.revoked');
+    ok scalar(grep { /\S/ } split /\n/, $out) >= 2, 'audit --since 1h finds the recent entries';
+    ($rc, $out) = $t->admin('audit', '--until', '2000-01-01');
+    is $out, '', 'audit --until 2000-01-01 finds none';
+    ($rc, $out) = $t->admin('audit', '--since', 'yesterday-ish');
+    is $rc, 1, 'a --since that is not a time: an error';
+    ($rc, $out) = $t->admin_text('passkeys', 'listed@example.com');
+    is $rc, 0, 'passkeys EMAIL';
+    like $out, qr/\(none\)/, '... none for this account';
+
+    # a consistent copy while nginx serves and writes
+    my $pid = fork // die;
+    if (!$pid) { for (1 .. 30) { $t->sign_in("load$_\@example.com") } exit 0 }
+    my $file = $t->prefix . '/backup.mdb';
+    ($rc, $out) = $t->admin('backup', $file);
+    waitpid $pid, 0;
+    is $rc, 0, 'backup FILE while nginx serves' or diag $out;
+    ok -s $file, '... writes the file';
+    is((stat $file)[2] & 0777, 0600, '... readable by its owner only');
+    ($rc) = $t->admin('backup', $file);
+    is $rc, 1, '... and never over an existing file';
+    my $restored = $t->prefix . '/restored';
+    mkdir $restored or die;
+    system('cp', $file, "$restored/data.mdb") == 0 or die;
+    $out = `'$t->{admin}' --store '$restored' --json user listed\@example.com 2>&1`;
+    like $out, qr/listed\@example\.com/, '... a store made from it has the accounts';
+    ($rc, $out) = $t->admin_text('check');
+    is $rc, 0, 'check: the live store is sound' or diag $out;
+    like $out, qr/the store is sound/, '... and says so';
+
+    SKIP: {
+        skip 'the owner check needs root (to run as another user)', 2 unless $> == 0 && SigninTest::which('runuser');
+        my $owner = getpwuid((stat $t->store)[4]);
+        skip 'the store belongs to root here', 2 if $owner eq 'root';
+        my $other = $owner eq 'daemon' ? 'nobody' : 'daemon';
+        my $mode = (stat $t->prefix)[2] & 07777;
+        chmod 0711, $t->prefix;  # the other user may reach the store's directory (not read it)
+        $out = `runuser -u $other -- '$t->{admin}' --store '${\ $t->store}' stats 2>&1`;
+        chmod $mode, $t->prefix;
+        isnt $? >> 8, 0, 'another user than the store\'s owner is refused';
+        like $out, qr/belongs to \Q$owner\E .*sudo -u \Q$owner\E/, '... naming the user to run as' or diag $out;
+    }
 }
 
 $t->done;

@@ -60,6 +60,11 @@ public:
     // the first), at most `limit`.
     virtual std::vector<User> users(std::string_view after_id, std::size_t limit) = 0;
     virtual std::size_t audit_count() = 0;
+    // Records per table, expired ones not yet purged included (signin-admin stats).
+    struct Counts {
+        std::size_t users = 0, tokens = 0, sessions = 0, passkeys = 0, audit = 0, outbox = 0;
+    };
+    virtual Counts counts() = 0;
     // Outbox entries whose due_at is at or before `now`, earliest first, at most `limit`.
     virtual std::vector<OutboxRecord> outbox_due(Millis now, std::size_t limit) = 0;
     virtual std::optional<OutboxRecord> outbox(std::string_view key) = 0;
@@ -126,6 +131,12 @@ public:
         std::uint64_t map_bytes = 0;
     };
     virtual Space space() const { return {}; }
+    // A consistent copy of the whole store into a new file (signin-admin backup), while others
+    // read and write; throws StoreError. The file is the backend's own format (LMDB: a data.mdb).
+    virtual void backup(const std::string &file) const = 0;
+    // Every record decoded and every index checked against what it indexes (signin-admin check):
+    // the problems found, none when the store is sound.
+    virtual std::vector<std::string> check_integrity() const = 0;
 };
 
 struct LmdbOptions {

@@ -32,11 +32,14 @@
 #include <lmdb.h>
 #include <sodium.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -251,6 +254,22 @@ public:
         MDB_stat st{};
         check(env_.env, mdb_stat(live(), env_.dbi.users, &st), "count users");
         return st.ms_entries;
+    }
+
+    ReadTxn::Counts counts() override {
+        auto n = [&](MDB_dbi dbi) {
+            MDB_stat st{};
+            check(env_.env, mdb_stat(live(), dbi, &st), "count records");
+            return static_cast<std::size_t>(st.ms_entries);
+        };
+        ReadTxn::Counts c;
+        c.users = n(env_.dbi.users);
+        c.tokens = n(env_.dbi.tokens);
+        c.sessions = n(env_.dbi.sessions);
+        c.passkeys = n(env_.dbi.passkeys);
+        c.audit = n(env_.dbi.audit);
+        c.outbox = n(env_.dbi.outbox);
+        return c;
     }
 
     std::size_t audit_count() override {
@@ -590,6 +609,79 @@ public:
     }
     LmdbStore(const LmdbStore &) = delete;
     LmdbStore &operator=(const LmdbStore &) = delete;
+
+    void backup(const std::string &file) const override {
+        // O_EXCL: never over an existing file (a store, another backup)
+        int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) throw StoreError(Code::StorageError, "backup: cannot create " + file + ": " + std::strerror(errno));
+        int rc = mdb_env_copyfd2(env_.env, fd, MDB_CP_COMPACT);
+        if (rc == 0 && ::fsync(fd) != 0) rc = errno;
+        ::close(fd);
+        if (rc != 0) {
+            ::unlink(file.c_str());
+            throw StoreError(Code::StorageError, "backup: " + std::string(mdb_strerror(rc)));
+        }
+    }
+
+    std::vector<std::string> check_integrity() const override {
+        std::vector<std::string> problems;
+        MDB_txn *txn = begin_txn(env_.env, MDB_RDONLY);
+        const Dbis &d = env_.dbi;
+        // every record of a table through its decoder; `each` sees the key and the value
+        auto scan = [&](MDB_dbi dbi, const char *table, const std::function<void(std::string_view, std::string_view)> &each) {
+            MDB_cursor *c = nullptr;
+            if (mdb_cursor_open(txn, dbi, &c) != 0) {
+                problems.push_back(std::string(table) + ": cannot be read");
+                return;
+            }
+            MDB_val k{}, v{};
+            for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+                try {
+                    each(view(k), view(v));
+                } catch (const std::exception &e) {
+                    problems.push_back(std::string(table) + ": " + e.what());
+                }
+            }
+            mdb_cursor_close(c);
+        };
+        auto has = [&](MDB_dbi dbi, std::string_view key) {
+            MDB_val k = val(key), v{};
+            return mdb_get(txn, dbi, &k, &v) == 0;
+        };
+        scan(d.users, "users", [&](std::string_view, std::string_view v) {
+            User u = decode_user(v);
+            const std::string key = addr_key(u.group_id, u.email);
+            MDB_val k = val(key), id{};
+            if (mdb_get(txn, d.user_email, &k, &id) != 0 || view(id) != u.id) {
+                problems.push_back("users: " + u.id + " is missing from the address index");
+            }
+        });
+        scan(d.user_email, "user_email", [&](std::string_view, std::string_view id) {
+            if (!has(d.users, id)) problems.push_back("user_email: names a user that does not exist (" + std::string(id) + ")");
+        });
+        scan(d.tokens, "tokens", [&](std::string_view k, std::string_view v) { (void)decode_token(k, v); });
+        scan(d.sessions, "sessions", [&](std::string_view k, std::string_view v) {
+            SessionRecord s = decode_session(k, v);
+            if (!has(d.users, s.user_id)) problems.push_back("sessions: " + s.id + " belongs to no user");
+            MDB_val idk = val(s.id), h{};
+            if (mdb_get(txn, d.session_ids, &idk, &h) != 0 || view(h) != s.hash) {
+                problems.push_back("sessions: " + s.id + " is missing from the id index");
+            }
+        });
+        scan(d.session_ids, "session_ids", [&](std::string_view id, std::string_view hash) {
+            if (!has(d.sessions, hash)) problems.push_back("session_ids: " + std::string(id) + " names no session");
+        });
+        scan(d.mfa, "mfa", [&](std::string_view k, std::string_view v) { (void)decode_mfa(k, v); });
+        scan(d.mfa_pending, "mfa_pending", [&](std::string_view k, std::string_view v) { (void)decode_mfa_pending(k, v); });
+        scan(d.passkeys, "passkeys", [&](std::string_view k, std::string_view v) {
+            PasskeyRecord p = decode_passkey(k, v);
+            if (!has(d.users, p.user_id)) problems.push_back("passkeys: a passkey of no user (" + p.user_id + ")");
+        });
+        scan(d.outbox, "outbox", [&](std::string_view k, std::string_view v) { (void)decode_outbox(k, v); });
+        scan(d.audit, "audit", [&](std::string_view k, std::string_view v) { (void)decode_audit(k, v); });
+        mdb_txn_abort(txn);
+        return problems;
+    }
 
     Space space() const override {
         MDB_envinfo info{};

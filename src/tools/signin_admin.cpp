@@ -1,49 +1,36 @@
-// signin-admin: operate on an ngx_signin LMDB store from the shell, also while nginx runs
-// (LMDB serializes writers across processes). Run it as the nginx worker user, or as root on a
-// store nginx has not opened yet (nginx gives the directory to its worker user at start).
+// signin-admin: operate on an ngx_signin store from the shell, also while nginx runs (LMDB
+// serializes writers across processes and keeps readers apart). The command line is CLI11's
+// (Debian's libcli11-dev); output is a table for people, JSON lines with --json for scripts.
+// Run it as the nginx worker user (the owner of the store), or as root.
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/encoding.hpp"
-#include "signin/json.hpp"
 #include "signin/auth.hpp"
+#include "signin/json.hpp"
 #include "signin/secret_key.hpp"
 
 namespace {
 
-int usage() {
-    std::fprintf(stderr,
-                 "usage: signin-admin --store DIR [--create] COMMAND [ARGS]   (options anywhere)\n"
-                 "  a missing store is an error unless --create is given\n"
-                 "commands:\n"
-                 "  suspend EMAIL [GROUP]   suspend an account (its sessions stop working)\n"
-                 "  restore EMAIL [GROUP]   lift a suspension\n"
-                 "  user EMAIL [GROUP]      print an account as JSON\n"
-                 "  users [--email TEXT] [--group G]  every account (or those whose address contains TEXT), JSON lines\n"
-                 "  sessions EMAIL [GROUP]  the account's live sessions, JSON lines\n"
-                 "  revoke SESSION_ID       end one session (its id as GET /sessions and `sessions` show it)\n"
-                 "  role add|remove EMAIL ROLE [--group G]  give or take a role (signin_allow role ROLE)\n"
-                 "  mfa reset EMAIL [--group G]  remove the account's second factor, recovery codes and\n"
-                 "                          remembered devices, and end its sessions (a lost phone)\n"
-                 "  invite EMAIL [--role ROLE]... [--group G] [--send [--key KEYFILE]]\n"
-                 "                          make the account (its sign-in works with registration off); --send\n"
-                 "                          writes an invitation email to the outbox, sent by nginx within a second\n"
-                 "  key rotate [KEYFILE]    the next $signin_assertion signing key (KEYFILE: signin_secret_key,\n"
-                 "                          default DIR.key); nginx signs with it after its next reload\n"
-                 "  password-hash EMAIL [GROUP]  print the account's Argon2id PHC string (empty: no password)\n"
-                 "  audit [N] [--email ADDRESS] [--kind KIND]\n"
-                 "                          the newest N audit entries (default 20) that match, JSON lines\n"
-                 "  stats                   counts of users and audit entries\n"
-                 "  purge                   delete expired tokens and sessions, and old audit entries, now\n");
-    return 2;
-}
+using signin::Code;
+using signin::Error;
 
-int fail(const signin::Error &e) {
+struct Options {
+    std::string store, group;
+    bool create = false, json = false;
+};
+
+int fail(const Error &e) {
     std::fprintf(stderr, "signin-admin: %s (%s)\n", e.message.c_str(), std::string(signin::code_name(e.code)).c_str());
     return 1;
 }
@@ -54,18 +41,44 @@ std::string default_key_file(std::string dir) {
     return dir + ".key";
 }
 
-// The account of an address in a group ("" = default).
-signin::Result<signin::User> find_account(signin::ReadTxn &txn, const std::string &email_in, const std::string &group) {
-    auto email = signin::normalize_email(email_in);
-    auto g = signin::normalize_group(group);
-    if (!email || !g) return signin::Error{signin::Code::InvalidEmail, "that is not an email address"};
-    auto u = txn.user_by_email(*g, *email);
-    if (!u) return signin::Error{signin::Code::NotFound, "no such account"};
-    return *u;
+std::string when(signin::Millis t) { return t > 0 ? signin::enc::rfc3339(t).substr(0, 19) + "Z" : "-"; }
+
+// Columns padded to their widest cell; the last column is not padded.
+class Table {
+public:
+    explicit Table(std::vector<std::string> head) { rows_.push_back(std::move(head)); }
+    void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+    void print() const {
+        if (rows_.size() == 1) {
+            std::printf("(none)\n");
+            return;
+        }
+        std::vector<std::size_t> width(rows_[0].size(), 0);
+        for (const auto &r : rows_) {
+            for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+        }
+        for (const auto &r : rows_) {
+            std::string line;
+            for (std::size_t i = 0; i < r.size(); ++i) {
+                line += r[i];
+                if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+            }
+            std::printf("%s\n", line.c_str());
+        }
+    }
+
+private:
+    std::vector<std::vector<std::string>> rows_;
+};
+
+std::string state_of(const signin::User &u) { return u.suspended ? "suspended" : u.pending ? "pending" : "active"; }
+std::string joined(const std::vector<std::string> &v) {
+    std::string out;
+    for (const auto &s : v) out += (out.empty() ? "" : ",") + s;
+    return out.empty() ? "-" : out;
 }
 
-// One account as a JSON line: the user, and what the API does not show.
-void print_account(const signin::User &u) {
+std::string account_json(const signin::User &u) {
     signin::json::Writer w;
     w.begin_object().key("user");
     signin::json::write_user(w, u);
@@ -74,114 +87,178 @@ void print_account(const signin::User &u) {
     w.key("roles").begin_array();
     for (const auto &role : u.roles) w.value(role);
     w.end_array().end_object();
-    std::printf("%s\n", w.str().c_str());
+    return w.take();
+}
+
+// The account named by an address (in the group) or by its id.
+signin::Result<signin::User> find_account(signin::ReadTxn &txn, const std::string &who, const std::string &group) {
+    if (who.find('@') == std::string::npos) {
+        if (auto u = txn.user_by_id(who)) return *u;
+        return Error{Code::NotFound, "no such account"};
+    }
+    auto email = signin::normalize_email(who);
+    auto g = signin::normalize_group(group);
+    if (!email || !g) return Error{Code::InvalidEmail, "that is not an email address"};
+    auto u = txn.user_by_email(*g, *email);
+    if (!u) return Error{Code::NotFound, "no such account"};
+    return *u;
+}
+
+// "2026-11-24", "2026-11-24T10:00:00Z" (UTC), or a time ago: "30m", "12h", "7d".
+std::optional<signin::Millis> parse_time(const std::string &s, signin::Millis now) {
+    if (s.size() >= 2 && std::all_of(s.begin(), s.end() - 1, ::isdigit)) {
+        const long long n = std::stoll(s.substr(0, s.size() - 1));
+        const char u = s.back();
+        const long long unit = u == 's' ? 1000 : u == 'm' ? 60000 : u == 'h' ? 3600000 : u == 'd' ? 86400000 : 0;
+        if (unit != 0 && n < 100000) return now - n * unit;
+    }
+    std::tm tm{};
+    const char *end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == nullptr || (*end != '\0' && std::string(end) != "Z")) {
+        tm = {};
+        end = strptime(s.c_str(), "%Y-%m-%d", &tm);
+        if (end == nullptr || *end != '\0') return std::nullopt;
+    }
+    return static_cast<signin::Millis>(timegm(&tm)) * 1000;
+}
+
+// Whether this process may use the store nginx uses: its owner, or root. Otherwise the message
+// names the user to run as.
+std::optional<std::string> wrong_user(const std::string &dir) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0) {
+        if (errno != EACCES) return std::nullopt;
+        return "permission denied on the way to " + dir + ": run as the store's owner (nginx's worker user) or root";
+    }
+    if (geteuid() == 0 || geteuid() == st.st_uid) return std::nullopt;
+    const passwd *pw = getpwuid(st.st_uid);
+    const std::string owner = pw != nullptr ? pw->pw_name : std::to_string(st.st_uid);
+    return "the store " + dir + " belongs to " + owner + " (nginx's worker user): run as that user, e.g. sudo -u " +
+           owner + " signin-admin ...";
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-    // --store DIR, --group G and --create anywhere on the line; the rest is the command and its
-    // arguments
-    std::vector<std::string> args;
-    std::string store;
-    std::optional<std::string> group_option;
-    bool create = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == "--store" && i + 1 < argc) {
-            store = argv[++i];
-        } else if (a.rfind("--store=", 0) == 0) {
-            store = a.substr(8);
-        } else if (a == "--group" && i + 1 < argc) {
-            group_option = argv[++i];
-        } else if (a == "--create") {
-            create = true;
-        } else {
-            args.push_back(std::move(a));
+    Options o;
+    CLI::App app{"signin-admin: operate on an ngx_signin store, also while nginx runs"};
+    app.require_subcommand(1);
+    app.fallthrough();  // --store, --group, --json and --create anywhere on the line
+    app.add_option("--store", o.store, "the store's directory (signin_store)")->required();
+    app.add_option("--group", o.group, "the group of the account named (default: default)");
+    app.add_flag("--create", o.create, "make the store if it does not exist");
+    app.add_flag("--json", o.json, "JSON lines instead of tables");
+
+    int status = 0;
+    std::shared_ptr<signin::Store> store;
+    std::unique_ptr<signin::Identity> id;
+    // Opens the store (after the arguments parsed): not for `key rotate`, which needs only the key file.
+    auto open = [&]() -> bool {
+        if (auto why = wrong_user(o.store)) {
+            std::fprintf(stderr, "signin-admin: %s\n", why->c_str());
+            status = 1;
+            return false;
         }
-    }
-    if (store.empty() || args.empty()) return usage();
-    // a mistyped --store must not quietly make an empty store and report on it
-    struct stat data_file {};
-    if (args[0] != "key" && !create && stat((store + "/data.mdb").c_str(), &data_file) != 0) {
-        std::fprintf(stderr, "signin-admin: no store at %s (give --create to make one)\n", store.c_str());
-        return 1;
-    }
-    if (args[0] == "key") {  // the key file, not the store
-        if (args.size() < 2 || args[1] != "rotate" || args.size() > 3) return usage();
-        std::string path = args.size() == 3 ? args[2] : default_key_file(store);
-        auto g = signin::rotate_assertion_key(path);
-        if (!g) return fail(g.error());
-        std::printf("%s: assertion key generation %llu (reload nginx to sign with it)\n", path.c_str(),
-                    static_cast<unsigned long long>(g.value()));
-        return 0;
-    }
-    try {
-        signin::LmdbOptions opts;
-        opts.path = store;
-        std::shared_ptr<signin::Store> st = signin::open_lmdb_store(opts);
+        struct stat data {};
+        if (!o.create && stat((o.store + "/data.mdb").c_str(), &data) != 0) {
+            std::fprintf(stderr, "signin-admin: no store at %s (give --create to make one)\n", o.store.c_str());
+            status = 1;
+            return false;
+        }
+        signin::LmdbOptions lo;
+        lo.path = o.store;
+        store = signin::open_lmdb_store(lo);
         std::string why;
-        auto origin = signin::parse_origin("http://127.0.0.1", &why);
-        signin::Identity id(st, *origin, signin::Policy{});
-        const std::string &cmd = args[0];
-        // a command's GROUP: --group G, or its argument after the address (suspend EMAIL GROUP)
-        std::string group = group_option ? *group_option : args.size() > 2 ? args[2] : "";
-        if ((cmd == "suspend" || cmd == "restore") && args.size() >= 2) {
-            auto r = id.set_suspended(group, args[1], cmd == "suspend");
-            if (!r) return fail(r.error());
-            std::printf("%s: %s\n", args[1].c_str(), cmd == "suspend" ? "suspended" : "restored");
-            return 0;
-        }
-        if (cmd == "invite" && args.size() >= 2) {
-            std::vector<std::string> roles;
-            std::string key_path;
-            bool send = false;
-            for (std::size_t i = 2; i < args.size(); ++i) {
-                if (args[i] == "--send") {
-                    send = true;
-                } else if (args[i] == "--role" && i + 1 < args.size()) {
-                    roles.push_back(args[++i]);
-                } else if (args[i] == "--key" && i + 1 < args.size()) {
-                    key_path = args[++i];
-                } else {
-                    return usage();
+        id = std::make_unique<signin::Identity>(store, *signin::parse_origin("http://127.0.0.1", &why), signin::Policy{});
+        return true;
+    };
+    // A command: opens the store, runs f for its exit status.
+    auto command = [&](CLI::App *sub, std::function<int()> f, bool needs_store = true) {
+        sub->callback([&, f, needs_store] {
+            if (needs_store && !open()) return;
+            status = f();
+        });
+    };
+    std::string who, group_arg, role_action, role, session_id, revoke_user, key_file, passkey_id, since, until, kind, email;
+    std::vector<std::string> roles;
+    bool send = false;
+    std::size_t count = 20;
+    auto group = [&] { return !o.group.empty() ? o.group : group_arg; };
+
+    auto *users = app.add_subcommand("users", "every account (or those whose address contains --email TEXT)");
+    users->add_option("--email", email, "a part of the address");
+    command(users, [&] {
+        auto txn = store->read();
+        Table t({"EMAIL", "GROUP", "STATE", "ROLES", "CREATED", "ID"});
+        std::string after;
+        for (;;) {
+            auto page = txn->users(after, 1000);
+            for (const auto &u : page) {
+                if ((!email.empty() && u.email.find(email) == std::string::npos) || (!o.group.empty() && u.group_id != o.group)) {
+                    continue;
                 }
+                if (o.json) std::printf("%s\n", account_json(u).c_str());
+                t.add({u.email, u.group_id, state_of(u), joined(u.roles), when(u.created_at), u.id});
             }
-            if (send) {  // the email goes through nginx's outbox: sealed with the same key
-                auto key = signin::load_secret_key(key_path.empty() ? default_key_file(store) : key_path, false);
-                if (!key) return fail(key.error());
-                signin::OutboxSettings outbox;
-                outbox.key = key.value();
-                outbox.hold = 0;  // due now: the next outbox check of any nginx worker sends it
-                id.use_outbox(outbox);
-                outbox.key.fill(0);
-            }
-            auto r = id.tokens().invite(args[1], group_option.value_or(""), roles, send);
+            if (page.size() < 1000) break;
+            after = page.back().id;
+        }
+        if (!o.json) t.print();
+        return 0;
+    });
+
+    auto *user = app.add_subcommand("user", "one account, by address or id");
+    user->add_option("who", who, "EMAIL or ID")->required();
+    user->add_option("group", group_arg, "its group (or --group)");
+    command(user, [&] {
+        auto txn = store->read();
+        auto u = find_account(*txn, who, group());
+        if (!u) return fail(u.error());
+        if (o.json) {
+            std::printf("%s\n", account_json(*u).c_str());
+            return 0;
+        }
+        auto passkeys = txn->passkeys_of(u->id);
+        auto factors = txn->mfa(u->id);
+        Table t({"FIELD", "VALUE"});
+        t.add({"email", u->email});
+        t.add({"id", u->id});
+        t.add({"group", u->group_id});
+        t.add({"state", state_of(*u)});
+        t.add({"roles", joined(u->roles)});
+        t.add({"password", u->password_hash.empty() ? "no" : "yes"});
+        t.add({"second factor", factors && factors->has_factor() ? "totp" : "no"});
+        t.add({"passkeys", std::to_string(passkeys.size())});
+        t.add({"sessions", std::to_string(txn->sessions_of(u->id).size())});
+        t.add({"created", when(u->created_at)});
+        t.print();
+        return 0;
+    });
+
+    for (const char *name : {"suspend", "unsuspend", "restore"}) {
+        const bool suspend = std::string(name) == "suspend";
+        auto *sub = app.add_subcommand(name, suspend ? "suspend an account (its sessions stop working, no email is sent to it)"
+                                                     : "lift a suspension");
+        sub->add_option("email", who, "EMAIL")->required();
+        sub->add_option("group", group_arg, "its group (or --group)");
+        command(sub, [&, suspend] {
+            auto r = id->set_suspended(group(), who, suspend);
             if (!r) return fail(r.error());
-            std::printf("%s: invited%s\n", args[1].c_str(), send ? "; the invitation email waits in the outbox" : "");
+            std::printf("%s: %s\n", who.c_str(), suspend ? "suspended" : "restored");
             return 0;
-        }
-        if (cmd == "users" && (args.size() == 1 || (args.size() == 3 && args[1] == "--email"))) {
-            const std::string needle = args.size() == 3 ? args[2] : "";
-            auto txn = st->read();
-            std::string after;
-            for (;;) {
-                auto page = txn->users(after, 1000);
-                for (const auto &u : page) {
-                    if (!needle.empty() && u.email.find(needle) == std::string::npos) continue;
-                    if (group_option && u.group_id != *group_option) continue;
-                    print_account(u);
-                }
-                if (page.size() < 1000) break;
-                after = page.back().id;
-            }
-            return 0;
-        }
-        if (cmd == "sessions" && args.size() >= 2) {
-            auto txn = st->read();
-            auto u = find_account(*txn, args[1], group);
-            if (!u) return fail(u.error());
-            for (const auto &s : txn->sessions_of(u->id)) {
+        });
+    }
+
+    auto *sessions = app.add_subcommand("sessions", "an account's sessions");
+    sessions->add_option("email", who, "EMAIL or ID")->required();
+    sessions->add_option("group", group_arg, "its group (or --group)");
+    command(sessions, [&] {
+        auto txn = store->read();
+        auto u = find_account(*txn, who, group());
+        if (!u) return fail(u.error());
+        Table t({"ID", "KIND", "CREATED", "LAST SEEN", "EXPIRES", "CLIENT", "USER AGENT"});
+        for (const auto &s : txn->sessions_of(u->id)) {
+            if (o.json) {
                 signin::json::Writer w;
                 w.begin_object()
                     .key("id").value(s.id)
@@ -194,78 +271,189 @@ int main(int argc, char **argv) {
                     .end_object();
                 std::printf("%s\n", w.str().c_str());
             }
-            return 0;
+            t.add({s.id, std::string(signin::kind_name(s.kind)), when(s.created_at), when(s.last_seen_at), when(s.expires_at),
+                   s.client, s.user_agent.substr(0, 40)});
         }
-        if (cmd == "revoke" && args.size() == 2) {
-            auto txn = st->write();
-            auto s = txn->session_by_id(args[1]);
-            if (!s) return fail({signin::Code::NotFound, "no such session"});
-            txn->del_session(s->hash);
+        if (!o.json) t.print();
+        return 0;
+    });
+
+    auto *revoke = app.add_subcommand("revoke", "end a session (SESSION_ID), or every session of an account (--user EMAIL)");
+    revoke->add_option("session", session_id, "SESSION_ID (as `sessions` and GET /sessions show it)");
+    revoke->add_option("--user", revoke_user, "every session of this account");
+    command(revoke, [&] {
+        if (session_id.empty() == revoke_user.empty()) {
+            std::fprintf(stderr, "signin-admin revoke: give a SESSION_ID or --user EMAIL\n");
+            return 2;
+        }
+        auto txn = store->write();
+        std::vector<signin::SessionRecord> ending;
+        if (!session_id.empty()) {
+            auto s = txn->session_by_id(session_id);
+            if (!s) return fail({Code::NotFound, "no such session"});
+            ending.push_back(*s);
+        } else {
+            auto u = find_account(*txn, revoke_user, group());
+            if (!u) return fail(u.error());
+            ending = txn->sessions_of(u->id);
+        }
+        for (const auto &s : ending) {
+            txn->del_session(s.hash);
             signin::AuditEntry e;
-            e.at = id.now();
+            e.at = id->now();
             e.kind = "session.revoked";
             e.client = "admin";
-            e.user_id = s->user_id;
-            if (auto owner = txn->user_by_id(s->user_id)) e.email = owner->email;
-            e.detail = s->id;
+            e.user_id = s.user_id;
+            if (auto owner = txn->user_by_id(s.user_id)) e.email = owner->email;
+            e.detail = s.id;
             txn->append_audit(e);
-            txn->commit();
-            std::printf("%s: revoked\n", args[1].c_str());
-            return 0;
         }
-        if (cmd == "role" && args.size() >= 4 && (args[1] == "add" || args[1] == "remove")) {
-            auto r = id.set_role(group_option ? *group_option : args.size() > 4 ? args[4] : "", args[2], args[3],
-                                 args[1] == "add");
-            if (!r) return fail(r.error());
-            std::printf("%s: role %s %s\n", args[2].c_str(), args[3].c_str(), args[1] == "add" ? "added" : "removed");
-            return 0;
-        }
-        if (cmd == "mfa" && args.size() >= 3 && args[1] == "reset") {
-            auto r = id.mfa().reset(group_option ? *group_option : args.size() > 3 ? args[3] : "", args[2]);
-            if (!r) return fail(r.error());
-            std::printf("%s: second factor reset, sessions ended\n", args[2].c_str());
-            return 0;
-        }
-        if (cmd == "user" && args.size() >= 2) {
-            auto u = find_account(*st->read(), args[1], group);
-            if (!u) return fail(u.error());
-            print_account(u.value());
-            return 0;
-        }
-        if (cmd == "password-hash" && args.size() >= 2) {
-            // a one-way hash, not a secret: printed for audits of the hash settings and for
-            // checking it with another Argon2 implementation
-            auto u = find_account(*st->read(), args[1], group);
-            if (!u) return fail(u.error());
-            std::printf("%s\n", u->password_hash.c_str());
-            return 0;
-        }
-        if (cmd == "audit") {
-            // audit [N] [--email ADDRESS] [--kind KIND]: the newest N entries (20) that match
-            std::size_t n = 20;
-            std::string email, kind;
-            for (std::size_t i = 1; i < args.size(); ++i) {
-                if ((args[i] == "--email" || args[i] == "--kind") && i + 1 < args.size()) {
-                    (args[i] == "--email" ? email : kind) = args[i + 1];
-                    ++i;
-                } else if (!args[i].empty() && args[i].size() <= 9 &&
-                           args[i].find_first_not_of("0123456789") == std::string::npos) {
-                    n = std::stoul(args[i]);
-                } else {
-                    return usage();
-                }
+        txn->commit();
+        std::printf("%zu session%s revoked\n", ending.size(), ending.size() == 1 ? "" : "s");
+        return 0;
+    });
+
+    auto *role_cmd = app.add_subcommand("role", "give or take a role (signin_allow role ROLE)");
+    role_cmd->add_option("action", role_action, "add or remove")->required()->check(CLI::IsMember({"add", "remove"}));
+    role_cmd->add_option("email", who, "EMAIL")->required();
+    role_cmd->add_option("role", role, "ROLE")->required();
+    role_cmd->add_option("group", group_arg, "its group (or --group)");
+    command(role_cmd, [&] {
+        auto r = id->set_role(group(), who, role, role_action == "add");
+        if (!r) return fail(r.error());
+        std::printf("%s: role %s %s\n", who.c_str(), role.c_str(), role_action == "add" ? "added" : "removed");
+        return 0;
+    });
+
+    auto *mfa = app.add_subcommand("mfa", "second factors");
+    auto *mfa_reset = mfa->add_subcommand("reset", "remove an account's second factor, recovery codes and remembered "
+                                                   "devices, and end its sessions (a lost phone)");
+    mfa->require_subcommand(1);
+    mfa_reset->add_option("email", who, "EMAIL")->required();
+    mfa_reset->add_option("group", group_arg, "its group (or --group)");
+    command(mfa_reset, [&] {
+        auto r = id->mfa().reset(group(), who);
+        if (!r) return fail(r.error());
+        std::printf("%s: second factor reset, sessions ended\n", who.c_str());
+        return 0;
+    });
+
+    auto *passkeys = app.add_subcommand("passkeys", "an account's passkeys");
+    passkeys->add_option("email", who, "EMAIL or ID")->required();
+    command(passkeys, [&] {
+        auto txn = store->read();
+        auto u = find_account(*txn, who, group());
+        if (!u) return fail(u.error());
+        Table t({"ID", "NAME", "CREATED", "LAST USED", "SYNCED"});
+        for (const auto &p : txn->passkeys_of(u->id)) {
+            const std::string pid = signin::enc::base64url(reinterpret_cast<const unsigned char *>(p.credential_id.data()),
+                                                           p.credential_id.size());
+            if (o.json) {
+                signin::json::Writer w;
+                w.begin_object().key("id").value(pid).key("name").value(p.name).key("created_at").time(p.created_at);
+                w.key("synced").value(p.backup_eligible).end_object();
+                std::printf("%s\n", w.str().c_str());
             }
-            if (!email.empty()) {
-                auto normalized = signin::normalize_email(email);
-                if (!normalized) return fail({signin::Code::InvalidEmail, "that is not an email address"});
-                email = *normalized;
+            t.add({pid, p.name, when(p.created_at), when(p.last_used_at), p.backup_eligible ? "yes" : "no"});
+        }
+        if (!o.json) t.print();
+        return 0;
+    });
+    auto *passkey = app.add_subcommand("passkey", "one passkey");
+    auto *passkey_remove = passkey->add_subcommand("remove", "remove a passkey (its id as `passkeys` shows it)");
+    passkey->require_subcommand(1);
+    passkey_remove->add_option("id", passkey_id, "ID")->required();
+    command(passkey_remove, [&] {
+        auto raw = signin::enc::base64url_decode(passkey_id);
+        if (!raw || raw->empty()) return fail({Code::NotFound, "no such passkey"});
+        auto txn = store->write();
+        auto p = txn->passkey(signin::secret_hash(*raw));
+        if (!p) return fail({Code::NotFound, "no such passkey"});
+        txn->del_passkey(p->key);
+        signin::AuditEntry e;
+        e.at = id->now();
+        e.kind = "passkey.removed";
+        e.client = "admin";
+        e.user_id = p->user_id;
+        if (auto owner = txn->user_by_id(p->user_id)) e.email = owner->email;
+        e.detail = p->name;
+        txn->append_audit(e);
+        txn->commit();
+        std::printf("passkey %s removed\n", p->name.c_str());
+        return 0;
+    });
+
+    auto *invite = app.add_subcommand("invite", "make an account (its sign-in works with registration off)");
+    invite->add_option("email", who, "EMAIL")->required();
+    invite->add_option("--role", roles, "a role it holds (repeatable)");
+    invite->add_flag("--send", send, "write an invitation email to the outbox (nginx sends it within a second)");
+    invite->add_option("--key", key_file, "signin_secret_key (default: the store's path + .key)");
+    command(invite, [&] {
+        if (send) {  // the email goes through nginx's outbox: sealed with the same key
+            auto key = signin::load_secret_key(key_file.empty() ? default_key_file(o.store) : key_file, false);
+            if (!key) return fail(key.error());
+            signin::OutboxSettings outbox;
+            outbox.key = key.value();
+            outbox.hold = 0;  // due now: the next outbox check of any nginx worker sends it
+            id->use_outbox(outbox);
+            outbox.key.fill(0);
+        }
+        auto r = id->tokens().invite(who, o.group, roles, send);
+        if (!r) return fail(r.error());
+        std::printf("%s: invited%s\n", who.c_str(), send ? "; the invitation email waits in the outbox" : "");
+        return 0;
+    });
+
+    auto *key = app.add_subcommand("key", "the key file (signin_secret_key)");
+    auto *rotate = key->add_subcommand("rotate", "the next $signin_assertion signing key; nginx signs with it after its next reload");
+    key->require_subcommand(1);
+    rotate->add_option("file", key_file, "KEYFILE (default: the store's path + .key)");
+    command(rotate, [&] {
+        const std::string path = key_file.empty() ? default_key_file(o.store) : key_file;
+        auto g = signin::rotate_assertion_key(path);
+        if (!g) return fail(g.error());
+        std::printf("%s: assertion key generation %llu (reload nginx to sign with it)\n", path.c_str(),
+                    static_cast<unsigned long long>(g.value()));
+        return 0;
+    }, false);
+
+    auto *hash = app.add_subcommand("password-hash", "an account's Argon2id PHC string (a one-way hash; empty: no password)");
+    hash->add_option("email", who, "EMAIL")->required();
+    hash->add_option("group", group_arg, "its group (or --group)");
+    command(hash, [&] {
+        auto u = find_account(*store->read(), who, group());
+        if (!u) return fail(u.error());
+        std::printf("%s\n", u->password_hash.c_str());
+        return 0;
+    });
+
+    auto *audit = app.add_subcommand("audit", "the newest audit entries that match");
+    audit->add_option("count", count, "how many (default 20)")->check(CLI::Range(1, 1000000));
+    audit->add_option("--email", email, "of this address");
+    audit->add_option("--kind", kind, "of this kind (session.created, passkey.refused, ...)");
+    audit->add_option("--since", since, "at or after: 2026-11-24, 2026-11-24T10:00:00Z, or ago: 30m, 12h, 7d");
+    audit->add_option("--until", until, "before (the same forms)");
+    command(audit, [&] {
+        const signin::Millis now = id->now();
+        std::optional<signin::Millis> from, to;
+        if (!since.empty() && !(from = parse_time(since, now))) return fail({Code::InvalidRequest, "--since: not a time"});
+        if (!until.empty() && !(to = parse_time(until, now))) return fail({Code::InvalidRequest, "--until: not a time"});
+        if (!email.empty()) {
+            auto normalized = signin::normalize_email(email);
+            if (!normalized) return fail({Code::InvalidEmail, "that is not an email address"});
+            email = *normalized;
+        }
+        auto txn = store->read();
+        const bool filtered = !email.empty() || !kind.empty() || from || to;
+        std::size_t shown = 0;
+        Table t({"AT", "KIND", "EMAIL", "CLIENT", "DETAIL"});
+        for (const auto &e : txn->audit(filtered ? txn->audit_count() : count)) {
+            if (shown == count) break;
+            if ((!email.empty() && e.email != email) || (!kind.empty() && e.kind != kind) || (from && e.at < *from) ||
+                (to && e.at >= *to)) {
+                continue;
             }
-            auto txn = st->read();
-            const bool filtered = !email.empty() || !kind.empty();
-            std::size_t shown = 0;
-            for (const auto &e : txn->audit(filtered ? txn->audit_count() : n)) {
-                if (shown == n) break;
-                if ((!email.empty() && e.email != email) || (!kind.empty() && e.kind != kind)) continue;
+            if (o.json) {
                 signin::json::Writer w;
                 w.begin_object()
                     .key("at").time(e.at)
@@ -276,23 +464,74 @@ int main(int argc, char **argv) {
                     .key("detail").value(e.detail)
                     .end_object();
                 std::printf("%s\n", w.str().c_str());
-                ++shown;
             }
+            t.add({signin::enc::rfc3339(e.at), e.kind, e.email.empty() ? "-" : e.email, e.client, e.detail});
+            ++shown;
+        }
+        if (!o.json) t.print();
+        return 0;
+    });
+
+    auto *stats = app.add_subcommand("stats", "what the store holds, and how full it is");
+    command(stats, [&] {
+        auto c = store->read()->counts();
+        auto space = store->space();
+        const double used = space.map_bytes ? 100.0 * static_cast<double>(space.used_bytes) / static_cast<double>(space.map_bytes) : 0;
+        if (o.json) {
+            std::printf("{\"users\":%zu,\"sessions\":%zu,\"tokens\":%zu,\"passkeys\":%zu,\"audit_entries\":%zu,\"outbox\":%zu,"
+                        "\"used_bytes\":%llu,\"map_bytes\":%llu,\"used_percent\":%.1f}\n",
+                        c.users, c.sessions, c.tokens, c.passkeys, c.audit, c.outbox,
+                        static_cast<unsigned long long>(space.used_bytes), static_cast<unsigned long long>(space.map_bytes), used);
             return 0;
         }
-        if (cmd == "stats") {
-            auto r = st->read();
-            std::printf("{\"users\":%zu,\"audit_entries\":%zu,\"outbox\":%zu}\n", r->user_count(), r->audit_count(),
-                        r->outbox_count());
-            return 0;
-        }
-        if (cmd == "purge") {
-            auto n = id.purge_expired(static_cast<std::size_t>(-1));
-            if (!n) return fail(n.error());
-            std::printf("purged %zu expired records\n", n.value());
-            return 0;
-        }
-        return usage();
+        Table t({"WHAT", "COUNT"});
+        t.add({"users", std::to_string(c.users)});
+        t.add({"sessions (expired ones until purged)", std::to_string(c.sessions)});
+        t.add({"tokens (outstanding codes)", std::to_string(c.tokens)});
+        t.add({"passkeys", std::to_string(c.passkeys)});
+        t.add({"audit entries", std::to_string(c.audit)});
+        t.add({"emails waiting in the outbox", std::to_string(c.outbox)});
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.1f%%", used);
+        t.add({"store used", std::to_string(space.used_bytes) + " of " + std::to_string(space.map_bytes) + " bytes (" + pct + ")"});
+        t.print();
+        return 0;
+    });
+
+    std::string backup_file;
+    auto *backup = app.add_subcommand("backup", "a consistent, compacted copy of the store into FILE (a new file), while nginx runs");
+    backup->add_option("file", backup_file, "FILE (restore: stop nginx, copy it to the store's data.mdb)")->required();
+    command(backup, [&] {
+        store->backup(backup_file);
+        std::printf("%s: written\n", backup_file.c_str());
+        return 0;
+    });
+
+    auto *check = app.add_subcommand("check", "decode every record and check every index");
+    command(check, [&] {
+        auto problems = store->check_integrity();
+        for (const auto &p : problems) std::printf("%s\n", p.c_str());
+        if (problems.empty()) std::printf("the store is sound\n");
+        return problems.empty() ? 0 : 1;
+    });
+
+    auto *purge = app.add_subcommand("purge", "delete expired tokens and sessions, and old audit entries, now");
+    command(purge, [&] {
+        auto n = id->purge_expired(static_cast<std::size_t>(-1));
+        if (!n) return fail(n.error());
+        std::printf("purged %zu expired records\n", n.value());
+        return 0;
+    });
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp &e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        (void)app.exit(e);  // prints the message and the usage
+        return 2;
     } catch (const signin::StoreError &e) {
         std::fprintf(stderr, "signin-admin: %s\n", e.what());
         return 1;
@@ -300,4 +539,5 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "signin-admin: %s\n", e.what());
         return 1;
     }
+    return status;
 }

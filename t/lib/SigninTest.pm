@@ -624,7 +624,13 @@ sub password_hash {
 }
 
 # Runs the signin-admin tool on this test's store; returns (exit status, output).
+# signin-admin with --json (what tests parse); admin_text without it (the tables people read).
 sub admin {
+    my ($self, @args) = @_;
+    return $self->admin_text('--json', @args);
+}
+
+sub admin_text {
     my ($self, @args) = @_;
     my $cmd = join ' ', map { quotemeta } $self->{admin}, '--store', $self->store, @args;
     my $out = `$cmd 2>&1`;
