@@ -105,7 +105,7 @@ EmailTemplate from_copy(Purpose p, const Copy &c, bool linked) {
 // The built-in email of each purpose; `linked`: with the link (its button, and a line in the text).
 EmailTemplate builtin(Purpose p, bool linked) {
     constexpr std::string_view kOnceIgnore =
-        "It is valid for {{minutes}} minutes and can be used once. If you did not ask for it, ignore this email.";
+        "It is valid for {{validity}} and can be used once. If you did not ask for it, ignore this email.";
     Copy c;
     switch (p) {
     case Purpose::SignIn:
@@ -130,7 +130,7 @@ EmailTemplate builtin(Purpose p, bool linked) {
     case Purpose::EmailChange:
         c = {"Confirm your new address for {{site_name}}",
              {"Use this code to confirm {{email}} as the new address of your account on {{site_name}}:"},
-             {"It is valid for {{minutes}} minutes. It cannot be used to sign in."},
+             {"It is valid for {{validity}}. It cannot be used to sign in."},
              "Confirm the new address",
              {}};
         break;
@@ -138,7 +138,7 @@ EmailTemplate builtin(Purpose p, bool linked) {
         c = {"Approve a change of address for {{site_name}}",
              {"Someone asked to move your account on {{site_name}} to a new address. If it was you, approve it "
               "with this code:"},
-             {"It is valid for {{minutes}} minutes. If it was not you, do not use it."},
+             {"It is valid for {{validity}}. If it was not you, do not use it."},
              "Approve the change",
              {}};
         break;
@@ -153,7 +153,7 @@ EmailTemplate builtin(Purpose p, bool linked) {
     case Purpose::Invitation:
         c = {"You are invited to {{site_name}}",
              {"You are invited to {{site_name}}. Use this code to sign in:"},
-             {"It is valid for {{minutes}} minutes and can be used once. Later, sign in with your address, "
+             {"It is valid for {{validity}} and can be used once. Later, sign in with your address, "
               "{{email}}."},
              "Join {{site_name}}",
              {}};
@@ -173,6 +173,7 @@ EmailTemplate builtin(Purpose p, bool linked) {
 
 struct Values {
     std::string_view token, email, origin, minutes, password_note, code, site_name, link;
+    std::string_view validity;  // "1 minute", "10 minutes": {{minutes}} in words, singular or plural
 };
 
 std::optional<std::string_view> value_of(const Values &v, std::string_view name) {
@@ -180,6 +181,7 @@ std::optional<std::string_view> value_of(const Values &v, std::string_view name)
     if (name == "email") return v.email;
     if (name == "origin") return v.origin;
     if (name == "minutes") return v.minutes;
+    if (name == "validity") return v.validity;
     if (name == "password_note") return v.password_note;
     if (name == "code") return v.code;
     if (name == "site_name") return v.site_name;
@@ -205,7 +207,7 @@ Result<std::string> expand(std::string_view tpl, const Values &v, bool html, std
         if (!value) {
             return Error{Code::InvalidRequest,
                          "unknown \"{{" + std::string(name) +
-                             "}}\" (known: code, token, link, site_name, email, origin, minutes, password_note)"};
+                             "}}\" (known: code, token, link, site_name, email, origin, minutes, validity, password_note)"};
         }
         if (used) used->emplace_back(name);
         if (html) {
@@ -301,7 +303,7 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     if (t.subject.empty() || t.subject.find_first_of("\r\n") != std::string::npos) {
         return Error{Code::InvalidRequest, name + ": the subject must be one line, not empty"};
     }
-    const Values probe{"t", "e", "o", "1", "n", "c", "s", "l"};
+    const Values probe{"t", "e", "o", "1", "n", "c", "s", "l", "1 minute"};
     std::vector<std::string> in_subject, in_text, in_html;
     auto s = expand(t.subject, probe, false, &in_subject);
     if (!s) return Error{Code::InvalidRequest, name + " subject: " + s.error().message};
@@ -349,6 +351,7 @@ bool Emails::is_custom(Purpose purpose) const { return custom_[index_of(purpose)
 
 Email Emails::render(const Delivery &d, std::string_view origin) const {
     const std::string minutes = std::to_string(std::max<Millis>(1, (token_ttl_ + 59999) / 60000));
+    const std::string validity = minutes + (minutes == "1" ? " minute" : " minutes");
     // the site's name: signin_site_name, or the origin without its scheme
     std::string_view site = site_name_;
     if (site.empty()) {
@@ -371,7 +374,7 @@ Email Emails::render(const Delivery &d, std::string_view origin) const {
     const EmailTemplate &t = e.link.empty() && !custom_[i] ? unlinked_[i] : templates_[i];
     Values v{d.token.reveal(), d.email, origin, minutes,
              d.purpose == Purpose::Registration && d.with_password ? kPasswordNote : std::string_view(), d.code, site,
-             e.link};
+             e.link, validity};
     // every template was checked by replace() or is built in: expansion cannot fail
     e.subject = expand(t.subject, v, false).value();
     e.text = expand(t.text, v, false).value();
