@@ -6,7 +6,6 @@ use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
 use JSON::PP;
-use File::Copy qw(copy);
 
 my $root = $ENV{SIGNIN_ROOT} || '.';
 # optional tools (build.sh installs them): without one this file is skipped, the run goes on
@@ -38,21 +37,7 @@ location /_legacy/ { default_type text/plain; return 200 "legacy app: hello $htt
 }));
 
 local $ENV{OATHTOOL} = SigninTest::which('oathtool') // '';
-my $out = `cd $root/t && node browser/pages.mjs ${\ $t->origin} ${\ $t->prefix} $ttl 2>&1`;
-is $? >> 8, 0, 'the browser walk ran' or diag $out;
-my ($line) = grep { /^\{"checks"/ } split /\n/, $out;
-my $seen = eval { decode_json($line // '') } || {};
-ok @{ $seen->{checks} || [] } > 40, 'the walk reported its observations' or diag $out;
-for my $c (@{ $seen->{checks} || [] }) {
-    SKIP: {
-        skip $c->{name}, 1 if $c->{skip};
-        ok $c->{ok}, $c->{name} or diag $c->{detail};
-    }
-}
-for my $png (@{ $seen->{screenshots} || [] }) {
-    ok -s $png, "screenshot $png";
-    copy($png, $ENV{SIGNIN_SHOTS}) if $ENV{SIGNIN_SHOTS};
-}
+$t->browser_walk('pages.mjs', 40, $t->origin, $t->prefix, $ttl);
 $t->done;
 
 # registration off: the page asks /login and says what that means; an account made by the admin tool signs in
@@ -61,11 +46,6 @@ $t->run(http => $t->signin_http(extra => q{signin_limits off;}, auth => q{signin
 my $member = 'member@example.com';
 my ($rc, $admin_out) = $t->admin('invite', $member);
 is $rc, 0, 'signin-admin invite makes an account' or diag $admin_out;
-$out = `cd $root/t && node browser/pages_closed.mjs ${\ $t->origin} $member 2>&1`;
-is $? >> 8, 0, 'the walk with registration off ran' or diag $out;
-($line) = grep { /^\{"checks"/ } split /\n/, $out;
-$seen = eval { decode_json($line // '') } || {};
-ok @{ $seen->{checks} || [] } >= 6, 'it reported its observations' or diag $out;
-ok $_->{ok}, $_->{name} or diag $_->{detail} for @{ $seen->{checks} || [] };
+$t->browser_walk('pages_closed.mjs', 6, $t->origin, $member);
 $t->done;
 done_testing;

@@ -7,7 +7,6 @@ use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
 use JSON::PP;
-use File::Copy qw(copy);
 
 my $root = $ENV{SIGNIN_ROOT} || '.';
 my $chromium = $ENV{CHROMIUM} || '/usr/bin/chromium';
@@ -44,21 +43,7 @@ is $t->req(POST => '/auth/passkeys/session', json => { credential => {} })->{sta
     '... /passkeys/session is a cookie write: no Origin, 403';
 
 local $ENV{OATHTOOL} = SigninTest::which('oathtool') // '';
-my $out = `cd $root/t && node browser/passkeys.mjs $base ${\ $t->prefix} 2>&1`;
-is $? >> 8, 0, 'the browser walk ran' or diag $out;
-my ($line) = grep { /^\{"checks"/ } split /\n/, $out;
-my $seen = eval { decode_json($line // '') } || {};
-ok @{ $seen->{checks} || [] } > 25, 'the walk reported its observations' or diag $out;
-for my $c (@{ $seen->{checks} || [] }) {
-    SKIP: {
-        skip $c->{name}, 1 if $c->{skip};
-        ok $c->{ok}, $c->{name} or diag $c->{detail};
-    }
-}
-for my $png (@{ $seen->{screenshots} || [] }) {
-    ok -s $png, "screenshot $png";
-    copy($png, $ENV{SIGNIN_SHOTS}) if $ENV{SIGNIN_SHOTS};
-}
+$t->browser_walk('passkeys.mjs', 25, $base, $t->prefix);
 
 # every refusal is audited with its reason; additions, uses and removals too
 my ($rc, $audit) = $t->admin('audit', 500);

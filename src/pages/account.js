@@ -40,6 +40,42 @@ function describe(s) {
   return { agent, detail: parts.join(", ") };
 }
 
+// One entry of a list (accounts, sessions, passkeys): its name (with a badge), a line of detail,
+// and a button (label, its accessible name, what it does while it says `working`).
+function listItem({ name, nameClass, nameTitle, badge, hint, button }) {
+  const item = document.createElement("li");
+  const what = document.createElement("div");
+  what.className = "what";
+  const title = document.createElement("div");
+  if (nameClass) title.className = nameClass;
+  if (nameTitle) title.title = nameTitle;
+  title.textContent = name;
+  if (badge) {
+    const b = document.createElement("span");
+    b.className = "badge";
+    b.textContent = badge;
+    title.append(b);
+  }
+  what.append(title);
+  if (hint) {
+    const small = document.createElement("div");
+    small.className = "hint";
+    small.textContent = hint;
+    what.append(small);
+  }
+  item.append(what);
+  if (button) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "secondary";
+    b.textContent = button.label;
+    b.setAttribute("aria-label", button.aria);
+    b.addEventListener("click", () => busy(b, button.working, button.run));
+    item.append(b);
+  }
+  return item;
+}
+
 // ---- the accounts of this browser (DESIGN §9.6)
 async function loadAccounts() {
   const answer = await call("accounts");
@@ -47,35 +83,22 @@ async function loadAccounts() {
   const list = $("accounts");
   list.replaceChildren();
   for (const a of answer.body.accounts) {
-    const item = document.createElement("li");
-    const what = document.createElement("div");
-    what.className = "what";
-    const name = document.createElement("div");
-    name.className = "address";
-    name.textContent = a.user.email;
-    if (a.active) {
-      const badge = document.createElement("span");
-      badge.className = "badge";
-      badge.textContent = "Signed in";
-      name.append(badge);
-    }
-    what.append(name);
-    item.append(what);
-    if (!a.active) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "secondary";
-      button.textContent = "Switch";
-      button.setAttribute("aria-label", `Switch to ${a.user.email}`);
-      button.addEventListener("click", () => busy(button, "Switching…", async () => {
-        const switched = await call("accounts/switch", { session_id: a.session_id });
-        if (switched.status === 204) return location.reload();
-        msg.error(explain(switched));
-        return loadAccounts();
-      }));
-      item.append(button);
-    }
-    list.append(item);
+    list.append(listItem({
+      name: a.user.email,
+      nameClass: "address",
+      badge: a.active ? "Signed in" : "",
+      button: a.active ? null : {
+        label: "Switch",
+        aria: `Switch to ${a.user.email}`,
+        working: "Switching…",
+        run: async () => {
+          const switched = await call("accounts/switch", { session_id: a.session_id });
+          if (switched.status === 204) return location.reload();
+          msg.error(explain(switched));
+          return loadAccounts();
+        },
+      },
+    }));
   }
   $("sign-out-all").hidden = answer.body.accounts.length < 2;
 }
@@ -92,34 +115,19 @@ async function loadSessions() {
       fresh = !!s.fresh;
       currentSession = s.id;
     }
-    const item = document.createElement("li");
-    const what = document.createElement("div");
-    what.className = "what";
     const { agent, detail } = describe(s);
-    const name = document.createElement("div");
-    name.textContent = agent;
-    if (s.user_agent) name.title = s.user_agent;
-    if (s.current) {
-      const badge = document.createElement("span");
-      badge.className = "badge";
-      badge.textContent = "This browser";
-      name.append(badge);
-    }
-    const small = document.createElement("div");
-    small.className = "hint";
-    small.textContent = detail;
-    what.append(name, small);
-    item.append(what);
-    if (!s.current) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "secondary";
-      button.textContent = "Sign out";
-      button.setAttribute("aria-label", `Sign out ${agent}${detail ? `, ${detail}` : ""}`);
-      button.addEventListener("click", () => revoke(s.id, button));
-      item.append(button);
-    }
-    list.append(item);
+    list.append(listItem({
+      name: agent,
+      nameTitle: s.user_agent,
+      badge: s.current ? "This browser" : "",
+      hint: detail,
+      button: s.current ? null : {
+        label: "Sign out",
+        aria: `Sign out ${agent}${detail ? `, ${detail}` : ""}`,
+        working: "Signing out…",
+        run: () => revoke(s.id),
+      },
+    }));
   }
   $("password-section").hidden = !passwords;
   $("set-password-form").hidden = !fresh;
@@ -138,29 +146,22 @@ async function loadPasskeys() {
   const list = $("passkeys");
   list.replaceChildren();
   for (const p of answer.body.passkeys) {
-    const item = document.createElement("li");
-    const what = document.createElement("div");
-    what.className = "what";
-    const name = document.createElement("div");
-    name.textContent = p.name;
-    const small = document.createElement("div");
-    small.className = "hint";
-    small.textContent = `Added ${when(p.created_at)}; ${p.last_used_at ? `last used ${when(p.last_used_at)}` : "not used yet"}`;
-    what.append(name, small);
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "secondary";
-    button.textContent = "Remove";
-    button.setAttribute("aria-label", `Remove passkey ${p.name}`);
-    button.addEventListener("click", () => busy(button, "Removing…", async () => {
-      const removed = await call("passkeys/remove", { id: p.id });
-      if (removed.status !== 204) return msg.error(explain(removed));
-      await loadPasskeys();
-      msg.notice(`The passkey ${p.name} is removed.`);
-      $("passkeys-title").focus();
+    list.append(listItem({
+      name: p.name,
+      hint: `Added ${when(p.created_at)}; ${p.last_used_at ? `last used ${when(p.last_used_at)}` : "not used yet"}`,
+      button: {
+        label: "Remove",
+        aria: `Remove passkey ${p.name}`,
+        working: "Removing…",
+        run: async () => {
+          const removed = await call("passkeys/remove", { id: p.id });
+          if (removed.status !== 204) return msg.error(explain(removed));
+          await loadPasskeys();
+          msg.notice(`The passkey ${p.name} is removed.`);
+          return $("passkeys-title").focus();
+        },
+      },
     }));
-    item.append(what, button);
-    list.append(item);
   }
 }
 
@@ -351,19 +352,17 @@ $("reauth-form").addEventListener("submit", async (event) => {
   });
 });
 
-async function revoke(id, button) {
-  await busy(button, "Signing out…", async () => {
-    const answer = await call("sessions/revoke", { id });
-    if (answer.status === 204) {
-      await loadSessions();
-      msg.notice("That session is signed out.");
-      $("sessions-title").focus();
-    } else if (answer.status === 401) {
-      toSignIn();
-    } else {
-      msg.error(explain(answer));
-    }
-  });
+async function revoke(id) {
+  const answer = await call("sessions/revoke", { id });
+  if (answer.status === 204) {
+    await loadSessions();
+    msg.notice("That session is signed out.");
+    $("sessions-title").focus();
+  } else if (answer.status === 401) {
+    toSignIn();
+  } else {
+    msg.error(explain(answer));
+  }
 }
 
 $("set-password-form").addEventListener("submit", async (event) => {

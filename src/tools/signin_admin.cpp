@@ -104,6 +104,19 @@ signin::Result<signin::User> find_account(signin::ReadTxn &txn, const std::strin
     return *u;
 }
 
+// The audit entry of an operator's change to an account (client "admin"), with its address.
+void audit_admin(signin::WriteTxn &txn, signin::Millis now, const char *kind, const std::string &user_id,
+                 const std::string &detail) {
+    signin::AuditEntry e;
+    e.at = now;
+    e.kind = kind;
+    e.client = "admin";
+    e.user_id = user_id;
+    if (auto owner = txn.user_by_id(user_id)) e.email = owner->email;
+    e.detail = detail;
+    txn.append_audit(e);
+}
+
 // "2026-11-24", "2026-11-24T10:00:00Z" (UTC), or a time ago: "30m", "12h", "7d".
 std::optional<signin::Millis> parse_time(const std::string &s, signin::Millis now) {
     if (s.size() >= 2 && std::all_of(s.begin(), s.end() - 1, ::isdigit)) {
@@ -299,14 +312,7 @@ int main(int argc, char **argv) {
         }
         for (const auto &s : ending) {
             txn->del_session(s.hash);
-            signin::AuditEntry e;
-            e.at = id->now();
-            e.kind = "session.revoked";
-            e.client = "admin";
-            e.user_id = s.user_id;
-            if (auto owner = txn->user_by_id(s.user_id)) e.email = owner->email;
-            e.detail = s.id;
-            txn->append_audit(e);
+            audit_admin(*txn, id->now(), "session.revoked", s.user_id, s.id);
         }
         txn->commit();
         std::printf("%zu session%s revoked\n", ending.size(), ending.size() == 1 ? "" : "s");
@@ -370,14 +376,7 @@ int main(int argc, char **argv) {
         auto p = txn->passkey(signin::secret_hash(*raw));
         if (!p) return fail({Code::NotFound, "no such passkey"});
         txn->del_passkey(p->key);
-        signin::AuditEntry e;
-        e.at = id->now();
-        e.kind = "passkey.removed";
-        e.client = "admin";
-        e.user_id = p->user_id;
-        if (auto owner = txn->user_by_id(p->user_id)) e.email = owner->email;
-        e.detail = p->name;
-        txn->append_audit(e);
+        audit_admin(*txn, id->now(), "passkey.removed", p->user_id, p->name);
         txn->commit();
         std::printf("passkey %s removed\n", p->name.c_str());
         return 0;

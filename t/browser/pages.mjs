@@ -8,14 +8,11 @@
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_pages_browser.t.
 // usage: node pages.mjs BASE_URL OUT_DIR TOKEN_TTL_SECONDS
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
+import { helpers } from "./walk.mjs";
 
 const [base, outDir, ttlArg] = process.argv.slice(2);
 const tokenTtl = Number(ttlArg) || 8;
-const require = createRequire(import.meta.url);
-const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 const checks = [];
 const screenshots = [];
 const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail: detail === undefined ? "" : String(detail) });
@@ -41,40 +38,7 @@ async function person(viewport, options = {}) {
   return { context, page };
 }
 
-// axe-core on the page as it is now: serious and critical violations fail.
-async function axe(page, state) {
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(async () => {
-    const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 3) }));
-  });
-  const bad = result.filter((v) => v.impact === "serious" || v.impact === "critical");
-  check(`axe: no serious or critical violation (${state})`, bad.length === 0, JSON.stringify(bad));
-}
-
-async function shot(page, name) {
-  const path = `${outDir}/${name}.png`;
-  await page.screenshot({ path, fullPage: true });
-  screenshots.push(path);
-}
-
-// The newest email to an address, from the dev mailbox (JSON, as a script reads it).
-async function email(page, to, after = 0) {
-  for (let i = 0; i < 100; i++) {
-    const res = await page.request.get(`${base}/_dev/mailbox`, { headers: { Accept: "application/json" } });
-    const box = await res.json();
-    const list = box.emails.filter((m) => m.email === to);
-    if (list.length > after) return list[list.length - 1];
-    await page.waitForTimeout(50);
-  }
-  return null;
-}
-
-async function count(page, to) {
-  const res = await page.request.get(`${base}/_dev/mailbox`, { headers: { Accept: "application/json" } });
-  return (await res.json()).emails.filter((m) => m.email === to).length;
-}
-
+const { axe, shot, email, count, until, text, signUp } = helpers({ base, outDir, check, screenshots });
 const visible = (page, selector) => page.locator(selector).isVisible();
 // A TOTP code of a base32 secret at now + offset seconds, made by Debian's oathtool.
 const oathtool = process.env.OATHTOOL || "";
@@ -85,30 +49,6 @@ async function settle(page) {
   const left = 30 - (Math.floor(Date.now() / 1000) % 30);
   if (left < 5) await page.waitForTimeout((left + 1) * 1000);
 }
-// The text of selector once it matches re (or after 5 s, whatever it is then).
-async function until(page, selector, re) {
-  let now = "";
-  for (let i = 0; i < 100; i++) {
-    now = ((await page.textContent(selector)) || "").trim();
-    if (re.test(now)) break;
-    await page.waitForTimeout(50);
-  }
-  return now;
-}
-const text = async (page, selector) => ((await page.textContent(selector)) || "").trim();
-
-// Signs `address` up (or in) by its emailed code on the sign-in page, and waits for the account page.
-async function signUp(page, address) {
-  await page.goto(`${base}/auth/`);
-  await page.fill("#email", address);
-  await page.click("#email-submit");
-  await page.waitForSelector("#step-code", { state: "visible" });
-  await page.fill("#code", (await email(page, address)).code);
-  await page.click("#code-submit");
-  await page.waitForURL(`${base}/auth/account`);
-  await page.waitForSelector("#account", { state: "visible" });
-}
-
 // The two-step walk (signin_mfa): hank enrolls on the account page at 390 px, signs in with the
 // app's code (a remembered browser skips it), then with a recovery code elsewhere, and turns it off.
 async function twoStep() {

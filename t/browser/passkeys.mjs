@@ -7,15 +7,12 @@
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_passkeys_browser.t.
 // usage: node passkeys.mjs BASE_URL OUT_DIR
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
+import { helpers } from "./walk.mjs";
 import { verifyAuthenticationResponse, verifyRegistrationResponse } from "@simplewebauthn/server";
 
 const [base, outDir] = process.argv.slice(2);
 const rpId = new URL(base).hostname;
-const require = createRequire(import.meta.url);
-const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 const checks = [];
 const screenshots = [];
 const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail: detail === undefined ? "" : String(detail) });
@@ -52,46 +49,7 @@ async function person({ uv = true, conditional = true } = {}) {
   });
   return { context, page, cdp, authenticatorId };
 }
-async function axe(page, state) {
-  await page.evaluate(axeSource);
-  const bad = (await page.evaluate(async () => (await globalThis.axe.run(document, { resultTypes: ["violations"] }))
-    .violations.map((v) => ({ id: v.id, impact: v.impact })))).filter((v) => v.impact === "serious" || v.impact === "critical");
-  check(`axe: no serious or critical violation (${state})`, bad.length === 0, JSON.stringify(bad));
-}
-async function shot(page, name) {
-  const path = `${outDir}/${name}.png`;
-  await page.screenshot({ path, fullPage: true });
-  screenshots.push(path);
-}
-async function email(page, to) {
-  for (let i = 0; i < 100; i++) {
-    const box = await (await page.request.get(`${base}/_dev/mailbox`, { headers: { Accept: "application/json" } })).json();
-    const list = box.emails.filter((m) => m.email === to);
-    if (list.length) return list[list.length - 1];
-    await page.waitForTimeout(50);
-  }
-  return null;
-}
-const text = async (page, selector) => ((await page.textContent(selector)) || "").trim();
-async function until(page, selector, re) {
-  let now = "";
-  for (let i = 0; i < 100; i++) {
-    now = await text(page, selector);
-    if (re.test(now)) break;
-    await page.waitForTimeout(50);
-  }
-  return now;
-}
-async function signUp(page, address) {
-  await page.goto(`${base}/auth/`);
-  await page.fill("#email", address);
-  await page.click("#email-submit");
-  await page.waitForSelector("#step-code", { state: "visible" });
-  await page.fill("#code", (await email(page, address)).code);
-  await page.click("#code-submit");
-  await page.waitForURL(`${base}/auth/account`);
-  await page.waitForSelector("#account", { state: "visible" });
-}
+const { axe, shot, email, until, text, signUp } = helpers({ base, outDir, check, screenshots });
 const status = async (page, path, headers = {}) => (await page.request.get(`${base}${path}`, { headers })).status();
 
 // In the page: fetch JSON from the API (same origin: the browser adds Origin and the cookies).

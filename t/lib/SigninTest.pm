@@ -1,4 +1,5 @@
 package SigninTest;
+use File::Copy ();
 
 # Test harness for t/*.t: writes an nginx.conf into a fresh prefix, starts the real nginx binary
 # with the built module on free loopback ports, speaks HTTP to it, and checks error.log at the end.
@@ -624,6 +625,30 @@ sub password_hash {
 }
 
 # Runs the signin-admin tool on this test's store; returns (exit status, output).
+# Runs a browser walk (t/browser/SCRIPT with ARGS; it prints one JSON line {checks, screenshots})
+# and makes each of its observations a test: a skipped one is a skip, at least `min` of them,
+# every screenshot written (and copied to SIGNIN_SHOTS when set).
+sub browser_walk {
+    my ($self, $script, $min, @args) = @_;
+    my $root = $ENV{SIGNIN_ROOT} || '.';
+    my $cmd = join ' ', 'cd', quotemeta("$root/t"), '&&', 'node', quotemeta("browser/$script"), map { quotemeta } @args;
+    my $out = `$cmd 2>&1`;
+    Test::More::is($? >> 8, 0, "the browser walk $script ran") or Test::More::diag($out);
+    my ($line) = grep { /^\{"checks"/ } split /\n/, $out;
+    my $seen = eval { $JSON->decode($line // '') } || {};
+    Test::More::ok(@{ $seen->{checks} || [] } >= $min, "$script reported its observations") or Test::More::diag($out);
+    for my $c (@{ $seen->{checks} || [] }) {
+        SKIP: {
+            Test::More::skip($c->{name}, 1) if $c->{skip};
+            Test::More::ok($c->{ok}, $c->{name}) or Test::More::diag($c->{detail});
+        }
+    }
+    for my $png (@{ $seen->{screenshots} || [] }) {
+        Test::More::ok(-s $png, "screenshot $png");
+        File::Copy::copy($png, $ENV{SIGNIN_SHOTS}) if $ENV{SIGNIN_SHOTS};
+    }
+}
+
 # signin-admin with --json (what tests parse); admin_text without it (the tables people read).
 sub admin {
     my ($self, @args) = @_;

@@ -13,9 +13,7 @@ class AccountsTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
         EngineTest::SetUp();
-        Policy policy;
-        policy.allow_registration = true;
-        policy.token_resend = 0;
+        Policy policy = open_policy();
         policy.with_passwords = true;
         policy.with_mfa = true;
         make(policy);

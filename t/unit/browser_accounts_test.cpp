@@ -15,9 +15,7 @@ class BrowserAccountsTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
         EngineTest::SetUp();
-        Policy policy;
-        policy.allow_registration = true;
-        policy.token_resend = 0;
+        Policy policy = open_policy();
         policy.browser_accounts = 3;
         make(policy, false);
     }

@@ -31,9 +31,7 @@ class CodeExchange : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
         EngineTest::SetUp();
-        Policy policy;
-        policy.allow_registration = true;
-        policy.token_resend = 0;
+        Policy policy = open_policy();
         make(policy, false, "http://127.0.0.1:8080");
     }
     Delivery request(std::string_view email) {

@@ -13,9 +13,7 @@ class EmailChangeTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
         EngineTest::SetUp();
-        Policy policy;
-        policy.allow_registration = true;
-        policy.token_resend = 0;
+        Policy policy = open_policy();
         make(policy, false);
     }
     EmailChangeIssue change(const Session &s, std::string_view to) {

@@ -79,6 +79,13 @@ protected:
             id_->use_secret_key(key);
         }
     }
+    // Registration on and no wait between codes: what most engine tests start from.
+    static Policy open_policy() {
+        Policy p;
+        p.allow_registration = true;
+        p.token_resend = 0;
+        return p;
+    }
     // A registration (or sign-in) by email, exchanged for a cookie session.
     Session sign_in(std::string_view email) {
         EXPECT_TRUE(id_->tokens().request_token(Intent::Register, email, ""));

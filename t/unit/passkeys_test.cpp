@@ -176,9 +176,7 @@ class PasskeysTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
         EngineTest::SetUp();
-        Policy policy;
-        policy.allow_registration = true;
-        policy.token_resend = 0;
+        Policy policy = open_policy();
         policy.with_passkeys = true;
         policy.with_mfa = true;
         make(policy, true, kOrigin);
