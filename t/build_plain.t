@@ -51,6 +51,9 @@ ok !-e "$checkout/build", '... with no build directory in it';
 ($rc, $out) = sh($plain_src, 60, "tar -cf - . | tar -xf - -C '$tree'");
 is $rc, 0, "a copy of the plain nginx tree $plain_src" or diag $out;
 
+($rc, $out) = sh($tree, 300, "./configure --with-compat --add-dynamic-module='$checkout'");
+isnt $rc, 0, 'an nginx without --with-threads is refused by the module\'s config';
+like $out, qr/ngx_signin needs nginx configured --with-threads/, '... saying what to add';
 ($rc, $out) = sh($tree, 300, "./configure --with-compat --with-threads --add-dynamic-module='$checkout'");
 is $rc, 0, './configure --with-compat --with-threads --add-dynamic-module=<checkout>'
     or BAIL_OUT("configure failed:\n" . tail_of($out));

@@ -161,6 +161,7 @@ int main(int argc, char **argv) {
     app.add_option("--group", o.group, "the group of the account named (default: default)");
     app.add_flag("--create", o.create, "make the store if it does not exist");
     app.add_flag("--json", o.json, "JSON lines instead of tables");
+    app.set_version_flag("--version", std::string("signin-admin (ngx_signin) ") + SIGNIN_VERSION);
 
     int status = 0;
     std::shared_ptr<signin::Store> store;
