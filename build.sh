@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ngx_signin build driver.
-#   ./build.sh          install what is missing (apt-get), build the core and the nginx module
-#   ./build.sh test     the same, then the core unit tests (ctest), the nginx tests (prove t/) and a
+#   ./build.sh          install what the build needs (apt-get), build the core and the nginx module
+#                       (SIGNIN_NO_APT=1: install nothing, for packagers and offline machines)
+#   ./build.sh test     the same with the tests' packages too, then the core unit tests (ctest), the nginx tests (prove t/) and a
 #                       short run of every fuzz target (FUZZ_SECONDS each, default 5)
 #   ./build.sh run      the same as a plain build, then serve nginx.conf.example on 127.0.0.1:$PORT
 #   ./build.sh bench    the same as a plain build, then the benchmarks (bench/run)
@@ -24,44 +25,56 @@ cmd="${1:-build}"
 log() { printf '==> %s\n' "$*" >&2; }
 
 # ---------------------------------------------------------------- dependencies
-DEB_PACKAGES=(
+# What each command needs, as Debian 12 names it. A plain build installs only the build's.
+BUILD_PACKAGES=(
     nginx nginx-dev                       # the stock binary the module loads into, and its headers
     g++ make cmake pkg-config             # toolchain
-    libsodium-dev libcjson-dev libicu-dev liblmdb-dev lmdb-utils
+    libsodium-dev libcjson-dev libicu-dev liblmdb-dev
     liboath-dev libqrencode-dev           # second factors: TOTP checks, the enrollment QR code
     libcbor-dev                           # passkeys: WebAuthn's CBOR (signatures by OpenSSL: libssl-dev)
+    libcli11-dev                          # signin-admin's command line (header-only)
+    libgtest-dev                          # core unit tests (built with the core)
+    libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
+)
+TEST_PACKAGES=(
     oathtool                              # the tests make TOTP codes with another implementation
     prometheus                            # promtool checks signin_metrics' output (t/signin_metrics.t)
-    libcli11-dev                          # signin-admin's command line (header-only)
-    libgtest-dev                          # core unit tests
-    libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
+    lmdb-utils                            # mdb_dump: the tests read the store as an operator would
     perl                                  # prove and the t/*.t harness (core modules only)
     python3 python3-argon2                # cross-checks of password hashes by another implementation
     python3-jwt python3-cryptography      # an independent JOSE library verifies $signin_assertion
-    wrk                                   # ./build.sh bench
     chromium                              # the browser tests of the pages (t/signin_pages_browser.t)
     clang libclang-rt-dev                 # fuzz/ (libFuzzer, ASan, UBSan): ./build.sh fuzz, and a short run in test
     curl ca-certificates procps
 )
+BENCH_PACKAGES=(wrk)
 
+# Installs the missing packages of the lists given (apt-get, with sudo when not root). With
+# SIGNIN_NO_APT=1 (packagers, offline machines) nothing is installed: the missing are listed.
 install_deps() {
     local missing=()
     local p
-    for p in "${DEB_PACKAGES[@]}"; do
+    for p in "$@"; do
         if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
             missing+=("$p")
         fi
     done
-    # Node.js with npm (OpenAPI validation in t/): this machine kind may ship its own build, so
-    # ask for the command, not the package
-    command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
-    if ((${#missing[@]})); then
-        log "installing: ${missing[*]}"
-        local sudo=""
-        [ "$(id -u)" = 0 ] || sudo="sudo"
-        $sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    ((${#missing[@]})) || return 0
+    if [ -n "${SIGNIN_NO_APT:-}" ]; then
+        log "SIGNIN_NO_APT is set: not installing ${missing[*]}"
+        return 0
     fi
+    log "installing: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The tests' Node.js with npm (OpenAPI validation, the browser walks): this machine kind may ship
+# its own build, so ask for the command, not the package.
+install_node() {
+    command -v npm >/dev/null 2>&1 || install_deps nodejs npm
 }
 
 # ---------------------------------------------------------------- build
@@ -133,7 +146,7 @@ nginx_bin() {
 }
 
 build_all() {
-    install_deps
+    install_deps "${BUILD_PACKAGES[@]}"
     build_core
     build_module
 }
@@ -201,10 +214,10 @@ EOF
 
 case "$cmd" in
     build) build_all ;;
-    test) build_all; run_tests ;;
+    test) install_deps "${TEST_PACKAGES[@]}"; install_node; build_all; run_tests ;;
     run) build_all; serve_example ;;
-    bench) build_all; export NGINX_BIN="$(nginx_bin)"; exec "$ROOT/bench/run" ;;
-    fuzz) install_deps; exec "$ROOT/fuzz/run" "${2:-${FUZZ_SECONDS:-60}}" ;;
-    deps) install_deps ;;
+    bench) install_deps "${BENCH_PACKAGES[@]}"; build_all; export NGINX_BIN="$(nginx_bin)"; exec "$ROOT/bench/run" ;;
+    fuzz) install_deps clang libclang-rt-dev "${BUILD_PACKAGES[@]}"; exec "$ROOT/fuzz/run" "${2:-${FUZZ_SECONDS:-60}}" ;;
+    deps) install_deps "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"; install_node ;;
     *) echo "usage: $0 [build|test|run|bench|fuzz [SECONDS]]" >&2; exit 2 ;;
 esac
