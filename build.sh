@@ -4,7 +4,8 @@
 #                       (SIGNIN_NO_APT=1: install nothing, for packagers and offline machines)
 #   ./build.sh test     the same with the tests' packages too, then the core unit tests (ctest), the nginx tests (prove t/) and a
 #                       short run of every fuzz target (FUZZ_SECONDS each, default 5)
-#   ./build.sh run      the same as a plain build, then serve nginx.conf.example on 127.0.0.1:$PORT
+#   ./build.sh run      build the module only, then serve nginx.conf.example on 127.0.0.1:$PORT from
+#                       ./run/ (its store kept across runs; `run --fresh` starts over)
 #   ./build.sh bench    the same as a plain build, then the benchmarks (bench/run)
 #   ./build.sh fuzz [S] every fuzz target (fuzz/, clang + libFuzzer + ASan/UBSan) for S seconds (60)
 # NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of Debian's nginx-dev.
@@ -187,26 +188,38 @@ run_tests() {
     FUZZ_SECONDS="${FUZZ_SECONDS:-5}" "$ROOT/fuzz/run"
 }
 
+# ./build.sh run [--fresh]: serves nginx.conf.example from ./run/ (its store kept across runs;
+# --fresh starts over) on 127.0.0.1:$PORT, after checking the port is free.
 serve_example() {
     local port="${PORT:-8080}"
-    local prefix
-    prefix="$(mktemp -d /tmp/ngx_signin_run.XXXXXX)"
-    chmod 755 "$prefix"
+    local prefix="$ROOT/run"
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "build.sh run: 127.0.0.1:$port is in use; choose another port: PORT=9000 ./build.sh run" >&2
+        exit 1
+    fi
+    [ "${1:-}" = "--fresh" ] && rm -rf "$prefix"
     mkdir -p "$prefix/modules" "$prefix/logs" "$prefix/temp" "$prefix/html"
-    ln -s "$BUILD/modules/ngx_http_signin_module.so" "$prefix/modules/"
+    chmod 755 "$prefix"
+    ln -sfn "$BUILD/modules/ngx_http_signin_module.so" "$prefix/modules/ngx_http_signin_module.so"
     cp -r "$ROOT/examples/." "$prefix/html/" 2>/dev/null || true
     sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$port/g" "$ROOT/nginx.conf.example" >"$prefix/nginx.conf"
     "$(nginx_bin)" -p "$prefix" -c "$prefix/nginx.conf" -t -q
+    local u="http://127.0.0.1:$port"
     cat >&2 <<EOF
 
-ngx_signin is serving nginx.conf.example at http://127.0.0.1:$port/   (prefix $prefix)
-  sign in:   open http://127.0.0.1:$port/app/ in a browser: it sends you to the sign-in page; the
-             email with your code (and link) is in the dev mailbox, http://127.0.0.1:$port/_dev/mailbox
+ngx_signin serves nginx.conf.example at $u/   (prefix $prefix: its store stays there across
+runs; ./build.sh run --fresh starts over)
+  $u/app/            a "legacy" app only signed-in people reach: it sends you to the sign-in page
+  $u/auth/           the sign-in page;  $u/auth/account  the account page
+  $u/_dev/mailbox    the emails sent (with each code and link): open it in another tab
+  $u/staff/          a location only the role "staff" passes (signin-admin role add EMAIL staff)
+  $u/api/openapi.json  the versioned API's OpenAPI document (?version=v2)
+  $u/signin-metrics  Prometheus metrics;  $u/admin/emails  previews of every email
   or with curl:
-    curl -si -H 'content-type: application/json' -d '{"email":"you@example.com"}' http://127.0.0.1:$port/auth/register
-    curl -s http://127.0.0.1:$port/_dev/mailbox          # the emails the dev mailbox received (code inside)
-    curl -si -H 'content-type: application/json' -H 'origin: http://127.0.0.1:$port' \\
-         -d '{"email":"you@example.com","code":"CODE"}' http://127.0.0.1:$port/auth/session
+    curl -si -H 'content-type: application/json' -d '{"email":"you@example.com"}' $u/auth/register
+    curl -s $u/_dev/mailbox          # the emails the dev mailbox received (code inside)
+    curl -si -H 'content-type: application/json' -H 'origin: $u' \\
+         -d '{"email":"you@example.com","code":"CODE"}' $u/auth/session
   Ctrl-C stops it.
 EOF
     exec "$(nginx_bin)" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;'
@@ -215,7 +228,7 @@ EOF
 case "$cmd" in
     build) build_all ;;
     test) install_deps "${TEST_PACKAGES[@]}"; install_node; build_all; run_tests ;;
-    run) build_all; serve_example ;;
+    run) install_deps "${BUILD_PACKAGES[@]}"; build_module; serve_example "${2:-}" ;;
     bench) install_deps "${BENCH_PACKAGES[@]}"; build_all; export NGINX_BIN="$(nginx_bin)"; exec "$ROOT/bench/run" ;;
     fuzz) install_deps clang libclang-rt-dev "${BUILD_PACKAGES[@]}"; exec "$ROOT/fuzz/run" "${2:-${FUZZ_SECONDS:-60}}" ;;
     deps) install_deps "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"; install_node ;;
