@@ -7,6 +7,7 @@
 #   ./build.sh run      build the module only, then serve nginx.conf.example on 127.0.0.1:$PORT from
 #                       ./run/ (its store kept across runs; `run --fresh` starts over)
 #   ./build.sh bench    the same as a plain build, then the benchmarks (bench/run)
+#   ./build.sh deb      the Debian package (build/deb/libnginx-mod-http-signin_*.deb), checked by lintian
 #   ./build.sh fuzz [S] every fuzz target (fuzz/, clang + libFuzzer + ASan/UBSan) for S seconds (60)
 # NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of Debian's nginx-dev.
 # SIGNIN_SANITIZE=1 builds core, unit tests and module with AddressSanitizer and UBSan in
@@ -47,8 +48,10 @@ TEST_PACKAGES=(
     chromium                              # the browser tests of the pages (t/signin_pages_browser.t)
     clang libclang-rt-dev                 # fuzz/ (libFuzzer, ASan, UBSan): ./build.sh fuzz, and a short run in test
     curl ca-certificates procps
+    dpkg-dev debhelper lintian file       # t/package.t builds, checks and installs the Debian package
 )
 BENCH_PACKAGES=(wrk)
+PACKAGE_PACKAGES=(dpkg-dev debhelper lintian)  # ./build.sh deb
 
 # Installs the missing packages of the lists given (apt-get, with sudo when not root). With
 # SIGNIN_NO_APT=1 (packagers, offline machines) nothing is installed: the missing are listed.
@@ -188,6 +191,37 @@ run_tests() {
     FUZZ_SECONDS="${FUZZ_SECONDS:-5}" "$ROOT/fuzz/run"
 }
 
+# ./build.sh deb: the Debian package libnginx-mod-http-signin_<version>_<arch>.deb in build/deb/,
+# built from the tracked files the way Debian's own libnginx-mod-* are (debian/rules), then
+# checked by lintian (build/deb/lintian.txt; an error fails the build).
+build_deb() {
+    local out="$BUILD/deb"
+    rm -rf "$out"
+    mkdir -p "$out/src"
+    if [ -d "$ROOT/.git" ]; then
+        (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$out/src"
+    else
+        (cd "$ROOT" && tar --exclude=./build --exclude=./run --exclude=node_modules -cf - .) | tar -xf - -C "$out/src"
+    fi
+    log "building the Debian package (dpkg-buildpackage)"
+    # a package is never built with the sanitizers (config reads SIGNIN_SANITIZE)
+    (cd "$out/src" && unset SIGNIN_SANITIZE && DEB_BUILD_OPTIONS="parallel=$JOBS" \
+        dpkg-buildpackage -b -us -uc >"$out/build.log" 2>&1) || {
+        tail -40 "$out/build.log" >&2
+        return 1
+    }
+    local deb
+    deb="$(ls "$out"/libnginx-mod-http-signin_*.deb)"
+    log "lintian $deb"
+    lintian --no-tag-display-limit "$deb" >"$out/lintian.txt" 2>&1 || true
+    cat "$out/lintian.txt" >&2
+    if grep -q '^E:' "$out/lintian.txt"; then
+        echo "build.sh deb: lintian reports errors" >&2
+        return 1
+    fi
+    log "package: $deb"
+}
+
 # ./build.sh run [--fresh]: serves nginx.conf.example from ./run/ (its store kept across runs;
 # --fresh starts over) on 127.0.0.1:$PORT, after checking the port is free.
 serve_example() {
@@ -231,6 +265,7 @@ case "$cmd" in
     run) install_deps "${BUILD_PACKAGES[@]}"; build_module; serve_example "${2:-}" ;;
     bench) install_deps "${BENCH_PACKAGES[@]}"; build_all; export NGINX_BIN="$(nginx_bin)"; exec "$ROOT/bench/run" ;;
     fuzz) install_deps clang libclang-rt-dev "${BUILD_PACKAGES[@]}"; exec "$ROOT/fuzz/run" "${2:-${FUZZ_SECONDS:-60}}" ;;
-    deps) install_deps "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"; install_node ;;
-    *) echo "usage: $0 [build|test|run|bench|fuzz [SECONDS]]" >&2; exit 2 ;;
+    deb) install_deps "${BUILD_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"; build_deb ;;
+    deps) install_deps "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"; install_node ;;
+    *) echo "usage: $0 [build|test|run [--fresh]|bench|deb|fuzz [SECONDS]|deps]" >&2; exit 2 ;;
 esac
