@@ -9,7 +9,8 @@
 #   ./build.sh bench    the same as a plain build, then the benchmarks (bench/run)
 #   ./build.sh deb      the Debian package (build/deb/libnginx-mod-http-signin_*.deb), checked by lintian
 #   ./build.sh fuzz [S] every fuzz target (fuzz/, clang + libFuzzer + ASan/UBSan) for S seconds (60)
-# NGINX_SRC=/path/to/nginx-x.y.z builds against that source tree instead of Debian's nginx-dev.
+# NGINX_SRC=/path/to/nginx builds against that source tree (a release tarball's, or a checkout of
+# nginx's repository with auto/configure) instead of Debian's nginx-dev.
 # SIGNIN_SANITIZE=1 builds core, unit tests and module with AddressSanitizer and UBSan in
 # build/sanitize/ (the normal build in build/ is left alone); `test` then runs the nginx tests with
 # the sanitizers' runtime preloaded into nginx (SIGNIN_SANITIZE_PRELOAD) and fails on any report.
@@ -118,7 +119,10 @@ build_module() {
         mkdir -p "$tree"
         cp -a "$src/." "$tree/"
         rm -rf "$tree/objs" "$tree/Makefile"
-        (cd "$tree" && SIGNIN_SANITIZE="$SIGNIN_SANITIZE" ./configure "${flags[@]}" --add-dynamic-module="$ROOT" \
+        # a release tarball has ./configure; a checkout of nginx's repository has auto/configure
+        local configure=./configure
+        [ -x "$tree/configure" ] || configure=auto/configure
+        (cd "$tree" && SIGNIN_SANITIZE="$SIGNIN_SANITIZE" $configure "${flags[@]}" --add-dynamic-module="$ROOT" \
             >"$tree/configure.log" 2>&1) || {
             tail -30 "$tree/configure.log" >&2
             exit 1
