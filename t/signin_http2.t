@@ -8,6 +8,10 @@ use lib 't/lib'; use SigninTest;
 my $curl = SigninTest::which('curl') or plan skip_all => 'no curl';
 my $openssl = SigninTest::which('openssl') or plan skip_all => 'no openssl';
 plan skip_all => 'curl without HTTP/2' unless `$curl --version` =~ /\bHTTP2\b/;
+my $nginx = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
+my $built = `$nginx -V 2>&1`;
+plan skip_all => "this nginx has no TLS or HTTP/2 (NGINX_SRC builds it without): $nginx"
+    unless $built =~ /--with-http_ssl_module/ && $built =~ /--with-http_v2_module/;
 
 my $t = SigninTest->new;
 my $prefix = $t->prefix;
