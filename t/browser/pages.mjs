@@ -8,37 +8,17 @@
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_pages_browser.t.
 // usage: node pages.mjs BASE_URL OUT_DIR TOKEN_TTL_SECONDS
 import { execFileSync } from "node:child_process";
-import { chromium } from "playwright-core";
-import { helpers } from "./walk.mjs";
+import { startWalk } from "./walk.mjs";
 
 const [base, outDir, ttlArg] = process.argv.slice(2);
 const tokenTtl = Number(ttlArg) || 8;
-const checks = [];
-const screenshots = [];
-const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail: detail === undefined ? "" : String(detail) });
 const desktop = { width: 1280, height: 900 };
 const phone = { width: 390, height: 844 };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-
-// A browser of its own (cookies and all), with every CSP violation and script error recorded.
-const problems = [];
-async function person(viewport, options = {}) {
-  const context = await browser.newContext({ viewport, ...options });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10000);
-  page.on("console", (m) => {
-    if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`CSP: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
-  return { context, page };
-}
-
-const { axe, shot, email, count, until, text, signUp } = helpers({ base, outDir, check, screenshots });
+const walk = await startWalk({ base, outDir });
+const { check, axe, shot, email, count, until, text, signUp } = walk;
+// A browser of its own (cookies and all) at this size.
+const person = (viewport, options = {}) => walk.person({ viewport, ...options });
 const visible = (page, selector) => page.locator(selector).isVisible();
 // A TOTP code of a base32 secret at now + offset seconds, made by Debian's oathtool.
 const oathtool = process.env.OATHTOOL || "";
@@ -138,7 +118,7 @@ async function twoStep() {
   await h.context.close();
 }
 
-try {
+await walk.run(async () => {
   const stamp = Date.now();
   const alice = `alice-${stamp}@example.com`;
   const bob = `bob-${stamp}@example.com`;
@@ -576,11 +556,4 @@ try {
   check("... showing the newest code", (await text(e.page, "body")).includes(newest.code));
   await shot(e.page, "mailbox-1280");
   await axe(e.page, "dev mailbox");
-
-  check("no CSP violation and no script error on any page", problems.length === 0, problems.join(" | "));
-} catch (err) {
-  check(`the walk finished (${err.message.split("\n")[0]})`, false, err.stack);
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify({ checks, screenshots }));
+});

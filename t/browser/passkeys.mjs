@@ -7,40 +7,25 @@
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_passkeys_browser.t.
 // usage: node passkeys.mjs BASE_URL OUT_DIR
 import { execFileSync } from "node:child_process";
-import { chromium } from "playwright-core";
-import { helpers } from "./walk.mjs";
+import { startWalk } from "./walk.mjs";
 import { verifyAuthenticationResponse, verifyRegistrationResponse } from "@simplewebauthn/server";
 
 const [base, outDir] = process.argv.slice(2);
 const rpId = new URL(base).hostname;
-const checks = [];
-const screenshots = [];
-const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail: detail === undefined ? "" : String(detail) });
 const stamp = Date.now();
 const oathtool = process.env.OATHTOOL || "";
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", `--host-resolver-rules=MAP ${rpId} 127.0.0.1`],
-});
-const problems = [];
+const walk = await startWalk({ base, outDir, chromiumArgs: [`--host-resolver-rules=MAP ${rpId} 127.0.0.1`] });
+const { browser, check, axe, shot, email, until, text, signUp } = walk;
 
 // A browser of its own with one virtual authenticator. The virtual authenticator answers a
 // conditional request (the address field's suggestions) at once, as if the person picked the
 // passkey: `conditional: false` makes the browser say it has no such suggestions, so that the
 // sign-in page waits for the button.
 async function person({ uv = true, conditional = true } = {}) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  if (!conditional) {
-    await context.addInitScript(() => {
-      if (window.PublicKeyCredential) PublicKeyCredential.isConditionalMediationAvailable = async () => false;
-    });
-  }
-  const page = await context.newPage();
-  page.setDefaultTimeout(10000);
-  page.on("console", (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`CSP: ${m.text()}`); });
-  page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
+  const { context, page } = await walk.person({ viewport: { width: 1280, height: 900 } }, conditional ? undefined : () => {
+    if (window.PublicKeyCredential) PublicKeyCredential.isConditionalMediationAvailable = async () => false;
+  });
   const cdp = await context.newCDPSession(page);
   await cdp.send("WebAuthn.enable");
   const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
@@ -49,7 +34,6 @@ async function person({ uv = true, conditional = true } = {}) {
   });
   return { context, page, cdp, authenticatorId };
 }
-const { axe, shot, email, until, text, signUp } = helpers({ base, outDir, check, screenshots });
 const status = async (page, path, headers = {}) => (await page.request.get(`${base}${path}`, { headers })).status();
 
 // In the page: fetch JSON from the API (same origin: the browser adds Origin and the cookies).
@@ -103,7 +87,7 @@ async function swaAssertion(cred, challenge, credential, expected = {}) {
   }
 }
 
-try {
+await walk.run(async () => {
   // ---- a person adds a passkey on the account page, then signs in with it
   const a = await person({ conditional: false });
   const ann = `ann-${stamp}@example.com`;
@@ -294,10 +278,4 @@ try {
       pending.status() === 202 && pendingBody.mfa_required === true, JSON.stringify(pendingBody));
   }
   await c.context.close();
-  check("no CSP violation and no script error on any page", problems.length === 0, problems.join(" | "));
-} catch (err) {
-  check(`the walk finished (${err.message.split("\n")[0]})`, false, err.stack);
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify({ checks, screenshots }));
+});

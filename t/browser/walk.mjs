@@ -1,7 +1,10 @@
-// What the browser walks (pages.mjs, passkeys.mjs) share: axe-core judging a page, screenshots,
-// the dev mailbox read as a script reads it, waiting for a text, and signing up by emailed code.
+// What the browser walks (pages.mjs, passkeys.mjs) share: Debian's chromium, a browser per person
+// with its CSP violations and script errors recorded, the observations and their one JSON line,
+// axe-core judging a page, screenshots, the dev mailbox read as a script reads it, waiting for a
+// text, and signing up by emailed code.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { chromium } from "playwright-core";
 
 const require = createRequire(import.meta.url);
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
@@ -62,6 +65,52 @@ export function helpers({ base, outDir, check, screenshots }) {
       await page.click("#code-submit");
       await page.waitForURL(`${base}/auth/account`);
       await page.waitForSelector("#account", { state: "visible" });
+    },
+  };
+}
+
+// Starts a walk: chromium (with `chromiumArgs` too), `check(name, ok, detail)` for each
+// observation, `person(contextOptions, init)` for a browser of its own (`init` runs before every
+// page's scripts), and the helpers above. `run(body)` runs the walk and prints its one JSON line
+// {checks, screenshots}: an exception is a failed check, and a CSP violation or script error on
+// any page is one too.
+export async function startWalk({ base, outDir, chromiumArgs = [] }) {
+  const checks = [];
+  const screenshots = [];
+  const problems = [];
+  const check = (name, ok, detail) => checks.push({ name, ok: !!ok, detail: detail === undefined ? "" : String(detail) });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync", ...chromiumArgs],
+  });
+  async function person(contextOptions, init) {
+    const context = await browser.newContext(contextOptions);
+    if (init) await context.addInitScript(init);
+    const page = await context.newPage();
+    page.setDefaultTimeout(10000);
+    page.on("console", (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`CSP: ${m.text()}`);
+    });
+    page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
+    return { context, page };
+  }
+  return {
+    browser,
+    check,
+    checks,
+    person,
+    ...helpers({ base, outDir, check, screenshots }),
+    async run(body) {
+      try {
+        await body();
+        check("no CSP violation and no script error on any page", problems.length === 0, problems.join(" | "));
+      } catch (err) {
+        check(`the walk finished (${err.message.split("\n")[0]})`, false, err.stack);
+      } finally {
+        await browser.close();
+      }
+      console.log(JSON.stringify({ checks, screenshots }));
     },
   };
 }
