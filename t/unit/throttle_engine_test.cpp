@@ -1,44 +1,22 @@
 // The engine's side of throttling: issue_token with may_send = false (SPEC §8 rule 1: the
 // address is over its send limit) and Identity::record for a transport's `throttled` entries.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <memory>
-#include <string>
-
+#include "engine_fixtures.hpp"
 #include "signin/auth.hpp"
-#include "signin/store.hpp"
 
 using namespace signin;
 
 namespace {
 
-class ThrottleEngineTest : public ::testing::Test {
+class ThrottleEngineTest : public signin::testing::EngineTest {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/signin-throttle-test-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        root_ = tmpl;
-        LmdbOptions o;
-        o.path = root_ + "/db";
-        o.map_size = 1ull << 24;
-        store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        EngineTest::SetUp();
         Policy p;
         p.allow_registration = true;
-        std::string why;
-        auto origin = parse_origin("http://127.0.0.1:8080", &why);
-        ASSERT_TRUE(origin) << why;
-        id_ = std::make_unique<Identity>(store_, *origin, p);
+        make(p, false, "http://127.0.0.1:8080");
     }
-    void TearDown() override {
-        id_.reset();
-        store_.reset();
-        std::filesystem::remove_all(root_);
-    }
-    std::string root_;
-    std::shared_ptr<Store> store_;
-    std::unique_ptr<Identity> id_;
 };
 
 TEST_F(ThrottleEngineTest, OverTheAddressLimitNothingIsIssuedAndThrottledIsAudited) {
