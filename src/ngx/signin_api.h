@@ -102,6 +102,24 @@ ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s);
 void set_session_cookies(ngx_http_request_t *r, const signin::Session &s);
 // A way in's answer: send_session, or 202 {"mfa_required": true, "mfa_token", ...} (DESIGN §9.3).
 ngx_int_t send_step(ngx_http_request_t *r, const signin::SignInStep &step);
+
+// A way in that spends what it is given (a token, a code, a passkey's challenge) and opens a
+// session or the pending second step in one write, answered by send_step. A refusal with the
+// code `counted` is a failed exchange of the client (signin_limit_exchange_failures).
+class SignInJob : public Job {
+protected:
+    explicit SignInJob(signin::Code counted) : Job(Stage::Write), counted_(counted) {}
+    // The engine call, in the write batch.
+    virtual signin::Result<signin::SignInStep> spend() = 0;
+
+private:
+    signin::Status write() final;
+    ngx_int_t answer(ngx_http_request_t *r) final { return send_step(r, *step_); }
+    void failed(ngx_http_request_t *r, const signin::Error &e) final;
+
+    signin::Code counted_;
+    std::optional<signin::SignInStep> step_;
+};
 // What the browser of a cookie sign-in brings (its device, browser and session cookies), and
 // whether the sign-in adds an account; empty for a bearer sign-in.
 signin::BrowserCookies browser_of(ngx_http_request_t *r, signin::SessionKind kind, bool add = false);

@@ -5,7 +5,6 @@
 #include "signin/json.hpp"
 #include "signin_api.h"
 #include "signin_conf.h"
-#include "signin_limits.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {
@@ -66,11 +65,11 @@ private:
 
 // POST /passkeys/session and /passkeys/token: the assertion checked and the challenge spent in
 // one write with the session it opens.
-class PasskeySignInJob final : public Job {
+class PasskeySignInJob final : public SignInJob {
 public:
     PasskeySignInJob(std::string body, std::string client, std::string user_agent, signin::SessionKind kind,
                      signin::BrowserCookies browser)
-        : Job(Stage::Write),
+        : SignInJob(Code::PasskeyRefused),
           body_(std::move(body)),
           client_(std::move(client)),
           user_agent_(std::move(user_agent)),
@@ -78,22 +77,14 @@ public:
           browser_(std::move(browser)) {}
 
 private:
-    signin::Status write() override {
-        auto step = id().passkeys().sign_in(body_, client_, kind_, user_agent_, &browser_);
-        if (!step) return step.error();
-        step_ = std::move(step.value());
-        return signin::ok_status();
-    }
-    ngx_int_t answer(ngx_http_request_t *r) override { return send_step(r, *step_); }
-    void failed(ngx_http_request_t *r, const signin::Error &e) override {
-        // refused passkeys count as failed exchanges of this client, like wrong codes
-        if (e.code == Code::PasskeyRefused) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
+    // refused passkeys count as failed exchanges of this client, like wrong codes
+    signin::Result<signin::SignInStep> spend() override {
+        return id().passkeys().sign_in(body_, client_, kind_, user_agent_, &browser_);
     }
 
     std::string body_, client_, user_agent_;
     signin::SessionKind kind_;
     signin::BrowserCookies browser_;
-    std::optional<signin::SignInStep> step_;
 };
 
 ngx_int_t passkey_sign_in(ApiCall &call, signin::SessionKind kind) {

@@ -17,11 +17,11 @@ signin::Identity &id() { return *identity(); }
 // POST /session and /token: spends the token and opens a session, in one write (one token
 // exchanged by many connections through several workers yields one session).
 // With {email, code, group?} instead of {token}: the token's short code (DESIGN §9.1).
-class ExchangeJob final : public Job {
+class ExchangeJob final : public SignInJob {
 public:
     ExchangeJob(TokenOrCode spent, std::string client, std::string user_agent, signin::SessionKind kind,
                 signin::BrowserCookies browser)
-        : Job(Stage::Write),
+        : SignInJob(Code::InvalidToken),
           spent_(std::move(spent)),
           client_(std::move(client)),
           user_agent_(std::move(user_agent)),
@@ -29,26 +29,17 @@ public:
           browser_(std::move(browser)) {}
 
 private:
-    signin::Status write() override {
-        auto s = spent_.by_code()
-                     ? id().tokens().exchange_code_step_from(spent_.email, spent_.code.reveal(), spent_.group, client_,
-                                                             kind_, user_agent_, &browser_)
-                     : id().tokens().exchange_step_from(spent_.token, client_, kind_, user_agent_, &browser_);
-        if (!s) return s.error();
-        step_ = std::move(s.value());
-        return signin::ok_status();
-    }
-    ngx_int_t answer(ngx_http_request_t *r) override { return send_step(r, *step_); }
-    void failed(ngx_http_request_t *r, const signin::Error &e) override {
-        // failed exchanges per client bound token guessing (signin_limit_exchange_failures)
-        if (e.code == Code::InvalidToken) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
+    signin::Result<signin::SignInStep> spend() override {
+        return spent_.by_code()
+                   ? id().tokens().exchange_code_step_from(spent_.email, spent_.code.reveal(), spent_.group, client_,
+                                                           kind_, user_agent_, &browser_)
+                   : id().tokens().exchange_step_from(spent_.token, client_, kind_, user_agent_, &browser_);
     }
 
     TokenOrCode spent_;
     std::string client_, user_agent_;
     signin::SessionKind kind_;
     signin::BrowserCookies browser_;  // cookie sign-ins only
-    std::optional<signin::SignInStep> step_;
 };
 
 ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
@@ -74,6 +65,18 @@ ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
 }
 
 }  // namespace
+
+signin::Status SignInJob::write() {
+    auto s = spend();
+    if (!s) return s.error();
+    step_ = std::move(s.value());
+    return signin::ok_status();
+}
+
+void SignInJob::failed(ngx_http_request_t *r, const signin::Error &e) {
+    // failed exchanges per client bound guessing (signin_limit_exchange_failures)
+    if (e.code == counted_) limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
+}
 
 // One form or the other, never both.
 std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc, bool with_add) {
