@@ -19,6 +19,7 @@ struct AccountInfo {
     MfaStatus mfa;
     unsigned outstanding_tokens = 0;   // codes sent to the address and not yet used or expired
     unsigned passkeys = 0;             // passkeys registered (DESIGN §9.4)
+    std::vector<ProviderLinkInfo> providers;  // linked OpenID Connect identities (DESIGN §9.5)
 };
 
 class Accounts {

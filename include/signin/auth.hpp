@@ -12,6 +12,7 @@
 #include "signin/outbox.hpp"
 #include "signin/passkeys.hpp"
 #include "signin/passwords.hpp"
+#include "signin/providers.hpp"
 #include "signin/sessions.hpp"
 #include "signin/tokens.hpp"
 
@@ -31,7 +32,8 @@ public:
           outbox_(*this),
           mfa_(*this),
           accounts_(*this),
-          passkeys_(*this) {}
+          passkeys_(*this),
+          providers_(*this) {}
 
     Tokens &tokens() { return tokens_; }
     Sessions &sessions() { return sessions_; }
@@ -40,6 +42,7 @@ public:
     Mfa &mfa() { return mfa_; }
     Accounts &accounts() { return accounts_; }
     Passkeys &passkeys() { return passkeys_; }
+    Providers &providers() { return providers_; }
 
 private:
     Tokens tokens_;
@@ -49,6 +52,7 @@ private:
     Mfa mfa_;
     Accounts accounts_;
     Passkeys passkeys_;
+    Providers providers_;
 };
 
 // SPEC-named free functions (auth.*), for callers who prefer the spec's spelling.

@@ -152,6 +152,7 @@ private:
     friend class Mfa;
     friend class Accounts;
     friend class Passkeys;
+    friend class Providers;
 
     struct OutboxState {
         SecretKey key;  // the outbox's subkey

@@ -94,6 +94,9 @@ std::string email_previews(const Emails &emails, std::string_view origin);
 // GET /account: {"user": {... roles}, "password": bool, "sessions": [...], "mfa": {...}, "outstanding_codes": N}
 std::string account(const AccountInfo &a);
 
+// GET /providers/linked: {"providers": [{id, provider, email, created_at, last_used_at}]}
+std::string provider_links(const std::vector<ProviderLinkInfo> &links);
+void provider_links(Writer &w, const std::vector<ProviderLinkInfo> &links);
 // Second factors (DESIGN §9.3).
 // GET /mfa: {"totp": bool, "recovery_codes_left": N, "remembered_devices": N}
 std::string mfa_status(const MfaStatus &s);

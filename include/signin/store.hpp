@@ -62,7 +62,7 @@ public:
     virtual std::size_t audit_count() = 0;
     // Records per table, expired ones not yet purged included (signin-admin stats).
     struct Counts {
-        std::size_t users = 0, tokens = 0, sessions = 0, passkeys = 0, audit = 0, outbox = 0;
+        std::size_t users = 0, tokens = 0, sessions = 0, passkeys = 0, audit = 0, outbox = 0, provider_links = 0;
     };
     virtual Counts counts() = 0;
     // Outbox entries whose due_at is at or before `now`, earliest first, at most `limit`.
@@ -77,12 +77,16 @@ public:
     virtual std::vector<PasskeyRecord> passkeys_of(std::string_view user_id) = 0;
     // Whether a WebAuthn challenge (by its digest) was spent.
     virtual bool challenge_spent(std::string_view hash) = 0;
+    // OpenID Connect identities (DESIGN §9.5), by the digest of (issuer, subject), and a user's.
+    virtual std::optional<ProviderLinkRecord> provider_link(std::string_view key) = 0;
+    virtual std::vector<ProviderLinkRecord> provider_links_of(std::string_view user_id) = 0;
 };
 
 // One atomic, serialized write. Destroying it without commit() aborts it.
 class WriteTxn : public ReadTxn {
 public:
-    // Inserts or replaces a user and its (group, email) index entry.
+    // Inserts or replaces a user and its (group, email) index entry (none for a user without an
+    // address: an account made by a provider that gave none).
     virtual void put_user(const User &u) = 0;
     // Deletes a user and its (group, email) index entry (when it still names this user).
     virtual void del_user(std::string_view user_id) = 0;
@@ -102,6 +106,8 @@ public:
     virtual std::size_t del_mfa_pending_of(std::string_view user_id) = 0;
     virtual void put_passkey(const PasskeyRecord &p) = 0;
     virtual void del_passkey(std::string_view key) = 0;
+    virtual void put_provider_link(const ProviderLinkRecord &l) = 0;
+    virtual void del_provider_link(std::string_view key) = 0;
     // Marks a challenge spent until it would have expired anyway (the purge takes it then).
     virtual void spend_challenge(std::string_view hash, Millis expires_at) = 0;
     // Deletes expired tokens, sessions, pending second-factor steps and spent challenges (at most `budget`

@@ -42,7 +42,7 @@ enum class SessionKind : std::uint8_t { Cookie = 1, Bearer = 2 };
 std::string_view kind_name(SessionKind k);
 
 // How a session was made; POST /password needs an email-token session.
-enum class SignInMethod : std::uint8_t { EmailToken = 1, Password = 2, Passkey = 3 };
+enum class SignInMethod : std::uint8_t { EmailToken = 1, Password = 2, Passkey = 3, Provider = 4 };
 
 struct User {
     std::string id;
@@ -156,6 +156,28 @@ struct PasskeyRecord {
     Millis last_used_at = 0;    // 0: never
 };
 
+// An OpenID Connect identity (issuer, subject) linked to an account (DESIGN §9.5), keyed by the
+// digest of both: the provider's word for who signed in, never its tokens.
+struct ProviderLinkRecord {
+    std::string key;        // BLAKE2b-256 of issuer '\0' subject (32 raw bytes)
+    std::string user_id;
+    std::string provider;   // the signin_provider NAME it was linked through
+    std::string issuer;
+    std::string subject;
+    std::string email;      // the address the provider gave when linked ("" when none)
+    Millis created_at = 0;
+    Millis last_used_at = 0;
+};
+
+// One entry of GET /providers/linked and GET /account.
+struct ProviderLinkInfo {
+    std::string id;        // the key, base64url
+    std::string provider;  // its name
+    std::string email;
+    Millis created_at = 0;
+    Millis last_used_at = 0;
+};
+
 // One entry of GET /passkeys.
 struct PasskeyInfo {
     std::string id;  // the credential id, base64url
@@ -265,6 +287,9 @@ enum class Code : std::uint8_t {
     EmailTaken,            // email_taken: an email change whose new address got an account meanwhile
     PasskeysDisabled,      // passkeys_disabled: signin_passkeys is off
     PasskeyRefused,        // passkey_refused: a passkey sign-in that does not pass (the audit says why)
+    ProviderRefused,       // provider_refused: an OpenID Connect sign-in that does not pass (the audit says why)
+    AccountExists,         // account_exists: a provider's address has an account it may not sign in to
+    LastWayIn,             // last_way_in: removing it would leave the account no way in
 };
 std::string_view code_name(Code c);
 

@@ -1,6 +1,7 @@
 // Account changes (accounts.hpp).
 #include "signin/accounts.hpp"
 
+#include "core/encoding.hpp"
 #include "core/engine_detail.hpp"
 
 namespace signin {
@@ -21,6 +22,10 @@ Result<AccountInfo> Accounts::account(const Principal &p) {
             out.outstanding_tokens += t.expires_at > now ? 1 : 0;
         }
         out.passkeys = static_cast<unsigned>(txn->passkeys_of(p.user.id).size());
+        for (const auto &l : txn->provider_links_of(p.user.id)) {
+            out.providers.push_back({enc::base64url(reinterpret_cast<const unsigned char *>(l.key.data()), l.key.size()),
+                                     l.provider, l.email, l.created_at, l.last_used_at});
+        }
         return out;
     });
 }
@@ -39,6 +44,7 @@ Status Accounts::delete_account(const Principal &p, std::string_view client) {
         txn->del_mfa(user->id);  // factors, recovery codes, remembered devices
         txn->del_mfa_pending_of(user->id);
         for (const auto &k : txn->passkeys_of(user->id)) txn->del_passkey(k.key);
+        for (const auto &l : txn->provider_links_of(user->id)) txn->del_provider_link(l.key);
         txn->del_user(user->id);
         // no address: the account is gone, its entry says only that it was
         txn->append_audit(detail::audit(now, "user.deleted", {}, client, user->id));

@@ -221,9 +221,13 @@ namespace {
 
 // The user's fields, in an object the caller opened (and closes).
 void user_fields(Writer &w, const User &u) {
-    w.key("id").value(u.id)
-        .key("email").value(u.email)
-        .key("group_id").value(u.group_id)
+    w.key("id").value(u.id).key("email");
+    if (u.email.empty()) {
+        w.null();  // an account a provider made without an address
+    } else {
+        w.value(u.email);
+    }
+    w.key("group_id").value(u.group_id)
         .key("created_at").time(u.created_at)
         .key("updated_at").time(u.updated_at);
 }
@@ -324,6 +328,28 @@ std::string bearer(const Session &s, Millis now) {
     return w.take();
 }
 
+void provider_links(Writer &w, const std::vector<ProviderLinkInfo> &links) {
+    w.begin_array();
+    for (const auto &l : links) {
+        w.begin_object().key("id").value(l.id).key("provider").value(l.provider).key("email");
+        if (l.email.empty()) {
+            w.null();
+        } else {
+            w.value(l.email);
+        }
+        w.key("created_at").time(l.created_at).key("last_used_at").time(l.last_used_at).end_object();
+    }
+    w.end_array();
+}
+
+std::string provider_links(const std::vector<ProviderLinkInfo> &links) {
+    Writer w;
+    w.begin_object().key("providers");
+    provider_links(w, links);
+    w.end_object();
+    return w.take();
+}
+
 std::string account(const AccountInfo &a) {
     Writer w;
     w.begin_object().key("user");
@@ -338,6 +364,8 @@ std::string account(const AccountInfo &a) {
         .end_object();
     w.key("outstanding_codes").value(static_cast<std::int64_t>(a.outstanding_tokens));
     w.key("passkeys").value(static_cast<std::int64_t>(a.passkeys));
+    w.key("providers");
+    provider_links(w, a.providers);
     w.end_object();
     return w.take();
 }

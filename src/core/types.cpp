@@ -66,6 +66,9 @@ std::string_view code_name(Code c) {
     case Code::EmailTaken: return "email_taken";
     case Code::PasskeysDisabled: return "passkeys_disabled";
     case Code::PasskeyRefused: return "passkey_refused";
+    case Code::ProviderRefused: return "provider_refused";
+    case Code::AccountExists: return "account_exists";
+    case Code::LastWayIn: return "last_way_in";
     }
     return "internal";
 }

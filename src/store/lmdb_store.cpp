@@ -3,7 +3,7 @@
 // Layout: one environment (a directory), named databases opened once at open_lmdb_store():
 //   meta           "schema_version" -> decimal text
 //   users          user id -> user record
-//   user_email     group_id '\0' email -> user id
+//   user_email     group_id '\0' email -> user id (users without an address have none)
 //   tokens         token hash (32 bytes) -> token record
 //   addr_tokens    (DUPSORT) group_id '\0' email -> created_at (8 bytes BE) + token hash
 //   sessions       session hash (32 bytes) -> session record
@@ -16,7 +16,10 @@
 //   mfa_pending    mfa_token hash (32 bytes) -> a sign-in waiting for its second factor
 //   passkeys       credential id digest (32 bytes) -> passkey record (DESIGN §9.4)
 //   user_passkeys  (DUPSORT) user id -> credential id digest
-//   spent_challenges WebAuthn challenge digest (32 bytes) -> when it expires (8 bytes BE ms)
+//   spent_challenges WebAuthn challenge or OpenID Connect state digest (32 bytes) -> when it expires
+//                  (8 bytes BE ms)
+//   provider_links (issuer, subject) digest (32 bytes) -> provider link record (DESIGN §9.5)
+//   user_provider_links (DUPSORT) user id -> (issuer, subject) digest
 //
 // Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
 // fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
@@ -105,7 +108,8 @@ std::string addr_token_value(const TokenRecord &t) {
 struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
             session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0,
-            passkeys = 0, user_passkeys = 0, spent_challenges = 0;
+            passkeys = 0, user_passkeys = 0, spent_challenges = 0, provider_links = 0,
+            user_provider_links = 0;
 };
 
 struct Env {
@@ -269,6 +273,7 @@ public:
         c.passkeys = n(env_.dbi.passkeys);
         c.audit = n(env_.dbi.audit);
         c.outbox = n(env_.dbi.outbox);
+        c.provider_links = n(env_.dbi.provider_links);
         return c;
     }
 
@@ -327,6 +332,25 @@ public:
              rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
             check(env_.env, rc, "read a user's passkeys");
             if (auto p = passkey(view(d))) out.push_back(std::move(*p));
+        }
+        return out;
+    }
+
+    std::optional<ProviderLinkRecord> provider_link(std::string_view key) override {
+        auto v = get(env_.dbi.provider_links, key, "read a provider link");
+        if (!v) return std::nullopt;
+        return decode_provider_link(key, *v);
+    }
+
+    std::vector<ProviderLinkRecord> provider_links_of(std::string_view user_id) override {
+        std::vector<ProviderLinkRecord> out;
+        if (!key_ok(user_id)) return out;
+        Cursor c(env_.env, this->live(), env_.dbi.user_provider_links);
+        MDB_val k = val(user_id), d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
+            check(env_.env, rc, "read a user's provider links");
+            if (auto l = provider_link(view(d))) out.push_back(std::move(*l));
         }
         return out;
     }
@@ -391,14 +415,16 @@ public:
                 del(env_.dbi.user_email, old_key, nullptr, "delete old email index");
         }
         put(env_.dbi.users, u.id, encode_user(u), 0, "write user");
-        put(env_.dbi.user_email, addr_key(u.group_id, u.email), u.id, 0, "write email index");
+        if (!u.email.empty()) put(env_.dbi.user_email, addr_key(u.group_id, u.email), u.id, 0, "write email index");
     }
 
     void del_user(std::string_view user_id) override {
         auto old = user_by_id(user_id);
         if (!old) return;
         const std::string key = addr_key(old->group_id, old->email);
-        if (auto owner = get(env_.dbi.user_email, key, "read user by email"); owner && *owner == user_id) {
+        if (old->email.empty()) {
+            // no address, no index entry
+        } else if (auto owner = get(env_.dbi.user_email, key, "read user by email"); owner && *owner == user_id) {
             del(env_.dbi.user_email, key, nullptr, "delete email index");
         }
         del(env_.dbi.users, user_id, nullptr, "delete user");
@@ -480,6 +506,19 @@ public:
         if (!p) return;
         del(env_.dbi.user_passkeys, p->user_id, &p->key, "delete a user's passkey");
         del(env_.dbi.passkeys, key, nullptr, "delete a passkey");
+    }
+    void put_provider_link(const ProviderLinkRecord &l) override {
+        if (auto old = provider_link(l.key); old && old->user_id != l.user_id) {
+            del(env_.dbi.user_provider_links, old->user_id, &old->key, "delete a user's provider link");
+        }
+        put(env_.dbi.provider_links, l.key, encode_provider_link(l), 0, "write a provider link");
+        put(env_.dbi.user_provider_links, l.user_id, l.key, MDB_NODUPDATA, "write a user's provider links");
+    }
+    void del_provider_link(std::string_view key) override {
+        auto l = provider_link(key);
+        if (!l) return;
+        del(env_.dbi.user_provider_links, l->user_id, &l->key, "delete a user's provider link");
+        del(env_.dbi.provider_links, key, nullptr, "delete a provider link");
     }
     void spend_challenge(std::string_view hash, Millis expires_at) override {
         std::array<unsigned char, 8> at{};
@@ -650,6 +689,7 @@ public:
         };
         scan(d.users, "users", [&](std::string_view, std::string_view v) {
             User u = decode_user(v);
+            if (u.email.empty()) return;  // an account without an address (a provider's)
             const std::string key = addr_key(u.group_id, u.email);
             MDB_val k = val(key), id{};
             if (mdb_get(txn, d.user_email, &k, &id) != 0 || view(id) != u.id) {
@@ -676,6 +716,10 @@ public:
         scan(d.passkeys, "passkeys", [&](std::string_view k, std::string_view v) {
             PasskeyRecord p = decode_passkey(k, v);
             if (!has(d.users, p.user_id)) problems.push_back("passkeys: a passkey of no user (" + p.user_id + ")");
+        });
+        scan(d.provider_links, "provider_links", [&](std::string_view k, std::string_view v) {
+            ProviderLinkRecord l = decode_provider_link(k, v);
+            if (!has(d.users, l.user_id)) problems.push_back("provider_links: a link of no user (" + l.user_id + ")");
         });
         scan(d.outbox, "outbox", [&](std::string_view k, std::string_view v) { (void)decode_outbox(k, v); });
         scan(d.audit, "audit", [&](std::string_view k, std::string_view v) { (void)decode_audit(k, v); });
@@ -807,6 +851,8 @@ void LmdbStore::open_tables() {
         open("passkeys", 0, d.passkeys);                              // the same
         open("user_passkeys", MDB_DUPSORT, d.user_passkeys);          // the same
         open("spent_challenges", 0, d.spent_challenges);              // the same
+        open("provider_links", 0, d.provider_links);                  // the same
+        open("user_provider_links", MDB_DUPSORT, d.user_provider_links);  // the same
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

@@ -227,7 +227,7 @@ SessionRecord decode_session(std::string_view key, std::string_view data) {
     s.id = r.str();
     s.user_id = r.str();
     s.kind = r.enumeration<SessionKind>(1, 2);
-    s.method = r.enumeration<SignInMethod>(1, 3);
+    s.method = r.enumeration<SignInMethod>(1, 4);
     s.created_at = r.i64();
     s.last_seen_at = r.i64();
     s.expires_at = r.i64();
@@ -314,7 +314,7 @@ MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data)
     p.hash = std::string(key);
     p.user_id = r.str();
     p.kind = r.enumeration<SessionKind>(1, 2);
-    p.method = r.enumeration<SignInMethod>(1, 3);
+    p.method = r.enumeration<SignInMethod>(1, 4);
     p.client = r.str();
     p.user_agent = r.str();
     p.created_at = r.i64();
@@ -359,6 +359,35 @@ PasskeyRecord decode_passkey(std::string_view key, std::string_view data) {
     p.last_used_at = r.i64();
     r.done();
     return p;
+}
+
+std::string encode_provider_link(const ProviderLinkRecord &l) {
+    Writer w(1 + 4 * 5 + 8 * 2 + l.user_id.size() + l.provider.size() + l.issuer.size() + l.subject.size() +
+             l.email.size());
+    w.u8(kRecordFormat);
+    w.str(l.user_id);
+    w.str(l.provider);
+    w.str(l.issuer);
+    w.str(l.subject);
+    w.str(l.email);
+    w.i64(l.created_at);
+    w.i64(l.last_used_at);
+    return w.data();
+}
+
+ProviderLinkRecord decode_provider_link(std::string_view key, std::string_view data) {
+    Reader r(data, "provider link");
+    ProviderLinkRecord l;
+    l.key = std::string(key);
+    l.user_id = r.str();
+    l.provider = r.str();
+    l.issuer = r.str();
+    l.subject = r.str();
+    l.email = r.str();
+    l.created_at = r.i64();
+    l.last_used_at = r.i64();
+    r.done();
+    return l;
 }
 
 std::string encode_outbox(const OutboxRecord &o) {

@@ -38,6 +38,8 @@ std::string encode_mfa_pending(const MfaPendingRecord &p);
 MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data);
 std::string encode_passkey(const PasskeyRecord &p);
 PasskeyRecord decode_passkey(std::string_view key, std::string_view data);
+std::string encode_provider_link(const ProviderLinkRecord &l);
+ProviderLinkRecord decode_provider_link(std::string_view key, std::string_view data);
 std::string encode_outbox(const OutboxRecord &o);
 OutboxRecord decode_outbox(std::string_view key, std::string_view data);
 // Audit entries are JSON (readable with mdb_dump); the key is the time (BE) and 8 random bytes.
