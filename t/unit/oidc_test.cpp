@@ -395,7 +395,9 @@ TEST_F(ProvidersTest, AnAddressWithAnAccountIsNotEnteredOnAProvidersWordAlone) {
     EXPECT_TRUE(id_->providers().list(principal(mine))->empty());
     auto txn = store_->read();
     EXPECT_EQ(txn->user_count(), 1u);
-    EXPECT_EQ(txn->audit(1)[0].kind, "provider.refused");
+    int refused = 0;  // (entries of the same millisecond come in any order)
+    for (const auto &e : txn->audit(20)) refused += e.kind == "provider.refused" ? 1 : 0;
+    EXPECT_EQ(refused, 2);
 }
 
 TEST_F(ProvidersTest, ANewIdentityMakesAnAccountOnlyWhenRegistrationIsOn) {
