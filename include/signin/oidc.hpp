@@ -34,6 +34,11 @@ struct ProviderConfig {
     std::string scope = "openid email profile";  // must hold "openid"
     std::string label;           // the button's text ("" = the name)
     bool trust_email = false;    // its verified addresses may sign in to existing accounts
+    // How the token request authenticates: the secret in the body (client_secret_post) when the
+    // provider offers it, else HTTP Basic; client_auth=basic|post says which a client was
+    // registered with. (nginx's debug log shows proxied request headers: Basic shows the secret
+    // there, the body does not.)
+    enum class ClientAuth { Auto, Post, Basic } client_auth = ClientAuth::Auto;
 };
 // "" when the config is usable, else why not (for nginx -t).
 std::string check_provider(const ProviderConfig &p);
@@ -134,8 +139,9 @@ bool same_state(const Flow &flow, std::string_view state);
 std::string authorization_url(const Discovery &d, const ProviderConfig &p, const Flow &flow,
                               std::string_view redirect_uri);
 // The token request (Core §3.1.3.1): its form body (grant_type, code, redirect_uri,
-// code_verifier, client_id, and client_secret when d.secret_in_body), and its Authorization
-// header value (HTTP Basic with the client's id and secret) when not.
+// code_verifier, client_id, and client_secret for client_secret_post), or its Authorization
+// header value (HTTP Basic with the client's id and secret) for client_secret_basic: the
+// provider's client_auth, or Auto (post when d.secret_in_body).
 struct TokenRequest {
     Secret body;
     Secret authorization;  // "" when the secret is in the body

@@ -520,7 +520,9 @@ TokenRequest token_request(const Discovery &d, const ProviderConfig &p, const Fl
     param(body, "code_verifier", flow.verifier.reveal());
     param(body, "client_id", p.client_id);
     TokenRequest t;
-    if (d.secret_in_body) {
+    const bool in_body = p.client_auth == ProviderConfig::ClientAuth::Post ||
+                         (p.client_auth == ProviderConfig::ClientAuth::Auto && d.secret_in_body);
+    if (in_body) {
         param(body, "client_secret", p.client_secret.reveal());
     } else {  // RFC 6749 §2.3.1: each part form-encoded, then HTTP Basic
         Secret pair(enc::percent_encode(p.client_id) + ":" + enc::percent_encode(p.client_secret.reveal()));

@@ -4,6 +4,7 @@
 #include "signin_metrics.h"
 #include "signin_delivery.h"
 #include "signin_handlers.h"
+#include "signin_providers.h"
 #include "signin_request.h"
 
 #include <sys/stat.h>
@@ -37,6 +38,7 @@ static char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_registration(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_site_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *set_provider(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
@@ -123,6 +125,10 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, browser_accounts), &browser_accounts_bounds},
     {ngx_string("signin_passkeys"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkeys), nullptr},
+    {ngx_string("signin_provider"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_provider, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("signin_provider_fetch"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, provider_fetch_uri), nullptr},
     {ngx_string("signin_passkey_rp_id"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkey_rp_id), nullptr},
     {ngx_string("signin_metrics"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_metrics, NGX_HTTP_LOC_CONF_OFFSET, 0,
@@ -302,6 +308,12 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_origin\"");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    if (m->providers != nullptr && m->provider_fetch_uri.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "signin_provider needs \"signin_provider_fetch\": the internal location its calls to the "
+                           "provider go through (proxy_pass $signin_provider_url;)");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     if (m->delivery_uri.len == 0 && m->email) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "email sign-in needs \"signin_delivery\" (or \"signin_email off\")");
@@ -468,6 +480,82 @@ static char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
                            &clcf->name);
     }
     return NGX_CONF_OK;
+}
+
+// signin_provider NAME issuer=URL client_id=ID client_secret_file=PATH [scope=...] [label=...]
+// [trust_email=on] [client_auth=post|basic]: the secret is read now (a file only root may read is fine: the master reads
+// it); nginx -t says what is wrong, naming file and line.
+static char *set_provider_checked(ngx_conf_t *cf, MainConf *m) {
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    signin::oidc::ProviderConfig p;
+    p.name = std::string(sv(value[1]));
+    std::string secret_file;
+    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+        std::string_view arg = sv(value[i]);
+        const auto eq = arg.find('=');
+        std::string_view key = arg.substr(0, eq), val = eq == std::string_view::npos ? std::string_view() : arg.substr(eq + 1);
+        if (eq == std::string_view::npos) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", &value[i]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        } else if (key == "issuer") {
+            p.issuer = std::string(val);
+        } else if (key == "client_id") {
+            p.client_id = std::string(val);
+        } else if (key == "client_secret_file") {
+            ngx_str_t path = {val.size(), value[i].data + (eq + 1)};
+            if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
+            secret_file = std::string(sv(path));
+        } else if (key == "scope") {
+            p.scope = std::string(val);
+        } else if (key == "label") {
+            p.label = std::string(val);
+        } else if (key == "client_auth" && (val == "post" || val == "basic")) {
+            p.client_auth = val == "post" ? signin::oidc::ProviderConfig::ClientAuth::Post
+                                          : signin::oidc::ProviderConfig::ClientAuth::Basic;
+        } else if (key == "trust_email" && (val == "on" || val == "off")) {
+            p.trust_email = val == "on";
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", &value[i]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
+    if (secret_file.empty()) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_provider \"%V\" needs client_secret_file=", &value[1]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    std::ifstream in(secret_file, std::ios::binary);
+    std::stringstream text;
+    if (in) text << in.rdbuf();
+    if (!in) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "signin_provider \"%V\": cannot read \"%s\"", &value[1],
+                           secret_file.c_str());
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    std::string all = text.str();
+    if (auto s = signin::oidc::parse_client_secret(all)) p.client_secret = std::move(*s);
+    ngx_explicit_memzero(all.data(), all.size());
+    std::string why = signin::oidc::check_provider(p);
+    if (!why.empty()) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_provider \"%V\": %s", &value[1], why.c_str());
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->providers == nullptr) {
+        m->providers = pool_object<std::vector<signin::oidc::ProviderConfig>>(cf->pool);
+        if (m->providers == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    for (const auto &other : *m->providers) {
+        if (other.name == p.name) return const_cast<char *>("is duplicate");
+    }
+    m->providers->push_back(std::move(p));
+    return NGX_CONF_OK;
+}
+
+static char *set_provider(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    try {
+        return set_provider_checked(cf, static_cast<MainConf *>(conf));
+    } catch (...) {
+        return conf_exception(cf, "signin_provider");
+    }
 }
 
 static char *set_store(ngx_conf_t *cf, ngx_command_t *, void *conf) {
@@ -829,7 +917,16 @@ static char *set_email_previews(ngx_conf_t *cf, ngx_command_t *, void *conf) {
 
 // ---------------------------------------------------------------- variables
 
-enum VarField : uintptr_t { VarUserId, VarUserEmail, VarSessionId, VarDeliveryJson, VarUserRoles, VarAssertion, VarMfa };
+enum VarField : uintptr_t {
+    VarUserId,
+    VarUserEmail,
+    VarSessionId,
+    VarDeliveryJson,
+    VarUserRoles,
+    VarAssertion,
+    VarMfa,
+    VarProviderUrl
+};
 
 // $signin_assertion: made once per request, for the audience of the location (default $host).
 static const std::string *assertion_of(ngx_http_request_t *r, RequestCtx *ctx) {
@@ -878,6 +975,7 @@ static ngx_int_t get_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     case VarUserEmail: s = ctx->principal ? &ctx->principal->user.email : nullptr; break;
     case VarSessionId: s = ctx->principal ? &ctx->principal->session.id : nullptr; break;
     case VarDeliveryJson: s = ctx->delivery_json.empty() ? nullptr : &ctx->delivery_json; break;
+    case VarProviderUrl: s = ctx->provider_url.empty() ? nullptr : &ctx->provider_url; break;
     case VarUserRoles: return ctx->principal ? roles_variable(r, v, ctx->principal->user) : NGX_OK;
     case VarMfa: {  // "1": the session passed a second factor; "0": signed in without one
         if (!ctx->principal) return NGX_OK;
@@ -911,6 +1009,7 @@ static ngx_http_variable_t variables[] = {
     {ngx_string("signin_assertion"), nullptr, get_variable, VarAssertion, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_delivery_json"), nullptr, get_variable, VarDeliveryJson, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("signin_mfa"), nullptr, get_variable, VarMfa, NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("signin_provider_url"), nullptr, get_variable, VarProviderUrl, NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_null_string, nullptr, nullptr, 0, 0, 0}};
 
 static ngx_int_t preconfiguration(ngx_conf_t *cf) {
@@ -944,6 +1043,7 @@ static ngx_int_t postconfiguration(ngx_conf_t *cf) {
             return NGX_ERROR;
         }
     }
+    if (check_provider_fetch(cf, m) != NGX_OK) return NGX_ERROR;
     if (m->email) return find_delivery_server(cf, m);
     return NGX_OK;
 }

@@ -8,6 +8,7 @@
 #include "signin_conf.h"
 #include "signin_handlers.h"
 #include "signin_limits.h"
+#include "signin_providers.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {
@@ -32,7 +33,7 @@ namespace {
 using signin::Code;
 
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
-constexpr std::array<Route, 35> kRoutes = {{
+constexpr std::array<Route, 38> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
@@ -73,6 +74,10 @@ constexpr std::array<Route, 35> kRoutes = {{
     {"passkeys/login/options", NGX_HTTP_POST, post_passkeys_login_options, Bucket::SignedIn, Route::None},
     {"passkeys/session", NGX_HTTP_POST, post_passkeys_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
     {"passkeys/token", NGX_HTTP_POST, post_passkeys_token, Bucket::Sensitive, Route::Exchange},
+    // OpenID Connect providers (DESIGN §9.5); the flow's navigations are provider_flow's
+    {"providers", NGX_HTTP_GET, get_providers, Bucket::SignedIn, Route::None},
+    {"providers/linked", NGX_HTTP_GET, get_providers_linked, Bucket::SignedIn, Route::None},
+    {"providers/unlink", NGX_HTTP_POST, post_providers_unlink, Bucket::Sensitive, Route::SignedInWrite},
 }};
 
 const Route *find_route(ngx_http_request_t *r) {
@@ -108,7 +113,22 @@ ngx_int_t api(ngx_http_request_t *r) {
     signin::Identity *engine = identity();
     if (engine == nullptr) return reject(r, Code::StorageError, "the sign-in store is not open");
     const Route *route = find_route(r);
-    if (route == nullptr) return reject(r, Code::NotFound, "not found");
+    if (route == nullptr) {
+        // GET providers/NAME/start and providers/NAME/callback: navigations, not API calls (the
+        // provider's redirect carries no Origin; the flow's cookie and state stand for it)
+        auto path = sub_path(r);
+        if (path && path->substr(0, 10) == "providers/") {
+            std::string_view rest = path->substr(10);
+            const auto slash = rest.find('/');
+            if (slash != std::string_view::npos) {
+                if (Verdict v = limit_take(r, Bucket::Sensitive, client_key(r)); !v.allowed) {
+                    return send_rate_limited(r, Bucket::Sensitive, v, *path);
+                }
+                return provider_flow(r, rest.substr(0, slash), rest.substr(slash + 1));
+            }
+        }
+        return reject(r, Code::NotFound, "not found");
+    }
     // SPEC §8 per-client request limits, before anything else
     if (Verdict v = limit_take(r, route->bucket, client_key(r)); !v.allowed) {
         return send_rate_limited(r, route->bucket, v, route->path);

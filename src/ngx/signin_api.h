@@ -69,6 +69,10 @@ ngx_int_t post_passkeys_remove(ApiCall &call);
 ngx_int_t post_passkeys_login_options(ApiCall &call);
 ngx_int_t post_passkeys_session(ApiCall &call);
 ngx_int_t post_passkeys_token(ApiCall &call);
+// OpenID Connect providers (DESIGN §9.5, signin_providers.cpp).
+ngx_int_t get_providers(ApiCall &call);
+ngx_int_t get_providers_linked(ApiCall &call);
+ngx_int_t post_providers_unlink(ApiCall &call);
 ngx_int_t post_account_delete(ApiCall &call);
 ngx_int_t post_email_change(ApiCall &call);
 ngx_int_t post_email_confirm(ApiCall &call);

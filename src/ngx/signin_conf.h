@@ -5,11 +5,13 @@
 #include "ngx_signin_nginx.h"
 
 #include <memory>
+#include <vector>
 
 #include "signin/access.hpp"
 #include "signin/assertion.hpp"
 #include "signin/auth.hpp"
 #include "signin/emails.hpp"
+#include "signin/oidc.hpp"
 
 extern "C" {
 extern ngx_module_t ngx_http_signin_module;
@@ -37,6 +39,8 @@ struct MainConf {
     ngx_flag_t passkeys;          // signin_passkeys (DESIGN §9.4)
     ngx_str_t passkey_rp_id;      // signin_passkey_rp_id ("" = the origin's host)
     ngx_shm_zone_t *metrics_zone;  // signin_metrics' counters, when some location has signin_metrics
+    std::vector<signin::oidc::ProviderConfig> *providers;  // signin_provider, in order (DESIGN §9.5)
+    ngx_str_t provider_fetch_uri;  // signin_provider_fetch: the internal location of provider calls
 
     // requests
     ngx_http_complex_value_t *client;

@@ -244,32 +244,7 @@ ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
 // nginx's script engine writes the value of every variable it evaluates to a debug-level
 // error.log, token included. The JSON lives in the subrequest's ctx until the pool goes.
 ngx_int_t give_body(ngx_http_request_t *sr, const std::string &json) {
-    auto *rb = static_cast<ngx_http_request_body_t *>(ngx_pcalloc(sr->pool, sizeof(ngx_http_request_body_t)));
-    auto *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(sr->pool));
-    ngx_chain_t *cl = ngx_alloc_chain_link(sr->pool);
-    auto *type = static_cast<ngx_table_elt_t *>(ngx_list_push(&sr->headers_in.headers));
-    if (rb == nullptr || b == nullptr || cl == nullptr || type == nullptr) return NGX_ERROR;
-    b->pos = b->start = reinterpret_cast<u_char *>(const_cast<char *>(json.data()));
-    b->last = b->end = b->pos + json.size();
-    b->memory = 1;
-    b->last_buf = 1;
-    cl->buf = b;
-    cl->next = nullptr;
-    rb->bufs = cl;
-    rb->rest = 0;
-    sr->request_body = rb;
-    sr->headers_in.content_length_n = static_cast<off_t>(json.size());
-    sr->headers_in.content_length = nullptr;
-    sr->headers_in.chunked = 0;
-    type->hash = 1;
-#if defined(nginx_version) && nginx_version >= 1023000
-    type->next = nullptr;
-#endif
-    ngx_str_set(&type->key, "Content-Type");
-    ngx_str_set(&type->value, "application/json");
-    type->lowcase_key = reinterpret_cast<u_char *>(const_cast<char *>("content-type"));
-    sr->headers_in.content_type = type;
-    return NGX_OK;
+    return give_subrequest_body(sr, json, "application/json");
 }
 
 // A connection of the module's own, in the server that holds the delivery location.

@@ -62,8 +62,10 @@ void Job::fail(signin::Error e) {
 ngx_int_t Job::finish(ngx_http_request_t *r) {
     if (!failure_) return answer(r);
     failed(r, *failure_);
-    return send_failure(r, *failure_);
+    return answer_failure(r, *failure_);
 }
+
+ngx_int_t Job::answer_failure(ngx_http_request_t *r, const signin::Error &e) { return send_failure(r, e); }
 
 void lower_thread_priority() {
     thread_local bool lowered = false;

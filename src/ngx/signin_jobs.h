@@ -53,6 +53,9 @@ protected:
     virtual ngx_int_t answer(ngx_http_request_t *r) = 0;
     // Answer stage after a failure, before the error is answered (counters of failed attempts).
     virtual void failed(ngx_http_request_t *, const signin::Error &) {}
+    // The answer to a failure: the error's JSON answer (send_failure), unless the job's request
+    // wants another (a provider's callback goes back to the sign-in page).
+    virtual ngx_int_t answer_failure(ngx_http_request_t *r, const signin::Error &e);
 
 private:
     Stage stage_;

@@ -145,6 +145,7 @@ void count_signin(signin::SignInMethod method) {
         case signin::SignInMethod::EmailToken: return count_signin(Way::Email);
         case signin::SignInMethod::Password: return count_signin(Way::Password);
         case signin::SignInMethod::Passkey: return count_signin(Way::Passkey);
+        case signin::SignInMethod::Provider: return count_signin(Way::Provider);
     }
 }
 

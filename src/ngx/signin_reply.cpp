@@ -85,6 +85,9 @@ HttpError http_error(signin::Code code) {
     case Code::EmailTaken: status = NGX_HTTP_CONFLICT; break;
     case Code::PasskeysDisabled: status = NGX_HTTP_FORBIDDEN; break;
     case Code::PasskeyRefused: status = NGX_HTTP_UNAUTHORIZED; break;
+    case Code::ProviderRefused: status = NGX_HTTP_UNAUTHORIZED; break;
+    case Code::AccountExists: status = NGX_HTTP_CONFLICT; break;
+    case Code::LastWayIn: status = NGX_HTTP_CONFLICT; break;
     case Code::RateLimited: status = 429; break;
     case Code::StorageFull: status = 507; break;
     case Code::StorageError: status = NGX_HTTP_SERVICE_UNAVAILABLE; break;

@@ -240,4 +240,41 @@ RequestBody::~RequestBody() {
     }
 }
 
+ngx_table_elt_t *add_subrequest_header(ngx_http_request_t *sr, std::string_view name, std::string_view value) {
+    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&sr->headers_in.headers));
+    if (h == nullptr) return nullptr;
+    h->key = pool_copy(sr->pool, name);
+    h->value = pool_copy(sr->pool, value);
+    h->lowcase_key = static_cast<u_char *>(ngx_pnalloc(sr->pool, name.size()));
+    if (h->key.data == nullptr || h->value.data == nullptr || h->lowcase_key == nullptr) return nullptr;
+    ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+    h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+#if defined(nginx_version) && nginx_version >= 1023000
+    h->next = nullptr;
+#endif
+    return h;
+}
+
+ngx_int_t give_subrequest_body(ngx_http_request_t *sr, std::string_view body, std::string_view content_type) {
+    auto *rb = static_cast<ngx_http_request_body_t *>(ngx_pcalloc(sr->pool, sizeof(ngx_http_request_body_t)));
+    auto *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(sr->pool));
+    ngx_chain_t *cl = ngx_alloc_chain_link(sr->pool);
+    ngx_table_elt_t *type = add_subrequest_header(sr, "Content-Type", content_type);
+    if (rb == nullptr || b == nullptr || cl == nullptr || type == nullptr) return NGX_ERROR;
+    b->pos = b->start = reinterpret_cast<u_char *>(const_cast<char *>(body.data()));
+    b->last = b->end = b->pos + body.size();
+    b->memory = 1;
+    b->last_buf = 1;
+    cl->buf = b;
+    cl->next = nullptr;
+    rb->bufs = cl;
+    rb->rest = 0;
+    sr->request_body = rb;
+    sr->headers_in.content_length_n = static_cast<off_t>(body.size());
+    sr->headers_in.content_length = nullptr;
+    sr->headers_in.chunked = 0;
+    sr->headers_in.content_type = type;
+    return NGX_OK;
+}
+
 }  // namespace signin_ngx

@@ -28,6 +28,9 @@ struct RequestCtx {
     bool job_answered = false;                    // ... and it reached its Answer stage
     const Route *route = nullptr;                 // the API endpoint whose body is being read
     std::string assertion;                        // $signin_assertion, once made for this request
+    std::string provider_url;                     // a provider subrequest: $signin_provider_url
+    signin::Secret provider_body;                 // ... and its request body (a code, maybe the client secret)
+    std::shared_ptr<struct ProviderCall> provider_call;  // a request waiting for a provider (signin_providers.cpp)
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 
@@ -56,6 +59,13 @@ bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_v
 // The path below the location: "/auth/" + "register" → "register".
 std::optional<std::string_view> sub_path(ngx_http_request_t *r);
 bool is_json_content_type(ngx_http_request_t *r);
+
+// A header of a subrequest's own (its headers_in list made anew, not the parent's): value is
+// copied into the subrequest's pool. nullptr when memory runs out.
+ngx_table_elt_t *add_subrequest_header(ngx_http_request_t *sr, std::string_view name, std::string_view value);
+// The subrequest's request body: `body` (not copied: it must live as long as the subrequest) with
+// its Content-Type and Content-Length, so that a plain proxy_pass sends it.
+ngx_int_t give_subrequest_body(ngx_http_request_t *sr, std::string_view body, std::string_view content_type);
 
 // The request body read by ngx_http_read_client_request_body, copied out (at most signin_body_max
 // bytes). Bodies carry passwords and tokens: the destructor wipes the copy and nginx's writable

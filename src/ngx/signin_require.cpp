@@ -140,6 +140,10 @@ ngx_int_t require_handler(ngx_http_request_t *r) {
     // the sign-in machinery itself is never gated (signin_require on at server level must not
     // lock visitors out of signing in): the API, the dev mailbox and our delivery subrequest
     if (!l->require || l->api == 1 || l->mailbox == 1) return NGX_DECLINED;
+    if (r != r->main) {  // the module's own subrequests: a provider call
+        RequestCtx *ctx = get_ctx(r, false);
+        if (ctx != nullptr && !ctx->provider_url.empty()) return NGX_DECLINED;
+    }
     return guard_request(r, "signin: the access check", [r] { return gate(r); });
 }
 

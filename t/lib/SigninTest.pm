@@ -920,4 +920,77 @@ sub stop {
 sub DESTROY { $_[0]->stop }
 
 
+# ---------------------------------------------------------------- an OpenID provider
+# t/tools/oidc_provider.mjs (the npm oidc-provider) on a loopback port, for signin_provider:
+#   my $idp = SigninTest::Provider->new(port => $t->port2, keys => "$dir/keys.json",
+#       redirect => ["http://127.0.0.1:PORT/auth/providers/idp/callback"], client_id => 'c', secret => 's');
+#   $idp->control(next => {sub => 'x', email => 'x@example.com'});   # POST /_test/next
+#   $idp->stop;                                                      # also when it goes away
+package SigninTest::Provider;
+
+use strict;
+use warnings;
+use HTTP::Tiny;
+use Time::HiRes qw(time sleep);
+
+sub new {
+    my ($class, %o) = @_;
+    my $root = $ENV{SIGNIN_ROOT} || '.';
+    my @cmd = ('node', "$root/t/tools/oidc_provider.mjs", '--port', $o{port}, '--keys', $o{keys},
+        '--client-id', $o{client_id} // 'nginx', '--client-secret', $o{secret} // 'the-secret',
+        (map { ('--redirect-uri', $_) } @{ $o{redirect} }), '--alg', $o{alg} // 'RS256', '--auth', $o{auth} // 'post',
+        ($o{interactive} ? ('--interactive') : ()),
+        ($o{client_id2} ? ('--client-id2', $o{client_id2}, '--client-secret2', $o{secret2}) : ()));
+    my $log = $o{log} // File::Temp::tempdir(CLEANUP => 1) . '/provider.log';
+    my $self = bless { %o, owner => $$, issuer => "http://127.0.0.1:$o{port}", log_file => $log,
+        http => HTTP::Tiny->new(timeout => 10, max_redirect => 0, keep_alive => 0) }, $class;
+    my $pid = open(my $out, '-|') // die "fork: $!";
+    if ($pid == 0) {
+        open STDERR, '>>', $log or die "$log: $!";
+        $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP PIPE);
+        exec @cmd or POSIX::_exit(127);
+    }
+    $self->{pid} = $pid;
+    $self->{out} = $out;
+    my $line = '';
+    my $deadline = time + 30;    # bounded: node and its packages load in a second or two
+    my $sel = IO::Select->new($out);
+    while (time < $deadline && $line !~ /\n/) {
+        next unless $sel->can_read(0.1);
+        my $got = sysread($out, $line, 256, length $line) or last;
+    }
+    die "the OpenID provider did not start (see $log):\n" . (do { local $/; open my $fh, '<', $log; <$fh> } // '')
+        unless $line =~ /^ready /;
+    return $self;
+}
+
+sub issuer { $_[0]{issuer} }
+
+# POST /_test/WHAT with a JSON body; dies unless the provider takes it.
+sub control {
+    my ($self, $what, $body) = @_;
+    my $r = $self->{http}->request(POST => "$self->{issuer}/_test/$what",
+        { headers => { 'content-type' => 'application/json' }, content => $SigninTest::JSON->encode($body // {}) });
+    die "provider /_test/$what answered $r->{status}: $r->{content}" unless $r->{success};
+    return $r->{content} ? eval { $SigninTest::JSON->decode($r->{content}) } : undef;
+}
+
+# The paths the provider was asked for since the last clear (GET /_test/log), as "METHOD path".
+sub requests {
+    my ($self) = @_;
+    my $r = $self->{http}->get("$self->{issuer}/_test/log");
+    return map { "$_->{method} $_->{path}" } @{ $SigninTest::JSON->decode($r->{content}) };
+}
+
+sub stop {
+    my ($self) = @_;
+    return unless $self->{pid} && $self->{owner} == $$;
+    kill 'TERM', $self->{pid};
+    waitpid $self->{pid}, 0;
+    close $self->{out};
+    delete $self->{pid};
+}
+
+sub DESTROY { $_[0]->stop }
+
 1;

@@ -327,6 +327,12 @@ TEST(Oidc, RequestsCarryPkceAndTheSecretWhereTheProviderWantsIt) {
     EXPECT_EQ(basic.body.reveal().find("client_secret"), std::string::npos);
     // base64("client%201:s%3A3%26")
     EXPECT_EQ(basic.authorization.reveal(), "Basic Y2xpZW50JTIwMTpzJTNBMyUyNg==");
+    p.client_auth = oidc::ProviderConfig::ClientAuth::Basic;  // what the client was registered with
+    d.secret_in_body = true;
+    EXPECT_FALSE(oidc::token_request(d, p, f, "c", "https://app.example/cb").authorization.empty());
+    p.client_auth = oidc::ProviderConfig::ClientAuth::Post;
+    d.secret_in_body = false;
+    EXPECT_TRUE(oidc::token_request(d, p, f, "c", "https://app.example/cb").authorization.empty());
     EXPECT_EQ(oidc::id_token_of(R"({"access_token":"a","id_token":"x.y.z"})").value().reveal(), "x.y.z");
     EXPECT_FALSE(oidc::id_token_of(R"({"error":"invalid_grant"})"));
     EXPECT_FALSE(oidc::id_token_of(R"({"access_token":"a"})"));
