@@ -16,6 +16,7 @@ enum class Page { SignIn, Account, Forbidden };
 // What a page is told by the server: the rest it learns from the API.
 struct Settings {
     std::string site_name;      // signin_site_name (or the origin's host)
+    bool email = true;          // signin_email off: no address form (providers and passkeys only)
     bool passwords = false;     // signin_passwords on: the password forms
     bool registration = false;  // signin_registration on: the pages ask /register, not /login
     bool mfa = false;           // signin_mfa on: the second-factor step and the account's two-step section

@@ -77,6 +77,8 @@ std::string_view url_origin(std::string_view url) {
 bool value_of(std::string_view name, const Settings &s, std::string &out) {
     if (name == "site_name") {
         append_html_escaped(out, s.site_name);
+    } else if (name == "email") {
+        out += s.email ? "on" : "off";
     } else if (name == "passwords") {
         out += s.passwords ? "on" : "off";
     } else if (name == "registration") {

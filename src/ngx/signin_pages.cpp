@@ -66,6 +66,7 @@ signin::pages::Settings page_settings(ngx_http_request_t *r) {
     s.registration = m->registration != 0;
     s.mfa = m->mfa != 0;
     s.passkeys = m->passkeys != 0;
+    s.email = m->email != 0;
     s.remember_days = static_cast<long long>(m->mfa_remember / (24 * 3600 * 1000));
     s.resend_seconds = static_cast<long long>((m->token_resend + 999) / 1000);
     s.token_minutes = static_cast<long long>((m->token_ttl + 59999) / 60000);

@@ -2,7 +2,8 @@
 // their sessions (revoke), their password (set from a fresh session, change with the current
 // one), sign out. Each capability is one <section> of account.html and one load*() here.
 import {
-  busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, publicKeyOptions,
+  accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerTrouble,
+  publicKeyOptions,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -84,12 +85,12 @@ async function loadAccounts() {
   list.replaceChildren();
   for (const a of answer.body.accounts) {
     list.append(listItem({
-      name: a.user.email,
+      name: accountName(a.user),
       nameClass: "address",
       badge: a.active ? "Signed in" : "",
       button: a.active ? null : {
         label: "Switch",
-        aria: `Switch to ${a.user.email}`,
+        aria: `Switch to ${accountName(a.user)}`,
         working: "Switching…",
         run: async () => {
           const switched = await call("accounts/switch", { session_id: a.session_id });
@@ -134,6 +135,49 @@ async function loadSessions() {
   $("change-password-form").hidden = fresh;
   $("confirm-section").hidden = fresh || !(passwords || mfaOn || passkeysOn);
   $("reauth-form").hidden = true;
+}
+
+// ---- OpenID Connect providers (signin_provider): the linked ones (unlink), a link to link another
+async function loadProviders() {
+  const configured = await call("providers");
+  const all = configured.status === 200 && configured.body ? configured.body.providers : [];
+  if (all.length === 0) return;
+  const linked = await call("providers/linked");
+  if (linked.status !== 200 || !linked.body) return;
+  $("providers-section").hidden = false;
+  const label = (name) => (all.find((p) => p.name === name) || { label: name }).label;
+  const list = $("provider-links");
+  list.replaceChildren();
+  for (const l of linked.body.providers) {
+    list.append(listItem({
+      name: label(l.provider),
+      hint: `${l.email || "no email address"} · linked ${when(l.created_at)}`,
+      button: {
+        label: "Unlink",
+        aria: `Unlink ${label(l.provider)} (${l.email || "no email address"})`,
+        working: "Unlinking…",
+        run: async () => {
+          const answer = await call("providers/unlink", { id: l.id });
+          if (answer.status === 409) {
+            return msg.error("This is how you sign in here: add a passkey, a password or an email address first.");
+          }
+          if (answer.status !== 204) return msg.error(explain(answer));
+          await loadProviders();
+          msg.notice(`${label(l.provider)} is unlinked.`);
+          return $("providers-title").focus();
+        },
+      },
+    }));
+  }
+  const add = $("provider-add");
+  add.replaceChildren();
+  for (const p of all) {
+    const a = document.createElement("a");
+    a.className = "button secondary";
+    a.href = `providers/${encodeURIComponent(p.name)}/start?link=1`;
+    a.textContent = `Link ${p.label}`;
+    add.append(a);
+  }
 }
 
 // ---- passkeys (signin_passkeys)
@@ -495,12 +539,21 @@ async function start() {
   if (answer.status === 401) return toSignIn();
   if (answer.status !== 200 || !answer.body) return msg.error(explain(answer));
   me = answer.body;
-  $("me-address").textContent = me.email;
+  $("me-address").textContent = accountName(me);
   $("account").hidden = false;
   await loadAccounts();
   await loadSessions();
   await loadPasskeys();
+  await loadProviders();
   await loadMfa();
+  // back from linking a provider (signin_providers.cpp): say how it went, once
+  const query = new URLSearchParams(location.search);
+  const linkedNow = query.get("provider_linked"), trouble = query.get("provider_error");
+  if (linkedNow || trouble) {
+    history.replaceState(null, "", location.pathname);
+    if (trouble) msg.error(providerTrouble(trouble));
+    else msg.notice("The provider is linked: you can sign in with it.");
+  }
 }
 
 start();

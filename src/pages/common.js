@@ -88,6 +88,36 @@ export function explain(answer, context) {
   }
 }
 
+// What a person is told when a sign-in with a provider came back without one (the callback's
+// ?provider_error=CODE, signin_providers.cpp).
+export function providerTrouble(code) {
+  switch (code) {
+    case "cancelled":
+      return "Signing in was cancelled at the provider.";
+    case "expired":
+      return "That sign-in expired or was started in another browser. Try again.";
+    case "account_exists":
+      return "An account with this email address already exists. Sign in to it another way, then link the " +
+        "provider on your account page.";
+    case "no_account":
+      return "There is no account for you here.";
+    case "suspended":
+      return "This account is suspended.";
+    case "signed_out":
+      return "Sign in first to link a provider.";
+    case "provider_error":
+      return "The provider could not sign you in just now. Try again in a moment.";
+    default:
+      return "Signing in with the provider did not work. Try again, or sign in another way.";
+  }
+}
+
+// How an account is named on the pages: its address, or what it is without one (an account a
+// provider made without an address).
+export function accountName(user) {
+  return (user && user.email) || "Account without an email address";
+}
+
 // A return_to the pages follow: a path of this site only (`/x`, never `//host`, `/\host`, a
 // scheme, a space or a control character), as signin::is_same_origin_path in the core.
 export function safeReturnTo(value) {

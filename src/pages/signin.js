@@ -3,11 +3,13 @@
 // show*() here; a new way in (a second factor, a passkey, a provider) is a new pair. With ?add=1
 // (or "Add another account"), the sign-in adds an account to this browser (DESIGN §9.6).
 import {
-  busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, publicKeyOptions, safeReturnTo,
+  accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerTrouble,
+  publicKeyOptions, safeReturnTo,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
 const settings = {
+  email: document.body.dataset.email !== "off",
   passwords: document.body.dataset.passwords === "on",
   passkeys: document.body.dataset.passkeys === "on" && passkeysAvailable(),
   registration: document.body.dataset.registration === "on",
@@ -127,12 +129,33 @@ function signedIn() {
   location.assign(returnTo || "account");
 }
 
+// The providers' links (GET providers): "Continue with ...", keeping return_to and add.
+let providers = [];
+async function loadProviders() {
+  const answer = await call("providers");
+  providers = answer.status === 200 && answer.body ? answer.body.providers : [];
+  const box = $("providers");
+  box.replaceChildren();
+  for (const p of providers) {
+    const query = new URLSearchParams();
+    if (returnTo) query.set("return_to", returnTo);
+    if (adding) query.set("add", "1");
+    const a = document.createElement("a");
+    a.className = "button secondary";
+    a.href = `providers/${encodeURIComponent(p.name)}/start${query.size ? `?${query}` : ""}`;
+    a.textContent = `Continue with ${p.label}`;
+    box.append(a);
+  }
+}
+
 function showEmail(focus = true) {
+  $("email-form").hidden = !settings.email;  // signin_email off: providers and passkeys only
+  $("providers").hidden = providers.length === 0;
   $("use-password").hidden = !settings.passwords;
   $("use-passkey").hidden = !settings.passkeys;
   startConditional();
   $("adding").hidden = !adding || !$("adding-address").textContent;
-  show("email", focus ? $("email") : null);
+  show("email", focus && settings.email ? $("email") : null);
 }
 
 function showCode() {
@@ -151,11 +174,11 @@ function showChooser(accounts) {
     const item = document.createElement("li");
     const what = document.createElement("div");
     what.className = "what address";
-    what.textContent = a.user.email;
+    what.textContent = accountName(a.user);
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = "Continue";
-    button.setAttribute("aria-label", `Continue as ${a.user.email}`);
+    button.setAttribute("aria-label", `Continue as ${accountName(a.user)}`);
     button.addEventListener("click", () => busy(button, "Signing in…", async () => {
       const answer = await call("accounts/switch", { session_id: a.session_id });
       if (answer.status === 204) return signedIn();
@@ -169,7 +192,7 @@ function showChooser(accounts) {
 }
 
 function showDone(user) {
-  $("done-address").textContent = user.email;
+  $("done-address").textContent = accountName(user);
   $("continue").href = returnTo || "account";
   show("done");
 }
@@ -444,6 +467,11 @@ async function start() {
     show("confirm", $("confirm-submit"));
     return;
   }
+  if (fragment.get("mfa")) {  // a provider's sign-in that needs the second factor (signin_providers.cpp)
+    mfaToken = fragment.get("mfa");
+    history.replaceState(null, "", location.pathname + location.search);
+    return showMfa();
+  }
   if (fragment.get("token")) {
     linkToken = fragment.get("token");
     history.replaceState(null, "", location.pathname + location.search);
@@ -457,11 +485,21 @@ async function start() {
   const signedOut = location.hash === "#signed-out" || location.hash === "#deleted";
   const deleted = location.hash === "#deleted";
   if (signedOut) history.replaceState(null, "", location.pathname + location.search);
+  // a provider's sign-in that came back without one: say why, once
+  const query = new URLSearchParams(location.search);
+  const trouble = query.get("provider_error");
+  if (trouble) {
+    query.delete("provider_error");
+    history.replaceState(null, "", location.pathname + (query.size ? `?${query}` : ""));
+  }
+  await loadProviders();
   const me = await call("me");
   if (me.status === 200 && me.body) {
-    $("adding-address").textContent = me.body.email;
-    if (adding) return showEmail(false);
-    return showDone(me.body);
+    $("adding-address").textContent = accountName(me.body);
+    if (adding) showEmail(false);
+    else showDone(me.body);
+    if (trouble) msg.error(providerTrouble(trouble));
+    return;
   }
   adding = false;  // no account is signed in: nothing to add to
   const accounts = await call("accounts");
@@ -472,6 +510,7 @@ async function start() {
     showEmail(false);
   }
   if (signedOut) msg.notice(deleted ? "Your account is deleted." : "You are signed out.");
+  if (trouble) msg.error(providerTrouble(trouble));
 }
 
 start();

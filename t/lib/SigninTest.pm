@@ -985,6 +985,7 @@ sub requests {
 sub stop {
     my ($self) = @_;
     return unless $self->{pid} && $self->{owner} == $$;
+    local $?;    # closing the pipe sets $?: at exit it would become the test's status
     kill 'TERM', $self->{pid};
     waitpid $self->{pid}, 0;
     close $self->{out};
