@@ -272,6 +272,7 @@ $t2->run(http => qq{
     signin_origin $o2;
     signin_registration on;
     signin_email off;
+    signin_mfa on;
     signin_limits off;
     signin_provider idp issuer=http://127.0.0.1:%%PORT2%% client_id=nginx client_secret_file=%%PREFIX%%/idp.secret;
     signin_provider_fetch /_signin/provider;
@@ -296,6 +297,24 @@ $r = $t2->req(POST => '/auth/providers/unlink', json => { id => $r->{json}{provi
     headers => { cookie => $f->{session}, origin => $o2 });
 is $r->{status}, 409, 'unlinking the only way in: 409';
 is $r->{json}{code}, 'last_way_in', '... last_way_in';
+# a provider's sign-in is fresh (the only proof there is on such a site): a second factor can be
+# added, and then it applies after the provider like after any other way in
+my $oathtool = SigninTest::which('oathtool');
+SKIP: {
+    skip 'no oathtool (build.sh installs Debian\'s oathtool)', 5 unless $oathtool;
+    my $post = sub { $t2->req(POST => "/auth/$_[0]", json => $_[1], headers => { origin => $o2, $_[2] ? (cookie => $_[2]) : () }) };
+    $r = $post->('mfa/totp/setup', {}, $f->{session});
+    is $r->{status}, 200, 'a fresh provider session sets up TOTP';
+    my $secret = $r->{json}{secret};
+    # a step's code is taken once: the second one is the next step's (accepted one step ahead)
+    my $code = sub { my $at = time + ($_[0] // 0); my $c = `$oathtool --totp -b -N \@$at $secret 2>&1`; chomp $c; $c };
+    is $post->('mfa/totp/confirm', { code => $code->() }, $f->{session})->{status}, 200, '... and confirms it (oathtool)';
+    $f = flow();
+    is $f->{callback}{status}, 202, 'the next provider sign-in stops at the second factor';
+    ok !$f->{session}, '... without a session';
+    $r = $post->('mfa/verify', { mfa_token => $f->{callback}{json}{mfa_token}, code => $code->(30) });
+    is $r->{status}, 200, '... which the code finishes';
+}
 $idp2->control(tamper => { mode => 'aud' });
 $f = flow();
 is $f->{callback}{status}, 401, 'without signin_pages a refusal is the JSON error';

@@ -27,14 +27,17 @@ inline AuditEntry audit(Millis at, std::string kind, std::string_view email, std
     return e;
 }
 
-// DESIGN §9 "fresh": a session made by an email-code exchange within policy.fresh_window.
+// DESIGN §9 "fresh": a session made within policy.fresh_window by an email-code exchange, or by
+// an OpenID Connect provider (the person proved an outside identity just now, as an email code
+// proves an inbox: on a providers-only site it is the only proof there is).
 inline bool is_fresh(const Policy &policy, const SessionRecord &s, Millis now) {
-    return s.method == SignInMethod::EmailToken && now - s.created_at < policy.fresh_window;
+    return (s.method == SignInMethod::EmailToken || s.method == SignInMethod::Provider) &&
+           now - s.created_at < policy.fresh_window;
 }
 // The refusal of an operation that needs a fresh session: "<what> needs a sign-in with an email
-// code in the last N minutes<then>".
+// code (or a provider) in the last N minutes<then>".
 inline Error fresh_required(const Policy &policy, std::string_view what, std::string_view then = {}) {
-    return Error{Code::FreshSessionRequired, std::string(what) + " needs a sign-in with an email code in the last " +
+    return Error{Code::FreshSessionRequired, std::string(what) + " needs a sign-in with an email code or a provider in the last " +
                                                  std::to_string(policy.fresh_window / 60000) + " minutes" +
                                                  std::string(then)};
 }
