@@ -50,6 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     } catch (const signin::StoreError &) {
     }
     try {
+        signin::PasskeyRecord k = r::decode_passkey(key, in);
+        if (r::encode_passkey(k) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        signin::ProviderLinkRecord l = r::decode_provider_link(key, in);
+        if (r::encode_provider_link(l) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
         (void)r::decode_audit(key, in);
     } catch (const signin::StoreError &) {
     }
