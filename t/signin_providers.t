@@ -352,4 +352,18 @@ is $st, 0, 'nginx -t takes a fetch location';
 like $out, qr/"\/_p" is not "internal"/, '... and warns when it is not internal';
 like $out, qr/subrequest_output_buffer_size 64k/, '... or keeps too little of an answer';
 
+# the README's configuration for Google and Keycloak (examples/providers.conf) passes nginx -t
+{
+    my $root = $ENV{SIGNIN_ROOT} || '.';
+    my $example = do { local $/; open my $in, '<', "$root/examples/providers.conf" or die "$!"; <$in> };
+    for my $name (qw(google keycloak)) {
+        open my $out, '>', $t3->prefix . "/$name.secret" or die; print $out "s3cret\n"; close $out;
+    }
+    my $p = $t3->prefix;
+    $example =~ s{/etc/nginx/signin/}{$p/}g;
+    my ($st, $out) = $t3->nginx_t(http => "signin_store %%STORE%%; signin_origin https://app.example.com; signin_email off;\nsignin_limits zone=signin:1m;\n$example");
+    is $st, 0, 'examples/providers.conf (Google, Keycloak) passes nginx -t' or diag $out;
+    unlike $out, qr/\[warn\]/, '... without a warning' or diag $out;
+}
+
 done_testing;
