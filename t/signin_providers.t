@@ -238,6 +238,10 @@ is $g->{callback}{headers}{location}, "$origin/" . 'auth/account?provider_linked
 $r = $t->req(GET => '/auth/providers/linked', headers => { cookie => $f->{session} });
 my @links = @{ $r->{json}{providers} };
 is_deeply [sort map { $_->{provider} } @links], ['idp', 'other'], '... both providers linked';
+my (undef, $shown) = $t->admin_text('user', 'carol@example.com');
+like $shown, qr/providers\s+(idp,other|other,idp)/, 'signin-admin user shows the linked providers';
+my (undef, $stats) = $t->admin('stats');
+ok decode_json($stats)->{provider_links} >= 5, 'signin-admin stats counts provider links';
 $g = flow(provider => 'other');
 is me($g->{session})->{json}{id}, $carol, '... and the linked one signs in to the account';
 $g = flow(provider => 'other', query => 'link=1', cookie => $erin);

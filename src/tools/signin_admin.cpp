@@ -243,6 +243,9 @@ int main(int argc, char **argv) {
         t.add({"password", u->password_hash.empty() ? "no" : "yes"});
         t.add({"second factor", factors && factors->has_factor() ? "totp" : "no"});
         t.add({"passkeys", std::to_string(passkeys.size())});
+        std::vector<std::string> providers;
+        for (const auto &l : txn->provider_links_of(u->id)) providers.push_back(l.provider);
+        t.add({"providers", providers.empty() ? "none" : joined(providers)});
         t.add({"sessions", std::to_string(txn->sessions_of(u->id).size())});
         t.add({"created", when(u->created_at)});
         t.print();
@@ -478,9 +481,9 @@ int main(int argc, char **argv) {
         auto space = store->space();
         const double used = space.map_bytes ? 100.0 * static_cast<double>(space.used_bytes) / static_cast<double>(space.map_bytes) : 0;
         if (o.json) {
-            std::printf("{\"users\":%zu,\"sessions\":%zu,\"tokens\":%zu,\"passkeys\":%zu,\"audit_entries\":%zu,\"outbox\":%zu,"
-                        "\"used_bytes\":%llu,\"map_bytes\":%llu,\"used_percent\":%.1f}\n",
-                        c.users, c.sessions, c.tokens, c.passkeys, c.audit, c.outbox,
+            std::printf("{\"users\":%zu,\"sessions\":%zu,\"tokens\":%zu,\"passkeys\":%zu,\"provider_links\":%zu,"
+                        "\"audit_entries\":%zu,\"outbox\":%zu,\"used_bytes\":%llu,\"map_bytes\":%llu,\"used_percent\":%.1f}\n",
+                        c.users, c.sessions, c.tokens, c.passkeys, c.provider_links, c.audit, c.outbox,
                         static_cast<unsigned long long>(space.used_bytes), static_cast<unsigned long long>(space.map_bytes), used);
             return 0;
         }
@@ -489,6 +492,7 @@ int main(int argc, char **argv) {
         t.add({"sessions (expired ones until purged)", std::to_string(c.sessions)});
         t.add({"tokens (outstanding codes)", std::to_string(c.tokens)});
         t.add({"passkeys", std::to_string(c.passkeys)});
+        t.add({"provider links", std::to_string(c.provider_links)});
         t.add({"audit entries", std::to_string(c.audit)});
         t.add({"emails waiting in the outbox", std::to_string(c.outbox)});
         char pct[32];
