@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/encoding.hpp"
+#include "core/public_key.hpp"
 #include "signin/engine.hpp"
 #include "signin/json.hpp"
 
@@ -88,29 +89,8 @@ bool is_http(std::string_view url) { return url.rfind("http://", 0) == 0; }
 
 // ---------------------------------------------------------------- keys
 
-struct PkeyFree {
-    void operator()(EVP_PKEY *p) const { EVP_PKEY_free(p); }
-};
-
 std::shared_ptr<EVP_PKEY> from_params(const char *type, OSSL_PARAM_BLD *bld) {
-    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(bld);
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(nullptr, type, nullptr);
-    EVP_PKEY *pkey = nullptr;
-    if (params == nullptr || ctx == nullptr || EVP_PKEY_fromdata_init(ctx) != 1 ||
-        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1) {
-        pkey = nullptr;
-    }
-    EVP_PKEY_CTX_free(ctx);
-    OSSL_PARAM_free(params);
-    if (pkey == nullptr) return nullptr;
-    EVP_PKEY_CTX *check = EVP_PKEY_CTX_new_from_pkey(nullptr, pkey, nullptr);
-    const bool ok = check != nullptr && EVP_PKEY_public_check(check) == 1;
-    EVP_PKEY_CTX_free(check);
-    if (!ok) {
-        EVP_PKEY_free(pkey);
-        return nullptr;
-    }
-    return std::shared_ptr<EVP_PKEY>(pkey, PkeyFree{});
+    return std::shared_ptr<EVP_PKEY>(pkey::from_params(type, bld));
 }
 
 std::optional<std::string> b64(const cJSON *obj, const char *name) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/encoding.hpp"
+#include "core/public_key.hpp"
 
 namespace signin::webauthn {
 namespace {
@@ -164,31 +165,9 @@ Result<CoseKey> parse_cose(std::string_view raw) {
     return k;
 }
 
-struct PkeyFree {
-    void operator()(EVP_PKEY *p) const { EVP_PKEY_free(p); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-
-Pkey from_params(const char *type, OSSL_PARAM_BLD *bld) {
-    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(bld);
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(nullptr, type, nullptr);
-    EVP_PKEY *pkey = nullptr;
-    if (params != nullptr && ctx != nullptr && EVP_PKEY_fromdata_init(ctx) == 1) {
-        if (EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1) pkey = nullptr;
-    }
-    EVP_PKEY_CTX_free(ctx);
-    OSSL_PARAM_free(params);
-    if (pkey == nullptr) return nullptr;
-    // the point is on the curve, the modulus is sane
-    EVP_PKEY_CTX *check = EVP_PKEY_CTX_new_from_pkey(nullptr, pkey, nullptr);
-    const bool ok = check != nullptr && EVP_PKEY_public_check(check) == 1;
-    EVP_PKEY_CTX_free(check);
-    if (!ok) {
-        EVP_PKEY_free(pkey);
-        return nullptr;
-    }
-    return Pkey(pkey);
-}
+using PkeyFree = pkey::Free;
+using Pkey = pkey::Ptr;
+using pkey::from_params;
 
 // The key and its algorithm, or why not.
 Result<std::pair<int, std::shared_ptr<EVP_PKEY>>> to_pkey(std::string_view cose) {

@@ -458,12 +458,14 @@ void check_outbox(ngx_event_t *ev) {
     ngx_add_timer(ev, kCheckEvery);
 }
 
+}  // namespace
+
 // ---------------------------------------------------------------- where deliveries are made
 
-// Whether a static location tree (exact and prefix locations) has one that matches uri, the way
-// nginx's location search walks it.
-bool matches(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len) {
-    bool found = false;
+// The exact or prefix location of a static location tree that serves uri, as nginx's search
+// finds it; nullptr when none does.
+ngx_http_core_loc_conf_t *static_location(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len) {
+    ngx_http_core_loc_conf_t *found = nullptr;
     while (node != nullptr) {
         size_t n = len <= node->len ? len : node->len;
         ngx_int_t rc = ngx_filename_cmp(const_cast<u_char *>(uri), node->name, n);
@@ -473,7 +475,7 @@ bool matches(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len)
         }
         if (len > node->len) {
             if (node->inclusive) {  // a prefix location: a longer one may follow inside it
-                found = true;
+                found = node->inclusive;
                 node = node->tree;
                 uri += n;
                 len -= n;
@@ -482,13 +484,11 @@ bool matches(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len)
             node = node->right;
             continue;
         }
-        if (len == node->len) return true;
+        if (len == node->len) return node->exact != nullptr ? node->exact : node->inclusive;
         node = node->left;
     }
     return found;
 }
-
-}  // namespace
 
 void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client) {
     if (!d.token.empty()) count_token(d.purpose);
@@ -509,7 +509,7 @@ ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m) {
     for (ngx_uint_t i = 0; i < cmcf->servers.nelts; i++) {
         ngx_http_conf_ctx_t *ctx = servers[i]->ctx;
         auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ctx->loc_conf[ngx_http_core_module.ctx_index]);
-        if (matches(clcf->static_locations, m->delivery_uri.data, m->delivery_uri.len)) {
+        if (static_location(clcf->static_locations, m->delivery_uri.data, m->delivery_uri.len) != nullptr) {
             m->delivery_ctx = ctx;
             return NGX_OK;
         }

@@ -568,38 +568,6 @@ ngx_int_t provider_flow(ngx_http_request_t *r, std::string_view name, std::strin
 
 // ---------------------------------------------------------------- configuration
 
-namespace {
-
-// The exact or prefix location of a static location tree that serves uri, as nginx's search
-// finds it; nullptr when none does.
-ngx_http_core_loc_conf_t *static_location(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len) {
-    ngx_http_core_loc_conf_t *found = nullptr;
-    while (node != nullptr) {
-        size_t n = len <= node->len ? len : node->len;
-        ngx_int_t rc = ngx_filename_cmp(const_cast<u_char *>(uri), node->name, n);
-        if (rc != 0) {
-            node = rc < 0 ? node->left : node->right;
-            continue;
-        }
-        if (len > node->len) {
-            if (node->inclusive) {  // a prefix location: a longer one may follow inside it
-                found = node->inclusive;
-                node = node->tree;
-                uri += n;
-                len -= n;
-                continue;
-            }
-            node = node->right;
-            continue;
-        }
-        if (len == node->len) return node->exact != nullptr ? node->exact : node->inclusive;
-        node = node->left;
-    }
-    return found;
-}
-
-}  // namespace
-
 ngx_int_t check_provider_fetch(ngx_conf_t *cf, MainConf *m) {
     if (m->providers == nullptr || m->provider_fetch_uri.len == 0) return NGX_OK;
     auto *cmcf =

@@ -12,9 +12,23 @@
 #include <string>
 #include <vector>
 
+#include <sodium.h>
+
+#include <cstring>
+#include <string_view>
+
 #include "signin/auth.hpp"
 
 namespace signin::testing {
+
+// base64url without padding (what WebAuthn and JOSE write), by libsodium.
+inline std::string b64(std::string_view s) {
+    std::string out(sodium_base64_ENCODED_LEN(s.size(), sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
+    sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char *>(s.data()), s.size(),
+                      sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    out.resize(std::strlen(out.c_str()));
+    return out;
+}
 
 constexpr Millis kStart = 1795000000000;  // 2026-11-18T11:06:40Z
 

@@ -26,13 +26,7 @@ namespace {
 const char *kIssuer = "https://id.example";
 constexpr Millis kNow = 1'800'000'000'000;
 
-std::string b64(std::string_view s) {
-    std::string out(sodium_base64_ENCODED_LEN(s.size(), sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
-    sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char *>(s.data()), s.size(),
-                      sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-    out.resize(std::strlen(out.c_str()));
-    return out;
-}
+using signin::testing::b64;
 
 std::string bn_bytes(const BIGNUM *bn, int pad = 0) {
     int n = pad > 0 ? pad : BN_num_bytes(bn);

@@ -25,13 +25,7 @@ namespace {
 
 const char *kOrigin = "https://acme.example";
 
-std::string b64(std::string_view s) {
-    std::string out(sodium_base64_ENCODED_LEN(s.size(), sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
-    sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char *>(s.data()), s.size(),
-                      sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-    out.resize(std::strlen(out.c_str()));
-    return out;
-}
+using signin::testing::b64;
 std::string serialize(cbor_item_t *item) {
     unsigned char *buf = nullptr;
     size_t size = 0;
