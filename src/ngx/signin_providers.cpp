@@ -67,7 +67,16 @@ struct Known {
 };
 std::map<std::string, Known> g_known;
 
-bool fresh(ngx_msec_t at, ngx_msec_t for_ms) { return static_cast<ngx_msec_int_t>(ngx_current_msec - at) < static_cast<ngx_msec_int_t>(for_ms); }
+bool fresh(ngx_msec_t at, ngx_msec_t for_ms) {
+    return static_cast<ngx_msec_int_t>(ngx_current_msec - at) < static_cast<ngx_msec_int_t>(for_ms);
+}
+
+// The principal of the request's session cookie (a bearer token does not link providers).
+signin::Result<signin::Principal> cookie_principal(ngx_http_request_t *r) {
+    Credentials c = read_credentials(r, id().cookie_name());
+    if (c.state != Credentials::Cookie) return signin::Error{Code::Unauthenticated, "not signed in"};
+    return authenticate(r, c);
+}
 
 const oidc::ProviderConfig *find_provider(ngx_http_request_t *r, std::string_view name) {
     MainConf *m = main_conf(r);
@@ -438,9 +447,7 @@ ngx_int_t advance(ngx_http_request_t *r, ProviderCall &call) {
     }
     auto shared = get_ctx(r, false)->provider_call;
     if (!call.flow.link_user.empty()) {
-        Credentials c = read_credentials(r, id().cookie_name());
-        auto p = c.state == Credentials::Cookie ? authenticate(r, c) : signin::Result<signin::Principal>(
-                                                                            Code::Unauthenticated, "not signed in");
+        auto p = cookie_principal(r);
         if (!p) return end_flow(r, &call, Code::Unauthenticated, "signed_out", "sign in to link a provider");
         return start_job(r, std::make_unique<LinkJob>(shared, std::move(v.claims), std::move(p.value())));
     }
@@ -526,9 +533,7 @@ ngx_int_t provider_flow(ngx_http_request_t *r, std::string_view name, std::strin
         const bool add = query_arg(r, "add") == std::optional<std::string>("1");
         std::string link_user;
         if (query_arg(r, "link") == std::optional<std::string>("1")) {
-            Credentials c = read_credentials(r, id().cookie_name());
-            auto p = c.state == Credentials::Cookie ? authenticate(r, c)
-                                                    : signin::Result<signin::Principal>(Code::Unauthenticated, "");
+            auto p = cookie_principal(r);
             if (!p) return reject(r, Code::Unauthenticated, "sign in to link a provider");
             link_user = p->user.id;
         }
