@@ -9,6 +9,11 @@
 #   ./build.sh bench    the same as a plain build, then the benchmarks (bench/run)
 #   ./build.sh deb      the Debian package (build/deb/libnginx-mod-http-signin_*.deb), checked by lintian
 #   ./build.sh fuzz [S] every fuzz target (fuzz/, clang + libFuzzer + ASan/UBSan) for S seconds (60)
+#   ./build.sh compat [VERSION...]  the nginx tests against Debian's nginx and each nginx VERSION
+#                       built from source (default: 1.24.0 1.26.3 1.28.3 and the newest tag), from
+#                       NGINX_GIT (a clone of github.com/nginx/nginx with its release tags; cloned
+#                       into build/nginx.git when unset) or NGINX_TARBALLS (a directory of
+#                       nginx-VERSION.tar.gz); writes build/compat.md
 # NGINX_SRC=/path/to/nginx builds against that source tree (a release tarball's, or a checkout of
 # nginx's repository with auto/configure) instead of Debian's nginx-dev.
 # SIGNIN_SANITIZE=1 builds core, unit tests and module with AddressSanitizer and UBSan in
@@ -99,7 +104,8 @@ build_module() {
     local src flags
     if [ -n "${NGINX_SRC:-}" ]; then
         src="$(cd "$NGINX_SRC" && pwd)"
-        flags=(--with-compat --with-threads --with-http_realip_module --with-http_auth_request_module)
+        flags=(--with-compat --with-threads --with-http_realip_module --with-http_auth_request_module
+               --with-http_ssl_module --with-http_v2_module)
     else
         src=/usr/share/nginx/src
         # shellcheck disable=SC1091
@@ -135,7 +141,7 @@ build_module() {
     local target=modules
     [ -n "${NGINX_SRC:-}" ] && [ -f "$tree/src/core/nginx.c" ] && target=build
     make -C "$tree" -j "$JOBS" -f objs/Makefile "$target" >"$tree/make.log" 2>&1 || {
-        grep -E "error|Error" -A3 "$tree/make.log" | head -60 >&2
+        grep -E "error:|Error [0-9]" -A3 "$tree/make.log" | head -60 >&2
         exit 1
     }
     mkdir -p "$BUILD/modules"
@@ -193,6 +199,80 @@ run_tests() {
     prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" "$ROOT"/t/*.t
     log "fuzz targets, ${FUZZ_SECONDS:-5} s each (fuzz/run)"
     FUZZ_SECONDS="${FUZZ_SECONDS:-5}" "$ROOT/fuzz/run"
+}
+
+# ./build.sh compat [VERSION...]: each version's tree from NGINX_TARBALLS or NGINX_GIT, built with
+# the module in build/compat/VERSION/ (its own nginx binary), then prove t/ against it; Debian's
+# nginx (the plain build) is the first row. One log per version beside build/compat.md.
+compat_source() {
+    local v="$1" dest="$2"
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    if [ -n "${NGINX_TARBALLS:-}" ]; then
+        tar -xzf "$NGINX_TARBALLS/nginx-$v.tar.gz" -C "$dest" --strip-components=1
+    else
+        git -C "$NGINX_GIT" archive "release-$v" | tar -x -C "$dest"
+    fi
+}
+
+compat_row() {  # VERSION SOURCE LOG: one line of the table from a run's log
+    local v="$1" from="$2" logf="$3" result files tests failed
+    result="$(grep -Eo '^Result: [A-Z]+' "$logf" | tail -1 | cut -d' ' -f2)"
+    files="$(grep -Eo 'Files=[0-9]+' "$logf" | tail -1 | cut -d= -f2)"
+    tests="$(grep -Eo 'Tests=[0-9]+' "$logf" | tail -1 | cut -d= -f2)"
+    failed="$(grep -E '^/.*\.t +\(Wstat' "$logf" | sed -e 's#.*/t/##' -e 's# .*##' | tr '\n' ' ')"
+    if [ -z "$result" ]; then
+        result="not built"
+        failed="$(grep -E 'error:' "$logf" | head -1 | sed 's#.*/src/#src/#' | cut -c1-120)"
+    fi
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$v" "$from" "${files:--}" "${tests:--}" "$result" "${failed:--}"
+}
+
+compat() {
+    local versions=("$@") out="$ROOT/build/compat" v
+    if [ -z "${NGINX_TARBALLS:-}" ]; then
+        NGINX_GIT="${NGINX_GIT:-$ROOT/build/nginx.git}"
+        if [ ! -d "$NGINX_GIT" ]; then
+            log "cloning nginx's repository into $NGINX_GIT"
+            git clone --bare --quiet https://github.com/nginx/nginx.git "$NGINX_GIT"
+        fi
+        [ ${#versions[@]} -gt 0 ] || versions=(1.24.0 1.26.3 1.28.3
+            "$(git -C "$NGINX_GIT" tag -l 'release-1.*' | sed 's/^release-//' | sort -V | tail -1)")
+    fi
+    [ ${#versions[@]} -gt 0 ] || { echo "build.sh compat: name the versions of NGINX_TARBALLS" >&2; exit 2; }
+    mkdir -p "$out"
+    install_test_npm
+    export SIGNIN_ROOT="$ROOT"
+    local rows=() debian
+    debian="$(/usr/sbin/nginx -v 2>&1 | sed 's#.*nginx/##')"
+    log "compat: Debian's nginx $debian"
+    ( export NGINX_BIN=/usr/sbin/nginx SIGNIN_MODULE="$BUILD/modules/ngx_http_signin_module.so"
+      export SIGNIN_ADMIN="$BUILD/core/signin-admin"
+      prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" "$ROOT"/t/*.t ) >"$out/debian-$debian.log" 2>&1 || true
+    rows+=("$(compat_row "$debian" "Debian 12 nginx + nginx-dev" "$out/debian-$debian.log")")
+    for v in "${versions[@]}"; do
+        log "compat: nginx $v from source"
+        ( set -e
+          compat_source "$v" "$out/src/nginx-$v"
+          export NGINX_SRC="$out/src/nginx-$v"
+          export SIGNIN_ADMIN="$BUILD/core/signin-admin"  # the core does not depend on nginx: the plain build's
+          BUILD="$out/$v"
+          build_module
+          export NGINX_BIN="$BUILD/nginx/objs/nginx" SIGNIN_MODULE="$BUILD/modules/ngx_http_signin_module.so"
+          "$NGINX_BIN" -V 2>&1 | head -1
+          # (t/package.t is about Debian's nginx and its package: the first row runs it)
+          prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" $(ls "$ROOT"/t/*.t | grep -v '/package\.t$') ) >"$out/$v.log" 2>&1 || true
+        rows+=("$(compat_row "$v" "source (${NGINX_TARBALLS:+tarball}${NGINX_TARBALLS:-git tag release-$v})" "$out/$v.log")")
+    done
+    {
+        echo "# ngx_signin against nginx versions ($(date -u +%Y-%m-%d), $(uname -m), ./build.sh compat)"
+        echo
+        echo "| nginx | built from | test files | tests | result | failed files |"
+        echo "| --- | --- | --- | --- | --- | --- |"
+        printf '%s\n' "${rows[@]}"
+    } >"$ROOT/build/compat.md"
+    cat "$ROOT/build/compat.md"
+    ! grep -qE '\| (FAIL|not built) \|' "$ROOT/build/compat.md"
 }
 
 # ./build.sh deb: the Debian package libnginx-mod-http-signin_<version>_<arch>.deb in build/deb/,
@@ -270,6 +350,7 @@ case "$cmd" in
     bench) install_deps "${BENCH_PACKAGES[@]}"; build_all; export NGINX_BIN="$(nginx_bin)"; exec "$ROOT/bench/run" ;;
     fuzz) install_deps clang libclang-rt-dev "${BUILD_PACKAGES[@]}"; exec "$ROOT/fuzz/run" "${2:-${FUZZ_SECONDS:-60}}" ;;
     deb) install_deps "${BUILD_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"; build_deb ;;
+    compat) shift; install_deps "${TEST_PACKAGES[@]}" git; install_node; build_all; compat "$@" ;;
     deps) install_deps "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"; install_node ;;
-    *) echo "usage: $0 [build|test|run [--fresh]|bench|deb|fuzz [SECONDS]|deps]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|test|run [--fresh]|bench|deb|fuzz [SECONDS]|compat [VERSION...]|deps]" >&2; exit 2 ;;
 esac

@@ -13,8 +13,19 @@ my $validator = "$root/t/tools/openapi_validate.mjs";
 my $no_validator = SigninTest::missing_node_packages('@seriousme/openapi-schema-validator');
 diag "skipping the OpenAPI validator's checks: $no_validator" if $no_validator;
 
+my $no_redocly = SigninTest::missing_node_packages('@redocly/cli');
+# `redocly lint` (its recommended rules, as a client generator's user runs it) on each document:
+# errors fail, warnings (no licence: the router cannot know it) are allowed
+sub redocly_lint {
+    my (@files) = @_;
+    my $out = `cd $root/t && node node_modules/\@redocly/cli/bin/cli.js lint --format=summary @files 2>&1`;
+    return ($? >> 8, $out);
+}
+
 my $t = SigninTest->new;
-$t->run(http => group_http(strategy => 'path', default => 'v1'), wait_ports => [$t->port, $t->port2]);
+my $http = group_http(strategy => 'path', default => 'v1');
+$http =~ s{(location = /openapi\.json)}{location = /openapi-internal.json { api_versions_openapi "Test API" controllers=on mount=/api; }\n        $1};
+$t->run(http => $http, wait_ports => [$t->port, $t->port2]);
 
 my (%doc, %file);
 for my $v (qw(v1 v2 v3)) {
@@ -48,7 +59,22 @@ is_deeply [sort keys %$p3], ['/', '/orders', '/orders/{id}/lines/{line}', '/user
     'v3 lists its own and every inherited route';
 is $p3->{'/orders'}{get}{'x-answered-by-version'}, 'v3', 'own route marked v3';
 is $p3->{'/users/{id}'}{get}{'x-answered-by-version'}, 'v2', 'GET /users/{id} answered by v2';
-is $p3->{'/users/{id}'}{get}{'x-controller'}, '@users_v2', 'with its controller';
+ok !exists $p3->{'/users/{id}'}{get}{'x-controller'}, 'no internal location name by default';
+is $t->req(GET => '/openapi-internal.json?version=v3')->{json}{paths}{'/users/{id}'}{get}{'x-controller'}, '@users_v2',
+    '... controllers=on names the controller';
+is_deeply [map { $_->{url} } @{ $doc{v3}{servers} }], ['/api/v3'], 'servers: the mount and the version (path strategy)';
+is_deeply [map { $_->{url} } @{ $doc{v1}{servers} }], ['/api/v1', '/api'], '... and the bare mount for the default version';
+my %ids;
+for my $path (values %$p3) { $ids{$_->{operationId}}++ for values %$path }
+is scalar(grep { $_ > 1 } values %ids), 0, 'operationIds are unique';
+ok $ids{get_users_id}, '... and readable (get_users_id)';
+is $p3->{'/users'}{get}{responses}{'4XX'}{content}{'application/json'}{schema}{'$ref'}, '#/components/schemas/RouterError',
+    'the router\'s own errors are described';
+SKIP: {
+    skip "redocly: $no_redocly", 1 if $no_redocly;
+    my ($st, $out) = redocly_lint(@file{qw(v1 v2 v3)});
+    is $st, 0, 'redocly lint (recommended rules) passes on every document' or diag $out;
+}
 is $p3->{'/users'}{post}{'x-answered-by-version'}, 'v1', 'POST /users answered by v1';
 is_deeply [map { $_->{name} } @{ $p3->{'/orders/{id}/lines/{line}'}{get}{parameters} }], ['id', 'line'],
     'path parameters in order';
@@ -73,7 +99,21 @@ $n->run(http => group_http(strategy => 'header x-api-version'), wait_ports => [$
 $r = $n->req(GET => '/openapi.json');
 is $r->{status}, 400, 'no version argument and no default: 400';
 is $r->{json}{error}, 'missing API version', 'missing body';
-is $n->req(GET => '/openapi.json?version=v2')->{json}{info}{version}, 'v2', 'explicit version without a default';
+$r = $n->req(GET => '/openapi.json?version=v2');
+is $r->{json}{info}{version}, 'v2', 'explicit version without a default';
+my $op = $r->{json}{paths}{'/users/{id}'}{get};
+my ($hp) = grep { $_->{in} eq 'header' } @{ $op->{parameters} };
+is $hp->{name}, 'x-api-version', 'header strategy: the version header is a parameter';
+ok $hp->{required}, '... required without a default version';
+is_deeply $hp->{schema}{enum}, ['v2'], '... naming the version';
+is_deeply [map { $_->{url} } @{ $r->{json}{servers} }], ['/api'], '... one server: the mount';
+SKIP: {
+    skip "redocly: $no_redocly", 1 if $no_redocly;
+    my $file = $n->prefix . '/openapi-header.json';
+    open my $fh, '>', $file or die; print $fh $r->{content}; close $fh;
+    my ($st, $out) = redocly_lint($file);
+    is $st, 0, 'redocly lint passes on the header strategy\'s document' or diag $out;
+}
 $n->done;
 
 done_testing;

@@ -5,6 +5,8 @@
 
 #include <string>
 #include <type_traits>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "signin/version/group.hpp"
@@ -53,7 +55,8 @@ struct State {
     std::string supported;                // "v1, v2, v3" for api-supported-versions
     std::vector<std::string> deprecation;  // per version, "" when not deprecated
     std::vector<std::string> sunset;       // per version, "" when no sunset
-    std::vector<std::string> openapi;      // per version, built on first request
+    // per api_versions_openapi location and version, built on first request
+    std::map<std::pair<const void *, std::size_t>, std::string> openapi;
 };
 
 enum class StrategyKind : ngx_uint_t { Path, Header, Accept, Custom };
@@ -69,6 +72,8 @@ struct ngx_http_api_versions_main_conf_t {
     ngx_str_t vary;                    // the Vary token, empty for path and custom
     apiv::StrategyKind strategy;
     ngx_flag_t routing;                // some location has api_versions_route
+    ngx_str_t first_mount;             // the first api_versions_route's mount (the documents' default)
+    ngx_flag_t mounted;                // ... is set
 };
 
 struct ngx_http_api_versions_loc_conf_t {
@@ -78,6 +83,9 @@ struct ngx_http_api_versions_loc_conf_t {
     ngx_uint_t route_line;
     ngx_flag_t openapi;    // api_versions_openapi here
     ngx_str_t title;
+    ngx_str_t openapi_mount;      // mount=: where the documented routes are served
+    ngx_flag_t openapi_mounted;   // ... was given
+    ngx_flag_t openapi_controllers;  // controllers=on: x-controller (internal location names)
     u_char *openapi_file;
     ngx_uint_t openapi_line;
 };

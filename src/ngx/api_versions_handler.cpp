@@ -195,9 +195,12 @@ ngx_int_t openapi(ngx_http_request_t *r) {
     if (rc != NGX_OK) {
         return rc;
     }
-    std::string &doc = s.openapi[v];
+    std::string &doc = s.openapi[{lcf, v}];
     if (doc.empty()) {
-        doc = signin::version::openapi_document(s.group, v, sv(lcf->title));
+        signin::version::OpenApiOptions o;
+        o.mount = std::string(sv(lcf->openapi_mounted ? lcf->openapi_mount : mcf->first_mount));
+        o.controllers = lcf->openapi_controllers == 1;
+        doc = signin::version::openapi_document(s.group, v, sv(lcf->title), o);
     }
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_type = signin_ngx::ngx_view("application/json");

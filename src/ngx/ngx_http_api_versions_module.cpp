@@ -233,7 +233,6 @@ char *finish_group(ngx_conf_t *cf, MainConf *mcf) {
         s.deprecation.push_back(v.deprecated ? signin::version::deprecation_value(*v.deprecated) : "");
         s.sunset.push_back(v.sunset ? signin::version::http_date(*v.sunset) : "");
     }
-    s.openapi.resize(s.group.versions().size());
     return static_cast<char *>(NGX_CONF_OK);
 }
 
@@ -304,6 +303,10 @@ char *route_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         }
         auto *mcf = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_api_versions_module));
         mcf->routing = 1;
+        if (!mcf->mounted) {  // the OpenAPI documents' default mount
+            mcf->first_mount = lcf->mount;
+            mcf->mounted = 1;
+        }
         return static_cast<char *>(NGX_CONF_OK);
     });
 }
@@ -315,7 +318,28 @@ char *openapi_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     }
     auto *args = static_cast<ngx_str_t *>(cf->args->elts);
     lcf->openapi = 1;
-    lcf->title = cf->args->nelts == 2 ? args[1] : signin_ngx::ngx_view("API");
+    lcf->title = signin_ngx::ngx_view("API");
+    // api_versions_openapi [TITLE] [mount=PATH] [controllers=on|off]
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        std::string_view a = sv(args[i]);
+        if (a.substr(0, 6) == "mount=") {
+            std::string_view m = a.substr(6);
+            if (!m.empty() && m.front() != '/') {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid mount \"%V\": it must start with \"/\"", &args[i]);
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+            while (!m.empty() && m.back() == '/') m.remove_suffix(1);
+            lcf->openapi_mount = signin_ngx::pool_copy(cf->pool, m);
+            lcf->openapi_mounted = 1;
+        } else if (a == "controllers=on" || a == "controllers=off") {
+            lcf->openapi_controllers = a == "controllers=on";
+        } else if (i == 1 && a.find('=') == std::string_view::npos) {
+            lcf->title = args[i];
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", &args[i]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+    }
     lcf->openapi_file = cf->conf_file->file.name.data;
     lcf->openapi_line = cf->conf_file->line;
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
@@ -338,7 +362,7 @@ ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("api_versions_route"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, route_directive,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
-    {ngx_string("api_versions_openapi"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, openapi_directive,
+    {ngx_string("api_versions_openapi"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE123, openapi_directive,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     ngx_null_command};
 

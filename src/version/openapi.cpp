@@ -82,8 +82,31 @@ std::string json_quote(std::string_view s) {
     return out;
 }
 
-std::string openapi_document(const Group &group, std::size_t v, std::string_view title) {
+namespace {
+
+// "get_users_id_lines_line" for GET /users/{id}/lines/{line}: unique in a document (one
+// operation per method and path shape), letters, digits and '_' only.
+std::string operation_id(std::string_view method, std::string_view templated) {
+    std::string id = lower(method);
+    bool sep = true;
+    for (char c : templated) {
+        const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (word) {
+            if (sep) id += '_';
+            id += c;
+        }
+        sep = !word;
+    }
+    return id;
+}
+
+}  // namespace
+
+std::string openapi_document(const Group &group, std::size_t v, std::string_view title,
+                             const OpenApiOptions &options) {
     const VersionDecl &version = group.versions().at(v);
+    const Strategy strategy = group.strategy();
+    const std::string root = options.mount.empty() ? "/" : options.mount;
     std::string j;
     j += "{\"openapi\":\"3.1.0\",\"info\":{\"title\":";
     j += json_quote(title);
@@ -95,7 +118,32 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
     if (version.sunset) {
         j += ",\"x-sunset\":" + json_quote(http_date(*version.sunset));
     }
-    j += "},\"paths\":{";
+    j += "},\"servers\":[";
+    if (strategy == Strategy::Path) {
+        j += "{\"url\":" + json_quote(options.mount + "/" + version.name) + ",\"description\":" +
+             json_quote("version " + version.name) + "}";
+        if (group.default_version() == v) {
+            j += ",{\"url\":" + json_quote(root) + ",\"description\":" +
+                 json_quote("the default version (" + version.name + ")") + "}";
+        }
+    } else {
+        j += "{\"url\":" + json_quote(root) + "}";
+    }
+    // the router decides nothing about who may call: the location's own access checks do
+    j += "],\"security\":[],\"components\":{\"schemas\":{\"RouterError\":{\"type\":\"object\","
+         "\"description\":\"an answer of the version router itself (unknown or missing version, no route, "
+         "method not allowed)\",\"properties\":{\"error\":{\"type\":\"string\"},\"code\":{\"type\":\"string\"}},"
+         "\"required\":[\"error\",\"code\"]}}},\"paths\":{";
+    // the header of the header strategy: optional for the default version, else required
+    std::string header_param;
+    if (strategy == Strategy::Header) {
+        header_param = "{\"name\":" + json_quote(group.strategy_argument()) + ",\"in\":\"header\",\"required\":" +
+                       (group.default_version() == v ? "false" : "true") +
+                       ",\"description\":\"the API version\",\"schema\":{\"type\":\"string\",\"enum\":[" +
+                       json_quote(version.name) + "]}}";
+    }
+    const std::string media =
+        strategy == Strategy::Accept ? "application/vnd." + group.strategy_argument() + "." + version.name + "+json" : "";
     // by path, then method, so that one shape is one path item
     struct Row {
         std::string shape;
@@ -127,6 +175,7 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
         j += json_quote(lower(r.method));
         j += ":{\"summary\":";
         j += json_quote(r.method + " " + key->templated());
+        j += ",\"operationId\":" + json_quote(operation_id(r.method, key->templated()));
         j += ",\"parameters\":[";
         bool first = true;
         for (const Segment &seg : key->segments) {
@@ -136,16 +185,20 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
             j += "{\"name\":" + json_quote(seg.text) +
                  ",\"in\":\"path\",\"required\":true,\"schema\":{\"type\":\"string\"}}";
         }
-        j += "],\"responses\":{\"default\":{\"description\":";
-        j += json_quote("the answer of " + r.controller);
-        j += "}}";
+        if (!header_param.empty()) j += (first ? "" : ",") + header_param;
+        j += "],\"responses\":{\"default\":{\"description\":\"the controller's answer\"";
+        if (!media.empty()) j += ",\"content\":{" + json_quote(media) + ":{}}";
+        j += "},\"4XX\":{\"description\":\"the router's refusal\",\"content\":{\"application/json\":"
+             "{\"schema\":{\"$ref\":\"#/components/schemas/RouterError\"}}}}}";
         if (version.deprecated) {
             j += ",\"deprecated\":true";
         }
         j += ",\"x-answered-by-version\":";
         j += json_quote(group.versions()[row.e->answered_by].name);
-        j += ",\"x-controller\":";
-        j += json_quote(r.controller);
+        if (options.controllers) {
+            j += ",\"x-controller\":";
+            j += json_quote(r.controller);
+        }
         j += '}';
     }
     if (key) {

@@ -71,7 +71,13 @@ TEST(VersionOpenapi, DocumentListsOwnAndInheritedRoutes) {
     const cJSON *one = at(paths, "/users/{uid}");
     ASSERT_TRUE(one) << cJSON_Print(paths);
     EXPECT_EQ(str(at(at(one, "get"), "x-answered-by-version")), "v2");
-    EXPECT_EQ(str(at(at(one, "get"), "x-controller")), "@users_v2");
+    EXPECT_EQ(str(at(at(one, "get"), "x-controller")), "<none>");  // internal names only on request
+    OpenApiOptions named;
+    named.controllers = true;
+    named.mount = "/api";
+    auto with = parse(openapi_document(g, v2, "Acme", named));
+    ASSERT_TRUE(with);
+    EXPECT_EQ(str(at(at(at(at(with.get(), "paths"), "/users/{uid}"), "get"), "x-controller")), "@users_v2");
     EXPECT_EQ(str(at(at(one, "delete"), "x-answered-by-version")), "v2");
     EXPECT_TRUE(cJSON_IsTrue(at(at(one, "get"), "deprecated")));
     const cJSON *param = cJSON_GetArrayItem(at(at(one, "delete"), "parameters"), 0);
