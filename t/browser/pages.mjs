@@ -182,7 +182,8 @@ await walk.run(async () => {
   await a.page.goto(`${base}/auth/account`);
   await a.page.waitForSelector("#account", { state: "visible" });
   check("the account page names the account", (await text(a.page, "#me-address")) === alice);
-  check("... lists this browser's session", (await text(a.page, "#sessions")).includes("This browser"));
+  // (the sections fill in one after another once the page shows: wait for the list)
+  check("... lists this browser's session", (await until(a.page, "#sessions", /This browser/)).includes("This browser"));
   await a.page.waitForSelector("#set-password-form", { state: "visible" });
   check("a fresh session (a code a moment ago) may set a password", await visible(a.page, "#set-password-form"));
   await a.page.fill("#new-password", "short");
