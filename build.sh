@@ -104,7 +104,8 @@ build_module() {
     local src flags
     if [ -n "${NGINX_SRC:-}" ]; then
         src="$(cd "$NGINX_SRC" && pwd)"
-        flags=(--with-compat --with-threads --with-http_realip_module --with-http_auth_request_module
+        # as Debian builds its nginx: with the debug log (the tests read it for secrets), TLS, HTTP/2
+        flags=(--with-compat --with-threads --with-debug --with-http_realip_module --with-http_auth_request_module
                --with-http_ssl_module --with-http_v2_module)
     else
         src=/usr/share/nginx/src
