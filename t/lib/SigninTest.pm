@@ -100,12 +100,21 @@ sub port3  { $_[0]{ports}[2] }
 sub store  { "$_[0]{prefix}/store" }
 sub origin { 'http://127.0.0.1:' . $_[0]->port }
 
+# A port below Linux's ephemeral range (32768-60999): a port the kernel hands out (LocalPort 0) is
+# in that range, where another test's outgoing connections (nginx to a mailer, a provider, an
+# upstream) take theirs too, and one of them can hold it when nginx binds it or binds it again
+# after a restart. Not one this process gave out before.
+my %GIVEN;
 sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1, ReuseAddr => 1)
-        or die "no free port: $!";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
+    for (1 .. 200) {
+        my $p = 20000 + int(rand(12700));
+        next if $GIVEN{$p};
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p, Listen => 1, ReuseAddr => 1) or next;
+        close $s;
+        $GIVEN{$p} = 1;
+        return $p;
+    }
+    die "no free port below 32768";
 }
 
 sub expand {
