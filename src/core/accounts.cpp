@@ -1,7 +1,6 @@
 // Account changes (accounts.hpp).
 #include "signin/accounts.hpp"
 
-#include "core/encoding.hpp"
 #include "core/engine_detail.hpp"
 
 namespace signin {
@@ -22,10 +21,7 @@ Result<AccountInfo> Accounts::account(const Principal &p) {
             out.outstanding_tokens += t.expires_at > now ? 1 : 0;
         }
         out.passkeys = static_cast<unsigned>(txn->passkeys_of(p.user.id).size());
-        for (const auto &l : txn->provider_links_of(p.user.id)) {
-            out.providers.push_back({enc::base64url(reinterpret_cast<const unsigned char *>(l.key.data()), l.key.size()),
-                                     l.provider, l.email, l.created_at, l.last_used_at});
-        }
+        for (const auto &l : txn->provider_links_of(p.user.id)) out.providers.push_back(detail::link_info(l));
         return out;
     });
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/encoding.hpp"
 #include "signin/engine.hpp"
 #include "signin/mfa.hpp"
 #include "signin/store.hpp"
@@ -25,6 +26,12 @@ inline AuditEntry audit(Millis at, std::string kind, std::string_view email, std
     e.user_id = std::string(user_id);
     e.detail = std::string(detail);
     return e;
+}
+
+// What GET /account and GET /providers/linked show of a provider link: its key as the id.
+inline ProviderLinkInfo link_info(const ProviderLinkRecord &l) {
+    return {enc::base64url(reinterpret_cast<const unsigned char *>(l.key.data()), l.key.size()), l.provider, l.email,
+            l.created_at, l.last_used_at};
 }
 
 // DESIGN §9 "fresh": a session made within policy.fresh_window by an email-code exchange, or by

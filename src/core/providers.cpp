@@ -34,8 +34,10 @@ bool spend_state(WriteTxn &txn, const oidc::Flow &flow) {
     return true;
 }
 
-std::string link_id(const std::string &key) {
-    return enc::base64url(reinterpret_cast<const unsigned char *>(key.data()), key.size());
+// How the audit trail names an identity: the provider and the first 8 bytes of its key, in hex
+// (never the subject itself).
+std::string who(const oidc::ProviderConfig &provider, const std::string &key) {
+    return provider.name + ":" + enc::hex(reinterpret_cast<const unsigned char *>(key.data()), 8);
 }
 
 }  // namespace
@@ -57,10 +59,10 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
         const Policy &policy = engine_.policy();
         auto txn = engine_.store_->write();
         const std::string key = link_key(claims.iss, claims.sub);
-        const std::string who = provider.name + ":" + enc::hex(reinterpret_cast<const unsigned char *>(key.data()), 8);
+        const std::string named = who(provider, key);
         auto refuse = [&](Code code, std::string why, std::string message, std::string_view email = {},
                           std::string_view user_id = {}) -> Result<SignInStep> {
-            txn->append_audit(detail::audit(now, "provider.refused", email, client, user_id, who + ":" + why));
+            txn->append_audit(detail::audit(now, "provider.refused", email, client, user_id, named + ":" + why));
             txn->commit();
             return Error{code, std::move(message)};
         };
@@ -94,7 +96,7 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
                                   claims.email, owner->id);
                 }
                 txn->put_provider_link(new_link(key, *owner, provider, claims, now));
-                txn->append_audit(detail::audit(now, "provider.linked", owner->email, client, owner->id, who + ":email"));
+                txn->append_audit(detail::audit(now, "provider.linked", owner->email, client, owner->id, named + ":email"));
                 user = std::move(owner);
             }
         }
@@ -115,7 +117,7 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
             u.updated_at = now;
             txn->put_user(u);
             txn->put_provider_link(new_link(key, u, provider, claims, now));
-            txn->append_audit(detail::audit(now, "user.created", u.email, client, u.id, who));
+            txn->append_audit(detail::audit(now, "user.created", u.email, client, u.id, named));
             user = std::move(u);
             how = "new";
         }
@@ -126,7 +128,7 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
             joining->add = flow.add;
         }
         SignInStep step = engine_.sign_in(*txn, *user, kind, SignInMethod::Provider, client, user_agent, now,
-                                          "provider:" + who + ":" + how, joining ? &*joining : nullptr);
+                                          "provider:" + named + ":" + how, joining ? &*joining : nullptr);
         txn->commit();
         return step;
     });
@@ -138,13 +140,13 @@ Status Providers::link(const Principal &p, const oidc::ProviderConfig &provider,
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
         const std::string key = link_key(claims.iss, claims.sub);
-        const std::string who = provider.name + ":" + enc::hex(reinterpret_cast<const unsigned char *>(key.data()), 8);
+        const std::string named = who(provider, key);
         auto user = txn->user_by_id(p.user.id);
         if (!user || !txn->session(p.session.hash) || flow.link_user != user->id) {
             return Error{Code::Unauthenticated, "not signed in as the account that started linking"};
         }
         auto refuse = [&](Code code, std::string why, std::string message) -> Status {
-            txn->append_audit(detail::audit(now, "provider.refused", user->email, client, user->id, who + ":" + why));
+            txn->append_audit(detail::audit(now, "provider.refused", user->email, client, user->id, named + ":" + why));
             txn->commit();
             return Error{code, std::move(message)};
         };
@@ -158,7 +160,7 @@ Status Providers::link(const Principal &p, const oidc::ProviderConfig &provider,
                 return refuse(Code::AccountExists, "too many links", "this account has too many providers linked");
             }
             txn->put_provider_link(new_link(key, *user, provider, claims, now));
-            txn->append_audit(detail::audit(now, "provider.linked", user->email, client, user->id, who + ":account"));
+            txn->append_audit(detail::audit(now, "provider.linked", user->email, client, user->id, named + ":account"));
         }
         txn->commit();
         return ok_status();
@@ -170,7 +172,7 @@ Result<std::vector<ProviderLinkInfo>> Providers::list(const Principal &p) {
         auto txn = engine_.store_->read();
         std::vector<ProviderLinkInfo> out;
         for (const auto &l : txn->provider_links_of(p.user.id)) {
-            out.push_back({link_id(l.key), l.provider, l.email, l.created_at, l.last_used_at});
+            out.push_back(detail::link_info(l));
         }
         return out;
     });

@@ -239,14 +239,6 @@ ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
     return rc;
 }
 
-// The delivery JSON becomes the subrequest's own request body (application/json), so that a
-// plain `proxy_pass` sends it to the mailer. No nginx variable carries it into proxy_set_body:
-// nginx's script engine writes the value of every variable it evaluates to a debug-level
-// error.log, token included. The JSON lives in the subrequest's ctx until the pool goes.
-ngx_int_t give_body(ngx_http_request_t *sr, const std::string &json) {
-    return give_subrequest_body(sr, json, "application/json");
-}
-
 // A connection of the module's own, in the server that holds the delivery location.
 ngx_connection_t *own_connection(MainConf *m) {
     ngx_socket_t fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -364,7 +356,11 @@ bool start_subrequest(Sending *s) {
         try {
             sctx->delivery_json =
                 signin::json::delivery(s->item.delivery, m->emails->render(s->item.delivery, id().origin().text));
-            ok = give_body(sr, sctx->delivery_json) == NGX_OK;
+            // The delivery JSON is the subrequest's own request body, so that a plain `proxy_pass`
+            // sends it to the mailer. No nginx variable carries it into proxy_set_body: nginx's
+            // script engine writes the value of every variable it evaluates to a debug-level
+            // error.log, token included. The JSON lives in the subrequest's ctx until the pool goes.
+            ok = give_subrequest_body(sr, sctx->delivery_json, "application/json") == NGX_OK;
         } catch (...) {
             ok = false;
         }

@@ -131,51 +131,34 @@ std::optional<std::string> query_arg(ngx_http_request_t *r, std::string_view nam
     return out;
 }
 
+// 302 to url; a path of this site becomes an absolute URL of signin_origin (not of whatever Host
+// the request named). No referrer leaves with it (the provider's URL carries the state).
 ngx_int_t redirect(ngx_http_request_t *r, std::string_view url) {
-    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
-    if (h == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    h->hash = 1;
-#if defined(nginx_version) && nginx_version >= 1023000
-    h->next = nullptr;
-#endif
-    ngx_str_set(&h->key, "Location");
-    // a path of this site as an absolute URL of signin_origin (not of whatever Host the request named)
-    h->value = pool_copy(r->pool, url.substr(0, 1) == "/" ? id().origin().text + std::string(url) : std::string(url));
-    if (h->value.data == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    r->headers_out.location = h;
-    if (!add_header(r, "Cache-Control", "no-store") || !add_header(r, "Referrer-Policy", "no-referrer")) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    return NGX_HTTP_MOVED_TEMPORARILY;
+    if (!add_header(r, "Referrer-Policy", "no-referrer")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return redirect_to(r, pool_copy(r->pool, url.substr(0, 1) == "/" ? id().origin().text + std::string(url)
+                                                                       : std::string(url)));
 }
 
-std::string escaped(std::string_view s) {
-    std::string out;
-    static const char *hex = "0123456789ABCDEF";
-    for (unsigned char c : s) {
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-            c == '.' || c == '~' || c == '/') {
-            out += static_cast<char>(c);
-        } else {
-            out += '%';
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    return out;
+// "&return_to=PATH" (or "?..." first), escaped as the gate escapes it (signin_require.cpp).
+std::string return_to_arg(ngx_http_request_t *r, const oidc::Flow &flow, char sep) {
+    if (flow.return_to.empty()) return {};
+    ngx_str_t v = escaped_arg(r, flow.return_to);
+    return std::string(1, sep) + "return_to=" + std::string(sv(v));
 }
+
+// The flow cookie is spent (or useless) once its callback came.
+void clear_flow_cookie(ngx_http_request_t *r) { add_header(r, "Set-Cookie", cookie_header(flow_cookie_name(), "", 0)); }
 
 // The end of a flow that did not sign in: with signin_pages, back to the sign-in page (or the
 // account page, for a link) with the reason's code for it to explain; else the JSON error.
 ngx_int_t end_flow(ngx_http_request_t *r, const ProviderCall *call, Code code, std::string_view page_code,
-               const std::string &message) {
-    add_header(r, "Set-Cookie", cookie_header(flow_cookie_name(), "", 0));
+                   const std::string &message) {
+    clear_flow_cookie(r);
     count_failure(code);
     if (!loc_conf(r)->pages || call == nullptr) return send_error(r, code, message);
     std::string url = call->base;
     if (!call->flow.link_user.empty()) url += "account";
-    url += "?provider_error=" + std::string(page_code);
-    if (!call->flow.return_to.empty()) url += "&return_to=" + escaped(call->flow.return_to);
+    url += "?provider_error=" + std::string(page_code) + return_to_arg(r, call->flow, '&');
     if (call->flow.add) url += "&add=1";
     return redirect(r, url);
 }
@@ -315,16 +298,25 @@ std::string_view page_code(Code c) {
     }
 }
 
+// The write of a verified callback; a refusal ends the flow like any other (end_flow).
+class FlowJob : public Job {
+protected:
+    FlowJob(std::shared_ptr<ProviderCall> call, oidc::IdClaims claims)
+        : Job(Stage::Write), call_(std::move(call)), claims_(std::move(claims)) {}
+    ngx_int_t answer_failure(ngx_http_request_t *r, const signin::Error &e) final {
+        return end_flow(r, call_.get(), e.code, page_code(e.code), e.message);
+    }
+
+    std::shared_ptr<ProviderCall> call_;
+    oidc::IdClaims claims_;
+};
+
 // The callback's write: the account, then a session (or the second step).
-class ProviderSignInJob final : public Job {
+class ProviderSignInJob final : public FlowJob {
 public:
     ProviderSignInJob(std::shared_ptr<ProviderCall> call, oidc::IdClaims claims, std::string user_agent,
                       signin::BrowserCookies browser)
-        : Job(Stage::Write),
-          call_(std::move(call)),
-          claims_(std::move(claims)),
-          user_agent_(std::move(user_agent)),
-          browser_(std::move(browser)) {}
+        : FlowJob(std::move(call), std::move(claims)), user_agent_(std::move(user_agent)), browser_(std::move(browser)) {}
 
 private:
     signin::Status write() override {
@@ -335,7 +327,7 @@ private:
         return signin::ok_status();
     }
     ngx_int_t answer(ngx_http_request_t *r) override {
-        add_header(r, "Set-Cookie", cookie_header(flow_cookie_name(), "", 0));
+        clear_flow_cookie(r);
         const bool pages = loc_conf(r)->pages;
         if (step_->signed_in() && step_->session) {
             count_signin(signin::SignInMethod::Provider);
@@ -345,42 +337,31 @@ private:
         }
         if (!pages) return send_step(r, *step_);
         // the second step on the sign-in page: its token in the fragment, which no server sees
-        std::string url = call_->base;
-        if (!call_->flow.return_to.empty()) url += "?return_to=" + escaped(call_->flow.return_to);
-        return redirect(r, url + "#mfa=" + std::string(step_->mfa_token.reveal()));
-    }
-    ngx_int_t answer_failure(ngx_http_request_t *r, const signin::Error &e) override {
-        return end_flow(r, call_.get(), e.code, page_code(e.code), e.message);
+        return redirect(r, call_->base + return_to_arg(r, call_->flow, '?') + "#mfa=" +
+                               std::string(step_->mfa_token.reveal()));
     }
 
-    std::shared_ptr<ProviderCall> call_;
-    oidc::IdClaims claims_;
     std::string user_agent_;
     signin::BrowserCookies browser_;
     std::optional<signin::SignInStep> step_;
 };
 
 // The callback of a flow started from the account page: the identity joins the signed-in account.
-class LinkJob final : public Job {
+class LinkJob final : public FlowJob {
 public:
     LinkJob(std::shared_ptr<ProviderCall> call, oidc::IdClaims claims, signin::Principal p)
-        : Job(Stage::Write), call_(std::move(call)), claims_(std::move(claims)), principal_(std::move(p)) {}
+        : FlowJob(std::move(call), std::move(claims)), principal_(std::move(p)) {}
 
 private:
     signin::Status write() override {
         return id().providers().link(principal_, *call_->provider, claims_, call_->flow, call_->client);
     }
     ngx_int_t answer(ngx_http_request_t *r) override {
-        add_header(r, "Set-Cookie", cookie_header(flow_cookie_name(), "", 0));
+        clear_flow_cookie(r);
         if (!loc_conf(r)->pages) return send_empty(r, NGX_HTTP_NO_CONTENT);
         return redirect(r, call_->base + "account?provider_linked=" + call_->provider->name);
     }
-    ngx_int_t answer_failure(ngx_http_request_t *r, const signin::Error &e) override {
-        return end_flow(r, call_.get(), e.code, page_code(e.code), e.message);
-    }
 
-    std::shared_ptr<ProviderCall> call_;
-    oidc::IdClaims claims_;
     signin::Principal principal_;
 };
 

@@ -150,4 +150,27 @@ std::string cookie_header(std::string_view name, std::string_view value, long lo
     return h;
 }
 
+ngx_int_t redirect_to(ngx_http_request_t *r, ngx_str_t location) {
+    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
+    if (h == nullptr || location.data == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    h->hash = 1;
+#if defined(nginx_version) && nginx_version >= 1023000
+    h->next = nullptr;
+#endif
+    ngx_str_set(&h->key, "Location");
+    h->value = location;
+    r->headers_out.location = h;
+    if (!add_header(r, "Cache-Control", "no-store")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return NGX_HTTP_MOVED_TEMPORARILY;
+}
+
+ngx_str_t escaped_arg(ngx_http_request_t *r, std::string_view s) {
+    auto *src = reinterpret_cast<u_char *>(const_cast<char *>(s.data()));
+    const uintptr_t extra = ngx_escape_uri(nullptr, src, s.size(), NGX_ESCAPE_ARGS);
+    ngx_str_t out{0, static_cast<u_char *>(ngx_pnalloc(r->pool, s.size() + 2 * extra))};
+    if (out.data == nullptr) return out;
+    out.len = static_cast<size_t>(reinterpret_cast<u_char *>(ngx_escape_uri(out.data, src, s.size(), NGX_ESCAPE_ARGS)) - out.data);
+    return out;
+}
+
 }  // namespace signin_ngx

@@ -45,6 +45,12 @@ ngx_int_t reject(ngx_http_request_t *r, HttpError e, const std::string &message)
 ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message);
 
 bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
+// 302 to `location` (stored as given: a pool string), with Cache-Control: no-store; the rc for
+// ngx_http_finalize_request (nginx's special response writes the answer).
+ngx_int_t redirect_to(ngx_http_request_t *r, ngx_str_t location);
+// `s` escaped as a query argument's value the way nginx escapes arguments (NGX_ESCAPE_ARGS), in
+// the request's pool; its data is nullptr when memory runs out.
+ngx_str_t escaped_arg(ngx_http_request_t *r, std::string_view s);
 // The Set-Cookie value of the session cookie (SPEC §5 rule 1); max_age 0 clears it.
 std::string cookie_header(std::string_view name, std::string_view value, long long max_age);
 

@@ -34,22 +34,13 @@ ngx_int_t redirect_to_login(ngx_http_request_t *r, const ngx_str_t &url) {
     const uintptr_t extra = ngx_escape_uri(nullptr, uri.data, uri.len, NGX_ESCAPE_ARGS);
     const bool has_query = ngx_strlchr(url.data, url.data + url.len, '?') != nullptr;
     const size_t len = url.len + sizeof("?return_to=") - 1 + uri.len + 2 * extra;
-    auto *p = static_cast<u_char *>(ngx_pnalloc(r->pool, len));
-    auto *h = static_cast<ngx_table_elt_t *>(ngx_list_push(&r->headers_out.headers));
-    if (p == nullptr || h == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    u_char *q = ngx_cpymem(p, url.data, url.len);
+    ngx_str_t location{0, static_cast<u_char *>(ngx_pnalloc(r->pool, len))};
+    if (location.data == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    u_char *q = ngx_cpymem(location.data, url.data, url.len);
     q = ngx_cpymem(q, has_query ? "&return_to=" : "?return_to=", sizeof("?return_to=") - 1);
     q = reinterpret_cast<u_char *>(ngx_escape_uri(q, uri.data, uri.len, NGX_ESCAPE_ARGS));
-    h->hash = 1;
-#if defined(nginx_version) && nginx_version >= 1023000
-    h->next = nullptr;
-#endif
-    ngx_str_set(&h->key, "Location");
-    h->value.data = p;
-    h->value.len = static_cast<size_t>(q - p);
-    r->headers_out.location = h;
-    if (!add_header(r, "Cache-Control", "no-store")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    return NGX_HTTP_MOVED_TEMPORARILY;
+    location.len = static_cast<size_t>(q - location.data);
+    return redirect_to(r, location);
 }
 
 // The sign-in page itself (its path, without the query) is never sent to itself: no loop when a

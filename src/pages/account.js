@@ -2,8 +2,8 @@
 // their sessions (revoke), their password (set from a fresh session, change with the current
 // one), sign out. Each capability is one <section> of account.html and one load*() here.
 import {
-  accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerTrouble,
-  publicKeyOptions,
+  accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerLink,
+  providerTrouble, publicKeyOptions,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -171,13 +171,7 @@ async function loadProviders() {
   }
   const add = $("provider-add");
   add.replaceChildren();
-  for (const p of all) {
-    const a = document.createElement("a");
-    a.className = "button secondary";
-    a.href = `providers/${encodeURIComponent(p.name)}/start?link=1`;
-    a.textContent = `Link ${p.label}`;
-    add.append(a);
-  }
+  for (const p of all) add.append(providerLink(p.name, new URLSearchParams({ link: "1" }), `Link ${p.label}`));
 }
 
 // ---- passkeys (signin_passkeys)

@@ -112,6 +112,16 @@ export function providerTrouble(code) {
   }
 }
 
+// A provider's way in (signin_provider): a link to {auth_path}/providers/NAME/start with `query`
+// (a URLSearchParams), reading `text`.
+export function providerLink(name, query, text) {
+  const a = document.createElement("a");
+  a.className = "button secondary";
+  a.href = `providers/${encodeURIComponent(name)}/start${query.size ? `?${query}` : ""}`;
+  a.textContent = text;
+  return a;
+}
+
 // How an account is named on the pages: its address, or what it is without one (an account a
 // provider made without an address).
 export function accountName(user) {

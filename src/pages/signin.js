@@ -3,8 +3,8 @@
 // show*() here; a new way in (a second factor, a passkey, a provider) is a new pair. With ?add=1
 // (or "Add another account"), the sign-in adds an account to this browser (DESIGN §9.6).
 import {
-  accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerTrouble,
-  publicKeyOptions, safeReturnTo,
+  accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerLink,
+  providerTrouble, publicKeyOptions, safeReturnTo,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -140,11 +140,7 @@ async function loadProviders() {
     const query = new URLSearchParams();
     if (returnTo) query.set("return_to", returnTo);
     if (adding) query.set("add", "1");
-    const a = document.createElement("a");
-    a.className = "button secondary";
-    a.href = `providers/${encodeURIComponent(p.name)}/start${query.size ? `?${query}` : ""}`;
-    a.textContent = `Continue with ${p.label}`;
-    box.append(a);
+    box.append(providerLink(p.name, query, `Continue with ${p.label}`));
   }
 }
 
