@@ -124,10 +124,11 @@ inline LocConf *loc_conf(ngx_http_request_t *r) {
 // The http main conf of a cycle (process hooks have no request); nullptr without an http block.
 MainConf *cycle_main_conf(ngx_cycle_t *cycle);
 
-// The exact or prefix location of a server's static location tree that serves uri, as nginx's
-// location search finds it; nullptr when none does (nginx -t's checks of signin_delivery and
-// signin_provider_fetch; signin_delivery.cpp).
-ngx_http_core_loc_conf_t *static_location(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len);
+// The exact or prefix location that serves uri in the first server (in configuration order) that
+// has one, as nginx's location search finds it, and that server's conf in `server` when given;
+// nullptr when no server has one (nginx -t's checks of signin_delivery and signin_provider_fetch;
+// signin_delivery.cpp).
+ngx_http_core_loc_conf_t *find_location(ngx_conf_t *cf, const ngx_str_t &uri, ngx_http_conf_ctx_t **server = nullptr);
 
 // The per-worker engine (signin_worker.cpp), opened in init_process; nullptr when the store
 // could not be opened (requests then answer 503).

@@ -460,6 +460,8 @@ void check_outbox(ngx_event_t *ev) {
 
 // The exact or prefix location of a static location tree that serves uri, as nginx's search
 // finds it; nullptr when none does.
+namespace {
+
 ngx_http_core_loc_conf_t *static_location(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len) {
     ngx_http_core_loc_conf_t *found = nullptr;
     while (node != nullptr) {
@@ -486,6 +488,23 @@ ngx_http_core_loc_conf_t *static_location(ngx_http_location_tree_node_t *node, c
     return found;
 }
 
+}  // namespace
+
+ngx_http_core_loc_conf_t *find_location(ngx_conf_t *cf, const ngx_str_t &uri, ngx_http_conf_ctx_t **server) {
+    auto *cmcf =
+        static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto **servers = static_cast<ngx_http_core_srv_conf_t **>(cmcf->servers.elts);
+    for (ngx_uint_t i = 0; i < cmcf->servers.nelts; i++) {
+        ngx_http_conf_ctx_t *ctx = servers[i]->ctx;
+        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ctx->loc_conf[ngx_http_core_module.ctx_index]);
+        if (ngx_http_core_loc_conf_t *loc = static_location(clcf->static_locations, uri.data, uri.len)) {
+            if (server != nullptr) *server = ctx;
+            return loc;
+        }
+    }
+    return nullptr;
+}
+
 void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client) {
     if (!d.token.empty()) count_token(d.purpose);
     if (outbox_key.empty()) return;
@@ -499,17 +518,7 @@ void start_delivery(signin::Delivery &d, std::string outbox_key, const std::stri
 
 ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m) {
     if (m->delivery_uri.len == 0) return NGX_OK;
-    auto *cmcf =
-        static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto **servers = static_cast<ngx_http_core_srv_conf_t **>(cmcf->servers.elts);
-    for (ngx_uint_t i = 0; i < cmcf->servers.nelts; i++) {
-        ngx_http_conf_ctx_t *ctx = servers[i]->ctx;
-        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ctx->loc_conf[ngx_http_core_module.ctx_index]);
-        if (static_location(clcf->static_locations, m->delivery_uri.data, m->delivery_uri.len) != nullptr) {
-            m->delivery_ctx = ctx;
-            return NGX_OK;
-        }
-    }
+    if (find_location(cf, m->delivery_uri, &m->delivery_ctx) != nullptr) return NGX_OK;
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "signin_delivery \"%V\" matches no exact or prefix location in any server: add "
                        "\"location = %V { internal; proxy_pass ...; }\"",

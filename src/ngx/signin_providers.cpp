@@ -556,15 +556,7 @@ ngx_int_t provider_flow(ngx_http_request_t *r, std::string_view name, std::strin
 
 ngx_int_t check_provider_fetch(ngx_conf_t *cf, MainConf *m) {
     if (m->providers == nullptr || m->provider_fetch_uri.len == 0) return NGX_OK;
-    auto *cmcf =
-        static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto **servers = static_cast<ngx_http_core_srv_conf_t **>(cmcf->servers.elts);
-    for (ngx_uint_t i = 0; i < cmcf->servers.nelts; i++) {
-        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
-            servers[i]->ctx->loc_conf[ngx_http_core_module.ctx_index]);
-        ngx_http_core_loc_conf_t *loc =
-            static_location(clcf->static_locations, m->provider_fetch_uri.data, m->provider_fetch_uri.len);
-        if (loc == nullptr) continue;
+    if (ngx_http_core_loc_conf_t *loc = find_location(cf, m->provider_fetch_uri)) {
         if (!loc->internal) {
             ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                                "the signin_provider_fetch location \"%V\" is not \"internal\": add \"internal;\" to it",
