@@ -1,8 +1,6 @@
 // OpenID Connect providers' accounts (providers.hpp).
 #include "signin/providers.hpp"
 
-#include <sodium.h>
-
 #include "core/encoding.hpp"
 #include "core/engine_detail.hpp"
 
@@ -46,9 +44,7 @@ std::string Providers::link_key(std::string_view issuer, std::string_view subjec
     std::string both(issuer);
     both.push_back('\0');
     both.append(subject);
-    unsigned char digest[32];
-    crypto_generichash(digest, sizeof digest, reinterpret_cast<const unsigned char *>(both.data()), both.size(), nullptr, 0);
-    return std::string(reinterpret_cast<const char *>(digest), sizeof digest);
+    return secret_hash(both);  // the store's one digest (BLAKE2b-256), as for tokens and sessions
 }
 
 Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, const oidc::IdClaims &claims,
