@@ -129,13 +129,15 @@ my $carol = $r->{json}{id};
 is $t->req(GET => '/app/x', headers => { cookie => $f->{session} })->{status}, 200, '... and passes the gate';
 my @asked = $idp->requests;
 is scalar(grep { $_ eq 'POST /token' } @asked), 1, 'one token request';
-is scalar(grep { $_ eq 'GET /jwks' } @asked), 1, 'the keys fetched once';
-is scalar(grep { m{openid-configuration} } @asked), 1, 'discovery kept (fetched once for both flows)';
+# Discovery and keys are kept per worker (two here; which one a connection meets is the kernel's
+# choice), so each is fetched at most once per worker, however many flows go by.
+cmp_ok scalar(grep { $_ eq 'GET /jwks' } @asked), '<=', 2, 'the keys fetched at most once per worker';
+cmp_ok scalar(grep { m{openid-configuration} } @asked), '<=', 2, 'discovery kept (at most once per worker)';
 
 $f = flow();
 is me($f->{session})->{json}{id}, $carol, 'the same identity again: the same account';
 is $f->{callback}{headers}{location}, "$origin/" . 'auth/', '... without return_to: the sign-in page';
-is scalar(grep { $_ eq 'GET /jwks' } $idp->requests), 1, '... the keys were kept';
+cmp_ok scalar(grep { $_ eq 'GET /jwks' } $idp->requests), '<=', 2, '... the keys were kept';
 
 $r = $t->req(GET => '/auth/account', headers => { cookie => $f->{session} });
 is $r->{json}{providers}[0]{provider}, 'idp', 'GET /account lists the linked provider';
@@ -219,6 +221,11 @@ like $f->{callback}{headers}{location}, qr{provider_error=provider_error}, 'anot
 
 $r = $t->req(GET => "/auth/providers/idp/callback?code=x&state=y&iss=http%3A%2F%2Fevil", headers => { cookie => "svc_dev_oidc=$f->{flow_cookie}" });
 like $r->{headers}{location}, qr{provider_error}, 'a callback naming another issuer (RFC 9207): refused';
+
+my @all = $idp->requests;
+my $flows = grep { $_ eq 'POST /token' } @all;
+cmp_ok $flows, '>=', 8, "$flows flows since the log was cleared";
+cmp_ok scalar(grep { m{openid-configuration} } @all), '<=', 2, '... discovery fetched at most once per worker for all of them';
 
 # ---------------------------------------------------------------- key rotation
 $idp->stop;
