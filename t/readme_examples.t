@@ -1,0 +1,181 @@
+# Every nginx configuration the README shows is a file under examples/, and every such file
+# passes nginx -t with the built module and without a warning (issue #23), so neither the README
+# nor the examples can drift:
+#
+#  1. each ```nginx block of README.md (but the API versions example between the versions
+#     markers, which t/versions_readme.t runs) follows a line <!-- example: examples/NAME.conf -->
+#     and is byte for byte that file;
+#  2. every directive of the module's ngx_command_t tables (src/ngx/*.cpp) has a row in the
+#     README's directive reference, whose context column is what its flags allow;
+#  3. each examples/*.conf runs through nginx -t. Its header says where it goes:
+#     "# context: nginx.conf" (a whole file), "main", "http" or "server" (a fragment, wrapped by
+#     SigninTest's minimal nginx.conf: load_module, pid, error_log, temporary paths).
+#
+# The rewriting rules, all of them:
+#  - load_module modules/ngx_http_signin_module.so  -> the module under test (whole files);
+#  - a whole file gets, inside http { }, the access log and temporary paths of the test's prefix
+#    (never the system's /var/log/nginx or /var/lib/nginx), and -e / -g "pid" put its error log
+#    and pid file there;
+#  - /var/lib/nginx-signin/ -> the prefix (the store and its key); client_secret_file= paths ->
+#    a file in the prefix holding a made-up secret; every ssl_certificate(_key) -> a self-signed
+#    P-256 certificate made here; a missing proxy_ssl_trusted_certificate file -> that certificate;
+#  - a proxy_pass host that is neither an address nor an upstream of the file gets an
+#    "upstream HOST { server 127.0.0.1:PORT; }" (nginx -t would ask DNS for it);
+#  - fragments run with examples/thread-pool.conf in the main context, and an http or server
+#    fragment gets the lines a site needs that it does not set itself: signin_store (the
+#    prefix), signin_origin https://app.example.com, signin_limits, and signin_email off when it
+#    has no signin_delivery;
+#  - on nginx 1.25.1 and later "listen ... http2;" becomes "listen ...;" and "http2 on;", as the
+#    README says to write it there.
+use strict; use warnings;
+use Test::More;
+use lib 't/lib'; use SigninTest;
+
+my $root = $ENV{SIGNIN_ROOT} || '.';
+sub slurp { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; local $/; return scalar <$fh> }
+
+my $readme = slurp("$root/README.md");
+
+# ---------------------------------------------------------------- 1. the README's blocks are files
+my @lines = split /(?<=\n)/, $readme;
+my ($in_versions, %shown) = (0);
+for (my $i = 0; $i < @lines; $i++) {
+    $in_versions = 1 if $lines[$i] =~ /<!-- versions:begin -->/;
+    $in_versions = 0 if $lines[$i] =~ /<!-- versions:end -->/;
+    if ($lines[$i] =~ /<!-- example: (\S+) -->/) {
+        my $file = $1;
+        like $lines[$i + 1] // '', qr/^```nginx$/, "README line @{[$i + 1]}: the marker of $file is followed by an nginx block";
+    }
+    next unless $lines[$i] =~ /^```nginx\s*$/;
+    my $start = $i + 1;
+    my $block = '';
+    $block .= $lines[$i] while ++$i < @lines && $lines[$i] !~ /^```\s*$/;
+    next if $in_versions;
+    my ($file) = $start >= 2 ? $lines[$start - 2] =~ /^<!-- example: (\S+) -->$/ : ();
+    ok defined $file, "README line $start: the nginx block has an <!-- example: FILE --> line before it" or next;
+    ok -f "$root/$file", "README line $start: $file exists" or next;
+    $shown{$file}++;
+    my $text = slurp("$root/$file");
+    ok $text eq $block, "README line $start: the block is $file, byte for byte" or diag first_difference($block, $text);
+}
+ok scalar(keys %shown) >= 5, 'the README shows its examples (' . join(', ', sort keys %shown) . ')';
+
+sub first_difference {
+    my ($a, $b) = @_;
+    my @a = split /\n/, $a, -1;
+    my @b = split /\n/, $b, -1;
+    for my $n (0 .. ($#a > $#b ? $#a : $#b)) {
+        next if defined $a[$n] && defined $b[$n] && $a[$n] eq $b[$n];
+        return sprintf "line %d of the block: README %s, file %s", $n + 1,
+            defined $a[$n] ? "'$a[$n]'" : '(none)', defined $b[$n] ? "'$b[$n]'" : '(none)';
+    }
+    return 'the same lines';
+}
+
+# ---------------------------------------------------------------- 2. every directive in the reference
+my ($reference) = $readme =~ /^### Directive reference\n(.*?)^#{2,3} /ms;
+ok defined $reference, 'the README has a directive reference (### Directive reference)';
+$reference //= '';
+my %context_name = (NGX_HTTP_MAIN_CONF => 'http', NGX_HTTP_SRV_CONF => 'server', NGX_HTTP_LOC_CONF => 'location',
+                    'apiv::kGroupConf' => 'api_versions', 'apiv::kVersionConf' => 'version');
+my @order = qw(NGX_HTTP_MAIN_CONF NGX_HTTP_SRV_CONF NGX_HTTP_LOC_CONF apiv::kGroupConf apiv::kVersionConf);
+my $directives = 0;
+for my $src (glob "$root/src/ngx/*.cpp") {
+    my $code = slurp($src);
+    while ($code =~ /\{ngx_string\("(\w+)"\),\s*((?:[\w:]+\s*\|\s*)*[\w:]+),/g) {
+        my ($name, $flags) = ($1, $2);
+        next unless $flags =~ /NGX_CONF_|kGroupConf|kVersionConf/;
+        $directives++;
+        my %has = map { $_ => 1 } split /\s*\|\s*/, $flags;
+        my $context = join ', ', map { $context_name{$_} } grep { $has{$_} } @order;
+        my ($row) = $reference =~ /^(\| `\Q$name\E[ `;].*)$/m;
+        ok defined $row, "the directive reference has $name" or next;
+        my @cells = map { s/^\s+|\s+$//gr } split /(?<!\\)\|/, $row;
+        is $cells[3], $context, "... with its context ($flags)";
+    }
+}
+ok $directives > 60, "the command tables were read ($directives directives)";
+
+# ---------------------------------------------------------------- 3. nginx -t on every example
+my $nginx = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
+my ($version) = `$nginx -v 2>&1` =~ m{nginx/(\d+\.\d+\.\d+)};
+my $http2_directive = version_at_least($version, '1.25.1');
+my $with_ssl = `$nginx -V 2>&1` =~ /--with-http_ssl_module/;
+sub version_at_least {
+    my ($v, $min) = @_;
+    my @v = split /\./, $v // '0.0.0';
+    my @m = split /\./, $min;
+    for (0 .. 2) { return $v[$_] > $m[$_] if $v[$_] != $m[$_] }
+    return 1;
+}
+
+my $main_lines = slurp("$root/examples/thread-pool.conf");
+my @examples = sort glob "$root/examples/*.conf";
+ok scalar(@examples) >= 8, 'examples/ holds the configurations (' . scalar(@examples) . ')';
+for my $path (@examples) {
+    (my $name = $path) =~ s{^\Q$root\E/}{};
+    my $text = slurp($path);
+    my ($context) = $text =~ /^# context: (nginx\.conf|main|http|server)\b/m;
+    ok defined $context, "$name says where it goes (# context: nginx.conf|main|http|server)" or next;
+    SKIP: {
+        skip "$name needs TLS and this nginx has no http_ssl_module", 2 if $text =~ /\bssl\b/ && !$with_ssl;
+        my ($rc, $out) = nginx_t($name, $context, $text);
+        is $rc, 0, "$name passes nginx -t" or diag $out;
+        unlike $out, qr/\[(?:warn|emerg|alert|crit)\]/, "$name: nginx -t says nothing worse than notice" or diag $out;
+    }
+}
+
+# The example, rewritten by the rules above, through nginx -t: (exit status, output).
+sub nginx_t {
+    my ($name, $context, $text) = @_;
+    my $t = SigninTest->new;
+    my $p = $t->prefix;
+    mkdir "$p/var";
+    $text =~ s{/var/lib/nginx-signin/}{$p/var/}g;
+    $text =~ s{\bclient_secret_file=\S*?([\w.-]+)(?=[\s;])}{write_file("$p/$1", "s3cret\n"); "client_secret_file=$p/$1"}ge;
+    if ($text =~ /\bssl_certificate\b/) {
+        my $out = `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost -keyout '$p/tls.key' -out '$p/tls.crt' 2>&1`;
+        die "openssl: $out" if $?;
+        $text =~ s{^(\s*ssl_certificate)\s+\S+;}{$1 $p/tls.crt;}mg;
+        $text =~ s{^(\s*ssl_certificate_key)\s+\S+;}{$1 $p/tls.key;}mg;
+    }
+    $text =~ s{^(\s*proxy_ssl_trusted_certificate)\s+(\S+);}{-f $2 ? "$1 $2;" : "$1 $p/tls.crt;"}mge;
+    $text =~ s{^(\s*)listen\s+([^;]*?)\s+http2\b([^;]*);}{$1listen $2$3;\n$1http2 on;}mg if $http2_directive;
+    my %upstream = map { $_ => 1 } $text =~ /^\s*upstream\s+(\S+)\s*\{/mg;
+    my %hosts = map { $_ => 1 } grep { !$upstream{$_} && !/^[\d.]+$|^\[|^localhost$|\$/ } $text =~ m{proxy_pass\s+https?://([^/:;\s]+)}g;
+    my $upstreams = join '', map { "upstream $_ { server 127.0.0.1:" . $t->port2 . "; }\n" } sort keys %hosts;
+
+    if ($context eq 'nginx.conf') {
+        $text =~ s{^load_module\s+modules/ngx_http_signin_module\.so;}{load_module $ENV{SIGNIN_MODULE};}m
+            or return (1, "$name: no load_module line for the module");
+        my $inside = "    access_log $p/access.log;\n"
+            . join('', map { "    ${_}_temp_path $p/temp/$_;\n" } qw(client_body proxy fastcgi uwsgi scgi))
+            . $upstreams;
+        $text =~ s{^(http\s*\{[^\n]*\n)}{$1$inside}m or return (1, "$name: no http { line");
+        write_file("$p/nginx.conf", $text);
+        my $out = `$nginx -p $p -e $p/error.log -g 'pid $p/nginx.pid;' -c $p/nginx.conf -t 2>&1`;
+        return ($? >> 8, $out);
+    }
+    if ($context eq 'main') {
+        return $t->nginx_t(main => $text, http => '');
+    }
+    my %base = (
+        signin_store  => "signin_store $p/store;",
+        signin_origin => 'signin_origin https://app.example.com;',
+        signin_limits => 'signin_limits zone=signin:1m;',
+        signin_email  => 'signin_email off;',
+    );
+    delete $base{signin_email} if $text =~ /^\s*signin_delivery\s/m;
+    my $base = join "\n", map { $base{$_} } grep { $text !~ /^\s*\Q$_\E\s/m } sort keys %base;
+    my $body = $context eq 'server' ? "server {\n    listen 127.0.0.1:%%PORT%%;\n$text\n}" : $text;
+    return $t->nginx_t(main => $main_lines, http => "$upstreams$base\n$body");
+}
+
+sub write_file {
+    my ($f, $content) = @_;
+    open my $fh, '>', $f or die "$f: $!";
+    print $fh $content;
+    close $fh;
+}
+
+done_testing;
