@@ -80,8 +80,15 @@ std::optional<std::string> normalize_email(std::string_view email);
 // "" → "default"; otherwise [a-z0-9][a-z0-9._-]{0,63}, or nullopt.
 std::optional<std::string> normalize_group(std::string_view group);
 
-// The token and session secret digest used as store keys (BLAKE2b-256, 32 raw bytes).
+// The secret digest of the store (BLAKE2b-256, 32 raw bytes).
 std::string secret_hash(std::string_view secret);
+// The store key of a token or session: the 6 bytes its secret starts with (for secrets made by
+// enc::ordered_secret, the creation time) then secret_hash (38 bytes). Records written before
+// keys began with the time (earlier builds of 0.1.0) are under secret_hash alone: the store's
+// token() and session() look there when a 38-byte key finds nothing, and same_record_key accepts
+// either form.
+std::string record_key(std::string_view secret);
+bool same_record_key(std::string_view stored, std::string_view key);
 // Whether text has the shape of a token or session secret this engine makes.
 bool plausible_secret(std::string_view text);
 

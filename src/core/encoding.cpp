@@ -115,6 +115,16 @@ std::string random_secret(std::size_t bytes) {
     return out;
 }
 
+std::string ordered_secret(std::int64_t unix_ms) {
+    std::array<unsigned char, 32> raw{};
+    auto ts = static_cast<std::uint64_t>(unix_ms);
+    for (std::size_t i = 0; i < 6; ++i) raw[i] = static_cast<unsigned char>(ts >> (40 - 8 * i));
+    randombytes_buf(raw.data() + 6, raw.size() - 6);
+    std::string out = base64url(raw.data(), raw.size());
+    sodium_memzero(raw.data(), raw.size());
+    return out;
+}
+
 std::string percent_encode(std::string_view s, bool keep_slash) {
     static constexpr char digits[] = "0123456789ABCDEF";
     std::string out;

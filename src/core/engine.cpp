@@ -32,6 +32,22 @@ std::string secret_hash(std::string_view secret) {
     return out;
 }
 
+std::string record_key(std::string_view secret) {
+    std::string key;
+    if (auto head = enc::base64url_decode(secret.substr(0, 8)); head && head->size() == 6) key = std::move(*head);
+    key += secret_hash(secret);
+    return key;
+}
+
+bool same_record_key(std::string_view stored, std::string_view key) {
+    auto same = [](std::string_view a, std::string_view b) {
+        return a.size() == b.size() && !a.empty() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
+    };
+    if (stored.size() == key.size()) return same(stored, key);
+    return stored.size() == crypto_generichash_BYTES && key.size() == 6 + crypto_generichash_BYTES &&
+           same(stored, key.substr(6));
+}
+
 bool plausible_secret(std::string_view text) {
     if (text.size() != 43) return false;  // 32 random bytes, base64url without padding
     return std::all_of(text.begin(), text.end(), [](char c) {
@@ -57,9 +73,9 @@ Millis Engine::now() const { return clock_->now(); }
 Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                              std::string_view client, std::string_view user_agent, Millis now,
                              std::string detail, bool mfa, const BrowserCookies *browser) const {
-    std::string secret = enc::random_secret(32);
+    std::string secret = enc::ordered_secret(now);
     SessionRecord s;
-    s.hash = secret_hash(secret);
+    s.hash = record_key(secret);
     s.id = enc::uuid7(now);
     Secret browser_cookie;
     if (kind == SessionKind::Cookie && browser != nullptr) {
@@ -105,7 +121,7 @@ Secret Engine::join_browser(WriteTxn &txn, const User &user, const BrowserCookie
     };
     if (!b.add && plausible_secret(b.current.reveal())) {
         // a sign-in without `add` takes the place of the session the browser had
-        if (auto cur = txn.session(secret_hash(b.current.reveal())); cur && cur->kind == SessionKind::Cookie) {
+        if (auto cur = txn.session(record_key(b.current.reveal())); cur && cur->kind == SessionKind::Cookie) {
             end(*cur, "session.replaced");
         }
     }

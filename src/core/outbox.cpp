@@ -97,7 +97,7 @@ std::string Engine::enqueue(WriteTxn &txn, const Delivery &d, std::string_view c
     r.due_at = now + outbox_->hold;  // the caller sends it at once and holds it meanwhile
     r.created_at = now;
     r.attempts = 1;
-    if (!d.token.empty()) r.token_hash = secret_hash(d.token.reveal());
+    if (!d.token.empty()) r.token_hash = record_key(d.token.reveal());
     r.client = std::string(client.substr(0, 64));
     r.sealed = seal(outbox_->key, d, r.token_hash);
     txn.put_outbox(r);

@@ -15,7 +15,7 @@ Result<Principal> Sessions::authenticate_from(const Secret &token, std::string_v
     return detail::guarded("authenticate", [&]() -> Result<Principal> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
-        auto s = txn->session(secret_hash(token.reveal()));
+        auto s = txn->session(record_key(token.reveal()));
         if (!s || s->kind != kind || !detail::is_live(engine_.policy(), *s, now)) {
             return Error{Code::Unauthenticated, "not signed in"};
         }
@@ -138,11 +138,12 @@ Result<std::vector<BrowserAccount>> Sessions::accounts(const Secret &browser, co
     return detail::guarded("list accounts", [&]() -> Result<std::vector<BrowserAccount>> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
-        const std::string current_hash = plausible_secret(current.reveal()) ? secret_hash(current.reveal()) : "";
+        const std::string current_hash = plausible_secret(current.reveal()) ? record_key(current.reveal()) : "";
         std::vector<SessionRecord> list;
         if (plausible_secret(browser.reveal())) list = txn->sessions_of_browser(secret_hash(browser.reveal()));
         if (!current_hash.empty() &&
-            std::none_of(list.begin(), list.end(), [&](const SessionRecord &s) { return s.hash == current_hash; })) {
+            std::none_of(list.begin(), list.end(),
+                         [&](const SessionRecord &s) { return same_record_key(s.hash, current_hash); })) {
             if (auto s = txn->session(current_hash); s && s->kind == SessionKind::Cookie) list.push_back(std::move(*s));
         }
         std::sort(list.begin(), list.end(),
@@ -155,7 +156,7 @@ Result<std::vector<BrowserAccount>> Sessions::accounts(const Secret &browser, co
             BrowserAccount a;
             a.user = std::move(*user);
             a.session_id = s.id;
-            a.active = same_digest(s.hash, current_hash);
+            a.active = !current_hash.empty() && same_record_key(s.hash, current_hash);
             out.push_back(std::move(a));
         }
         return out;
@@ -175,7 +176,7 @@ Result<Session> Sessions::switch_to(const Secret &browser, std::string_view sess
         }
         auto user = txn->user_by_id(s->user_id);
         auto secret = detail::open_for_browser(browser, s->browser_sealed, s->id);
-        if (!user || user->suspended || !secret || secret_hash(secret->reveal()) != s->hash) return none;
+        if (!user || user->suspended || !secret || !same_record_key(s->hash, record_key(secret->reveal()))) return none;
         s->last_seen_at = now;  // a switch is a use: the least recently used account goes first
         txn->put_session(*s);
         txn->append_audit(detail::audit(now, "session.switched", user->email, client, user->id, s->id));

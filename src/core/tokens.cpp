@@ -42,9 +42,9 @@ struct NewToken {
 NewToken new_token(const std::string &group, const std::string &email, Purpose purpose, Millis now,
                    Millis expires_at) {
     NewToken t;
-    std::string secret = enc::random_secret(32);
+    std::string secret = enc::ordered_secret(now);
     const std::string code = new_code();
-    t.record.hash = secret_hash(secret);
+    t.record.hash = record_key(secret);
     t.record.group_id = group;
     t.record.email = email;
     t.record.purpose = purpose;
@@ -249,11 +249,11 @@ Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view gr
 
 Status Tokens::cancel_token(const Secret &token, std::string_view client) {
     return detail::guarded("cancel token", [&]() -> Status {
-        const std::string hash = secret_hash(token.reveal());
+        const std::string hash = record_key(token.reveal());
         auto txn = engine_.store_->write();
         auto t = txn->token(hash);
         if (t) {
-            txn->del_token(hash);
+            txn->del_token(t->hash);  // where it was found (a record of an earlier build has the shorter key)
             txn->append_audit(detail::audit(engine_.now(), "delivery.failed", t->email, client, {},
                                     purpose_tag(t->purpose)));
             txn->commit();
@@ -310,11 +310,11 @@ Result<SignInStep> Tokens::exchange_step_from(const Secret &token, std::string_v
     if (!plausible_secret(token.reveal())) return Error{Code::InvalidToken, "the token is not valid"};
     return detail::guarded("token exchange", [&]() -> Result<SignInStep> {
         const Millis now = engine_.now();
-        const std::string hash = secret_hash(token.reveal());
+        const std::string hash = record_key(token.reveal());
         auto txn = engine_.store_->write();  // check and spend in one serialized write transaction
         auto t = txn->token(hash);
         if (!t || t->expires_at <= now || !purpose_signs_in(t->purpose)) {
-            if (t && t->expires_at <= now) txn->del_token(hash);
+            if (t && t->expires_at <= now) txn->del_token(t->hash);
             txn->append_audit(detail::audit(now, "token.invalid", t ? t->email : std::string(), client));
             txn->commit();
             return Error{Code::InvalidToken, "the token is not valid"};
@@ -426,7 +426,7 @@ Result<EmailChangeStep> Tokens::confirm_email_change(const Secret &token, std::s
     return detail::guarded("email change", [&]() -> Result<EmailChangeStep> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
-        auto t = txn->token(secret_hash(token.reveal()));
+        auto t = txn->token(record_key(token.reveal()));
         if (!t || t->expires_at <= now || !is_change(t->purpose)) {
             if (t && t->expires_at <= now) txn->del_token(t->hash);
             txn->append_audit(detail::audit(now, "token.invalid", t ? t->email : std::string(), client, {}, "email_change"));

@@ -4,10 +4,11 @@
 //   meta           "schema_version" -> decimal text
 //   users          user id -> user record
 //   user_email     group_id '\0' email -> user id (users without an address have none)
-//   tokens         token hash (32 bytes) -> token record
-//   addr_tokens    (DUPSORT) group_id '\0' email -> created_at (8 bytes BE) + token hash
-//   sessions       session hash (32 bytes) -> session record
-//   session_ids    session id -> session hash
+//   tokens         token key (signin::record_key: 6 bytes of creation time + the secret's 32-byte
+//                  digest; the digest alone for records of earlier builds) -> token record
+//   addr_tokens    (DUPSORT) group_id '\0' email -> created_at (8 bytes BE) + token key
+//   sessions       session key (as a token's) -> session record
+//   session_ids    session id -> session key
 //   user_sessions  (DUPSORT) user id -> session id
 //   browser_sessions (DUPSORT) browser cookie digest (32 bytes) -> session id (DESIGN §9.6)
 //   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
@@ -83,6 +84,13 @@ inline MDB_val val(std::string_view s) {
 }
 inline std::string_view view(const MDB_val &v) {
     return std::string_view(static_cast<const char *>(v.mv_data), v.mv_size);
+}
+
+// A token or session key (signin::record_key: 6 bytes of time, then the secret's 32-byte digest)
+// whose record was not found: the key that record has if an earlier build of 0.1.0 wrote it (the
+// digest alone), or "" when there is none to try.
+std::string_view legacy_key(std::string_view key) {
+    return key.size() == 6 + crypto_generichash_BYTES ? key.substr(6) : std::string_view();
 }
 
 // group_id '\0' email: the key of user_email and addr_tokens.
@@ -164,10 +172,11 @@ public:
         return user_by_id(*id);
     }
 
-    std::optional<TokenRecord> token(std::string_view hash) override {
-        auto v = get(env_.dbi.tokens, hash, "read token");
+    std::optional<TokenRecord> token(std::string_view key) override {
+        auto v = get(env_.dbi.tokens, key, "read token");
+        if (!v && (key = legacy_key(key), !key.empty())) v = get(env_.dbi.tokens, key, "read token");
         if (!v) return std::nullopt;
-        return decode_token(hash, *v);
+        return decode_token(key, *v);
     }
 
     std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
@@ -186,10 +195,11 @@ public:
         return out;
     }
 
-    std::optional<SessionRecord> session(std::string_view hash) override {
-        auto v = get(env_.dbi.sessions, hash, "read session");
+    std::optional<SessionRecord> session(std::string_view key) override {
+        auto v = get(env_.dbi.sessions, key, "read session");
+        if (!v && (key = legacy_key(key), !key.empty())) v = get(env_.dbi.sessions, key, "read session");
         if (!v) return std::nullopt;
-        return decode_session(hash, *v);
+        return decode_session(key, *v);
     }
 
     std::optional<SessionRecord> session_by_id(std::string_view id) override {

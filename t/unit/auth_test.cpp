@@ -138,7 +138,7 @@ TEST_F(AuthTest, LoginIssuesATokenAndCallsTheDelivery) {
     EXPECT_TRUE(is_base64url(d.token.reveal())) << d.token.reveal();
     EXPECT_TRUE(plausible_secret(d.token.reveal()));
     // the store knows the token only by its hash
-    auto rec = store_->read()->token(secret_hash(d.token.reveal()));
+    auto rec = store_->read()->token(record_key(d.token.reveal()));
     ASSERT_TRUE(rec);
     EXPECT_EQ(rec->email, "alice@example.com");
     EXPECT_EQ(rec->purpose, Purpose::SignIn);
@@ -234,7 +234,7 @@ TEST_F(AuthTest, DeliveryErrorCancelsTheToken) {
     EXPECT_EQ(s.error().code, Code::DeliveryFailed);
     ASSERT_EQ(outbox_.count(), 1u);
     Secret cancelled = outbox_.last().token;
-    EXPECT_FALSE(store_->read()->token(secret_hash(cancelled.reveal())));
+    EXPECT_FALSE(store_->read()->token(record_key(cancelled.reveal())));
     auto r = tokens().exchange(cancelled);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::InvalidToken);
@@ -488,7 +488,7 @@ TEST_F(AuthTest, EverySignInMakesANewSessionIdAndSecret) {
     EXPECT_FALSE(a.id.empty());
     EXPECT_EQ(a.id.size(), 36u);  // UUIDv7 text form
     EXPECT_NE(a.id, std::string(a.token.reveal()));
-    EXPECT_NE(store_->read()->session(secret_hash(a.token.reveal()))->id, b.id);
+    EXPECT_NE(store_->read()->session(record_key(a.token.reveal()))->id, b.id);
 }
 
 TEST_F(AuthTest, StoreHoldsNoTokenOrSessionSecret) {
@@ -496,7 +496,7 @@ TEST_F(AuthTest, StoreHoldsNoTokenOrSessionSecret) {
     Secret t = login_token("alice@example.com");
     {
         auto r = store_->read();
-        ASSERT_TRUE(r->token(secret_hash(t.reveal())));
+        ASSERT_TRUE(r->token(record_key(t.reveal())));
         EXPECT_FALSE(r->token(std::string(t.reveal())));
     }
     std::string bytes = data_file();
@@ -506,11 +506,69 @@ TEST_F(AuthTest, StoreHoldsNoTokenOrSessionSecret) {
 
     auto s = tokens().exchange_from(t, "198.51.100.7", SessionKind::Cookie, "agent");
     ASSERT_TRUE(s);
-    ASSERT_TRUE(store_->read()->session(secret_hash(s->token.reveal())));
+    ASSERT_TRUE(store_->read()->session(record_key(s->token.reveal())));
     bytes = data_file();
     EXPECT_EQ(bytes.find(t.reveal()), std::string::npos) << "token text found in data.mdb";
     EXPECT_EQ(bytes.find(s->token.reveal()), std::string::npos) << "session secret found in data.mdb";
     EXPECT_NE(bytes.find(secret_hash(s->token.reveal())), std::string::npos);
+}
+
+// Issue #20: token and session keys start with their secret's creation time, so new records join
+// the right edge of their B-trees; the secret is still 32 bytes, 26 of them random.
+TEST(OrderedSecret, StartsWithItsTimeAndKeysSortByIt) {
+    const std::int64_t t0 = 1795604740123;
+    std::string a = enc::ordered_secret(t0), b = enc::ordered_secret(t0), c = enc::ordered_secret(t0 + 1);
+    ASSERT_TRUE(plausible_secret(a));
+    EXPECT_NE(a, b) << "the same millisecond, different secrets";
+    auto raw = enc::base64url_decode(a);
+    ASSERT_TRUE(raw && raw->size() == 32);
+    std::int64_t at = 0;
+    for (int i = 0; i < 6; ++i) at = (at << 8) | static_cast<unsigned char>((*raw)[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(at, t0);
+    const std::string ka = record_key(a), kc = record_key(c);
+    ASSERT_EQ(ka.size(), 38u);
+    EXPECT_EQ(ka.substr(0, 6), raw->substr(0, 6));
+    EXPECT_EQ(ka.substr(6), secret_hash(a));
+    EXPECT_LT(ka, kc) << "a later secret's key sorts after";
+    EXPECT_TRUE(same_record_key(ka, ka));
+    EXPECT_TRUE(same_record_key(secret_hash(a), ka)) << "a record of an earlier build";
+    EXPECT_FALSE(same_record_key(secret_hash(c), ka));
+    EXPECT_FALSE(same_record_key(ka.substr(6, 31), ka));
+    EXPECT_FALSE(same_record_key("", ""));
+}
+
+// Records written by earlier builds of 0.1.0 are keyed by the secret's digest alone: their tokens
+// and sessions still work, and are deleted where they are.
+TEST_F(AuthTest, RecordsKeyedByTheDigestAloneStillWork) {
+    add_user("alice@example.com");
+    Session s = sign_in("alice@example.com");
+    Secret t = login_token("alice@example.com");
+    {
+        auto w = store_->write();
+        auto rec = w->session(record_key(s.token.reveal()));
+        ASSERT_TRUE(rec);
+        w->del_session(rec->hash);
+        rec->hash = secret_hash(s.token.reveal());
+        w->put_session(*rec);
+        auto tok = w->token(record_key(t.reveal()));
+        ASSERT_TRUE(tok);
+        w->del_token(tok->hash);
+        tok->hash = secret_hash(t.reveal());
+        w->put_token(*tok);
+        w->commit();
+    }
+    auto p = sessions().authenticate_from(s.token, "x");
+    ASSERT_TRUE(p) << "the old session";
+    EXPECT_EQ(p->session.hash, secret_hash(s.token.reveal()));
+    ASSERT_TRUE(sessions().logout(p.value(), "x"));
+    EXPECT_FALSE(sessions().authenticate_from(s.token, "x")) << "logged out";
+    EXPECT_FALSE(store_->read()->session(secret_hash(s.token.reveal())));
+
+    auto s2 = tokens().exchange_from(t, "x", SessionKind::Cookie, "agent");
+    ASSERT_TRUE(s2) << "the old token";
+    EXPECT_FALSE(store_->read()->token(secret_hash(t.reveal()))) << "spent where it was";
+    EXPECT_FALSE(tokens().exchange_from(t, "x", SessionKind::Cookie, "agent")) << "once";
+    EXPECT_EQ(store_->read()->session(record_key(s2->token.reveal()))->hash.size(), 38u) << "new sessions: the new key";
 }
 
 TEST_F(AuthTest, ConcurrentExchangeOfOneTokenHasExactlyOneWinner) {
@@ -631,7 +689,7 @@ TEST_F(AuthTest, TouchInsideTheIdleWindowKeepsTheSessionLive) {
     ASSERT_TRUE(sessions().needs_touch(p.value()));
     ASSERT_TRUE(sessions().touch(p.value()));
     const Millis touched = clock_->now();
-    EXPECT_EQ(store_->read()->session(secret_hash(s.token.reveal()))->last_seen_at, touched);
+    EXPECT_EQ(store_->read()->session(record_key(s.token.reveal()))->last_seen_at, touched);
     clock_->advance(2 * kMinute);  // past the idle limit counted from sign-in
     EXPECT_TRUE(sessions().authenticate_from(s.token, "x"));
     clock_->set(touched + policy_.session_idle);
@@ -890,8 +948,8 @@ TEST_F(AuthTest, PurgeRemovesExpiredTokensAndSessions) {
     auto n = id_->purge_expired(100);
     ASSERT_TRUE(n) << n.error().message;
     EXPECT_EQ(n.value(), 2u);
-    EXPECT_FALSE(store_->read()->token(secret_hash(t.reveal())));
-    EXPECT_FALSE(store_->read()->session(secret_hash(b.token.reveal())));
+    EXPECT_FALSE(store_->read()->token(record_key(t.reveal())));
+    EXPECT_FALSE(store_->read()->session(record_key(b.token.reveal())));
 }
 
 TEST_F(AuthTest, PurgeKeepsTheAuditTrailForAuditKeepOnly) {

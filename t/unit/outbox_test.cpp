@@ -77,7 +77,7 @@ protected:
     std::size_t pending() { return id_->outbox().pending().value(); }
     bool token_live(const Secret &t) {
         auto txn = store_->read();
-        return txn->token(secret_hash(t.reveal())).has_value();
+        return txn->token(record_key(t.reveal())).has_value();
     }
     std::string data_file() {
         std::ifstream in(root_ + "/db/data.mdb", std::ios::binary);

@@ -395,7 +395,7 @@ TEST_F(PasswordEngine, RegistrationKeepsOnlyTheHashUntilTheExchange) {
     EXPECT_FALSE(user("new@example.com"));  // pending: no account yet
     Delivery d = outbox_.last();
     EXPECT_EQ(d.purpose, Purpose::Registration);
-    auto rec = store_->read()->token(secret_hash(d.token.reveal()));
+    auto rec = store_->read()->token(record_key(d.token.reveal()));
     ASSERT_TRUE(rec);
     EXPECT_EQ(rec->password_hash.rfind("$argon2id$v=19$m=19456,t=2,p=1$", 0), 0u);
     EXPECT_EQ(rec->password_hash.find(kGood), std::string::npos);
@@ -452,7 +452,7 @@ TEST_F(PasswordEngine, RegisteringAnExistingAccountNeverReplacesOrAttachesAPassw
     ASSERT_TRUE(passwords().register_password_from("has@example.com", Secret(kGood2), "c"));
     Delivery d = outbox_.last();
     EXPECT_EQ(d.purpose, Purpose::AlreadyRegistered);
-    EXPECT_TRUE(store_->read()->token(secret_hash(d.token.reveal()))->password_hash.empty());
+    EXPECT_TRUE(store_->read()->token(record_key(d.token.reveal()))->password_hash.empty());
     ASSERT_TRUE(tokens().exchange_from(d.token, "c"));  // it signs the owner in
     EXPECT_EQ(user("has@example.com")->password_hash, before);
 
