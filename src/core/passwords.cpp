@@ -54,6 +54,8 @@ Result<std::string> Passwords::check_new_password(std::string_view pw) const {
 Result<std::string> Passwords::prepare_password_registration(std::string_view email_in, const Secret &pw,
                                                              std::string_view group_in) {
     if (!engine_.policy().with_passwords) return disabled();
+    // refused by configuration, whatever the address: before an Argon2id hash is spent on it
+    if (!engine_.policy().with_email) return Error{Code::EmailDisabled, "sign-in by email is not enabled"};
     if (!engine_.policy().allow_registration) return Error{Code::RegistrationDisabled, "registration is not enabled"};
     auto email = normalize_email(email_in);
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};

@@ -445,6 +445,19 @@ TEST_F(PasswordEngine, RegistrationNeedsRegistrationEnabledAndThePolicy) {
     EXPECT_EQ(outbox_.count(), 0u);
 }
 
+// With email sign-in off a password registration is refused before its password is hashed: an
+// Argon2id hash for a request that can only fail would be work given away to anyone.
+TEST_F(PasswordEngine, RegistrationWithEmailOffIsRefusedBeforeTheHash) {
+    policy_.with_email = false;
+    make_identity();
+    const auto started = std::chrono::steady_clock::now();
+    auto r = passwords().prepare_password_registration("a@example.com", Secret(kGood), "");
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::EmailDisabled);
+    EXPECT_LT(took, std::chrono::milliseconds(5)) << "no hash was computed";
+}
+
 TEST_F(PasswordEngine, RegisteringAnExistingAccountNeverReplacesOrAttachesAPassword) {
     register_with("has@example.com", kGood);
     const std::string before = user("has@example.com")->password_hash;
