@@ -177,6 +177,18 @@ $idp->control(next => { sub => 'frank-sub', email => 'frank@example.com', email_
 $f = flow();
 $r = me($f->{session});
 is $r->{json}{email}, undef, 'an unverified address is not the new account\'s (email null)';
+# that account gets its first address by confirming it: one email, to the new address only
+my $frank = $f->{session};
+$r = $t->req(POST => '/auth/email/change', json => { email => 'frank@example.com' },
+    headers => { cookie => $frank, origin => $origin });
+is $r->{status}, 202, 'an account without an address asks for one';
+my $confirm = $t->last_email('frank@example.com', purpose => 'EmailChange');
+ok $confirm, '... the new address gets the confirmation';
+ok !(grep { ($_->{email} // '') eq '' } $t->mailbox), '... and nothing is sent to an empty address';
+$r = $t->req(POST => '/auth/email/confirm', json => { token => $confirm->{token} });
+is $r->{status}, 200, '... confirmed';
+is $r->{json}{status}, 'changed', '... by the new address alone (there is no old one to approve)';
+is me($frank)->{json}{email}, 'frank@example.com', '... and the account has it';
 
 # ---------------------------------------------------------------- each defect of an ID token
 $idp->control(next => { sub => 'carol-sub', email => 'carol@example.com', email_verified => JSON::PP::true });

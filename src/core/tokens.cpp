@@ -391,8 +391,12 @@ Result<EmailChangeIssue> Tokens::request_email_change(const Principal &p, std::s
             return Error{Code::Unauthenticated, "not signed in"};
         }
         if (*new_email == user->email) return Error{Code::InvalidRequest, "that is already the account's address"};
+        // An account a provider made without an address gets its first one: there is no old
+        // address to approve, so only the new one confirms (its token is the second half).
+        const bool first_address = user->email.empty();
         // any change asked before is replaced: its tokens go
         for (const std::string &addr : {user->email, *new_email}) {
+            if (addr.empty()) continue;
             for (const auto &t : txn->tokens_for(user->group_id, addr)) {
                 if (is_change(t.purpose) && t.user_id == user->id) txn->del_token(t.hash);
             }
@@ -406,17 +410,22 @@ Result<EmailChangeIssue> Tokens::request_email_change(const Principal &p, std::s
             t->record.new_email = *new_email;
             t->record.session_id = p.session.id;
         }
-        to_new.record.pair_hash = to_old.record.hash;
-        to_old.record.pair_hash = to_new.record.hash;
-        txn->put_token(to_new.record);
-        txn->put_token(to_old.record);
-        txn->append_audit(detail::audit(now, "email.change_requested", user->email, client, user->id, *new_email));
         EmailChangeIssue out;
+        if (first_address) {
+            to_new.record.pair_spent = true;
+            txn->put_token(to_new.record);
+        } else {
+            to_new.record.pair_hash = to_old.record.hash;
+            to_old.record.pair_hash = to_new.record.hash;
+            txn->put_token(to_new.record);
+            txn->put_token(to_old.record);
+        }
+        txn->append_audit(detail::audit(now, "email.change_requested", user->email, client, user->id, *new_email));
         out.to_new.outbox_key = engine_.enqueue(*txn, to_new.delivery, client, now);
-        out.to_old.outbox_key = engine_.enqueue(*txn, to_old.delivery, client, now);
+        if (!first_address) out.to_old.outbox_key = engine_.enqueue(*txn, to_old.delivery, client, now);
         txn->commit();
         out.to_new.delivery = std::move(to_new.delivery);
-        out.to_old.delivery = std::move(to_old.delivery);
+        if (!first_address) out.to_old.delivery = std::move(to_old.delivery);
         return out;
     });
 }
@@ -458,7 +467,8 @@ Result<EmailChangeStep> Tokens::spend_change(WriteTxn &txn, const TokenRecord &t
     const char *half = t.purpose == Purpose::EmailChange ? "confirmed" : "approved";
     auto user = txn.user_by_id(t.user_id);
     auto fail = [&](Code code, const char *why, std::string message) -> Result<EmailChangeStep> {
-        if (auto other = txn.token(t.pair_hash)) txn.del_token(other->hash);  // the change is over
+        // the change is over (an account's first address has no other half)
+        if (auto other = t.pair_hash.empty() ? std::nullopt : txn.token(t.pair_hash)) txn.del_token(other->hash);
         txn.append_audit(detail::audit(now, "email.change_failed", t.old_email, client, t.user_id, why));
         txn.commit();
         return Error{code, std::move(message)};
@@ -490,16 +500,21 @@ Result<EmailChangeStep> Tokens::spend_change(WriteTxn &txn, const TokenRecord &t
     txn.put_user(*user);
     auto asker = txn.session_by_id(t.session_id);
     detail::end_sessions_except(txn, user->id, asker ? asker->hash : std::string());
-    for (const auto &old : txn.tokens_for(user->group_id, old_email)) txn.del_token(old.hash);
-    txn.append_audit(detail::audit(now, "email.changed", t.new_email, client, user->id, "from " + old_email));
+    if (!old_email.empty()) {
+        for (const auto &old : txn.tokens_for(user->group_id, old_email)) txn.del_token(old.hash);
+    }
+    txn.append_audit(detail::audit(now, "email.changed", t.new_email, client, user->id,
+                                   old_email.empty() ? "the account's first address" : "from " + old_email));
     EmailChangeStep out;
     out.status = "changed";
     out.new_email = t.new_email;
-    out.notice.delivery = Delivery{};
-    out.notice.delivery->email = old_email;
-    out.notice.delivery->purpose = Purpose::EmailChanged;  // a notice: no token
-    out.notice.delivery->group_id = user->group_id;
-    out.notice.outbox_key = engine_.enqueue(txn, *out.notice.delivery, client, now);
+    if (!old_email.empty()) {  // the notice to the address that was
+        out.notice.delivery = Delivery{};
+        out.notice.delivery->email = old_email;
+        out.notice.delivery->purpose = Purpose::EmailChanged;  // a notice: no token
+        out.notice.delivery->group_id = user->group_id;
+        out.notice.outbox_key = engine_.enqueue(txn, *out.notice.delivery, client, now);
+    }
     txn.commit();
     return out;
 }

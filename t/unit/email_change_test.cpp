@@ -60,6 +60,31 @@ TEST_F(EmailChangeTest, BothHalvesInEitherOrder) {
     }
 }
 
+// An account a provider made without an address (accounts.hpp) gets its first one: only the new
+// address confirms, nothing is sent to an empty address, and no notice goes anywhere.
+TEST_F(EmailChangeTest, AnAccountWithoutAnAddressGetsItsFirstByTheNewOneAlone) {
+    Session s = sign_in("h1@example.com");
+    {
+        auto w = store_->write();
+        User u = *w->user_by_id(s.user.id);
+        u.email.clear();
+        w->put_user(u);
+        w->commit();
+    }
+    ASSERT_EQ(email_of(s.user.id), "");
+    auto c = change(s, "h2@example.com");
+    ASSERT_TRUE(c.to_new.delivery);
+    EXPECT_EQ(c.to_new.delivery->email, "h2@example.com");
+    EXPECT_FALSE(c.to_old.delivery) << "no approval to send to no address";
+    EXPECT_TRUE(c.to_old.outbox_key.empty());
+    auto done = id_->tokens().confirm_email_change(c.to_new.delivery->token, "c");
+    ASSERT_TRUE(done) << done.error().message;
+    EXPECT_EQ(done->status, "changed");
+    EXPECT_EQ(email_of(s.user.id), "h2@example.com");
+    EXPECT_FALSE(done->notice.delivery) << "no notice to no address";
+    EXPECT_EQ(sign_in("h2@example.com").user.id, s.user.id) << "the address now signs in to the account";
+}
+
 TEST_F(EmailChangeTest, TheseTokensNeverSignInAndSignInTokensDoNotConfirm) {
     Session s = sign_in("c1@example.com");
     auto c = change(s, "c2@example.com");
