@@ -677,7 +677,7 @@ static char *set_hash(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     }
     if (m->password_hash_t < spec.opslimit || m->password_hash_m < spec.memlimit) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "signin_password_hash is weaker than Argon2id t=2 m=19456k (SPEC §8); use it only in tests");
+                           "signin_password_hash is weaker than Argon2id t=2 m=19456k (the least OWASP advises); use it only in tests");
     }
     return NGX_CONF_OK;
 }
@@ -761,7 +761,7 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     if (!purpose) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "signin_email_template: unknown purpose \"%V\" (SignIn, Registration, AlreadyRegistered, "
-                           "EmailChange, EmailChangeApproval, EmailChanged, PasswordChanged, or their tags)",
+                           "EmailChange, EmailChangeApproval, EmailChanged, PasswordChanged, Invitation, or their tags)",
                            &value[1]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }

@@ -80,7 +80,7 @@ export function explain(answer, context) {
     case "busy":
       return "The server is busy. Try again in a moment.";
     case "storage_full":
-    case "storage_error":
+    case "storage_unavailable":
     case "internal":
       return "Sign-in is unavailable right now. Try again in a moment.";
     default:
