@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ngx_signin build driver.
 #   ./build.sh          install what the build needs (apt-get), build the core and the nginx module
-#                       (SIGNIN_NO_APT=1: install nothing, for packagers and offline machines)
+#                       (--no-install or SIGNIN_NO_APT=1: install nothing, for packagers and offline
+#                       machines; what is missing is listed)
 #   ./build.sh test     the same with the tests' packages too, then the core unit tests (ctest), the nginx tests (prove t/) and a
 #                       short run of every fuzz target (FUZZ_SECONDS each, default 5)
 #   ./build.sh run      build the module only, then serve nginx.conf.example on 127.0.0.1:$PORT from
@@ -28,6 +29,12 @@ case "${SIGNIN_SANITIZE:-}" in
 esac
 BUILD="$ROOT/build${SIGNIN_SANITIZE:+/sanitize}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+# --no-install anywhere on the line is SIGNIN_NO_APT=1 (packagers, offline machines)
+args=()
+for a in "$@"; do
+    if [ "$a" = --no-install ]; then SIGNIN_NO_APT=1; else args+=("$a"); fi
+done
+set -- "${args[@]+"${args[@]}"}"
 cmd="${1:-build}"
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -353,5 +360,5 @@ case "$cmd" in
     deb) install_deps "${BUILD_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"; build_deb ;;
     compat) shift; install_deps "${TEST_PACKAGES[@]}" git; install_node; build_all; compat "$@" ;;
     deps) install_deps "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"; install_node ;;
-    *) echo "usage: $0 [build|test|run [--fresh]|bench|deb|fuzz [SECONDS]|compat [VERSION...]|deps]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--no-install] [build|test|run [--fresh]|bench|deb|fuzz [SECONDS]|compat [VERSION...]|deps]" >&2; exit 2 ;;
 esac
