@@ -45,6 +45,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -402,12 +403,60 @@ protected:
     MDB_txn *txn_;
 };
 
+// Read transactions ended by a reader are kept reset (their reader slot held, no snapshot pinned)
+// and renewed by the next: mdb_txn_begin would allocate the transaction and, with MDB_NOTLS, take
+// the environment's shared reader-table mutex to find a slot, on every GET /me and every gated
+// request (issue #20's profile of GET /me). Two are kept, for the event loop and a thread that
+// reads. (Like the environment, they belong to the process that opened the store: each worker
+// opens its own after the fork, as LMDB requires.)
+class IdleReads {
+public:
+    ~IdleReads() { clear(); }
+    MDB_txn *take() {
+        MDB_txn *txn = nullptr;
+        {
+            std::lock_guard<std::mutex> hold(lock_);
+            if (txns_.empty()) return nullptr;
+            txn = txns_.back();
+            txns_.pop_back();
+        }
+        if (mdb_txn_renew(txn) == 0) return txn;
+        mdb_txn_abort(txn);
+        return nullptr;
+    }
+    void give(MDB_txn *txn) {
+        mdb_txn_reset(txn);
+        {
+            std::lock_guard<std::mutex> hold(lock_);
+            if (txns_.size() < kKeep) {
+                txns_.push_back(txn);
+                return;
+            }
+        }
+        mdb_txn_abort(txn);
+    }
+    // Before the environment closes.
+    void clear() {
+        std::lock_guard<std::mutex> hold(lock_);
+        for (MDB_txn *t : txns_) mdb_txn_abort(t);
+        txns_.clear();
+    }
+
+private:
+    static constexpr std::size_t kKeep = 2;  // of the 256 reader slots, per worker
+    std::mutex lock_;
+    std::vector<MDB_txn *> txns_;
+};
+
 class LmdbReadTxn final : public TxnBase<ReadTxn> {
 public:
-    using TxnBase::TxnBase;
+    LmdbReadTxn(const Env &env, MDB_txn *txn, IdleReads &idle) : TxnBase(env, txn), idle_(idle) {}
     ~LmdbReadTxn() override {
-        if (txn_ != nullptr) mdb_txn_abort(txn_);
+        if (txn_ != nullptr) idle_.give(txn_);
     }
+
+private:
+    IdleReads &idle_;
 };
 
 class LmdbWriteTxn final : public TxnBase<WriteTxn> {
@@ -654,6 +703,7 @@ class LmdbStore final : public Store {
 public:
     explicit LmdbStore(const LmdbOptions &opts);
     ~LmdbStore() override {
+        idle_reads_.clear();
         if (env_.env != nullptr) mdb_env_close(env_.env);
     }
     LmdbStore(const LmdbStore &) = delete;
@@ -749,9 +799,10 @@ public:
     }
 
     std::unique_ptr<ReadTxn> read() override {
-        MDB_txn *txn = begin_txn(env_.env, MDB_RDONLY);
+        MDB_txn *txn = idle_reads_.take();
+        if (txn == nullptr) txn = begin_txn(env_.env, MDB_RDONLY);
         try {
-            return std::make_unique<LmdbReadTxn>(env_, txn);
+            return std::make_unique<LmdbReadTxn>(env_, txn, idle_reads_);
         } catch (...) {
             mdb_txn_abort(txn);
             throw;
@@ -797,6 +848,7 @@ private:
 
     void open_tables();
     Env env_;
+    IdleReads idle_reads_;
 };
 
 thread_local LmdbStore::BatchSlot LmdbStore::t_batch;

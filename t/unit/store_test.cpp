@@ -183,6 +183,33 @@ TEST_F(StoreTest, UserRoundTripAndEmailIndex) {
     EXPECT_EQ(r->user_count(), 2u);
 }
 
+// Read transactions are kept reset and renewed (issue #20): a renewed one sees what was committed
+// since, a snapshot still open keeps its own view, more can be open at once than are kept.
+TEST_F(StoreTest, ReusedReadTransactionsSeeTheLatestCommit) {
+    Store &s = open();
+    EXPECT_FALSE(s.read()->user_by_id("u-1"));  // ended: kept for the next read
+    {
+        auto w = s.write();
+        w->put_user(user("u-1", "a@example.com"));
+        w->commit();
+    }
+    EXPECT_TRUE(s.read()->user_by_id("u-1")) << "the renewed transaction sees the commit";
+    auto held = s.read();
+    {
+        auto w = s.write();
+        w->put_user(user("u-2", "b@example.com"));
+        w->commit();
+    }
+    EXPECT_FALSE(held->user_by_id("u-2")) << "an open snapshot keeps its view";
+    EXPECT_TRUE(s.read()->user_by_id("u-2"));
+    held.reset();
+    std::vector<std::unique_ptr<ReadTxn>> many;  // more at once than are kept
+    for (int i = 0; i < 6; ++i) many.push_back(s.read());
+    for (auto &r : many) EXPECT_TRUE(r->user_by_id("u-2"));
+    many.clear();
+    EXPECT_TRUE(s.read()->user_by_id("u-1")) << "and after them, the kept ones";
+}
+
 TEST_F(StoreTest, ChangingAUsersEmailMovesTheIndex) {
     Store &s = open();
     {
