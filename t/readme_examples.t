@@ -153,7 +153,8 @@ sub nginx_t {
             . $upstreams;
         $text =~ s{^(http\s*\{[^\n]*\n)}{$1$inside}m or return (1, "$name: no http { line");
         write_file("$p/nginx.conf", $text);
-        my $out = `$nginx -p $p -e $p/error.log -g 'pid $p/nginx.pid;' -c $p/nginx.conf -t 2>&1`;
+        # the object's nginx command: with SIGNIN_SANITIZE=1 it preloads the sanitizers' runtime
+        my $out = `$t->{nginx} -p $p -e $p/error.log -g 'pid $p/nginx.pid;' -c $p/nginx.conf -t 2>&1`;
         return ($? >> 8, $out);
     }
     if ($context eq 'main') {
