@@ -39,13 +39,14 @@ std::string record_key(std::string_view secret) {
     return key;
 }
 
+bool detail::same_digest(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && !a.empty() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 bool same_record_key(std::string_view stored, std::string_view key) {
-    auto same = [](std::string_view a, std::string_view b) {
-        return a.size() == b.size() && !a.empty() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
-    };
-    if (stored.size() == key.size()) return same(stored, key);
+    if (stored.size() == key.size()) return detail::same_digest(stored, key);
     return stored.size() == crypto_generichash_BYTES && key.size() == 6 + crypto_generichash_BYTES &&
-           same(stored, key.substr(6));
+           detail::same_digest(stored, key.substr(6));
 }
 
 bool plausible_secret(std::string_view text) {

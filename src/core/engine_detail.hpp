@@ -28,6 +28,9 @@ inline AuditEntry audit(Millis at, std::string kind, std::string_view email, std
     return e;
 }
 
+// Two digests (or keys) equal, in constant time; an empty one equals nothing.
+bool same_digest(std::string_view a, std::string_view b);
+
 // What GET /account and GET /providers/linked show of a provider link: its key as the id.
 inline ProviderLinkInfo link_info(const ProviderLinkRecord &l) {
     return {enc::base64url(reinterpret_cast<const unsigned char *>(l.key.data()), l.key.size()), l.provider, l.email,

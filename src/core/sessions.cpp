@@ -112,10 +112,6 @@ SecretKey browser_key(const Secret &browser) {
     return key;
 }
 
-bool same_digest(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && !a.empty() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
 }  // namespace
 
 std::string detail::seal_for_browser(const Secret &browser, std::string_view session_secret,
@@ -170,7 +166,7 @@ Result<Session> Sessions::switch_to(const Secret &browser, std::string_view sess
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
         auto s = txn->session_by_id(session_id);
-        if (!s || s->kind != SessionKind::Cookie || !same_digest(s->browser, secret_hash(browser.reveal())) ||
+        if (!s || s->kind != SessionKind::Cookie || !detail::same_digest(s->browser, secret_hash(browser.reveal())) ||
             !detail::is_live(engine_.policy(), *s, now)) {
             return none;
         }
