@@ -3,6 +3,7 @@
 // Valid C++17: the glue includes this header.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,9 +19,10 @@ struct CookieScan {
 };
 void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &scan);
 
-// The Cookie header line without the cookie `name` (every occurrence), the other pairs kept in
+// The Cookie header line without the cookies `names` (every occurrence), the other pairs kept in
 // order and joined with "; ". Empty when nothing else was there.
-std::string without_cookie(std::string_view line, std::string_view name);
+std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names);
+inline std::string without_cookie(std::string_view line, std::string_view name) { return without_cookies(line, {name}); }
 
 // The token of "Bearer <token>" (scheme case-insensitive, spaces around trimmed; the token may
 // be empty), or nullopt when the header is not a bearer authorization.

@@ -46,6 +46,7 @@ Result<Fields> parse_object(std::string_view body,
 // An append-only JSON text builder (no intermediate tree).
 class Writer {
 public:
+    Writer() { out_.reserve(256); }  // most answers fit: one allocation, not a doubling series
     Writer &begin_object();
     Writer &end_object();
     Writer &begin_array();

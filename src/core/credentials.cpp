@@ -1,5 +1,7 @@
 #include "signin/credentials.hpp"
 
+#include <algorithm>
+
 namespace signin {
 namespace {
 
@@ -35,15 +37,19 @@ void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &
     }
 }
 
-std::string without_cookie(std::string_view line, std::string_view name) {
+std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names) {
     std::string kept;
+    kept.reserve(line.size());
     while (!line.empty()) {
         const std::size_t semi = line.find(';');
         const std::string_view pair = trim(line.substr(0, semi));
         line = semi == std::string_view::npos ? std::string_view() : line.substr(semi + 1);
         if (pair.empty()) continue;
         const std::size_t eq = pair.find('=');
-        if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == name) continue;
+        if (eq != std::string_view::npos &&
+            std::find(names.begin(), names.end(), trim(pair.substr(0, eq))) != names.end()) {
+            continue;
+        }
         if (!kept.empty()) kept += "; ";
         kept += pair;
     }

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
+#include <array>
 #include <cstring>
 
 #include <memory>
@@ -127,6 +128,20 @@ Result<Fields> parse_object(std::string_view body,
     return out;
 }
 
+namespace {
+
+// The bytes append_escaped writes as an escape: control characters, the quote and backslash, and
+// <, >, & and DEL so that the text is safe inside HTML too. A table: every JSON answer's keys
+// and values pass here (issue #20: GET /me spent 2,600 instructions a request in the comparisons).
+constexpr std::array<bool, 256> kNeedsEscape = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = true;
+    for (unsigned char c : {'"', '\\', '<', '>', '&', '\x7f'}) t[c] = true;
+    return t;
+}();
+
+}  // namespace
+
 void append_escaped(std::string &out, std::string_view s) {
     static const char hexd[] = "0123456789abcdef";
     out.reserve(out.size() + s.size() + 2);
@@ -134,7 +149,7 @@ void append_escaped(std::string &out, std::string_view s) {
     std::size_t run = 0;  // start of the pending run of characters that need no escape
     for (std::size_t i = 0; i < s.size(); ++i) {
         auto c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0x7f) continue;
+        if (!kNeedsEscape[c]) continue;
         out.append(s.data() + run, i - run);
         run = i + 1;
         switch (c) {
@@ -215,7 +230,13 @@ Writer &Writer::null() {
     out_ += "null";
     return *this;
 }
-Writer &Writer::time(Millis ms) { return value(enc::rfc3339(ms)); }
+Writer &Writer::time(Millis ms) {  // digits, '-', 'T', ':', '.' and 'Z': nothing to escape
+    sep();
+    out_.push_back('"');
+    out_ += enc::rfc3339(ms);
+    out_.push_back('"');
+    return *this;
+}
 
 namespace {
 

@@ -79,9 +79,10 @@ ngx_int_t post_email_confirm(ApiCall &call);
 
 // Shared by the capabilities (signin_sessions.cpp).
 
-// The principal behind the request's credentials; sets ctx->principal ($signin_user_*) on
-// success, and has last_seen_at written in the background when it is due.
-signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Credentials &c);
+// The principal behind the request's credentials, kept in ctx->principal ($signin_user_*) for
+// the rest of the request: the result points there (no copy per request; issue #20). Has
+// last_seen_at written in the background when it is due.
+signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, const Credentials &c);
 
 // Logs (info, as nginx logs a client's mistakes) why an origin was refused, naming the request's
 // Origin (printable bytes only, at most 100) and signin_origin: the usual TLS or host name mistake.
@@ -98,8 +99,9 @@ struct TokenOrCode {
 // with_add: the body may also say {"add": true|false} (POST /session).
 std::optional<TokenOrCode> token_or_code(ApiCall &call, ngx_int_t &rc, bool with_add = false);
 
-// The signed-in caller of an endpoint, or the 401/400 answer's rc in `rc`.
-std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie = nullptr);
+// The signed-in caller of an endpoint (ctx->principal, see authenticate), or nullptr with the
+// 401/400 answer's rc in `rc`.
+const signin::Principal *signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie = nullptr);
 // 200 with the bearer answer, or with the user and the session cookie.
 ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s);
 // The session cookie of s, and its browser's cookie when it has one.

@@ -72,7 +72,7 @@ bool fresh(ngx_msec_t at, ngx_msec_t for_ms) {
 }
 
 // The principal of the request's session cookie (a bearer token does not link providers).
-signin::Result<signin::Principal> cookie_principal(ngx_http_request_t *r) {
+signin::Result<const signin::Principal *> cookie_principal(ngx_http_request_t *r) {
     Credentials c = read_credentials(r, id().cookie_name());
     if (c.state != Credentials::Cookie) return signin::Error{Code::Unauthenticated, "not signed in"};
     return authenticate(r, c);
@@ -430,7 +430,7 @@ ngx_int_t advance(ngx_http_request_t *r, ProviderCall &call) {
     if (!call.flow.link_user.empty()) {
         auto p = cookie_principal(r);
         if (!p) return end_flow(r, &call, Code::Unauthenticated, "signed_out", "sign in to link a provider");
-        return start_job(r, std::make_unique<LinkJob>(shared, std::move(v.claims), std::move(p.value())));
+        return start_job(r, std::make_unique<LinkJob>(shared, std::move(v.claims), *p.value()));
     }
     return start_job(r, std::make_unique<ProviderSignInJob>(shared, std::move(v.claims), user_agent(r),
                                                             browser_of(r, signin::SessionKind::Cookie)));
@@ -516,7 +516,7 @@ ngx_int_t provider_flow(ngx_http_request_t *r, std::string_view name, std::strin
         if (query_arg(r, "link") == std::optional<std::string>("1")) {
             auto p = cookie_principal(r);
             if (!p) return reject(r, Code::Unauthenticated, "sign in to link a provider");
-            link_user = p->user.id;
+            link_user = p.value()->user.id;
         }
         call->flow = oidc::new_flow(provider->name, std::move(return_to), add, std::move(link_user), now);
         return run(r, std::move(call));

@@ -143,8 +143,7 @@ bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_v
             const bool is_cookie = equals_nocase(sv(h[i].key), "cookie");
             std::string line;
             if (is_cookie) {
-                line = std::string(sv(h[i].value));
-                for (std::string_view name : cookie_names) line = signin::without_cookie(line, name);
+                line = signin::without_cookies(sv(h[i].value), cookie_names);
                 if (line.empty()) continue;
             } else if (equals_nocase(sv(h[i].key), "authorization") && signin::bearer_token(sv(h[i].value))) {
                 continue;

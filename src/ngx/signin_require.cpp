@@ -64,7 +64,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
         return finish_with(r, reject(r, Code::StorageError, "the sign-in store is not open"));
     }
     // one client request counts once, however many subrequests it makes
-    if (!sub) {
+    if (!sub && limits_counted(r)) {
         if (Verdict v = limit_take(r, Bucket::SignedIn, client_key(r)); !v.allowed) {
             return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
         }
@@ -89,9 +89,9 @@ ngx_int_t gate(ngx_http_request_t *r) {
     auto p = authenticate(r, c);
     LocConf *l = loc_conf(r);
     // signed in, and this location's rules are not for this account
-    const bool refused = p && l->rules && !l->rules->allows(p.value().user);
+    const bool refused = p && l->rules && !l->rules->allows(p.value()->user);
     // signin_require mfa: only a session that passed a second factor (DESIGN §9.3)
-    const bool needs_factor = p && !refused && l->require == 2 && !p.value().session.mfa;
+    const bool needs_factor = p && !refused && l->require == 2 && !p.value()->session.mfa;
     if (p && !refused && !needs_factor) {
         // the upstream gets the user ($signin_user_*), not the credential that proves it
         if (!l->pass_credentials && !hide_credentials(r, {engine->cookie_name(), engine->device_cookie_name(), engine->browser_cookie_name()})) {
@@ -100,12 +100,14 @@ ngx_int_t gate(ngx_http_request_t *r) {
         return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
     }
     const bool denied = refused || needs_factor;  // signed in, and not let in here
-    if (denied) {  // no identity reaches anything
-        if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
-    }
+    std::string refused_email;  // for the 403 page: p points into the ctx, emptied next
     if (refused) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: the access rules refuse user %s here",
-                      p.value().user.id.c_str());
+                      p.value()->user.id.c_str());
+        refused_email = p.value()->user.email;
+    }
+    if (denied) {  // no identity reaches anything
+        if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
     }
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_get_module_loc_conf(r, ngx_http_core_module));
     auto status = denied ? NGX_HTTP_FORBIDDEN : static_cast<ngx_int_t>(http_error(p.error().code).status);
@@ -117,7 +119,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
     if (sub || (clcf->error_pages && (denied || status == NGX_HTTP_UNAUTHORIZED))) return status;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (refused && l->login_url.len && browser_navigation(r)) {
-        return finish_with(r, send_forbidden_page(r, p.value().user.email));
+        return finish_with(r, send_forbidden_page(r, refused_email));
     }
     if (refused) return finish_with(r, reject(r, Code::Forbidden, "this account may not use this page"));
     if (needs_factor) return finish_with(r, reject(r, Code::MfaRequired, "this page needs a sign-in with a second factor"));

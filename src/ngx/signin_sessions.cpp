@@ -92,30 +92,36 @@ private:
 
 }  // namespace
 
-signin::Result<signin::Principal> authenticate(ngx_http_request_t *r, const Credentials &c) {
+signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, const Credentials &c) {
     signin::Identity *engine = identity();
     if (engine == nullptr) return signin::Error{Code::StorageError, "the sign-in store is not open"};
     if (c.state != Credentials::Cookie && c.state != Credentials::Bearer) {
         return signin::Error{Code::Unauthenticated, "not signed in"};
     }
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr) return signin::Error{Code::Internal, "no memory for the request's state"};
     auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
-    auto p = engine->sessions().authenticate_from(c.secret, client_of(r), kind);
-    if (!p) return p;
-    if (engine->sessions().needs_touch(p.value())) (void)start_background_job(std::make_unique<TouchJob>(p.value()));
-    if (RequestCtx *ctx = get_ctx(r, true)) ctx->principal = p.value();
-    return p;
+    // authenticate_from records nothing about the client (no audit entry, no counter): the
+    // signin_client value is not evaluated for it
+    auto p = engine->sessions().authenticate_from(c.secret, {}, kind);
+    if (!p) return p.error();
+    ctx->principal = std::move(p.value());
+    if (engine->sessions().needs_touch(*ctx->principal)) {
+        (void)start_background_job(std::make_unique<TouchJob>(*ctx->principal));
+    }
+    return &*ctx->principal;
 }
 
-std::optional<signin::Principal> signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie) {
+const signin::Principal *signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie) {
     const Credentials &c = call.credentials;
     const bool cookie = c.state == Credentials::Cookie;
     if (by_cookie) *by_cookie = cookie;
     auto p = authenticate(call.r, c);
     if (!p) {
         rc = send_unauthenticated(call.r, p.error(), cookie);
-        return std::nullopt;
+        return nullptr;
     }
-    return std::move(p.value());
+    return p.value();
 }
 
 void set_session_cookies(ngx_http_request_t *r, const signin::Session &s) {
@@ -191,15 +197,16 @@ ngx_int_t post_logout(ApiCall &call) {
     signin::Secret browser = all ? read_cookie(call.r, id().browser_cookie_name()) : signin::Secret();
     ngx_int_t rc = NGX_ERROR;
     bool by_cookie = false;
-    std::optional<signin::Principal> p;
+    std::optional<signin::Principal> p;  // none: the browser cookie alone ends its accounts
     if (all && !browser.empty() && call.credentials.state == Credentials::None) {
         // the browser's accounts without an active one: the browser cookie is the credential,
         // and ending sessions with it is a cookie write (SPEC §5 rule 3)
         auto ok = id().check_origin(header_value(call.r, "Origin"), true);
         if (!ok) return send_failure(call.r, ok.error());
     } else {
-        p = signed_in(call, rc, &by_cookie);
-        if (!p) return rc;
+        const signin::Principal *who = signed_in(call, rc, &by_cookie);
+        if (who == nullptr) return rc;
+        p = *who;
     }
     return start_job(call.r, std::make_unique<LogoutJob>(std::move(p), call.client, by_cookie, all, std::move(browser)));
 }

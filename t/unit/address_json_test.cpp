@@ -345,6 +345,30 @@ TEST(JsonWriter, ErrorEscapesQuotesAndAngleBrackets) {
     EXPECT_EQ(cJSON_GetArraySize(root.get()), 2);
 }
 
+// Every ASCII byte: escaped exactly when it is a control character, '"', '\\', '<', '>', '&' or
+// DEL (the table of append_escaped), and read back as itself.
+TEST(JsonWriter, EscapesEachAsciiByteByTheTable) {
+    for (int b = 1; b < 128; ++b) {
+        const std::string one(1, static_cast<char>(b));
+        std::string text;
+        json::append_escaped(text, one);
+        const bool special = b < 0x20 || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' || b == 0x7f;
+        if (b == '"' || b == '\\') {
+            EXPECT_EQ(text, std::string("\"\\") + one + "\"") << b;
+        } else if (special) {
+            EXPECT_EQ(text.find(one), std::string::npos) << b << " " << text;  // the raw byte never appears
+            EXPECT_EQ(text[1], '\\') << b;
+        } else {
+            EXPECT_EQ(text, "\"" + one + "\"") << b;
+        }
+        json::Writer w;
+        w.begin_object().key("v").value("a" + one + "z").end_object();
+        auto root = parse_json(w.str());
+        ASSERT_TRUE(root) << b << " " << w.str();
+        EXPECT_EQ(str_field(root.get(), "v"), "a" + one + "z") << b;
+    }
+}
+
 TEST(JsonWriter, SessionsParseBack) {
     std::vector<SessionInfo> list(2);
     list[0].id = "s-1";

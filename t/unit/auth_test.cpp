@@ -537,6 +537,24 @@ TEST(OrderedSecret, StartsWithItsTimeAndKeysSortByIt) {
     EXPECT_FALSE(same_record_key("", ""));
 }
 
+// record_key decodes the 8-character head with a table (issue #20: it runs for every signed-in
+// request): the same bytes as the library's base64url decoder for every head, and no head at all
+// when one of those 8 characters is outside the alphabet or the text is shorter.
+TEST(OrderedSecret, RecordKeyHeadIsTheBase64urlOfTheFirstEightCharacters) {
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int i = 0; i < 2000; ++i) {
+        std::string text = i % 2 ? enc::ordered_secret(1795604740123 + i * 7919) : enc::random_secret(32);
+        if (i % 5 == 0) text[static_cast<std::size_t>(i % 8)] = alphabet[static_cast<std::size_t>(i % 64)];
+        auto head = enc::base64url_decode(text.substr(0, 8));
+        ASSERT_TRUE(head && head->size() == 6);
+        EXPECT_EQ(record_key(text), *head + secret_hash(text)) << text;
+    }
+    for (std::string bad : {"AAAA*AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAA=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                            "A\xff" "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAA", ""}) {
+        EXPECT_EQ(record_key(bad), secret_hash(bad)) << bad;
+    }
+}
+
 // Records written by earlier builds of 0.1.0 are keyed by the secret's digest alone: their tokens
 // and sessions still work, and are deleted where they are.
 TEST_F(AuthTest, RecordsKeyedByTheDigestAloneStillWork) {
