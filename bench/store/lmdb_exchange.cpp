@@ -12,7 +12,10 @@
 // record's time-ordered id), so new records append and tokens are spent in issue order;
 // writemap=1 MDB_WRITEMAP (LMDB refuses nested transactions with it); lazy_index=1 the exchange
 // leaves the address index entry of the spent token (tokens_for() already skips entries whose
-// token is gone; the next request for that address or the purge would delete it).
+// token is gone; the next request for that address or the purge would delete it);
+// nometasync=1 MDB_NOMETASYNC, and the meta page made durable by mdb_env_sync after the commit
+// (what src/store does since 2026-11-26: the second flush happens after the write lock is
+// released, so the other worker's batch runs during it); its time is reported apart ("after").
 #include <fcntl.h>
 #include <lmdb.h>
 #include <sys/stat.h>
@@ -134,7 +137,7 @@ double now_us() {
 
 int main(int argc, char **argv) {
     if (argc < 8) {
-        std::fprintf(stderr, "usage: %s DIR nested ordered writemap batch_size batches prefill_users [prefill_tokens [lazy_index]]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s DIR nested ordered writemap batch_size batches prefill_users [prefill_tokens [lazy_index [nometasync]]]\n", argv[0]);
         return 2;
     }
     const std::string dir = argv[1];
@@ -143,12 +146,13 @@ int main(int argc, char **argv) {
     const std::uint64_t prefill = std::strtoull(argv[7], nullptr, 10);
     const std::uint64_t prefill_tokens = argc > 8 ? std::strtoull(argv[8], nullptr, 10) : 0;
     g_lazy_index = argc > 9 && std::atoi(argv[9]) != 0;
+    const bool nometasync = argc > 10 && std::atoi(argv[10]) != 0;
     mkdir(dir.c_str(), 0700);
     MDB_env *env;
     check(mdb_env_create(&env), "create");
     check(mdb_env_set_mapsize(env, 8ull << 30), "mapsize");
     check(mdb_env_set_maxdbs(env, 16), "maxdbs");
-    check(mdb_env_open(env, dir.c_str(), MDB_NOTLS | (writemap ? MDB_WRITEMAP : 0), 0600), "open");
+    check(mdb_env_open(env, dir.c_str(), MDB_NOTLS | (writemap ? MDB_WRITEMAP : 0) | (nometasync ? MDB_NOMETASYNC : 0), 0600), "open");
     Dbs d{};
     MDB_txn *t;
     check(mdb_txn_begin(env, nullptr, 0, &t), "begin");
@@ -185,7 +189,7 @@ int main(int argc, char **argv) {
     tokens.resize(spend);
     sync();
 
-    double run_us = 0, commit_us = 0;
+    double run_us = 0, commit_us = 0, after_us = 0;
     long bytes = 0;
     std::vector<double> per_batch;
     std::size_t next = 0;
@@ -207,19 +211,22 @@ int main(int argc, char **argv) {
         double t1 = now_us();
         check(mdb_txn_commit(t), "commit batch");
         double t2 = now_us();
+        if (nometasync) check(mdb_env_sync(env, 1), "sync");  // outside the write lock
+        double t3 = now_us();
         run_us += t1 - t0;
         commit_us += t2 - t1;
+        after_us += t3 - t2;
         per_batch.push_back(t2 - t0);
         bytes += wchar() - w0;
     }
     std::sort(per_batch.begin(), per_batch.end());
     const double ex = static_cast<double>(spend);
-    std::printf("lazy_index=%d ", g_lazy_index ? 1 : 0);
+    std::printf("lazy_index=%d nometasync=%d ", g_lazy_index ? 1 : 0, nometasync ? 1 : 0);
     std::printf("nested=%d ordered=%d writemap=%d batch=%d prefill=%llu: per exchange %.1f us in the lock "
-                "(run %.1f + commit %.1f), %.1f KiB written per exchange, batch median %.0f us\n",
+                "(run %.1f + commit %.1f), %.1f KiB written per exchange, batch median %.0f us, %.1f us after the lock\n",
                 nested, ordered, writemap, batch, static_cast<unsigned long long>(prefill), (run_us + commit_us) / ex,
                 run_us / ex, commit_us / ex, static_cast<double>(bytes) / ex / 1024.0,
-                per_batch[per_batch.size() / 2]);
+                per_batch[per_batch.size() / 2], after_us / ex);
     mdb_env_close(env);
     return 0;
 }

@@ -31,7 +31,15 @@
 // Transactions are move-free RAII objects holding an MDB_txn*: destroying one that was not committed
 // aborts it; values are copied out before a call returns. The environment is opened with MDB_NOTLS
 // (read transactions run on nginx's event-loop thread, write transactions on thread-pool threads)
-// and with full durability: commit() returns after the data is on disk.
+// and with full durability: commit() returns after the data is on disk. It is also opened with
+// MDB_NOMETASYNC, and every commit that is not nested in a batch is followed by mdb_env_sync
+// (durable() below) before it returns: LMDB's commit fdatasyncs the data pages and writes the
+// meta page that names them, both inside the write lock, and by default waits for that meta page
+// too (an O_DSYNC write); here that second wait happens after the lock is released, so the other
+// worker's batch runs meanwhile (issue #20: the lock's time per batch was the exchanges' bound).
+// When commit() returns, the meta page of this transaction (or of a later one, which holds its
+// data) is on disk: nothing acknowledged is lost. LMDB keeps the file consistent in this mode
+// (a crash before the sync may only undo the last transaction, which nobody was told about).
 #include <errno.h>
 #include <lmdb.h>
 #include <sodium.h>
@@ -77,6 +85,9 @@ constexpr std::string_view kSchemaKey = "schema_version";
 inline void check(MDB_env *env, int rc, std::string_view context) {
     if (rc != 0) throw_rc(env, rc, context);
 }
+
+// After a top-level commit, outside the write lock: the commit's meta page reaches the disk.
+void durable(MDB_env *env) { check(env, mdb_env_sync(env, 1), "sync the store"); }
 
 // ---- MDB_val helpers -------------------------------------------------------------------------
 
@@ -461,7 +472,8 @@ private:
 
 class LmdbWriteTxn final : public TxnBase<WriteTxn> {
 public:
-    using TxnBase::TxnBase;
+    // top_level: a transaction of its own, not nested in a batch (whose commit is the durable one)
+    LmdbWriteTxn(const Env &env, MDB_txn *txn, bool top_level) : TxnBase(env, txn), top_level_(top_level) {}
     ~LmdbWriteTxn() override {
         if (txn_ != nullptr) mdb_txn_abort(txn_);
     }
@@ -653,9 +665,12 @@ public:
         MDB_txn *txn = live();
         txn_ = nullptr;  // mdb_txn_commit frees the transaction even when it fails
         check(env_.env, mdb_txn_commit(txn), "commit");
+        if (top_level_) durable(env_.env);
     }
 
 private:
+    const bool top_level_;
+
     void put(MDB_dbi dbi, std::string_view key, std::string_view data, unsigned flags,
              const char *context) {
         MDB_val k = val(key), d = val(data);
@@ -814,7 +829,7 @@ public:
         MDB_txn *parent = t_batch.env == env_.env ? t_batch.txn : nullptr;
         MDB_txn *txn = begin_txn(env_.env, 0, parent);
         try {
-            return std::make_unique<LmdbWriteTxn>(env_, txn);
+            return std::make_unique<LmdbWriteTxn>(env_, txn, parent == nullptr);
         } catch (...) {
             mdb_txn_abort(txn);
             throw;
@@ -837,6 +852,7 @@ public:
         }
         t_batch = {};
         check(env_.env, mdb_txn_commit(parent), "commit");
+        durable(env_.env);
     }
 
 private:
@@ -875,8 +891,9 @@ LmdbStore::LmdbStore(const LmdbOptions &opts) {
         check(e, mdb_env_set_mapsize(e, opts.map_size), "set the map size");
         check(e, mdb_env_set_maxreaders(e, opts.max_readers), "set the reader count");
         check(e, mdb_env_set_maxdbs(e, 32), "set the table count");
-        // No MDB_NOSYNC / MDB_NOMETASYNC: a commit is durable when it returns (DESIGN §3 rule 2).
-        check(e, mdb_env_open(e, opts.path.c_str(), MDB_NOTLS, 0600),
+        // Never MDB_NOSYNC. MDB_NOMETASYNC with durable() after each commit: a commit is durable
+        // when it returns (DESIGN §3 rule 2), its last flush outside the write lock (see the top).
+        check(e, mdb_env_open(e, opts.path.c_str(), MDB_NOTLS | MDB_NOMETASYNC, 0600),
               "open the store at " + opts.path);
         int dead = 0;
         check(e, mdb_reader_check(e, &dead), "clear stale readers");
@@ -933,6 +950,7 @@ void LmdbStore::open_tables() {
         throw;
     }
     check(e, mdb_txn_commit(txn), "commit the table setup");
+    durable(e);
 }
 
 }  // namespace
