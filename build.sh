@@ -63,7 +63,7 @@ TEST_PACKAGES=(
     curl ca-certificates procps
     dpkg-dev debhelper lintian file       # t/package.t builds, checks and installs the Debian package
 )
-BENCH_PACKAGES=(wrk)
+BENCH_PACKAGES=(wrk valgrind)  # valgrind: bench/instructions (callgrind)
 PACKAGE_PACKAGES=(dpkg-dev debhelper lintian)  # ./build.sh deb
 
 # Installs the missing packages of the lists given (apt-get, with sudo when not root). With
