@@ -102,14 +102,14 @@ ngx_int_t post_email_change(ApiCall &call) {
     if (!key.empty() && limits_on(call.r) && !limit_take(call.r, Bucket::Address, key).allowed) {
         return send_json(call.r, 202, "{\"status\":\"sent\"}");  // the same answer, nothing sent
     }
-    return start_job(call.r, std::make_unique<EmailChangeJob>(std::move(*p), std::move(email), call.client));
+    return start_job(call.r, std::make_unique<EmailChangeJob>(std::move(*p), std::move(email), call.client()));
 }
 
 ngx_int_t post_email_confirm(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto spent = token_or_code(call, rc);
     if (!spent) return rc;
-    return start_job(call.r, std::make_unique<EmailConfirmJob>(std::move(*spent), call.client));
+    return start_job(call.r, std::make_unique<EmailConfirmJob>(std::move(*spent), call.client()));
 }
 
 ngx_int_t get_account(ApiCall &call) {
@@ -128,7 +128,7 @@ ngx_int_t post_account_delete(ApiCall &call) {
     if (!p) return rc;
     auto f = signin::json::parse_object(call.body.empty() ? std::string_view("{}") : call.body, {});
     if (!f) return send_failure(call.r, f.error());
-    return start_job(call.r, std::make_unique<DeleteJob>(std::move(*p), call.client, by_cookie));
+    return start_job(call.r, std::make_unique<DeleteJob>(std::move(*p), call.client(), by_cookie));
 }
 
 }  // namespace signin_ngx

@@ -90,7 +90,7 @@ const Route *find_route(ngx_http_request_t *r) {
 }
 
 ngx_int_t call_endpoint(ngx_http_request_t *r, const Route &route, std::string_view body, Credentials credentials) {
-    ApiCall call{r, body, client_of(r), std::move(credentials)};
+    ApiCall call{r, body, std::move(credentials)};
     return route.endpoint(call);
 }
 
@@ -129,13 +129,16 @@ ngx_int_t api(ngx_http_request_t *r) {
         }
         return reject(r, Code::NotFound, "not found");
     }
-    // SPEC §8 per-client request limits, before anything else
-    if (Verdict v = limit_take(r, route->bucket, client_key(r)); !v.allowed) {
-        return send_rate_limited(r, route->bucket, v, route->path);
-    }
-    if (route->flags & Route::Exchange) {  // too many failed exchanges: not even a look
-        if (Verdict v = limit_peek(r, Bucket::ExchangeFailure, client_key(r)); !v.allowed) {
-            return send_rate_limited(r, Bucket::ExchangeFailure, v, route->path);
+    // SPEC §8 per-client request limits, before anything else (the client's key is worked out
+    // only when there are counters to key)
+    if (limits_counted(r)) {
+        if (Verdict v = limit_take(r, route->bucket, client_key(r)); !v.allowed) {
+            return send_rate_limited(r, route->bucket, v, route->path);
+        }
+        if (route->flags & Route::Exchange) {  // too many failed exchanges: not even a look
+            if (Verdict v = limit_peek(r, Bucket::ExchangeFailure, client_key(r)); !v.allowed) {
+                return send_rate_limited(r, Bucket::ExchangeFailure, v, route->path);
+            }
         }
     }
     // signin_passwords off: every password endpoint is this 403 and nothing else

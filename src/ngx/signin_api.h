@@ -20,8 +20,18 @@ namespace signin_ngx {
 struct ApiCall {
     ngx_http_request_t *r;
     std::string_view body;  // the JSON body of a POST, "" for a GET; wiped once the call returns
-    std::string client;     // signin_client
     Credentials credentials;  // the request's cookie or bearer token, read once
+
+    ApiCall(ngx_http_request_t *req, std::string_view json, Credentials c)
+        : r(req), body(json), credentials(std::move(c)) {}
+    // signin_client, evaluated when an endpoint first asks (GET /me never does; issue #20)
+    const std::string &client() {
+        if (!client_) client_ = client_of(r);
+        return *client_;
+    }
+
+private:
+    std::optional<std::string> client_;
 };
 // Returns an rc for ngx_http_finalize_request, or NGX_DONE when a job answers later.
 using Endpoint = ngx_int_t (*)(ApiCall &call);

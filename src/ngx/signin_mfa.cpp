@@ -139,7 +139,7 @@ ngx_int_t account_job(ApiCall &call, AccountJob::What what, std::initializer_lis
     if (what == AccountJob::What::Disable && v.count("code") == v.count("recovery_code")) {
         return send_failure(call.r, signin::Error{Code::InvalidRequest, "send a code or a recovery_code"});
     }
-    return start_job(call.r, std::make_unique<AccountJob>(what, std::move(*p), call.client,
+    return start_job(call.r, std::make_unique<AccountJob>(what, std::move(*p), call.client(),
                                                           signin::Secret(std::move(v["code"])),
                                                           signin::Secret(std::move(v["recovery_code"]))));
 }
@@ -159,7 +159,7 @@ ngx_int_t verify(ApiCall &call, signin::SessionKind kind) {
     return start_job(call.r, std::make_unique<VerifyJob>(signin::Secret(std::move(v["mfa_token"])),
                                                          signin::Secret(std::move(v["code"])),
                                                          signin::Secret(std::move(v["recovery_code"])), remember,
-                                                         call.client, kind, browser_of(call.r, kind)));
+                                                         call.client(), kind, browser_of(call.r, kind)));
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ private:
 
 ngx_int_t passkey_sign_in(ApiCall &call, signin::SessionKind kind) {
     if (!id().policy().with_passkeys) return disabled(call.r);
-    return start_job(call.r, std::make_unique<PasskeySignInJob>(std::string(call.body), call.client, user_agent(call.r),
+    return start_job(call.r, std::make_unique<PasskeySignInJob>(std::string(call.body), call.client(), user_agent(call.r),
                                                                 kind, browser_of(call.r, kind)));
 }
 
@@ -110,7 +110,7 @@ ngx_int_t post_passkeys_register(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    return start_job(call.r, std::make_unique<RegisterJob>(std::move(*p), std::string(call.body), call.client));
+    return start_job(call.r, std::make_unique<RegisterJob>(std::move(*p), std::string(call.body), call.client()));
 }
 
 ngx_int_t get_passkeys(ApiCall &call) {
@@ -132,7 +132,7 @@ ngx_int_t post_passkeys_remove(ApiCall &call) {
     if (!p) return rc;
     auto f = signin::json::parse_object(call.body, {{"id", true}});
     if (!f) return send_failure(call.r, f.error());
-    return start_job(call.r, std::make_unique<RemoveJob>(std::move(*p), f.value()["id"], call.client));
+    return start_job(call.r, std::make_unique<RemoveJob>(std::move(*p), f.value()["id"], call.client()));
 }
 
 ngx_int_t post_passkeys_login_options(ApiCall &call) {

@@ -233,7 +233,7 @@ ngx_int_t password_login(ApiCall &call, signin::SessionKind kind) {
     if (!attempt_allowed(call, address_key(v["email"], v["group"]), v["email"], v["group"], pair, "password", rc)) {
         return rc;
     }
-    return start_job(call.r, std::make_unique<PasswordLoginJob>(v["email"], v["group"], call.client, user_agent(call.r),
+    return start_job(call.r, std::make_unique<PasswordLoginJob>(v["email"], v["group"], call.client(), user_agent(call.r),
                                                                 signin::Secret(std::move(v["password"])), kind,
                                                                 std::move(pair), browser_of(call.r, kind, add)));
 }
@@ -257,7 +257,7 @@ ngx_int_t post_password_register(ApiCall &call) {
         send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
         send.counted = send.may_send;
     }
-    return start_job(call.r, std::make_unique<PasswordRegistrationJob>(v["email"], v["group"], call.client,
+    return start_job(call.r, std::make_unique<PasswordRegistrationJob>(v["email"], v["group"], call.client(),
                                                                        std::move(send),
                                                                        signin::Secret(std::move(v["password"])),
                                                                        limited));
@@ -273,7 +273,7 @@ ngx_int_t post_password(ApiCall &call) {
     auto f = signin::json::parse_object(call.body, {{"password", true}}, kPasswordBodyField);
     if (!f) return send_failure(call.r, f.error());
     return start_job(call.r, std::make_unique<PasswordSetJob>(std::move(*p), signin::Secret(std::move(f.value()["password"])),
-                                                              call.client));
+                                                              call.client()));
 }
 
 ngx_int_t post_password_change(ApiCall &call) {
@@ -289,7 +289,7 @@ ngx_int_t post_password_change(ApiCall &call) {
     }
     return start_job(call.r, std::make_unique<PasswordChangeJob>(std::move(*p), signin::Secret(std::move(f.value()["current"])),
                                                                  signin::Secret(std::move(f.value()["password"])),
-                                                                 call.client, std::move(pair)));
+                                                                 call.client(), std::move(pair)));
 }
 
 }  // namespace signin_ngx

@@ -492,7 +492,7 @@ ngx_int_t post_providers_unlink(ApiCall &call) {
     if (!p) return rc;
     auto f = signin::json::parse_object(call.body, {{"id", true}});
     if (!f) return send_failure(call.r, f.error());
-    return start_job(call.r, std::make_unique<UnlinkJob>(std::move(*p), f.value()["id"], call.client));
+    return start_job(call.r, std::make_unique<UnlinkJob>(std::move(*p), f.value()["id"], call.client()));
 }
 
 ngx_int_t provider_flow(ngx_http_request_t *r, std::string_view name, std::string_view step) {

@@ -186,7 +186,7 @@ ngx_int_t post_sessions_revoke(ApiCall &call) {
     if (!p) return rc;
     auto f = signin::json::parse_object(call.body, {{"id", true}});
     if (!f) return send_failure(call.r, f.error());
-    return start_job(call.r, std::make_unique<RevokeJob>(std::move(*p), f.value()["id"], call.client));
+    return start_job(call.r, std::make_unique<RevokeJob>(std::move(*p), f.value()["id"], call.client()));
 }
 
 ngx_int_t post_logout(ApiCall &call) {
@@ -208,7 +208,7 @@ ngx_int_t post_logout(ApiCall &call) {
         if (who == nullptr) return rc;
         p = *who;
     }
-    return start_job(call.r, std::make_unique<LogoutJob>(std::move(p), call.client, by_cookie, all, std::move(browser)));
+    return start_job(call.r, std::make_unique<LogoutJob>(std::move(p), call.client(), by_cookie, all, std::move(browser)));
 }
 
 // GET /accounts: this browser's accounts (its cookie sessions), the active one marked.
@@ -227,7 +227,7 @@ ngx_int_t post_accounts_switch(ApiCall &call) {
     auto f = signin::json::parse_object(call.body, {{"session_id", true}});
     if (!f) return send_failure(call.r, f.error());
     return start_job(call.r, std::make_unique<SwitchJob>(read_cookie(call.r, id().browser_cookie_name()),
-                                                         f.value()["session_id"], call.client));
+                                                         f.value()["session_id"], call.client()));
 }
 
 }  // namespace signin_ngx

@@ -52,7 +52,7 @@ ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
         send.counted = send.may_send;
     }
     return start_job(call.r, std::make_unique<TokenRequestJob>(Job::Stage::Write, intent, std::move(email),
-                                                               std::move(group), call.client, std::move(send)));
+                                                               std::move(group), call.client(), std::move(send)));
 }
 
 ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
@@ -60,7 +60,7 @@ ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
     auto spent = token_or_code(call, rc, kind == signin::SessionKind::Cookie);
     if (!spent) return rc;
     signin::BrowserCookies browser = browser_of(call.r, kind, spent->add);
-    return start_job(call.r, std::make_unique<ExchangeJob>(std::move(*spent), call.client, user_agent(call.r), kind,
+    return start_job(call.r, std::make_unique<ExchangeJob>(std::move(*spent), call.client(), user_agent(call.r), kind,
                                                            std::move(browser)));
 }
 

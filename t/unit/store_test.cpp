@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "signin/store.hpp"
+#include "store/records.hpp"
 
 using namespace signin;
 
@@ -427,6 +428,27 @@ TEST_F(StoreTest, AuditNewestFirstWithLimit) {
     EXPECT_EQ(all[7].kind, "kind3");
     EXPECT_EQ(all[7].detail, "quote \" and \\ and \n");
     EXPECT_TRUE(r->audit(0).empty());
+}
+
+// An audit entry is JSON text that mdb_dump shows a person (written by the engine's JSON writer
+// since issue #20, read by cJSON): every kind of text comes back as it went in.
+TEST(AuditRecord, RoundTripsEveryKindOfText) {
+    const std::string key(16, '\x01');
+    std::string all_bytes;
+    for (int c = 1; c < 128; ++c) all_bytes.push_back(static_cast<char>(c));
+    AuditEntry e{static_cast<Millis>(0x0101010101010101), "login.failed", "zo\xc3\xab <x>&y@example.com",
+                 "2001:db8::1", "0194-\"u\"", all_bytes};
+    const std::string text = records::encode_audit(e);
+    EXPECT_EQ(text.find('<'), std::string::npos) << text;
+    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    EXPECT_EQ(text.rfind("{\"at\":\"", 0), 0u) << text;
+    AuditEntry back = records::decode_audit(key, text);
+    EXPECT_EQ(back.at, e.at);
+    EXPECT_EQ(back.kind, e.kind);
+    EXPECT_EQ(back.email, e.email);
+    EXPECT_EQ(back.client, e.client);
+    EXPECT_EQ(back.user_id, e.user_id);
+    EXPECT_EQ(back.detail, e.detail);
 }
 
 TEST_F(StoreTest, MapFullIsStorageFullAndTheStoreStaysUsable) {
