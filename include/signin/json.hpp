@@ -75,6 +75,9 @@ void write_user(Writer &w, const User &u);
 std::string user(const User &u);
 // GET /me: the user and its roles.
 std::string me(const User &u);
+// An audit entry: {"at", "kind", "email", "client", "user_id", "detail"} (the store's record of it,
+// and signin-admin audit --json).
+std::string audit_entry(const AuditEntry &e);
 // {"error": message, "code": code_name(c)}
 std::string error(Code c, std::string_view message);
 // The same with a transport's own code (DESIGN §5 shape).

@@ -280,6 +280,19 @@ void write_user_with_roles(Writer &w, const User &u) {
 
 }  // namespace
 
+std::string audit_entry(const AuditEntry &e) {
+    Writer w;
+    w.begin_object()
+        .key("at").time(e.at)
+        .key("kind").value(e.kind)
+        .key("email").value(e.email)
+        .key("client").value(e.client)
+        .key("user_id").value(e.user_id)
+        .key("detail").value(e.detail)
+        .end_object();
+    return w.take();
+}
+
 std::string me(const User &u) {
     Writer w;
     write_user_with_roles(w, u);

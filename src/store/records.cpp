@@ -432,18 +432,7 @@ using Json = std::unique_ptr<cJSON, JsonDeleter>;
 
 // Written with the engine's JSON writer (two entries per exchange, inside the write lock: issue
 // #20 measured 10,000 instructions an entry through cJSON's tree and printer), read with cJSON.
-std::string encode_audit(const AuditEntry &e) {
-    json::Writer w;
-    w.begin_object()
-        .key("at").time(e.at)
-        .key("kind").value(e.kind)
-        .key("email").value(e.email)
-        .key("client").value(e.client)
-        .key("user_id").value(e.user_id)
-        .key("detail").value(e.detail)
-        .end_object();
-    return w.take();
-}
+std::string encode_audit(const AuditEntry &e) { return json::audit_entry(e); }
 
 AuditEntry decode_audit(std::string_view key, std::string_view data) {
     if (key.size() != 16) corrupt("audit: bad key");

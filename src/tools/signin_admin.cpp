@@ -456,18 +456,7 @@ int main(int argc, char **argv) {
                 (to && e.at >= *to)) {
                 continue;
             }
-            if (o.json) {
-                signin::json::Writer w;
-                w.begin_object()
-                    .key("at").time(e.at)
-                    .key("kind").value(e.kind)
-                    .key("email").value(e.email)
-                    .key("client").value(e.client)
-                    .key("user_id").value(e.user_id)
-                    .key("detail").value(e.detail)
-                    .end_object();
-                std::printf("%s\n", w.str().c_str());
-            }
+            if (o.json) std::printf("%s\n", signin::json::audit_entry(e).c_str());
             t.add({signin::enc::rfc3339(e.at), e.kind, e.email.empty() ? "-" : e.email, e.client, e.detail});
             ++shown;
         }
