@@ -59,7 +59,7 @@ static void civil_from_days(std::int64_t z, std::int64_t &y, unsigned &m, unsign
     y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2 ? 1 : 0);
 }
 
-std::string rfc3339(std::int64_t unix_ms) {
+void rfc3339(std::int64_t unix_ms, char (&buf)[24]) {
     std::int64_t days = unix_ms / 86400000, rem = unix_ms % 86400000;
     if (rem < 0) {
         rem += 86400000;
@@ -69,7 +69,6 @@ std::string rfc3339(std::int64_t unix_ms) {
     unsigned mo, d;
     civil_from_days(days, y, mo, d);
     auto secs = static_cast<unsigned>(rem / 1000), ms = static_cast<unsigned>(rem % 1000);
-    char buf[32];
     auto put = [&buf](int at, unsigned v, int width) {
         for (int i = width - 1; i >= 0; --i, v /= 10) buf[at + i] = static_cast<char>('0' + v % 10);
     };
@@ -87,7 +86,12 @@ std::string rfc3339(std::int64_t unix_ms) {
     buf[19] = '.';
     put(20, ms, 3);
     buf[23] = 'Z';
-    return std::string(buf, 24);
+}
+
+std::string rfc3339(std::int64_t unix_ms) {
+    char buf[24];
+    rfc3339(unix_ms, buf);
+    return std::string(buf, sizeof buf);
 }
 
 std::string uuid7(std::int64_t unix_ms) {

@@ -14,6 +14,8 @@ std::string hex(const unsigned char *data, std::size_t len);
 
 // Milliseconds since the Unix epoch as RFC 3339 UTC with millisecond precision.
 std::string rfc3339(std::int64_t unix_ms);
+// The same 24 characters into buf (no allocation: the JSON writer's times).
+void rfc3339(std::int64_t unix_ms, char (&buf)[24]);
 
 // A UUIDv7 (time-ordered, random) in its 36-character text form.
 std::string uuid7(std::int64_t unix_ms);

@@ -144,10 +144,21 @@ constexpr std::array<bool, 256> kNeedsEscape = [] {
 
 void append_escaped(std::string &out, std::string_view s) {
     static const char hexd[] = "0123456789abcdef";
-    out.reserve(out.size() + s.size() + 2);
+    std::size_t first = 0;  // the first byte that needs an escape, if any
+    while (first < s.size() && !kNeedsEscape[static_cast<unsigned char>(s[first])]) ++first;
+    const std::size_t at = out.size();
+    if (first == s.size()) {  // nothing to escape (nearly every key and value): one copy
+        out.resize(at + s.size() + 2);
+        char *p = out.data() + at;
+        *p = '"';
+        if (!s.empty()) std::memcpy(p + 1, s.data(), s.size());
+        p[s.size() + 1] = '"';
+        return;
+    }
+    out.reserve(at + s.size() + 8);
     out.push_back('"');
     std::size_t run = 0;  // start of the pending run of characters that need no escape
-    for (std::size_t i = 0; i < s.size(); ++i) {
+    for (std::size_t i = first; i < s.size(); ++i) {
         auto c = static_cast<unsigned char>(s[i]);
         if (!kNeedsEscape[c]) continue;
         out.append(s.data() + run, i - run);
@@ -232,9 +243,13 @@ Writer &Writer::null() {
 }
 Writer &Writer::time(Millis ms) {  // digits, '-', 'T', ':', '.' and 'Z': nothing to escape
     sep();
-    out_.push_back('"');
-    out_ += enc::rfc3339(ms);
-    out_.push_back('"');
+    char text[24];
+    enc::rfc3339(ms, text);
+    const std::size_t at = out_.size();
+    out_.resize(at + sizeof text + 2);
+    out_[at] = '"';
+    std::memcpy(out_.data() + at + 1, text, sizeof text);
+    out_[at + sizeof text + 1] = '"';
     return *this;
 }
 

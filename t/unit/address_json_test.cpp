@@ -348,6 +348,12 @@ TEST(JsonWriter, ErrorEscapesQuotesAndAngleBrackets) {
 // Every ASCII byte: escaped exactly when it is a control character, '"', '\\', '<', '>', '&' or
 // DEL (the table of append_escaped), and read back as itself.
 TEST(JsonWriter, EscapesEachAsciiByteByTheTable) {
+    std::string empty = "x";
+    json::append_escaped(empty, "");
+    EXPECT_EQ(empty, "x\"\"");
+    std::string mixed;
+    json::append_escaped(mixed, "plain run, then <b> & \"q\" and a tab\tend");
+    EXPECT_EQ(mixed, "\"plain run, then \\u003cb\\u003e \\u0026 \\\"q\\\" and a tab\\tend\"");
     for (int b = 1; b < 128; ++b) {
         const std::string one(1, static_cast<char>(b));
         std::string text;
