@@ -349,11 +349,6 @@ const char *bucket_name(Bucket b) {
 
 bool limits_on(ngx_http_request_t *r) { return zone_of(r) != nullptr; }
 
-bool limits_counted(ngx_http_request_t *r) {
-    LimitsConf *c = conf_of(r);
-    return c != nullptr && c->zone != nullptr;
-}
-
 Verdict limit_take(ngx_http_request_t *r, Bucket b, std::string_view key) {
     LimitsConf *c = conf_of(r);
     if (c == nullptr || c->zone == nullptr) return {};

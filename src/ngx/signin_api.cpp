@@ -131,7 +131,7 @@ ngx_int_t api(ngx_http_request_t *r) {
     }
     // SPEC §8 per-client request limits, before anything else (the client's key is worked out
     // only when there are counters to key)
-    if (limits_counted(r)) {
+    if (limits_on(r)) {
         if (Verdict v = limit_take(r, route->bucket, client_key(r)); !v.allowed) {
             return send_rate_limited(r, route->bucket, v, route->path);
         }

@@ -42,10 +42,6 @@ bool limits_on(ngx_http_request_t *r);
 enum class LimitsMode { None, Zone, Off };
 LimitsMode limits_mode(ngx_cycle_t *cycle);
 
-// Whether this request's requests are counted at all (a signin_limits zone): when not, the
-// callers need not work out the client's key (issue #20: the gate's cost per request).
-bool limits_counted(ngx_http_request_t *r);
-
 // Window buckets with the configured rule (signin_limit_* directives): take counts one request
 // if it fits; peek only asks; refund gives one back (work that turned out not to happen);
 // note_failure counts one (its verdict does not matter to the caller).

@@ -64,7 +64,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
         return finish_with(r, reject(r, Code::StorageError, "the sign-in store is not open"));
     }
     // one client request counts once, however many subrequests it makes
-    if (!sub && limits_counted(r)) {
+    if (!sub && limits_on(r)) {
         if (Verdict v = limit_take(r, Bucket::SignedIn, client_key(r)); !v.allowed) {
             return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
         }
