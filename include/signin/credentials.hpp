@@ -22,7 +22,6 @@ void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &
 // The Cookie header line without the cookies `names` (every occurrence), the other pairs kept in
 // order and joined with "; ". Empty when nothing else was there.
 std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names);
-inline std::string without_cookie(std::string_view line, std::string_view name) { return without_cookies(line, {name}); }
 
 // The token of "Bearer <token>" (scheme case-insensitive, spaces around trimmed; the token may
 // be empty), or nullopt when the header is not a bearer authorization.

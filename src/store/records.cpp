@@ -4,7 +4,6 @@
 #include <cjson/cJSON.h>
 
 #include <memory>
-#include <new>
 
 #include "core/encoding.hpp"
 #include "signin/json.hpp"

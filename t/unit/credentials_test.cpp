@@ -39,10 +39,10 @@ TEST(Credentials, BearerSchemeIsCaseInsensitiveAndTheTokenTrimmed) {
 }
 
 TEST(Credentials, WithoutCookieKeepsTheOthersInOrder) {
-    EXPECT_EQ(without_cookie("a=1; svc_dev_session=s; b=2", "svc_dev_session"), "a=1; b=2");
-    EXPECT_EQ(without_cookie("svc_dev_session=s;svc_dev_session=t", "svc_dev_session"), "");
-    EXPECT_EQ(without_cookie(" a=1 ;; b ; svc_dev_sessionx=3", "svc_dev_session"), "a=1; b; svc_dev_sessionx=3");
-    EXPECT_EQ(without_cookie("", "svc_dev_session"), "");
+    EXPECT_EQ(without_cookies("a=1; svc_dev_session=s; b=2", {"svc_dev_session"}), "a=1; b=2");
+    EXPECT_EQ(without_cookies("svc_dev_session=s;svc_dev_session=t", {"svc_dev_session"}), "");
+    EXPECT_EQ(without_cookies(" a=1 ;; b ; svc_dev_sessionx=3", {"svc_dev_session"}), "a=1; b; svc_dev_sessionx=3");
+    EXPECT_EQ(without_cookies("", {"svc_dev_session"}), "");
     EXPECT_EQ(without_cookies("a=1; s=x; d=y; b=2; br=z", {"s", "d", "br"}), "a=1; b=2");
     EXPECT_EQ(without_cookies("s=x; d=y", {"s", "d", "br"}), "");
     EXPECT_EQ(without_cookies("ss=x; d =y; b=2", {"s", "d"}), "ss=x; b=2");
