@@ -47,6 +47,7 @@ BUILD_PACKAGES=(
     libsodium-dev libcjson-dev libicu-dev liblmdb-dev
     liboath-dev libqrencode-dev           # second factors: TOTP checks, the enrollment QR code
     libcbor-dev                           # passkeys: WebAuthn's CBOR (signatures by OpenSSL: libssl-dev)
+    libpq-dev                             # signin_store postgresql://... (DESIGN §9.7)
     libcli11-dev                          # signin-admin's command line (header-only)
     libgtest-dev                          # core unit tests (built with the core)
     libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
@@ -55,6 +56,7 @@ TEST_PACKAGES=(
     oathtool                              # the tests make TOTP codes with another implementation
     prometheus                            # promtool checks signin_metrics' output (t/signin_metrics.t)
     lmdb-utils                            # mdb_dump: the tests read the store as an operator would
+    postgresql                            # a real PostgreSQL (initdb in a temp dir) for the shared store's tests
     perl                                  # prove and the t/*.t harness (core modules only)
     python3 python3-argon2                # cross-checks of password hashes by another implementation
     python3-jwt python3-cryptography      # an independent JOSE library verifies $signin_assertion
@@ -184,9 +186,28 @@ install_test_npm() {
 }
 
 # ---------------------------------------------------------------- commands
+# The engine's unit tests again, each over a schema of its own in a real PostgreSQL (t/pg-server:
+# initdb in a temporary directory, a loopback port), and the PostgreSQL-only cases of
+# t/unit/pg_store_test.cpp. Skipped, with the reason, where no PostgreSQL server can start.
+pg_unit_tests() {
+    local dir url rc=0
+    dir="$(mktemp -d)"
+    if ! url="$("$ROOT/t/pg-server" start "$dir/pg")"; then
+        log "SKIP unit tests on PostgreSQL: t/pg-server could not start a server (above)"
+        rm -rf "$dir"
+        return 0
+    fi
+    SIGNIN_TEST_PG="$url" "$BUILD/core/signin_unit" --gtest_brief=1 || rc=$?
+    "$ROOT/t/pg-server" stop "$dir/pg"
+    rm -rf "$dir"
+    return "$rc"
+}
+
 run_tests() {
     log "unit tests (ctest)"
     (cd "$BUILD/core" && ctest --output-on-failure -j "$JOBS")
+    log "unit tests on PostgreSQL"
+    pg_unit_tests
     install_test_npm
     log "nginx tests (prove t/)"
     export NGINX_BIN="$(nginx_bin)"

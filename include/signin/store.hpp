@@ -19,11 +19,16 @@ namespace signin {
 
 class StoreError : public std::runtime_error {
 public:
-    StoreError(Code code, const std::string &what) : std::runtime_error(what), code_(code) {}
+    StoreError(Code code, const std::string &what, bool retry = false)
+        : std::runtime_error(what), code_(code), retry_(retry) {}
     Code code() const { return code_; }
+    // The transaction lost a race with another one (a serialization failure of a database that
+    // runs transactions as if one after the other): running it again from the start may succeed.
+    bool retry() const { return retry_; }
 
 private:
     Code code_;  // StorageFull or StorageError
+    bool retry_;
 };
 
 // One email waiting to be delivered (DESIGN §10.3 signin_delivery_retries). The delivery itself,
@@ -143,6 +148,9 @@ public:
     // Every record decoded and every index checked against what it indexes (signin-admin check):
     // the problems found, none when the store is sound.
     virtual std::vector<std::string> check_integrity() const = 0;
+    // Writes every record of this store through `to` (signin-admin copy: an LMDB store into
+    // PostgreSQL). Audit and outbox entries get fresh keys with the same times.
+    virtual void copy_into(WriteTxn &to) const = 0;
 };
 
 struct LmdbOptions {
@@ -154,6 +162,23 @@ struct LmdbOptions {
 // Opens (creating if needed) an LMDB environment and its tables, checking the schema version.
 // Throws StoreError. Open it after fork, once per process.
 std::unique_ptr<Store> open_lmdb_store(const LmdbOptions &opts);
+
+// signin_store postgresql://... (DESIGN §9.7): a libpq connection string (a URI or key=value
+// words). Transactions are SERIALIZABLE; one that loses a race throws StoreError with retry().
+struct PgOptions {
+    std::string conninfo;
+    std::size_t idle_connections = 4;  // kept open between transactions, per process
+};
+
+// Connects, creates or migrates the schema (tables named signin_*), and checks its version.
+// Throws StoreError. Connections are made per transaction from a small pool of idle ones, so the
+// store may be opened before fork only if nothing uses it there.
+std::unique_ptr<Store> open_pg_store(const PgOptions &opts);
+
+// Whether a signin_store argument names PostgreSQL (postgresql:// or postgres://).
+inline bool is_pg_url(std::string_view s) {
+    return s.substr(0, 13) == "postgresql://" || s.substr(0, 11) == "postgres://";
+}
 
 inline constexpr unsigned kSchemaVersion = 1;
 

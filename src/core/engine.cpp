@@ -9,12 +9,20 @@
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
+#include <thread>
 
 #include "core/encoding.hpp"
 #include "core/engine_detail.hpp"
 #include "signin/access.hpp"
 
 namespace signin {
+
+void detail::retry_pause(int attempt) {
+    // up to 1, 2, 4 ... 32 ms (then 32): a random share of it
+    const std::uint32_t cap_us = 1000u << (attempt < 6 ? attempt - 1 : 5);
+    std::this_thread::sleep_for(std::chrono::microseconds(randombytes_uniform(cap_us) + 1));
+}
+
 namespace {
 
 // The value of a base64url digit, or -1. A table: plausible_secret and record_key run for every

@@ -75,11 +75,26 @@ std::vector<SessionInfo> live_sessions(ReadTxn &txn, const Principal &p, const P
 // GET /mfa's counts of a user's second-factor record (none: all off) (mfa.cpp).
 MfaStatus mfa_status(const std::optional<MfaRecord> &m, Millis now);
 
-// Runs f and maps every exception to an Error: nothing escapes the API.
+// Before the next try of a transaction that lost a race (StoreError::retry): a short random
+// pause that grows with the tries, so that the racers do not meet again (engine.cpp).
+void retry_pause(int attempt);
+inline constexpr int kTransactionTries = 10;
+
+// Runs f and maps every exception to an Error: nothing escapes the API. A transaction that lost a
+// race with another (only a database with serializable transactions says so: PostgreSQL) runs
+// again from the start, so f reads what the winner wrote: f's effects outside the store are only
+// its result, which the last try makes.
 template <class F>
 auto guarded(const char *what, F &&f) -> decltype(f()) {
     try {
-        return f();
+        for (int attempt = 1;; ++attempt) {
+            try {
+                return f();
+            } catch (const StoreError &e) {
+                if (!e.retry() || attempt >= kTransactionTries) throw;
+            }
+            retry_pause(attempt);
+        }
     } catch (const StoreError &e) {
         return Error{e.code(), std::string(what) + ": " + e.what()};
     } catch (const std::bad_alloc &) {

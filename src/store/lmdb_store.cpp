@@ -802,6 +802,44 @@ public:
         return problems;
     }
 
+    void copy_into(WriteTxn &to) const override {
+        MDB_txn *txn = begin_txn(env_.env, MDB_RDONLY);
+        const Dbis &d = env_.dbi;
+        auto each = [&](MDB_dbi dbi, const std::function<void(std::string_view, std::string_view)> &f) {
+            Cursor c(env_.env, txn, dbi);
+            MDB_val k{}, v{};
+            for (int rc = mdb_cursor_get(c.get(), &k, &v, MDB_FIRST); rc != MDB_NOTFOUND;
+                 rc = mdb_cursor_get(c.get(), &k, &v, MDB_NEXT)) {
+                check(env_.env, rc, "read the store");
+                f(view(k), view(v));
+            }
+        };
+        try {
+            each(d.users, [&](std::string_view, std::string_view v) { to.put_user(decode_user(v)); });
+            each(d.tokens, [&](std::string_view k, std::string_view v) { to.put_token(decode_token(k, v)); });
+            each(d.sessions, [&](std::string_view k, std::string_view v) { to.put_session(decode_session(k, v)); });
+            each(d.mfa, [&](std::string_view k, std::string_view v) { to.put_mfa(decode_mfa(k, v)); });
+            each(d.mfa_pending, [&](std::string_view k, std::string_view v) { to.put_mfa_pending(decode_mfa_pending(k, v)); });
+            each(d.passkeys, [&](std::string_view k, std::string_view v) { to.put_passkey(decode_passkey(k, v)); });
+            each(d.provider_links, [&](std::string_view k, std::string_view v) {
+                to.put_provider_link(decode_provider_link(k, v));
+            });
+            each(d.outbox, [&](std::string_view k, std::string_view v) {
+                OutboxRecord o = decode_outbox(k, v);
+                to.put_outbox(o);
+            });
+            each(d.audit, [&](std::string_view k, std::string_view v) { to.append_audit(decode_audit(k, v)); });
+            each(d.spent_challenges, [&](std::string_view k, std::string_view v) {
+                if (v.size() != 8) corrupt("spent_challenges: bad value");
+                to.spend_challenge(k, static_cast<Millis>(get_be64(reinterpret_cast<const unsigned char *>(v.data()))));
+            });
+        } catch (...) {
+            mdb_txn_abort(txn);
+            throw;
+        }
+        mdb_txn_abort(txn);
+    }
+
     Space space() const override {
         MDB_envinfo info{};
         MDB_stat st{};

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +20,7 @@
 #include <string_view>
 
 #include "signin/auth.hpp"
+#include "pg_fixture.hpp"
 
 namespace signin::testing {
 
@@ -65,15 +68,23 @@ struct Mailer {
     }
 };
 
-// An engine over a fresh LMDB store in a temporary directory (removed afterwards), with the
-// fake clock and the recording mailer. A test fixture derives from it and says its policy (and
-// origin, and whether it has the secret key) in make().
+// An engine over a fresh LMDB store in a temporary directory (removed afterwards), or over a
+// schema of its own in the PostgreSQL that SIGNIN_TEST_PG names (./build.sh test runs the engine's
+// tests both ways), with the fake clock and the recording mailer. A test fixture derives from it
+// and says its policy (and origin, and whether it has the secret key) in make().
 class EngineTest : public ::testing::Test {
 protected:
     void SetUp() override {
         char tmpl[] = "/tmp/signin-engine-test-XXXXXX";
         ASSERT_NE(mkdtemp(tmpl), nullptr);
         root_ = tmpl;
+        if (auto server = pg_server()) {
+            pg_ = std::make_unique<PgSchema>(*server);
+            PgOptions o;
+            o.conninfo = pg_->conninfo();
+            store_ = std::shared_ptr<Store>(open_pg_store(o));
+            return;
+        }
         LmdbOptions o;
         o.path = root_ + "/db";
         o.map_size = 1ull << 24;
@@ -82,6 +93,7 @@ protected:
     void TearDown() override {
         id_.reset();
         store_.reset();
+        pg_.reset();
         std::filesystem::remove_all(root_);
     }
     void make(const Policy &policy, bool with_key = true, const char *origin = "https://acme.example") {
@@ -92,6 +104,13 @@ protected:
             key.fill(7);
             id_->use_secret_key(key);
         }
+    }
+    // Everything the store holds, as bytes, to search for what must not be stored: data.mdb, or
+    // every cell of the PostgreSQL schema.
+    std::string stored_bytes() const {
+        if (pg_) return pg_->all_bytes();
+        std::ifstream f(root_ + "/db/data.mdb", std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     }
     // Registration on and no wait between codes: what most engine tests start from.
     static Policy open_policy() {
@@ -110,6 +129,7 @@ protected:
     Principal principal(const Session &s) { return id_->sessions().authenticate_from(s.token, "c", s.kind).value(); }
 
     std::string root_;
+    std::unique_ptr<PgSchema> pg_;  // the store's schema when the tests run on PostgreSQL
     std::shared_ptr<Store> store_;
     std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
     Mailer mailer_;

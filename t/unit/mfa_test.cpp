@@ -150,8 +150,7 @@ TEST_F(MfaTest, TheSecretIsNotInTheStoreInClear) {
     Session s = sign_in("sealed@example.com");
     auto [secret, codes] = enroll(s);
     const std::string raw = raw_secret(secret);
-    std::ifstream f(root_ + "/db/data.mdb", std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string bytes = stored_bytes();
     ASSERT_FALSE(bytes.empty());
     EXPECT_EQ(bytes.find(raw), std::string::npos) << "the raw secret";
     EXPECT_EQ(bytes.find(secret), std::string::npos) << "its base32";

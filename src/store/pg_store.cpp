@@ -1,0 +1,771 @@
+// The PostgreSQL backend of signin::Store (DESIGN §9.7): several nginx nodes share one set of
+// users, tokens and sessions.
+//
+// Layout: the records are the LMDB backend's (store/records.hpp: the same binary encoding, the
+// same keys), one table per kind, with the columns the lookups need beside them, so that an index
+// is an SQL index and not a second table to keep in step:
+//   signin_meta          name -> value ("schema_version")
+//   signin_users         id -> rec
+//   signin_user_email    addr (group_id '\0' email) -> user_id   (as LMDB's user_email: the latest
+//                        put_user of an address owns it)
+//   signin_tokens        key -> addr, created_at, expires_at, rec
+//   signin_sessions      key -> id, user_id, browser, expires_at, rec
+//   signin_audit         key (at BE + 8 random bytes) -> at, rec (JSON text)
+//   signin_outbox        key (due_at BE + 8 random bytes) -> due_at, rec
+//   signin_mfa           user_id -> rec;  signin_mfa_pending  hash -> user_id, expires_at, rec
+//   signin_passkeys      key -> user_id, rec;  signin_provider_links  key -> user_id, rec
+//   signin_spent_challenges hash -> expires_at
+// Keys and records are bytea (sent and read in binary), times bigint milliseconds.
+//
+// Transactions: a write is BEGIN ISOLATION LEVEL SERIALIZABLE ... COMMIT, so a check-and-spend
+// (read a token, delete it, write a session) is one transaction that the database runs as if
+// alone: of two nodes that race, one commits and the other gets a serialization failure (SQLSTATE
+// 40001), thrown as StoreError with retry(), and runs again from the start (detail::guarded),
+// finding the token gone. No advisory locks, no SELECT ... FOR UPDATE: what CockroachDB and
+// YugabyteDB also run. commit() returns when COMMIT has: durable as the server's
+// synchronous_commit says (on by default). A read is a REPEATABLE READ, READ ONLY transaction
+// begun at its first statement (one snapshot, however many statements).
+//
+// Connections: a transaction takes an idle connection of this process or opens one, and gives
+// it back when it ends (unless it broke). Every statement is prepared at its first use on a
+// connection.
+// A server that is down or refuses writes (read-only, disk full) is a StoreError; the next
+// transaction connects again: the store recovers by itself.
+#include <libpq-fe.h>
+#include <sodium.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signin/store.hpp"
+#include "store/records.hpp"
+
+namespace signin {
+using namespace records;
+namespace {
+
+// ---- the statements ----------------------------------------------------------------------------
+
+// The schema, version 1. Every statement is idempotent: nodes that start together all run it.
+constexpr const char *kSchema[] = {
+    "CREATE TABLE IF NOT EXISTS signin_meta (name text PRIMARY KEY, value text NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_users (id bytea PRIMARY KEY, rec bytea NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_user_email (addr bytea PRIMARY KEY, user_id bytea NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_tokens (key bytea PRIMARY KEY, addr bytea NOT NULL, "
+    "created_at bigint NOT NULL, expires_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_tokens_addr ON signin_tokens (addr, created_at)",
+    "CREATE INDEX IF NOT EXISTS signin_tokens_expires ON signin_tokens (expires_at)",
+    "CREATE TABLE IF NOT EXISTS signin_sessions (key bytea PRIMARY KEY, id bytea NOT NULL, "
+    "user_id bytea NOT NULL, browser bytea NOT NULL, expires_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_sessions_id ON signin_sessions (id)",
+    "CREATE INDEX IF NOT EXISTS signin_sessions_user ON signin_sessions (user_id)",
+    "CREATE INDEX IF NOT EXISTS signin_sessions_browser ON signin_sessions (browser)",
+    "CREATE INDEX IF NOT EXISTS signin_sessions_expires ON signin_sessions (expires_at)",
+    "CREATE TABLE IF NOT EXISTS signin_audit (key bytea PRIMARY KEY, at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_outbox (key bytea PRIMARY KEY, due_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_mfa (user_id bytea PRIMARY KEY, rec bytea NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_mfa_pending (hash bytea PRIMARY KEY, user_id bytea NOT NULL, "
+    "expires_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_mfa_pending_user ON signin_mfa_pending (user_id)",
+    "CREATE TABLE IF NOT EXISTS signin_passkeys (key bytea PRIMARY KEY, user_id bytea NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_passkeys_user ON signin_passkeys (user_id)",
+    "CREATE TABLE IF NOT EXISTS signin_provider_links (key bytea PRIMARY KEY, user_id bytea NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_provider_links_user ON signin_provider_links (user_id)",
+    "CREATE TABLE IF NOT EXISTS signin_spent_challenges (hash bytea PRIMARY KEY, expires_at bigint NOT NULL)",
+    "INSERT INTO signin_meta (name, value) VALUES ('schema_version', '1') ON CONFLICT (name) DO NOTHING",
+};
+
+enum Stmt : unsigned {
+    UserById, UserByEmail, Token, TokensFor, Session, SessionById, SessionsOf, SessionsOfBrowser, Audit,
+    Users, UserCount, AuditCount, CountTokens, CountSessions, CountPasskeys, CountOutbox, CountLinks,
+    OutboxDue, Outbox, Mfa, MfaPending, Passkey, PasskeysOf, ChallengeSpent, ProviderLink, ProviderLinksOf,
+    PutUser, EmailOwner, PutEmail, DelEmail, DelUser, PutToken, DelToken, PutSession, DelSession,
+    PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
+    DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
+    PurgeChallenges, PurgeAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
+    AllOutbox, AllAudit, AllChallenges, AllEmails, StmtCount
+};
+
+constexpr const char *kStatements[StmtCount] = {
+    /* UserById */ "SELECT rec FROM signin_users WHERE id = $1",
+    /* UserByEmail */
+    "SELECT u.rec FROM signin_user_email e JOIN signin_users u ON u.id = e.user_id WHERE e.addr = $1",
+    /* Token */ "SELECT key, rec FROM signin_tokens WHERE key = $1",
+    /* TokensFor */ "SELECT key, rec FROM signin_tokens WHERE addr = $1 ORDER BY created_at, key",
+    /* Session */ "SELECT key, rec FROM signin_sessions WHERE key = $1",
+    /* SessionById */ "SELECT key, rec FROM signin_sessions WHERE id = $1 ORDER BY expires_at DESC LIMIT 1",
+    /* SessionsOf */ "SELECT key, rec FROM signin_sessions WHERE user_id = $1 ORDER BY id",
+    /* SessionsOfBrowser */ "SELECT key, rec FROM signin_sessions WHERE browser = $1 ORDER BY id",
+    /* Audit */ "SELECT key, rec FROM signin_audit ORDER BY key DESC LIMIT $1",
+    /* Users */ "SELECT rec FROM signin_users WHERE id > $1 ORDER BY id LIMIT $2",
+    /* UserCount */ "SELECT count(*) FROM signin_users",
+    /* AuditCount */ "SELECT count(*) FROM signin_audit",
+    /* CountTokens */ "SELECT count(*) FROM signin_tokens",
+    /* CountSessions */ "SELECT count(*) FROM signin_sessions",
+    /* CountPasskeys */ "SELECT count(*) FROM signin_passkeys",
+    /* CountOutbox */ "SELECT count(*) FROM signin_outbox",
+    /* CountLinks */ "SELECT count(*) FROM signin_provider_links",
+    /* OutboxDue */ "SELECT key, rec FROM signin_outbox WHERE due_at <= $1 ORDER BY key LIMIT $2",
+    /* Outbox */ "SELECT key, rec FROM signin_outbox WHERE key = $1",
+    /* Mfa */ "SELECT user_id, rec FROM signin_mfa WHERE user_id = $1",
+    /* MfaPending */ "SELECT hash, rec FROM signin_mfa_pending WHERE hash = $1",
+    /* Passkey */ "SELECT key, rec FROM signin_passkeys WHERE key = $1",
+    /* PasskeysOf */ "SELECT key, rec FROM signin_passkeys WHERE user_id = $1 ORDER BY key",
+    /* ChallengeSpent */ "SELECT 1 FROM signin_spent_challenges WHERE hash = $1",
+    /* ProviderLink */ "SELECT key, rec FROM signin_provider_links WHERE key = $1",
+    /* ProviderLinksOf */ "SELECT key, rec FROM signin_provider_links WHERE user_id = $1 ORDER BY key",
+    /* PutUser */
+    "INSERT INTO signin_users (id, rec) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET rec = excluded.rec",
+    /* EmailOwner */ "SELECT user_id FROM signin_user_email WHERE addr = $1",
+    /* PutEmail */
+    "INSERT INTO signin_user_email (addr, user_id) VALUES ($1, $2) "
+    "ON CONFLICT (addr) DO UPDATE SET user_id = excluded.user_id",
+    /* DelEmail */ "DELETE FROM signin_user_email WHERE addr = $1 AND user_id = $2",
+    /* DelUser */ "DELETE FROM signin_users WHERE id = $1",
+    /* PutToken */
+    "INSERT INTO signin_tokens (key, addr, created_at, expires_at, rec) VALUES ($1, $2, $3, $4, $5) "
+    "ON CONFLICT (key) DO UPDATE SET addr = excluded.addr, created_at = excluded.created_at, "
+    "expires_at = excluded.expires_at, rec = excluded.rec",
+    /* DelToken */ "DELETE FROM signin_tokens WHERE key = $1",
+    /* PutSession */
+    "INSERT INTO signin_sessions (key, id, user_id, browser, expires_at, rec) VALUES ($1, $2, $3, $4, $5, $6) "
+    "ON CONFLICT (key) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, browser = excluded.browser, "
+    "expires_at = excluded.expires_at, rec = excluded.rec",
+    /* DelSession */ "DELETE FROM signin_sessions WHERE key = $1",
+    /* PutAudit */ "INSERT INTO signin_audit (key, at, rec) VALUES ($1, $2, $3)",
+    /* PutOutbox */ "INSERT INTO signin_outbox (key, due_at, rec) VALUES ($1, $2, $3)",
+    /* DelOutbox */ "DELETE FROM signin_outbox WHERE key = $1",
+    /* PutMfa */
+    "INSERT INTO signin_mfa (user_id, rec) VALUES ($1, $2) ON CONFLICT (user_id) DO UPDATE SET rec = excluded.rec",
+    /* DelMfa */ "DELETE FROM signin_mfa WHERE user_id = $1",
+    /* PutPending */
+    "INSERT INTO signin_mfa_pending (hash, user_id, expires_at, rec) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (hash) DO UPDATE SET user_id = excluded.user_id, expires_at = excluded.expires_at, rec = excluded.rec",
+    /* DelPending */ "DELETE FROM signin_mfa_pending WHERE hash = $1",
+    /* DelPendingOf */ "DELETE FROM signin_mfa_pending WHERE user_id = $1",
+    /* PutPasskey */
+    "INSERT INTO signin_passkeys (key, user_id, rec) VALUES ($1, $2, $3) "
+    "ON CONFLICT (key) DO UPDATE SET user_id = excluded.user_id, rec = excluded.rec",
+    /* DelPasskey */ "DELETE FROM signin_passkeys WHERE key = $1",
+    /* PutLink */
+    "INSERT INTO signin_provider_links (key, user_id, rec) VALUES ($1, $2, $3) "
+    "ON CONFLICT (key) DO UPDATE SET user_id = excluded.user_id, rec = excluded.rec",
+    /* DelLink */ "DELETE FROM signin_provider_links WHERE key = $1",
+    /* SpendChallenge */
+    "INSERT INTO signin_spent_challenges (hash, expires_at) VALUES ($1, $2) "
+    "ON CONFLICT (hash) DO UPDATE SET expires_at = excluded.expires_at",
+    /* PurgeTokens */
+    "DELETE FROM signin_tokens WHERE key IN "
+    "(SELECT key FROM signin_tokens WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)",
+    /* PurgeSessions */
+    "DELETE FROM signin_sessions WHERE key IN "
+    "(SELECT key FROM signin_sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)",
+    /* PurgePending */
+    "DELETE FROM signin_mfa_pending WHERE hash IN "
+    "(SELECT hash FROM signin_mfa_pending WHERE expires_at <= $1 LIMIT $2)",
+    /* PurgeChallenges */
+    "DELETE FROM signin_spent_challenges WHERE hash IN "
+    "(SELECT hash FROM signin_spent_challenges WHERE expires_at <= $1 LIMIT $2)",
+    /* PurgeAudit */
+    "DELETE FROM signin_audit WHERE key IN (SELECT key FROM signin_audit WHERE at < $1 ORDER BY key LIMIT $2)",
+    /* AllTokens */ "SELECT key, rec FROM signin_tokens ORDER BY key",
+    /* AllSessions */ "SELECT key, rec FROM signin_sessions ORDER BY key",
+    /* AllMfa */ "SELECT user_id, rec FROM signin_mfa ORDER BY user_id",
+    /* AllPending */ "SELECT hash, rec FROM signin_mfa_pending ORDER BY hash",
+    /* AllPasskeys */ "SELECT key, rec FROM signin_passkeys ORDER BY key",
+    /* AllLinks */ "SELECT key, rec FROM signin_provider_links ORDER BY key",
+    /* AllOutbox */ "SELECT key, rec FROM signin_outbox ORDER BY key",
+    /* AllAudit */ "SELECT key, rec FROM signin_audit ORDER BY key",
+    /* AllChallenges */ "SELECT hash, expires_at FROM signin_spent_challenges ORDER BY hash",
+    /* AllEmails */ "SELECT addr, user_id FROM signin_user_email ORDER BY addr",
+};
+
+// ---- values ------------------------------------------------------------------------------------
+
+// A statement's parameter: bytes (bytea, binary) or a number (sent as text).
+class Param {
+public:
+    Param(std::string_view bytes) : data_(bytes.data()), len_(bytes.size()), binary_(true) {}  // NOLINT
+    Param(const std::string &bytes) : Param(std::string_view(bytes)) {}                         // NOLINT
+    Param(std::int64_t n) : number_(std::to_string(n)), binary_(false) {                       // NOLINT
+        data_ = number_.c_str();
+        len_ = number_.size();
+    }
+    Param(const Param &o) : number_(o.number_), data_(o.data_), len_(o.len_), binary_(o.binary_) {
+        if (!binary_) data_ = number_.c_str();
+    }
+    Param &operator=(const Param &) = delete;
+    const char *data() const { return data_; }
+    int len() const { return static_cast<int>(len_); }
+    bool binary() const { return binary_; }
+
+private:
+    std::string number_;
+    const char *data_ = nullptr;
+    std::size_t len_ = 0;
+    bool binary_ = true;
+};
+
+// A bytea key or value cannot be empty where an index is: LMDB refuses empty keys, and the
+// engine never asks for one; a lookup of "" finds nothing in either backend.
+
+struct ResultFree {
+    void operator()(PGresult *r) const { PQclear(r); }
+};
+using Result = std::unique_ptr<PGresult, ResultFree>;
+
+std::string_view cell(const Result &r, int row, int col) {
+    return std::string_view(PQgetvalue(r.get(), row, col), static_cast<std::size_t>(PQgetlength(r.get(), row, col)));
+}
+
+// A binary bigint (count(*), expires_at) in network order.
+std::int64_t number(const Result &r, int row, int col) {
+    std::string_view v = cell(r, row, col);
+    if (v.size() != 8) corrupt("a number of " + std::to_string(v.size()) + " bytes");
+    return static_cast<std::int64_t>(get_be64(reinterpret_cast<const unsigned char *>(v.data())));
+}
+
+std::string addr_key(std::string_view group_id, std::string_view email) {
+    std::string k;
+    k.reserve(group_id.size() + 1 + email.size());
+    k.append(group_id);
+    k.push_back('\0');
+    k.append(email);
+    return k;
+}
+
+// A key that starts with a time (big-endian milliseconds) and 8 random bytes (audit, outbox).
+std::string timed_key(Millis at) {
+    std::array<unsigned char, 16> key{};
+    put_be64(key.data(), static_cast<std::uint64_t>(at));
+    randombytes_buf(key.data() + 8, 8);
+    return std::string(reinterpret_cast<const char *>(key.data()), key.size());
+}
+
+// As the LMDB backend: a record of an earlier 0.1.0 build may be under the digest alone.
+std::string_view legacy_key(std::string_view key) {
+    return key.size() == 6 + crypto_generichash_BYTES ? key.substr(6) : std::string_view();
+}
+
+// ---- connections -------------------------------------------------------------------------------
+
+// What a failed statement means: a lost race (retry), a full disk, or the store unavailable.
+[[noreturn]] void throw_result(PGconn *conn, const PGresult *res, std::string_view context) {
+    const char *state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+    std::string message = res != nullptr ? PQresultErrorMessage(res) : "";
+    if (message.empty() && conn != nullptr) message = PQerrorMessage(conn);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    const std::string what = std::string(context) + ": " + (message.empty() ? "the database did not answer" : message);
+    const std::string_view s = state != nullptr ? state : "";
+    // 40001 serialization_failure, 40P01 deadlock_detected: the transaction may run again
+    if (s == "40001" || s == "40P01") throw StoreError(Code::StorageError, what, true);
+    if (s == "53100") throw StoreError(Code::StorageFull, what);  // disk_full
+    throw StoreError(Code::StorageError, what);
+}
+
+class Connection {
+public:
+    explicit Connection(const std::string &conninfo) {
+        conn_ = PQconnectdb(conninfo.c_str());
+        if (conn_ == nullptr) throw StoreError(Code::StorageError, "connect to PostgreSQL: out of memory");
+        if (PQstatus(conn_) != CONNECTION_OK) {
+            std::string why = PQerrorMessage(conn_);
+            while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+            PQfinish(conn_);
+            conn_ = nullptr;
+            throw StoreError(Code::StorageError, "connect to PostgreSQL: " + why);
+        }
+    }
+    ~Connection() {
+        if (conn_ != nullptr) PQfinish(conn_);
+    }
+    Connection(const Connection &) = delete;
+    Connection &operator=(const Connection &) = delete;
+
+    bool healthy() const { return PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) == PQTRANS_IDLE; }
+
+    // Runs a prepared statement; results in binary. Throws StoreError on failure.
+    Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+        std::array<const char *, 8> values{};
+        std::array<int, 8> lengths{}, formats{};
+        std::size_t n = 0;
+        for (const Param &p : params) {
+            values[n] = p.data();
+            lengths[n] = p.len();
+            formats[n] = p.binary() ? 1 : 0;
+            ++n;
+        }
+        const std::string name = "s" + std::to_string(static_cast<unsigned>(s));
+        if (!prepared_[s]) {  // once per connection, at its first use
+            Result p(PQprepare(conn_, name.c_str(), kStatements[s], 0, nullptr));
+            if (PQresultStatus(p.get()) != PGRES_COMMAND_OK) throw_result(conn_, p.get(), context);
+            prepared_[s] = true;
+        }
+        Result r(PQexecPrepared(conn_, name.c_str(), static_cast<int>(n), values.data(), lengths.data(),
+                                formats.data(), 1));
+        const auto st = PQresultStatus(r.get());
+        if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) throw_result(conn_, r.get(), context);
+        return r;
+    }
+
+    // A statement without parameters (BEGIN, COMMIT, the schema).
+    void exec(const char *sql, std::string_view context) {
+        Result r(PQexec(conn_, sql));
+        const auto st = PQresultStatus(r.get());
+        if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) throw_result(conn_, r.get(), context);
+    }
+
+    std::optional<std::string> text(const char *sql, std::string_view context) {
+        Result r(PQexec(conn_, sql));
+        if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) throw_result(conn_, r.get(), context);
+        if (PQntuples(r.get()) == 0) return std::nullopt;
+        return std::string(PQgetvalue(r.get(), 0, 0));
+    }
+
+private:
+    PGconn *conn_ = nullptr;
+    std::array<bool, StmtCount> prepared_{};
+};
+
+class Pool {
+public:
+    Pool(std::string conninfo, std::size_t keep) : conninfo_(std::move(conninfo)), keep_(keep) {}
+
+    std::unique_ptr<Connection> take() {
+        {
+            std::lock_guard<std::mutex> hold(lock_);
+            if (!idle_.empty()) {
+                auto c = std::move(idle_.back());
+                idle_.pop_back();
+                return c;
+            }
+        }
+        return std::make_unique<Connection>(conninfo_);
+    }
+    // A connection that broke, or is still in a transaction, is closed instead.
+    void give(std::unique_ptr<Connection> c) {
+        if (!c || !c->healthy()) return;
+        std::lock_guard<std::mutex> hold(lock_);
+        if (idle_.size() < keep_) idle_.push_back(std::move(c));
+    }
+
+private:
+    const std::string conninfo_;
+    const std::size_t keep_;
+    std::mutex lock_;
+    std::vector<std::unique_ptr<Connection>> idle_;
+};
+
+// ---- transactions ------------------------------------------------------------------------------
+
+template <class Iface>
+class PgTxn : public Iface {
+public:
+    PgTxn(Pool &pool, bool writes) : pool_(pool), writes_(writes), conn_(pool.take()) {}
+    ~PgTxn() override {
+        if (conn_ && open_) {
+            try {
+                conn_->exec("ROLLBACK", "end a transaction");
+            } catch (const StoreError &) {
+                return;  // the connection is dropped with the transaction
+            }
+        }
+        pool_.give(std::move(conn_));
+    }
+    PgTxn(const PgTxn &) = delete;
+    PgTxn &operator=(const PgTxn &) = delete;
+
+    std::optional<User> user_by_id(std::string_view id) override {
+        if (id.empty()) return std::nullopt;
+        Result r = run(UserById, {id}, "read user");
+        if (PQntuples(r.get()) == 0) return std::nullopt;
+        return decode_user(cell(r, 0, 0));
+    }
+    std::optional<User> user_by_email(std::string_view group_id, std::string_view email) override {
+        Result r = run(UserByEmail, {addr_key(group_id, email)}, "read user by email");
+        if (PQntuples(r.get()) == 0) return std::nullopt;
+        return decode_user(cell(r, 0, 0));
+    }
+    std::optional<TokenRecord> token(std::string_view key) override {
+        return keyed<TokenRecord>(Token, key, "read token", decode_token, true);
+    }
+    std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
+        return rows<TokenRecord>(TokensFor, {addr_key(group_id, email)}, "read tokens of an address", decode_token);
+    }
+    std::optional<SessionRecord> session(std::string_view key) override {
+        return keyed<SessionRecord>(Session, key, "read session", decode_session, true);
+    }
+    std::optional<SessionRecord> session_by_id(std::string_view id) override {
+        return keyed<SessionRecord>(SessionById, id, "read session by id", decode_session, false);
+    }
+    std::vector<SessionRecord> sessions_of(std::string_view user_id) override {
+        return rows<SessionRecord>(SessionsOf, {user_id}, "read sessions of a user", decode_session);
+    }
+    std::vector<SessionRecord> sessions_of_browser(std::string_view browser) override {
+        if (browser.empty()) return {};
+        return rows<SessionRecord>(SessionsOfBrowser, {browser}, "read sessions of a browser", decode_session);
+    }
+    std::vector<AuditEntry> audit(std::size_t limit) override {
+        if (limit == 0) return {};
+        return rows<AuditEntry>(Audit, {static_cast<std::int64_t>(limit)}, "read audit", decode_audit);
+    }
+    std::size_t user_count() override { return count(UserCount, "count users"); }
+    std::vector<User> users(std::string_view after_id, std::size_t limit) override {
+        std::vector<User> out;
+        if (limit == 0) return out;
+        Result r = run(Users, {after_id, static_cast<std::int64_t>(limit)}, "list users");
+        for (int i = 0; i < PQntuples(r.get()); ++i) out.push_back(decode_user(cell(r, i, 0)));
+        return out;
+    }
+    std::size_t audit_count() override { return count(AuditCount, "count audit entries"); }
+    ReadTxn::Counts counts() override {
+        ReadTxn::Counts c;
+        c.users = count(UserCount, "count users");
+        c.tokens = count(CountTokens, "count tokens");
+        c.sessions = count(CountSessions, "count sessions");
+        c.passkeys = count(CountPasskeys, "count passkeys");
+        c.audit = count(AuditCount, "count audit entries");
+        c.outbox = count(CountOutbox, "count outbox entries");
+        c.provider_links = count(CountLinks, "count provider links");
+        return c;
+    }
+    std::vector<OutboxRecord> outbox_due(Millis now, std::size_t limit) override {
+        if (limit == 0) return {};
+        return rows<OutboxRecord>(OutboxDue, {now, static_cast<std::int64_t>(limit)}, "read outbox", decode_outbox);
+    }
+    std::optional<OutboxRecord> outbox(std::string_view key) override {
+        return keyed<OutboxRecord>(Outbox, key, "read outbox", decode_outbox, false);
+    }
+    std::size_t outbox_count() override { return count(CountOutbox, "count outbox entries"); }
+    std::optional<MfaRecord> mfa(std::string_view user_id) override {
+        return keyed<MfaRecord>(Mfa, user_id, "read second factors", decode_mfa, false);
+    }
+    std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) override {
+        return keyed<MfaPendingRecord>(MfaPending, hash, "read a pending second factor", decode_mfa_pending, false);
+    }
+    std::optional<PasskeyRecord> passkey(std::string_view key) override {
+        return keyed<PasskeyRecord>(Passkey, key, "read a passkey", decode_passkey, false);
+    }
+    std::vector<PasskeyRecord> passkeys_of(std::string_view user_id) override {
+        return rows<PasskeyRecord>(PasskeysOf, {user_id}, "read a user's passkeys", decode_passkey);
+    }
+    bool challenge_spent(std::string_view hash) override {
+        if (hash.empty()) return false;
+        return PQntuples(run(ChallengeSpent, {hash}, "read a spent challenge").get()) > 0;
+    }
+    std::optional<ProviderLinkRecord> provider_link(std::string_view key) override {
+        return keyed<ProviderLinkRecord>(ProviderLink, key, "read a provider link", decode_provider_link, false);
+    }
+    std::vector<ProviderLinkRecord> provider_links_of(std::string_view user_id) override {
+        return rows<ProviderLinkRecord>(ProviderLinksOf, {user_id}, "read a user's provider links",
+                                        decode_provider_link);
+    }
+
+protected:
+    // A statement of this transaction, which begins at its first.
+    Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+        if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
+        if (!open_) {
+            conn_->exec(writes_ ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                        "begin a transaction");
+            open_ = true;
+        }
+        return conn_->run(s, params, context);
+    }
+
+    std::size_t count(Stmt s, std::string_view context) {
+        Result r = run(s, {}, context);
+        return static_cast<std::size_t>(number(r, 0, 0));
+    }
+
+    // The one record under `key` (row: key, rec); a token's or session's under its legacy key too.
+    template <class T>
+    std::optional<T> keyed(Stmt s, std::string_view key, std::string_view context,
+                           T (*decode)(std::string_view, std::string_view), bool legacy) {
+        if (key.empty()) return std::nullopt;
+        Result r = run(s, {key}, context);
+        if (PQntuples(r.get()) == 0 && legacy && !legacy_key(key).empty()) r = run(s, {legacy_key(key)}, context);
+        if (PQntuples(r.get()) == 0) return std::nullopt;
+        return decode(cell(r, 0, 0), cell(r, 0, 1));
+    }
+
+    template <class T>
+    std::vector<T> rows(Stmt s, std::initializer_list<Param> params, std::string_view context,
+                        T (*decode)(std::string_view, std::string_view)) {
+        std::vector<T> out;
+        Result r = run(s, params, context);
+        const int n = PQntuples(r.get());
+        out.reserve(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) out.push_back(decode(cell(r, i, 0), cell(r, i, 1)));
+        return out;
+    }
+
+    Pool &pool_;
+    const bool writes_;
+    std::unique_ptr<Connection> conn_;
+    bool open_ = false;  // BEGIN was sent
+};
+
+class PgReadTxn final : public PgTxn<ReadTxn> {
+public:
+    explicit PgReadTxn(Pool &pool) : PgTxn(pool, false) {}
+};
+
+class PgWriteTxn final : public PgTxn<WriteTxn> {
+public:
+    explicit PgWriteTxn(Pool &pool) : PgTxn(pool, true) {}
+
+    void put_user(const User &u) override {
+        if (auto old = user_by_id(u.id); old && !old->email.empty() &&
+                                         (old->email != u.email || old->group_id != u.group_id)) {
+            // only the entry that still names this user: never remove someone else's
+            run(DelEmail, {addr_key(old->group_id, old->email), u.id}, "delete old email index");
+        }
+        run(PutUser, {u.id, encode_user(u)}, "write user");
+        if (!u.email.empty()) run(PutEmail, {addr_key(u.group_id, u.email), u.id}, "write email index");
+    }
+    void del_user(std::string_view user_id) override {
+        auto old = user_by_id(user_id);
+        if (!old) return;
+        if (!old->email.empty()) run(DelEmail, {addr_key(old->group_id, old->email), user_id}, "delete email index");
+        run(DelUser, {user_id}, "delete user");
+    }
+    void put_token(const TokenRecord &t) override {
+        run(PutToken, {t.hash, addr_key(t.group_id, t.email), t.created_at, t.expires_at, encode_token(t)},
+            "write token");
+    }
+    void del_token(std::string_view hash) override {
+        if (hash.empty()) return;
+        run(DelToken, {hash}, "delete token");
+        if (!legacy_key(hash).empty()) run(DelToken, {legacy_key(hash)}, "delete token");
+    }
+    void put_session(const SessionRecord &s) override {
+        run(PutSession, {s.hash, s.id, s.user_id, s.browser, s.expires_at, encode_session(s)}, "write session");
+    }
+    void del_session(std::string_view hash) override {
+        if (hash.empty()) return;
+        run(DelSession, {hash}, "delete session");
+        if (!legacy_key(hash).empty()) run(DelSession, {legacy_key(hash)}, "delete session");
+    }
+    void append_audit(const AuditEntry &e) override {
+        run(PutAudit, {timed_key(e.at), e.at, encode_audit(e)}, "write audit entry");
+    }
+    void put_outbox(OutboxRecord &r) override {
+        r.key = timed_key(r.due_at);
+        run(PutOutbox, {r.key, r.due_at, encode_outbox(r)}, "write outbox entry");
+    }
+    void del_outbox(std::string_view key) override {
+        if (!key.empty()) run(DelOutbox, {key}, "delete outbox entry");
+    }
+    void put_mfa(const MfaRecord &m) override { run(PutMfa, {m.user_id, encode_mfa(m)}, "write second factors"); }
+    void del_mfa(std::string_view user_id) override {
+        if (!user_id.empty()) run(DelMfa, {user_id}, "delete second factors");
+    }
+    void put_mfa_pending(const MfaPendingRecord &p) override {
+        run(PutPending, {p.hash, p.user_id, p.expires_at, encode_mfa_pending(p)}, "write a pending second factor");
+    }
+    void del_mfa_pending(std::string_view hash) override {
+        if (!hash.empty()) run(DelPending, {hash}, "delete a pending second factor");
+    }
+    std::size_t del_mfa_pending_of(std::string_view user_id) override {
+        return affected(run(DelPendingOf, {user_id}, "delete a user's pending second factors"));
+    }
+    void put_passkey(const PasskeyRecord &p) override {
+        run(PutPasskey, {p.key, p.user_id, encode_passkey(p)}, "write a passkey");
+    }
+    void del_passkey(std::string_view key) override {
+        if (!key.empty()) run(DelPasskey, {key}, "delete a passkey");
+    }
+    void put_provider_link(const ProviderLinkRecord &l) override {
+        run(PutLink, {l.key, l.user_id, encode_provider_link(l)}, "write a provider link");
+    }
+    void del_provider_link(std::string_view key) override {
+        if (!key.empty()) run(DelLink, {key}, "delete a provider link");
+    }
+    void spend_challenge(std::string_view hash, Millis expires_at) override {
+        run(SpendChallenge, {hash, expires_at}, "spend a challenge");
+    }
+    std::size_t purge_expired(Millis now, std::size_t budget) override {
+        std::size_t n = 0;
+        for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges}) {
+            if (n >= budget) break;
+            n += affected(run(s, {now, static_cast<std::int64_t>(budget - n)}, "purge expired records"));
+        }
+        return n;
+    }
+    std::size_t purge_audit(Millis before, std::size_t budget) override {
+        if (budget == 0) return 0;
+        return affected(run(PurgeAudit, {before, static_cast<std::int64_t>(budget)}, "purge audit entries"));
+    }
+    void commit() override {
+        if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
+        if (open_) {
+            open_ = false;
+            // a COMMIT that fails (a serialization failure found at the end, a lost connection)
+            // has not committed: the caller is told, nothing is acknowledged
+            conn_->exec("COMMIT", "commit");
+        }
+        pool_.give(std::move(conn_));
+    }
+
+private:
+    static std::size_t affected(const Result &r) {
+        const char *n = PQcmdTuples(r.get());
+        return n != nullptr && *n != '\0' ? static_cast<std::size_t>(std::stoull(n)) : 0;
+    }
+};
+
+// ---- the store -------------------------------------------------------------------------------
+
+class PgStore final : public Store {
+public:
+    explicit PgStore(const PgOptions &opts) : pool_(opts.conninfo, opts.idle_connections) {
+        if (sodium_init() < 0) throw StoreError(Code::StorageError, "libsodium failed to initialize");
+        migrate();
+    }
+
+    std::unique_ptr<ReadTxn> read() override { return std::make_unique<PgReadTxn>(pool_); }
+    std::unique_ptr<WriteTxn> write() override { return std::make_unique<PgWriteTxn>(pool_); }
+
+    void backup(const std::string &) const override {
+        throw StoreError(Code::StorageError,
+                         "a PostgreSQL store is backed up by PostgreSQL (pg_dump, or its continuous archiving)");
+    }
+
+    std::vector<std::string> check_integrity() const override {
+        std::vector<std::string> problems;
+        ScanTxn txn(pool_);
+        auto scan = [&](Stmt s, const char *table, const std::function<void(std::string_view, std::string_view)> &each) {
+            Result r = txn.all(s);
+            for (int i = 0; i < PQntuples(r.get()); ++i) {
+                try {
+                    each(cell(r, i, 0), cell(r, i, 1));
+                } catch (const std::exception &e) {
+                    problems.push_back(std::string(table) + ": " + e.what());
+                }
+            }
+        };
+        std::string after;
+        for (;;) {
+            auto users = txn.users(after, 1000);
+            for (const User &u : users) {
+                if (u.email.empty()) continue;
+                auto owner = txn.user_by_email(u.group_id, u.email);
+                if (!owner || owner->id != u.id) problems.push_back("users: " + u.id + " is missing from the address index");
+            }
+            if (users.size() < 1000) break;
+            after = users.back().id;
+        }
+        scan(AllEmails, "signin_user_email", [&](std::string_view, std::string_view id) {
+            if (!txn.user_by_id(id)) problems.push_back("signin_user_email: names a user that does not exist (" + std::string(id) + ")");
+        });
+        scan(AllTokens, "signin_tokens", [](std::string_view k, std::string_view v) { (void)decode_token(k, v); });
+        scan(AllSessions, "signin_sessions", [&](std::string_view k, std::string_view v) {
+            SessionRecord s = decode_session(k, v);
+            if (!txn.user_by_id(s.user_id)) problems.push_back("signin_sessions: " + s.id + " belongs to no user");
+        });
+        scan(AllMfa, "signin_mfa", [](std::string_view k, std::string_view v) { (void)decode_mfa(k, v); });
+        scan(AllPending, "signin_mfa_pending", [](std::string_view k, std::string_view v) { (void)decode_mfa_pending(k, v); });
+        scan(AllPasskeys, "signin_passkeys", [&](std::string_view k, std::string_view v) {
+            PasskeyRecord p = decode_passkey(k, v);
+            if (!txn.user_by_id(p.user_id)) problems.push_back("signin_passkeys: a passkey of no user (" + p.user_id + ")");
+        });
+        scan(AllLinks, "signin_provider_links", [&](std::string_view k, std::string_view v) {
+            ProviderLinkRecord l = decode_provider_link(k, v);
+            if (!txn.user_by_id(l.user_id)) problems.push_back("signin_provider_links: a link of no user (" + l.user_id + ")");
+        });
+        scan(AllOutbox, "signin_outbox", [](std::string_view k, std::string_view v) { (void)decode_outbox(k, v); });
+        scan(AllAudit, "signin_audit", [](std::string_view k, std::string_view v) { (void)decode_audit(k, v); });
+        return problems;
+    }
+
+    void copy_into(WriteTxn &to) const override {
+        ScanTxn txn(pool_);
+        for (std::string after;;) {
+            auto users = txn.users(after, 1000);
+            for (const User &u : users) to.put_user(u);
+            if (users.size() < 1000) break;
+            after = users.back().id;
+        }
+        auto each = [&](Stmt s, const std::function<void(std::string_view, std::string_view)> &f) {
+            Result r = txn.all(s);
+            for (int i = 0; i < PQntuples(r.get()); ++i) f(cell(r, i, 0), cell(r, i, 1));
+        };
+        each(AllTokens, [&](std::string_view k, std::string_view v) { to.put_token(decode_token(k, v)); });
+        each(AllSessions, [&](std::string_view k, std::string_view v) { to.put_session(decode_session(k, v)); });
+        each(AllMfa, [&](std::string_view k, std::string_view v) { to.put_mfa(decode_mfa(k, v)); });
+        each(AllPending, [&](std::string_view k, std::string_view v) { to.put_mfa_pending(decode_mfa_pending(k, v)); });
+        each(AllPasskeys, [&](std::string_view k, std::string_view v) { to.put_passkey(decode_passkey(k, v)); });
+        each(AllLinks, [&](std::string_view k, std::string_view v) { to.put_provider_link(decode_provider_link(k, v)); });
+        each(AllOutbox, [&](std::string_view k, std::string_view v) {
+            OutboxRecord o = decode_outbox(k, v);
+            to.put_outbox(o);
+        });
+        each(AllAudit, [&](std::string_view k, std::string_view v) { to.append_audit(decode_audit(k, v)); });
+        Result r = txn.all(AllChallenges);
+        for (int i = 0; i < PQntuples(r.get()); ++i) to.spend_challenge(cell(r, i, 0), number(r, i, 1));
+    }
+
+private:
+    // The read transaction of the whole-store scans (check, copy).
+    class ScanTxn final : public PgTxn<ReadTxn> {
+    public:
+        explicit ScanTxn(Pool &pool) : PgTxn(pool, false) {}
+        Result all(Stmt s) { return run(s, {}, "read a table"); }
+    };
+
+    // The schema's version, or nullopt when there is no schema yet.
+    static std::optional<std::string> version(Connection &conn) {
+        auto has = conn.text("SELECT to_regclass('signin_meta') IS NOT NULL", "read the schema version");
+        if (!has || *has != "t") return std::nullopt;
+        return conn.text("SELECT value FROM signin_meta WHERE name = 'schema_version'", "read the schema version");
+    }
+
+    // Checks the schema's version, first creating the schema where there is none (every statement
+    // is idempotent). A database that is already set up is only read: a read-only one opens, and
+    // answers its writes with StorageError. Nodes that start together may race on CREATE: the
+    // loser sees a unique violation and tries again.
+    void migrate() {
+        const std::string mine = std::to_string(kSchemaVersion);
+        for (int attempt = 1;; ++attempt) {
+            auto conn = pool_.take();
+            try {
+                auto v = version(*conn);
+                if (!v) {
+                    conn->exec("BEGIN", "begin the schema setup");
+                    for (const char *sql : kSchema) conn->exec(sql, "set up the schema");
+                    conn->exec("COMMIT", "commit the schema setup");
+                    v = version(*conn);
+                }
+                if (!v || *v != mine) {
+                    throw StoreError(Code::StorageError, "store schema version " + v.value_or("(none)") +
+                                                             ", this build reads " + mine);
+                }
+                pool_.give(std::move(conn));
+                return;
+            } catch (const StoreError &e) {
+                const std::string what = e.what();
+                // 23505 (two CREATEs at once), 40001: another node is setting up the same schema
+                const bool race = e.retry() || what.find("duplicate key") != std::string::npos ||
+                                  what.find("already exists") != std::string::npos;
+                if (!race || attempt >= 5) throw;
+            }
+        }
+    }
+
+    mutable Pool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_pg_store(const PgOptions &opts) { return std::make_unique<PgStore>(opts); }
+
+}  // namespace signin

@@ -1,0 +1,462 @@
+// The PostgreSQL backend of signin::Store (DESIGN §9.7) beside the LMDB one: the same contract
+// (records, the lookups that stand for LMDB's index tables, the purge), and what only a shared
+// database has: races between connections (serializable transactions retried), a server that
+// drops its connections or refuses writes, and the copy of an LMDB store into it.
+// The PostgreSQL cases run where SIGNIN_TEST_PG names a server (./build.sh test starts one with
+// t/pg-server) and skip with that reason elsewhere.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine_fixtures.hpp"
+#include "pg_fixture.hpp"
+#include "signin/store.hpp"
+
+using namespace signin;
+using namespace signin::testing;
+
+namespace {
+
+std::string digest(int n) {
+    std::string h(32, '\0');
+    for (int i = 0; i < 4; ++i) h[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+    h[31] = '\x01';
+    return h;
+}
+
+User make_user(const std::string &id, const std::string &email, const std::string &group = "g1") {
+    User u;
+    u.id = id;
+    u.email = email;
+    u.group_id = group;
+    u.created_at = 1700000000000;
+    u.updated_at = 1700000000000;
+    u.roles = {"admin"};
+    return u;
+}
+
+TokenRecord make_token(int n, const std::string &email, Millis created, Millis expires) {
+    TokenRecord t;
+    t.hash = digest(n);
+    t.group_id = "g1";
+    t.email = email;
+    t.purpose = Purpose::SignIn;
+    t.created_at = created;
+    t.expires_at = expires;
+    return t;
+}
+
+SessionRecord make_session(int n, const std::string &user_id, Millis expires, const std::string &browser = "") {
+    SessionRecord s;
+    s.hash = digest(100000 + n);
+    s.id = "0190a000-0000-7000-8000-" + std::to_string(100000000000 + n);
+    s.user_id = user_id;
+    s.kind = browser.empty() ? SessionKind::Bearer : SessionKind::Cookie;
+    s.created_at = 1700000000000 + n;
+    s.last_seen_at = s.created_at;
+    s.expires_at = expires;
+    s.browser = browser;
+    return s;
+}
+
+enum class Backend { Lmdb, Pg };
+
+// A fresh store of either backend.
+class StoreContract : public ::testing::TestWithParam<Backend> {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/signin-pg-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        root_ = tmpl;
+        if (GetParam() == Backend::Pg) {
+            auto server = pg_server();
+            if (!server) GTEST_SKIP() << "SIGNIN_TEST_PG is not set: no PostgreSQL to test against";
+            schema_ = std::make_unique<PgSchema>(*server);
+            PgOptions o;
+            o.conninfo = schema_->conninfo();
+            store_ = open_pg_store(o);
+        } else {
+            LmdbOptions o;
+            o.path = root_ + "/db";
+            o.map_size = 1ull << 24;
+            store_ = open_lmdb_store(o);
+        }
+    }
+    void TearDown() override {
+        store_.reset();
+        schema_.reset();
+        std::filesystem::remove_all(root_);
+    }
+
+    std::string root_;
+    std::unique_ptr<PgSchema> schema_;
+    std::unique_ptr<Store> store_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, ::testing::Values(Backend::Lmdb, Backend::Pg),
+                         [](const auto &p) { return p.param == Backend::Lmdb ? "Lmdb" : "Pg"; });
+
+TEST_P(StoreContract, UsersAndTheirAddresses) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_user(make_user("u2", "a@example.com", "g2"));
+        w->put_user(make_user("u3", ""));  // a provider's account without an address
+        w->commit();
+    }
+    {
+        auto r = store_->read();
+        EXPECT_EQ(r->user_by_email("g1", "a@example.com")->id, "u1");
+        EXPECT_EQ(r->user_by_email("g2", "a@example.com")->id, "u2");
+        EXPECT_EQ(r->user_by_id("u1")->roles, std::vector<std::string>{"admin"});
+        EXPECT_FALSE(r->user_by_email("g1", ""));
+        EXPECT_EQ(r->user_count(), 3u);
+        auto page = r->users("u1", 10);
+        ASSERT_EQ(page.size(), 2u);
+        EXPECT_EQ(page[0].id, "u2");
+        EXPECT_EQ(r->users("", 1).at(0).id, "u1");
+    }
+    {  // an address change moves the index; deleting a user drops its entry
+        auto w = store_->write();
+        User u = make_user("u1", "b@example.com");
+        w->put_user(u);
+        w->del_user("u2");
+        w->commit();
+    }
+    auto r = store_->read();
+    EXPECT_FALSE(r->user_by_email("g1", "a@example.com"));
+    EXPECT_EQ(r->user_by_email("g1", "b@example.com")->id, "u1");
+    EXPECT_FALSE(r->user_by_email("g2", "a@example.com"));
+    EXPECT_FALSE(r->user_by_id("u2"));
+    EXPECT_TRUE(store_->check_integrity().empty());
+}
+
+TEST_P(StoreContract, TokensOfAnAddressOldestFirst) {
+    {
+        auto w = store_->write();
+        w->put_token(make_token(3, "a@example.com", 300, 10000));
+        w->put_token(make_token(1, "a@example.com", 100, 10000));
+        w->put_token(make_token(2, "b@example.com", 200, 10000));
+        w->commit();
+    }
+    {
+        auto r = store_->read();
+        auto ts = r->tokens_for("g1", "a@example.com");
+        ASSERT_EQ(ts.size(), 2u);
+        EXPECT_EQ(ts[0].created_at, 100);
+        EXPECT_EQ(ts[1].created_at, 300);
+        EXPECT_EQ(r->token(digest(2))->email, "b@example.com");
+        EXPECT_FALSE(r->token(digest(9)));
+    }
+    {
+        auto w = store_->write();
+        w->del_token(digest(1));
+        w->commit();
+    }
+    EXPECT_EQ(store_->read()->tokens_for("g1", "a@example.com").size(), 1u);
+}
+
+TEST_P(StoreContract, SessionsByKeyIdUserAndBrowser) {
+    const std::string browser(32, 'b');
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_session(make_session(1, "u1", 10000, browser));
+        w->put_session(make_session(2, "u1", 10000));
+        w->put_session(make_session(3, "u9", 10000, browser));
+        w->commit();
+    }
+    {
+        auto r = store_->read();
+        EXPECT_EQ(r->sessions_of("u1").size(), 2u);
+        EXPECT_EQ(r->sessions_of_browser(browser).size(), 2u);
+        EXPECT_EQ(r->session_by_id(make_session(2, "u1", 0).id)->hash, digest(100002));
+        EXPECT_EQ(r->session(digest(100001))->browser, browser);
+    }
+    {  // a touch keeps the lookups; a delete drops them
+        auto w = store_->write();
+        SessionRecord s = make_session(1, "u1", 20000, browser);
+        s.last_seen_at += 5;
+        w->put_session(s);
+        w->del_session(digest(100002));
+        w->commit();
+    }
+    auto r = store_->read();
+    ASSERT_EQ(r->sessions_of("u1").size(), 1u);
+    EXPECT_EQ(r->sessions_of("u1")[0].expires_at, 20000);
+    EXPECT_FALSE(r->session_by_id(make_session(2, "u1", 0).id));
+    EXPECT_EQ(r->counts().sessions, 2u);
+}
+
+TEST_P(StoreContract, SecondFactorsPasskeysLinksAndChallenges) {
+    {
+        auto w = store_->write();
+        MfaRecord m;
+        m.user_id = "u1";
+        m.totp_sealed = "sealed";
+        m.recovery_hashes = {digest(7)};
+        w->put_mfa(m);
+        for (int i = 0; i < 3; ++i) {
+            MfaPendingRecord p;
+            p.hash = digest(200 + i);
+            p.user_id = i < 2 ? "u1" : "u2";
+            p.expires_at = 5000;
+            w->put_mfa_pending(p);
+        }
+        PasskeyRecord k;
+        k.key = digest(300);
+        k.credential_id = "cred";
+        k.user_id = "u1";
+        k.public_key = "cose";
+        w->put_passkey(k);
+        ProviderLinkRecord l;
+        l.key = digest(400);
+        l.user_id = "u1";
+        l.provider = "corp";
+        l.issuer = "https://idp.example";
+        l.subject = "s";
+        w->put_provider_link(l);
+        w->spend_challenge(digest(500), 5000);
+        w->commit();
+    }
+    {
+        auto r = store_->read();
+        EXPECT_EQ(r->mfa("u1")->totp_sealed, "sealed");
+        EXPECT_EQ(r->mfa_pending(digest(201))->user_id, "u1");
+        EXPECT_EQ(r->passkeys_of("u1").size(), 1u);
+        EXPECT_EQ(r->passkey(digest(300))->credential_id, "cred");
+        EXPECT_EQ(r->provider_links_of("u1").at(0).issuer, "https://idp.example");
+        EXPECT_TRUE(r->challenge_spent(digest(500)));
+        EXPECT_FALSE(r->challenge_spent(digest(501)));
+    }
+    auto w = store_->write();
+    EXPECT_EQ(w->del_mfa_pending_of("u1"), 2u);
+    w->del_passkey(digest(300));
+    w->del_provider_link(digest(400));
+    w->del_mfa("u1");
+    w->commit();
+    auto r = store_->read();
+    EXPECT_FALSE(r->mfa_pending(digest(200)));
+    EXPECT_TRUE(r->mfa_pending(digest(202)));
+    EXPECT_TRUE(r->passkeys_of("u1").empty());
+    EXPECT_TRUE(r->provider_links_of("u1").empty());
+    EXPECT_FALSE(r->mfa("u1"));
+}
+
+TEST_P(StoreContract, OutboxAuditAndPurge) {
+    {
+        auto w = store_->write();
+        for (Millis due : {300, 100, 200}) {
+            OutboxRecord o;
+            o.due_at = due;
+            o.sealed = "d" + std::to_string(due);
+            w->put_outbox(o);
+            EXPECT_EQ(o.key.size(), 16u);
+        }
+        for (Millis at : {10, 30, 20}) w->append_audit(AuditEntry{at, "token.requested", "a@example.com", "c", "", ""});
+        w->put_token(make_token(1, "a@example.com", 1, 50));     // expired at 100
+        w->put_token(make_token(2, "a@example.com", 1, 5000));   // live
+        w->put_session(make_session(1, "u1", 50));
+        w->spend_challenge(digest(9), 50);
+        w->commit();
+    }
+    {
+        auto r = store_->read();
+        auto due = r->outbox_due(250, 10);
+        ASSERT_EQ(due.size(), 2u);
+        EXPECT_EQ(due[0].sealed, "d100");
+        EXPECT_EQ(due[1].sealed, "d200");
+        EXPECT_EQ(r->outbox(due[0].key)->due_at, 100);
+        EXPECT_EQ(r->outbox_count(), 3u);
+        auto audit = r->audit(2);
+        ASSERT_EQ(audit.size(), 2u);
+        EXPECT_EQ(audit[0].at, 30);  // newest first
+        EXPECT_EQ(audit[1].at, 20);
+        EXPECT_EQ(r->audit_count(), 3u);
+    }
+    auto w = store_->write();
+    EXPECT_EQ(w->purge_expired(100, 100), 3u);  // the token, the session, the challenge
+    EXPECT_EQ(w->purge_audit(25, 100), 2u);
+    w->commit();
+    auto r = store_->read();
+    EXPECT_TRUE(r->token(digest(2)));
+    EXPECT_FALSE(r->token(digest(1)));
+    EXPECT_FALSE(r->challenge_spent(digest(9)));
+    EXPECT_EQ(r->audit_count(), 1u);
+}
+
+TEST_P(StoreContract, AnAbortedWriteLeavesNothing) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+    }  // not committed
+    EXPECT_FALSE(store_->read()->user_by_id("u1"));
+    auto w = store_->write();
+    w->put_user(make_user("u1", "a@example.com"));
+    w->commit();
+    EXPECT_TRUE(store_->read()->user_by_id("u1"));
+}
+
+// The copy of signin-admin copy: everything an LMDB store holds, read back from PostgreSQL.
+TEST_P(StoreContract, CopiesAnLmdbStore) {
+    if (GetParam() != Backend::Pg) GTEST_SKIP() << "the copy goes from LMDB into PostgreSQL";
+    LmdbOptions o;
+    o.path = root_ + "/source";
+    o.map_size = 1ull << 24;
+    auto source = open_lmdb_store(o);
+    {
+        auto w = source->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_token(make_token(1, "a@example.com", 100, 1ll << 50));
+        w->put_session(make_session(1, "u1", 1ll << 50, std::string(32, 'b')));
+        MfaRecord m;
+        m.user_id = "u1";
+        m.totp_sealed = "sealed";
+        w->put_mfa(m);
+        PasskeyRecord k;
+        k.key = digest(300);
+        k.user_id = "u1";
+        w->put_passkey(k);
+        w->append_audit(AuditEntry{42, "user.created", "a@example.com", "admin", "u1", ""});
+        OutboxRecord ob;
+        ob.due_at = 7;
+        ob.sealed = "x";
+        w->put_outbox(ob);
+        w->spend_challenge(digest(500), 1ll << 50);
+        w->commit();
+    }
+    {
+        auto w = store_->write();
+        source->copy_into(*w);
+        w->commit();
+    }
+    auto r = store_->read();
+    EXPECT_EQ(r->user_by_email("g1", "a@example.com")->id, "u1");
+    EXPECT_EQ(r->tokens_for("g1", "a@example.com").size(), 1u);
+    EXPECT_EQ(r->sessions_of("u1").size(), 1u);
+    EXPECT_EQ(r->sessions_of_browser(std::string(32, 'b')).size(), 1u);
+    EXPECT_TRUE(r->mfa("u1"));
+    EXPECT_EQ(r->passkeys_of("u1").size(), 1u);
+    EXPECT_EQ(r->audit(1).at(0).kind, "user.created");
+    EXPECT_EQ(r->outbox_due(10, 10).size(), 1u);
+    EXPECT_TRUE(r->challenge_spent(digest(500)));
+    EXPECT_TRUE(store_->check_integrity().empty());
+}
+
+// ---- PostgreSQL only -----------------------------------------------------------------------------
+
+class PgOnly : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto server = pg_server();
+        if (!server) GTEST_SKIP() << "SIGNIN_TEST_PG is not set: no PostgreSQL to test against";
+        schema_ = std::make_unique<PgSchema>(*server);
+        PgOptions o;
+        o.conninfo = schema_->conninfo();
+        store_ = open_pg_store(o);
+    }
+    std::unique_ptr<PgSchema> schema_;
+    std::unique_ptr<Store> store_;
+};
+
+// Two transactions spend the same token: the one that commits second finds its snapshot stale
+// and is told to run again (StoreError::retry), never told it committed.
+TEST_F(PgOnly, TheLoserOfARaceIsToldToRetry) {
+    {
+        auto w = store_->write();
+        w->put_token(make_token(1, "a@example.com", 1, 1ll << 50));
+        w->commit();
+    }
+    auto a = store_->write();
+    auto b = store_->write();
+    ASSERT_TRUE(a->token(digest(1)));
+    ASSERT_TRUE(b->token(digest(1)));
+    a->del_token(digest(1));
+    a->put_session(make_session(1, "u1", 1ll << 50));
+    a->commit();
+    bool retry = false;
+    try {
+        b->del_token(digest(1));
+        b->put_session(make_session(2, "u1", 1ll << 50));
+        b->commit();
+    } catch (const StoreError &e) {
+        retry = e.retry();
+    }
+    EXPECT_TRUE(retry);
+    b.reset();
+    EXPECT_EQ(store_->read()->counts().sessions, 1u);
+}
+
+// Connections the server ended (a restart, a failover, an administrator) fail the transaction
+// that meets them with StorageError (503), and the next ones connect again.
+TEST_F(PgOnly, RecoversFromDroppedConnections) {
+    for (int i = 0; i < 3; ++i) EXPECT_FALSE(store_->read()->user_by_id("u1"));  // a pooled connection
+    pg_exec(*pg_server(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE usename = current_user AND pid <> pg_backend_pid() AND datname = current_database()");
+    int failed = 0;
+    for (int i = 0; i < 8; ++i) {
+        try {
+            auto w = store_->write();
+            w->put_user(make_user("u" + std::to_string(i), "x" + std::to_string(i) + "@example.com"));
+            w->commit();
+        } catch (const StoreError &e) {
+            EXPECT_EQ(e.code(), Code::StorageError);
+            EXPECT_FALSE(e.retry());
+            ++failed;
+        }
+    }
+    EXPECT_LE(failed, 4) << "only the pooled connections fail, once each";
+    EXPECT_EQ(store_->read()->user_count(), static_cast<std::size_t>(8 - failed));
+}
+
+// A database that refuses writes (a standby, default_transaction_read_only) answers StorageError.
+TEST_F(PgOnly, AReadOnlyDatabaseRefusesWrites) {
+    PgOptions o;
+    o.conninfo = schema_->conninfo() + "%20-cdefault_transaction_read_only%3Don";
+    auto ro = open_pg_store(o);
+    try {
+        auto w = ro->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->commit();
+        ADD_FAILURE() << "the write went through";
+    } catch (const StoreError &e) {
+        EXPECT_EQ(e.code(), Code::StorageError);
+        EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(store_->read()->user_by_id("u1"));
+}
+
+}  // namespace
+
+// One sign-in code exchanged by many threads at once (one connection each, as nginx workers on
+// several nodes): exactly one session, whichever backend (LMDB serializes the writers; PostgreSQL
+// runs them at once and retries the losers, who then find the code spent).
+class ExchangeRace : public EngineTest {};
+
+TEST_F(ExchangeRace, OneCodeMakesExactlyOneSession) {
+    make(open_policy());
+    ASSERT_TRUE(id_->tokens().request_token(Intent::Register, "race@example.com", ""));
+    const Secret token = mailer_.last().token;
+    std::atomic<int> won{0}, lost{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 12; ++i) {
+        threads.emplace_back([&] {
+            auto s = id_->tokens().exchange_from(token, "198.51.100.1");
+            if (s) {
+                ++won;
+            } else if (s.error().code == Code::InvalidToken) {
+                ++lost;
+            } else {
+                ADD_FAILURE() << s.error().message;
+            }
+        });
+    }
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(won.load(), 1);
+    EXPECT_EQ(lost.load(), 11);
+    EXPECT_EQ(store_->read()->counts().sessions, 1u);
+}
