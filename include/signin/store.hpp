@@ -168,6 +168,10 @@ std::unique_ptr<Store> open_lmdb_store(const LmdbOptions &opts);
 struct PgOptions {
     std::string conninfo;
     std::size_t idle_connections = 4;  // kept open between transactions, per process
+    // A server that cannot be reached at open is not an error: the schema is checked (and made)
+    // by the first transaction that reaches it, and transactions fail with StorageError until
+    // then (an nginx worker answers 503 and recovers by itself). A wrong schema still throws.
+    bool wait_for_server = false;
 };
 
 // Connects, creates or migrates the schema (tables named signin_*), and checks its version.

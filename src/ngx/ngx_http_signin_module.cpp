@@ -333,6 +333,13 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_delivery_timeout\" must be longer than 0");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    if (m->secret_key_path.len == 0 && m->store_pg) {
+        // the nodes that share a database share the key (it seals what the store keeps): a file
+        // each node would make for itself by default would differ
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "signin_store postgresql://... needs \"signin_secret_key FILE\", the same file on every node");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     if (m->secret_key_path.len == 0) {  // beside the store, never in it: "<store>.key"
         ngx_str_t dir = m->store_path;
         while (dir.len > 1 && dir.data[dir.len - 1] == '/') dir.len--;
@@ -563,6 +570,15 @@ static char *set_store(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     if (m->store_path.len) return const_cast<char *>("is duplicate");
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
     m->store_path = value[1];
+    // postgresql://... or postgres://...: a database several nodes share (libpq's URI)
+    if (signin::is_pg_url(sv(value[1]))) {
+        if (cf->args->nelts > 2) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": size= is for an LMDB store, not PostgreSQL", &value[2]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->store_pg = 1;
+        return NGX_CONF_OK;
+    }
     if (ngx_conf_full_name(cf->cycle, &m->store_path, 0) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
     for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
         if (ngx_strncmp(value[i].data, "size=", 5) == 0) {
@@ -1061,7 +1077,7 @@ MainConf *signin_ngx::cycle_main_conf(ngx_cycle_t *cycle) {
 static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
     if (m == nullptr || !m->used || m->store_path.len == 0) return NGX_OK;
-    std::string path(sv(m->store_path));
+    std::string path(m->store_pg ? std::string() : std::string(sv(m->store_path)));  // no directory for PostgreSQL
     for (std::size_t i = 1; i <= path.size(); i++) {
         if (i == path.size() || path[i] == '/') {
             std::string part = path.substr(0, i);
@@ -1092,6 +1108,7 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
     if (geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {
         for (const char *f : {"", "/data.mdb", "/lock.mdb"}) {
+            if (m->store_pg) break;
             std::string p = path + f;
             if (chown(p.c_str(), ccf->user, static_cast<gid_t>(-1)) != 0 && errno != ENOENT) {
                 ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chown \"%s\" failed", p.c_str());

@@ -7,6 +7,7 @@
 
 #include "signin_conf.h"
 #include "signin_handlers.h"
+#include "signin_jobs.h"
 #include "signin_limits.h"
 #include "signin_providers.h"
 #include "signin_reply.h"
@@ -107,6 +108,21 @@ void body_ready(ngx_http_request_t *r) {
     if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
 }
 
+ngx_int_t api_continue(ngx_http_request_t *r, const Route &route, Credentials credentials);
+
+// The write_event_handler of an API request whose caller's session is read in the thread pool.
+void api_resume(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx == nullptr || ctx->auth_reading) return;  // a stray write event while waiting
+    r->write_event_handler = ngx_http_request_empty_handler;
+    ngx_int_t rc = guard_request(r, "signin: a request", [r, ctx]() -> ngx_int_t {
+        if (ctx->route == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return api_continue(r, *ctx->route, read_credentials(r, identity()->cookie_name()));
+    });
+    // our reference goes; a body being read or a job holds its own (rc NGX_DONE)
+    ngx_http_finalize_request(r, rc);
+}
+
 ngx_int_t api(ngx_http_request_t *r) {
     // signin_pages: the pages work (and explain) even when the store is not open
     if (auto path = sub_path(r); path && serves_pages(r, *path)) return pages_handler(r, *path);
@@ -166,6 +182,28 @@ ngx_int_t api(ngx_http_request_t *r) {
     if (credentials.state == Credentials::Ambiguous) {
         return reject(r, kAmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
     }
+    // a store over the network: who the credentials belong to is read in the thread pool first
+    if (remote_store() && (credentials.state == Credentials::Cookie || credentials.state == Credentials::Bearer)) {
+        RequestCtx *ctx = get_ctx(r, true);
+        if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (!ctx->pre_auth) {
+            ctx->route = route;
+            if (start_auth_read(r, credentials) != NGX_OK) {
+                if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return send_error(r, kBusy, "the server is busy; try again in a second");
+            }
+            r->main->count++;  // the request's own reference while it waits (released by api_resume)
+            r->write_event_handler = api_resume;
+            return NGX_DONE;
+        }
+    }
+    return api_continue(r, *route, std::move(credentials));
+}
+
+// The rest of api(), once every check passed (and the caller's session was read, for a store
+// over the network): a GET's endpoint, or the body's reading.
+ngx_int_t api_continue(ngx_http_request_t *r, const Route &route_ref, Credentials credentials) {
+    const Route *route = &route_ref;
     if (route->method == NGX_HTTP_GET) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return call_endpoint(r, *route, {}, std::move(credentials));

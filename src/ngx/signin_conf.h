@@ -23,7 +23,8 @@ namespace signin_ngx {
 // `policy` by init_main_conf; the glue reads them there, never from the raw fields.
 struct MainConf {
     // the store and the site
-    ngx_str_t store_path;
+    ngx_str_t store_path;     // an LMDB directory, or a PostgreSQL URI (store_pg)
+    ngx_flag_t store_pg;      // signin_store postgresql://... (DESIGN §9.7)
     size_t store_size;
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
     signin::Policy *policy;  // every engine setting, built by init_main_conf

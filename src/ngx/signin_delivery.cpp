@@ -442,7 +442,8 @@ void ClaimJob::done(const signin::Error *failure) {
 void check_outbox(ngx_event_t *ev) {
     if (ngx_exiting || ngx_quit || ngx_terminate || identity() == nullptr) return;
     if (!g_claiming && g_in_flight < kMaxSending && g_waiting.empty()) {
-        auto due = id().outbox().any_due();
+        // a store over the network is not read here: the claim (in the thread pool) finds out
+        auto due = remote_store() ? signin::Result<bool>(true) : id().outbox().any_due();
         if (due && due.value()) {
             try {
                 g_claiming = start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_in_flight)) == NGX_OK;

@@ -381,6 +381,59 @@ ngx_int_t start_stage(const Waiter &w) {
     return NGX_ERROR;
 }
 
+// ---------------------------------------------------------------- reads off the event loop
+
+bool g_remote_store = false;
+
+struct AuthReadTask {
+    ngx_http_request_t *r = nullptr;
+    signin::Secret secret;
+    signin::SessionKind kind = signin::SessionKind::Cookie;
+    std::optional<signin::Result<signin::Principal>> result;
+    ngx_pool_t *pool = nullptr;
+    ngx_thread_task_t *task = nullptr;
+};
+
+void auth_read_thread(void *data, ngx_log_t *log) {
+    auto *t = static_cast<AuthReadTask *>(data);
+    signin::Identity *id = identity();
+    try {
+        if (id == nullptr) {
+            t->result = signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
+        } else {
+            // records nothing about the client: the same call as authenticate() on the event loop
+            t->result = id->sessions().authenticate_from(t->secret, {}, t->kind);
+        }
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "signin: reading a session failed");
+        t->result = signin::Error{signin::Code::Internal, "the request failed"};
+    }
+}
+
+// As complete(): the request resumes through its write_event_handler.
+void auth_read_done(ngx_event_t *ev) {
+    if (task_overdue(ev)) return;
+    auto *t = static_cast<AuthReadTask *>(ev->data);
+    ngx_http_request_t *r = t->r;
+    std::optional<signin::Result<signin::Principal>> result = std::move(t->result);
+    delete_task(t);
+    ngx_connection_t *c = r->connection;
+    ngx_http_set_log_request(c->log, r);
+    r->main->blocked--;
+    if (RequestCtx *ctx = get_ctx(r, false)) {
+        ctx->auth_reading = false;
+        ctx->pre_auth = std::move(result);
+    }
+#if defined(nginx_version) && nginx_version >= 1025004
+    if (r->main->terminated) {
+        c->write->handler(c->write);
+        return;
+    }
+#endif
+    guarded("the end of a session read", [r] { r->write_event_handler(r); });
+    ngx_http_run_posted_requests(c);
+}
+
 // The write_event_handler of a request waiting for its job.
 void job_resume(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, false);
@@ -425,6 +478,26 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     r->main->blocked++;
     r->write_event_handler = job_resume;
     return NGX_DONE;
+}
+
+void set_remote_store(bool remote) { g_remote_store = remote; }
+bool remote_store() { return g_remote_store; }
+
+ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c) {
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr || g_write_pool == nullptr) return NGX_ERROR;
+    auto *t = new_task<AuthReadTask>(auth_read_thread, auth_read_done);
+    if (t == nullptr) return NGX_ERROR;
+    t->r = r;
+    t->secret = c.secret;
+    t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+    if (post_task(g_write_pool, t) != NGX_OK) {
+        delete_task(t);
+        return NGX_ERROR;
+    }
+    ctx->auth_reading = true;
+    r->main->blocked++;
+    return NGX_OK;
 }
 
 ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job) {

@@ -84,6 +84,19 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
 // Starts a job that may outlive any request. NGX_ERROR when it could not be queued.
 ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job);
 
+// A store over the network (signin_store postgresql://...): what the event loop would read from
+// LMDB's map is read in the thread pool instead (DESIGN §3 rule 1), since a round trip to a
+// database would stall every request of the worker.
+void set_remote_store(bool remote);
+bool remote_store();
+
+struct Credentials;
+// Reads, in signin_thread_pool, who the credentials (a cookie or bearer token) belong to; the
+// outcome waits in ctx->pre_auth for authenticate(). The request is blocked meanwhile
+// (ctx->auth_reading); when the read is done its write_event_handler runs: the phase handlers
+// again for the gate, or what the caller set. NGX_OK, or NGX_ERROR when it could not be posted.
+ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c);
+
 // Called by a hashing thread: drops it to nice 10 once, so the event loop (nice 0) is scheduled
 // ahead of Argon2id when both want the CPU.
 void lower_thread_priority();

@@ -31,6 +31,10 @@ struct RequestCtx {
     std::string provider_url;                     // a provider subrequest: $signin_provider_url
     signin::Secret provider_body;                 // ... and its request body (a code, maybe the client secret)
     std::shared_ptr<struct ProviderCall> provider_call;  // a request waiting for a provider (signin_providers.cpp)
+    // A store over the network (PostgreSQL): who the credentials belong to, read in the thread
+    // pool (start_auth_read) for authenticate() to take, and whether that read is under way.
+    std::optional<signin::Result<signin::Principal>> pre_auth;
+    bool auth_reading = false;
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 

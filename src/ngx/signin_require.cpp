@@ -5,6 +5,7 @@
 #include "signin_api.h"
 #include "signin_conf.h"
 #include "signin_handlers.h"
+#include "signin_jobs.h"
 #include "signin_limits.h"
 #include "signin_reply.h"
 
@@ -55,6 +56,10 @@ bool is_login_page(ngx_http_request_t *r, const ngx_str_t &url) {
 ngx_int_t gate(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, false);
     if (ctx && (ctx->principal || !ctx->delivery_json.empty())) return NGX_DECLINED;
+    if (ctx && ctx->auth_reading) return NGX_AGAIN;  // a stray event while the store is read
+    // back from reading the store in the thread pool (a store over the network): the checks
+    // below run again, but the request was counted once
+    const bool resumed = ctx && ctx->pre_auth;
     // A subrequest (SSI include, auth_request, ...) carries the client's headers and is
     // checked the same way; it fails with a bare status for its parent to act on.
     const bool sub = r != r->main;
@@ -64,7 +69,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
         return finish_with(r, reject(r, Code::StorageError, "the sign-in store is not open"));
     }
     // one client request counts once, however many subrequests it makes
-    if (!sub && limits_on(r)) {
+    if (!sub && !resumed && limits_on(r)) {
         if (Verdict v = limit_take(r, Bucket::SignedIn, client_key(r)); !v.allowed) {
             return finish_with(r, send_rate_limited(r, Bucket::SignedIn, v, "require"));
         }
@@ -85,6 +90,13 @@ ngx_int_t gate(ngx_http_request_t *r) {
             if (sub) return NGX_HTTP_FORBIDDEN;
             return finish_with(r, reject(r, ok.error().code, ok.error().message));
         }
+    }
+    if (!resumed && remote_store() && (c.state == Credentials::Cookie || c.state == Credentials::Bearer)) {
+        if (start_auth_read(r, c) != NGX_OK) {
+            if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;
+            return finish_with(r, reject(r, kBusy, "the server is busy; try again in a second"));
+        }
+        return NGX_AGAIN;  // the phase handlers run again when the read is done
     }
     auto p = authenticate(r, c);
     LocConf *l = loc_conf(r);

@@ -102,10 +102,18 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
     if (ctx == nullptr) return signin::Error{Code::Internal, "no memory for the request's state"};
     auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
     // authenticate_from records nothing about the client (no audit entry, no counter): the
-    // signin_client value is not evaluated for it
-    auto p = engine->sessions().authenticate_from(c.secret, {}, kind);
-    if (!p) return p.error();
-    ctx->principal = std::move(p.value());
+    // signin_client value is not evaluated for it. A store over the network was read in the
+    // thread pool before (start_auth_read): its outcome is taken, once.
+    if (ctx->pre_auth) {
+        signin::Result<signin::Principal> read = std::move(*ctx->pre_auth);
+        ctx->pre_auth.reset();
+        if (!read) return read.error();
+        ctx->principal = std::move(read.value());
+    } else {
+        auto p = engine->sessions().authenticate_from(c.secret, {}, kind);
+        if (!p) return p.error();
+        ctx->principal = std::move(p.value());
+    }
     if (engine->sessions().needs_touch(*ctx->principal)) {
         (void)start_background_job(std::make_unique<TouchJob>(*ctx->principal));
     }

@@ -57,10 +57,20 @@ void purge_tick(ngx_event_t *ev) {
 }
 
 void open_engine(ngx_cycle_t *cycle, MainConf *m) {
-    signin::LmdbOptions opts;
-    opts.path = std::string(sv(m->store_path));
-    opts.map_size = m->store_size;
-    g_store = signin::open_lmdb_store(opts);
+    if (m->store_pg) {
+        // a database several nodes share; its reads leave the event loop (start_auth_read)
+        signin::PgOptions opts;
+        opts.conninfo = std::string(sv(m->store_path));
+        opts.wait_for_server = true;  // a database that is down at start: 503 until it is back
+        g_store = signin::open_pg_store(opts);
+        set_remote_store(true);
+    } else {
+        signin::LmdbOptions opts;
+        opts.path = std::string(sv(m->store_path));
+        opts.map_size = m->store_size;
+        g_store = signin::open_lmdb_store(opts);
+        set_remote_store(false);
+    }
     g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
     if (m->secret_key != nullptr) g_identity->use_secret_key(*m->secret_key);  // seals second-factor secrets
     if (m->secret_key != nullptr && m->delivery_ctx != nullptr) {  // every email leaves through the outbox
@@ -95,12 +105,16 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
     try {
         open_engine(cycle, m);
     } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &m->store_path,
-                      e.what());
+        // a PostgreSQL URI may hold a password: it is not logged
+        ngx_str_t shown = m->store_path;
+        if (m->store_pg) ngx_str_set(&shown, "(PostgreSQL)");
+        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &shown, e.what());
         g_identity.reset();
         return NGX_OK;  // requests answer 503 storage_unavailable; the worker keeps serving the rest
     } catch (...) {
-        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened", &m->store_path);
+        ngx_str_t shown = m->store_path;
+        if (m->store_pg) ngx_str_set(&shown, "(PostgreSQL)");
+        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened", &shown);
         g_identity.reset();
         return NGX_OK;
     }

@@ -35,6 +35,7 @@
 #include <sodium.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -271,17 +272,27 @@ std::string_view legacy_key(std::string_view key) {
     throw StoreError(Code::StorageError, what);
 }
 
+// No connection could be made (the server is down, or unreachable, or refuses the login).
+class Unreachable : public StoreError {
+public:
+    explicit Unreachable(const std::string &what) : StoreError(Code::StorageError, what) {}
+};
+
 class Connection {
 public:
     explicit Connection(const std::string &conninfo) {
-        conn_ = PQconnectdb(conninfo.c_str());
-        if (conn_ == nullptr) throw StoreError(Code::StorageError, "connect to PostgreSQL: out of memory");
+        // a server that does not answer is given up after 5 s (libpq waits forever by default)
+        // unless the URI says connect_timeout itself: its words come after, and win
+        const char *const keys[] = {"connect_timeout", "dbname", nullptr};
+        const char *const values[] = {"5", conninfo.c_str(), nullptr};
+        conn_ = PQconnectdbParams(keys, values, 1);
+        if (conn_ == nullptr) throw Unreachable("connect to PostgreSQL: out of memory");
         if (PQstatus(conn_) != CONNECTION_OK) {
             std::string why = PQerrorMessage(conn_);
             while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
             PQfinish(conn_);
             conn_ = nullptr;
-            throw StoreError(Code::StorageError, "connect to PostgreSQL: " + why);
+            throw Unreachable("connect to PostgreSQL: " + why);
         }
     }
     ~Connection() {
@@ -629,11 +640,22 @@ class PgStore final : public Store {
 public:
     explicit PgStore(const PgOptions &opts) : pool_(opts.conninfo, opts.idle_connections) {
         if (sodium_init() < 0) throw StoreError(Code::StorageError, "libsodium failed to initialize");
-        migrate();
+        try {
+            migrate();
+            ready_ = true;
+        } catch (const Unreachable &) {
+            if (!opts.wait_for_server) throw;
+        }
     }
 
-    std::unique_ptr<ReadTxn> read() override { return std::make_unique<PgReadTxn>(pool_); }
-    std::unique_ptr<WriteTxn> write() override { return std::make_unique<PgWriteTxn>(pool_); }
+    std::unique_ptr<ReadTxn> read() override {
+        ensure_ready();
+        return std::make_unique<PgReadTxn>(pool_);
+    }
+    std::unique_ptr<WriteTxn> write() override {
+        ensure_ready();
+        return std::make_unique<PgWriteTxn>(pool_);
+    }
 
     void backup(const std::string &) const override {
         throw StoreError(Code::StorageError,
@@ -761,7 +783,19 @@ private:
         }
     }
 
+    // A store opened while the server was unreachable checks its schema at the first transaction
+    // that reaches it (one thread at a time; the others wait for it).
+    void ensure_ready() {
+        if (ready_.load(std::memory_order_acquire)) return;
+        std::lock_guard<std::mutex> hold(migrate_lock_);
+        if (ready_.load(std::memory_order_relaxed)) return;
+        migrate();
+        ready_.store(true, std::memory_order_release);
+    }
+
     mutable Pool pool_;
+    std::atomic<bool> ready_{false};
+    std::mutex migrate_lock_;
 };
 
 }  // namespace

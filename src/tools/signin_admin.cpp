@@ -35,8 +35,10 @@ int fail(const Error &e) {
     return 1;
 }
 
-// signin_secret_key's default: the store's path + ".key".
+// signin_secret_key's default: the store's path + ".key" (a PostgreSQL store has none: nginx
+// needs signin_secret_key named, and so does this tool).
 std::string default_key_file(std::string dir) {
+    if (signin::is_pg_url(dir)) throw std::runtime_error("a postgresql:// store has no default key file: name it (signin_secret_key)");
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     return dir + ".key";
 }
@@ -157,7 +159,7 @@ int main(int argc, char **argv) {
     CLI::App app{"signin-admin: operate on an ngx_signin store, also while nginx runs"};
     app.require_subcommand(1);
     app.fallthrough();  // --store, --group, --json and --create anywhere on the line
-    app.add_option("--store", o.store, "the store's directory (signin_store)")->required();
+    app.add_option("--store", o.store, "the store: its directory, or a postgresql:// URI (signin_store)")->required();
     app.add_option("--group", o.group, "the group of the account named (default: default)");
     app.add_flag("--create", o.create, "make the store if it does not exist");
     app.add_flag("--json", o.json, "JSON lines instead of tables");
@@ -168,8 +170,16 @@ int main(int argc, char **argv) {
     std::unique_ptr<signin::Identity> id;
     // Opens the store (after the arguments parsed): not for `key rotate`, which needs only the key file.
     auto open = [&]() -> bool {
-        if (auto why = wrong_user(o.store)) {
-            std::fprintf(stderr, "signin-admin: %s\n", why->c_str());
+        std::string why;
+        if (signin::is_pg_url(o.store)) {  // the schema is made at the first open, as nginx does
+            signin::PgOptions po;
+            po.conninfo = o.store;
+            store = signin::open_pg_store(po);
+            id = std::make_unique<signin::Identity>(store, *signin::parse_origin("http://127.0.0.1", &why), signin::Policy{});
+            return true;
+        }
+        if (auto why_not = wrong_user(o.store)) {
+            std::fprintf(stderr, "signin-admin: %s\n", why_not->c_str());
             status = 1;
             return false;
         }
@@ -182,7 +192,6 @@ int main(int argc, char **argv) {
         signin::LmdbOptions lo;
         lo.path = o.store;
         store = signin::open_lmdb_store(lo);
-        std::string why;
         id = std::make_unique<signin::Identity>(store, *signin::parse_origin("http://127.0.0.1", &why), signin::Policy{});
         return true;
     };
@@ -497,6 +506,32 @@ int main(int argc, char **argv) {
     command(backup, [&] {
         store->backup(backup_file);
         std::printf("%s: written\n", backup_file.c_str());
+        return 0;
+    });
+
+    std::string copy_to;
+    auto *copy = app.add_subcommand("copy", "copy every record of this store into an empty PostgreSQL store (signin_store postgresql://...)");
+    copy->add_option("to", copy_to, "the PostgreSQL store's URI")->required();
+    command(copy, [&] {
+        if (!signin::is_pg_url(copy_to)) {
+            std::fprintf(stderr, "signin-admin: copy goes into a postgresql:// store\n");
+            return 2;
+        }
+        signin::PgOptions po;
+        po.conninfo = copy_to;
+        auto target = signin::open_pg_store(po);
+        auto txn = target->write();
+        const auto held = txn->counts();
+        if (held.users + held.tokens + held.sessions + held.audit + held.outbox > 0) {
+            std::fprintf(stderr, "signin-admin: the PostgreSQL store is not empty (%zu accounts): nothing copied\n", held.users);
+            return 1;
+        }
+        store->copy_into(*txn);
+        const auto copied = txn->counts();
+        txn->commit();  // one transaction: all of it, or nothing
+        std::printf("copied %zu accounts, %zu sessions, %zu tokens, %zu passkeys, %zu provider links, %zu audit entries, %zu emails waiting\n",
+                    copied.users, copied.sessions, copied.tokens, copied.passkeys, copied.provider_links, copied.audit,
+                    copied.outbox);
         return 0;
     });
 

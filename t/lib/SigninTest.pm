@@ -16,7 +16,8 @@ use File::Copy ();
 # destroyed while tests can still be added. `done` checks once; a second call adds nothing.
 #
 # Placeholders in the config text: %%PORT%% %%PORT2%% %%PORT3%% (free loopback ports), %%PREFIX%%
-# (the test's directory), %%MODULE%% (the .so), %%STORE%% (a fresh LMDB directory), %%ROOT%% (repo).
+# (the test's directory), %%MODULE%% (the .so), %%STORE%% (a fresh LMDB directory, or a schema of
+# the PostgreSQL that SIGNIN_TEST_PG names), %%ROOT%% (repo).
 
 use strict;
 use warnings;
@@ -117,11 +118,45 @@ sub free_port {
     die "no free port below 32768";
 }
 
+# SIGNIN_TEST_PG (./build.sh test's second pass, t/pg-server): %%STORE%% is a schema of this test's
+# own in that PostgreSQL instead of an LMDB directory (the tests of the pass do not read the store
+# as files).
+my $PG_SCHEMAS = 0;
+sub store_url {
+    my ($self) = @_;
+    return $self->store unless $ENV{SIGNIN_TEST_PG};
+    return $self->{pg_store} if $self->{pg_store};
+    my $schema = sprintf 't_%d_%d_%d', $$, $self->{seq}, ++$PG_SCHEMAS;
+    system('psql', $ENV{SIGNIN_TEST_PG}, '-qAt', '-c', "CREATE SCHEMA $schema") == 0
+        or die "psql could not create the schema $schema\n";
+    my $sep = $ENV{SIGNIN_TEST_PG} =~ /\?/ ? '&' : '?';
+    return $self->{pg_store} = "$ENV{SIGNIN_TEST_PG}${sep}options=-csearch_path%3D$schema";
+}
+
+# Everything the store holds, to search for what must not be stored: the LMDB file, or (PostgreSQL)
+# every row of the test's schema as psql prints it (bytea in escape form: text stays text).
+sub stored_bytes {
+    my ($self) = @_;
+    unless ($self->{pg_store}) {
+        open my $d, '<:raw', $self->store . '/data.mdb' or die "no data.mdb: $!";
+        local $/;
+        return <$d>;
+    }
+    my ($schema) = $self->{pg_store} =~ /search_path%3D(\w+)/;
+    my @tables = split /\n/, `psql '$ENV{SIGNIN_TEST_PG}' -qAt -c "SELECT table_name FROM information_schema.tables WHERE table_schema = '$schema'"`;
+    my $sql = join ' ', "SET bytea_output = 'escape';", map { "SELECT * FROM $schema.$_;" } @tables;
+    return scalar `psql '$ENV{SIGNIN_TEST_PG}' -qAt -c "$sql"`;
+}
+
 sub expand {
     my ($self, $text) = @_;
+    # a PostgreSQL store needs its key named (every node shares it)
+    $text =~ s{(signin_store\s+%%STORE%%\s*;)}{$1 signin_secret_key %%PREFIX%%/signin.key;}
+        if $ENV{SIGNIN_TEST_PG} && $text !~ /signin_secret_key/;
     my %v = (
         PORT => $self->port, PORT2 => $self->port2, PORT3 => $self->port3,
-        PREFIX => $self->{prefix}, MODULE => $self->{module}, STORE => $self->store,
+        PREFIX => $self->{prefix}, MODULE => $self->{module},
+        STORE => ($text =~ /%%STORE%%/ ? $self->store_url : $self->store),
         ROOT => $self->{root},
     );
     $text =~ s/%%(\w+)%%/exists $v{$1} ? $v{$1} : die "unknown placeholder %%$1%%\n"/ge;
@@ -666,7 +701,13 @@ sub admin {
 
 sub admin_text {
     my ($self, @args) = @_;
-    my $cmd = join ' ', map { quotemeta } $self->{admin}, '--store', $self->store, @args;
+    # a PostgreSQL store has no key file beside it: the one the test's nginx uses is named
+    if ($self->{pg_store} && !grep { $_ eq '--key' } @args) {
+        my $key = "$self->{prefix}/signin.key";
+        if (grep { $_ eq 'invite' } @args) { push @args, '--key', $key }
+        elsif (@args >= 2 && $args[-2] eq 'key' && $args[-1] eq 'rotate') { push @args, $key }
+    }
+    my $cmd = join ' ', map { quotemeta } $self->{admin}, '--store', $self->{pg_store} // $self->store, @args;
     my $out = `$cmd 2>&1`;
     return ($? >> 8, $out);
 }

@@ -1,0 +1,218 @@
+# Several nginx nodes sharing one PostgreSQL store (issue #17, DESIGN §9.7): a real PostgreSQL
+# (t/pg-server: Debian's server, initdb in a temporary directory, a loopback port) and three nginx
+# instances on loopback, each with the same signin_store URI and the same key file, as three
+# machines behind a load balancer would be.
+#   - a token issued through node 1 is exchanged through node 2; the session works on node 3,
+#     through the API and through signin_require; a sign-out on one node ends it on the others
+#   - 50 concurrent exchanges of one token spread over the three nodes: exactly one session
+#   - kill -9 of a node, and a PostgreSQL restart, while clients sign in: every sign-in that was
+#     answered 200 still works afterwards; during the outage the answer is 503, and the nodes
+#     recover by themselves when the database is back
+use strict; use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use Time::HiRes qw(sleep time);
+use POSIX ();
+use lib 't/lib'; use SigninTest;
+
+my $root = $ENV{SIGNIN_ROOT} || '.';
+my $pgdir = tempdir('ngx_signin_pg.XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{TEST_KEEP});
+my $url = `$root/t/pg-server start $pgdir/pg 2>$pgdir/why`;
+if ($? != 0) {
+    open my $fh, '<', "$pgdir/why"; local $/; my $why = <$fh> // ''; $why =~ s/\s+$//;
+    plan skip_all => "no PostgreSQL server could start: $why";
+}
+chomp $url;
+END { system("$root/t/pg-server", 'stop', "$pgdir/pg") if $pgdir && -d "$pgdir/pg" }
+
+my $key = "$pgdir/signin.key";
+my $origin;    # node 1's: the site's one origin, whichever node answers
+sub conf {
+    return qq{
+    signin_store $url;
+    signin_secret_key $key;
+    signin_origin $origin;
+    signin_registration on;
+    signin_token_resend 0;
+    signin_delivery /_signin/deliver;
+    signin_limits off;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /auth/ { signin_api; }
+        location = /_signin/deliver { internal; signin_dev_mailbox; }
+        location = /_dev/mailbox { signin_dev_mailbox; }
+        location /app/ {
+            signin_require on;
+            proxy_set_header X-User "\$signin_user_email";
+            proxy_pass http://127.0.0.1:%%PORT%%/_legacy/;
+        }
+        location /_legacy/ { allow 127.0.0.1; deny all; return 200 "user=\$http_x_user"; }
+    }
+};
+}
+
+my @n = map { SigninTest->new } 1 .. 3;
+$origin = $n[0]->origin;
+$_->run(http => conf()) for @n;    # node 1 first: it makes the key file the others read
+
+my %O = (origin => $origin);
+my $seq = 0;
+
+# A token to `email`, asked of node `via` (its mailbox gets the delivery).
+sub token_via {
+    my ($via, $email) = @_;
+    my $r = $n[$via]->req(POST => '/auth/register', json => { email => $email }, finished => 1);
+    die "register answered $r->{status}: $r->{content}" unless $r->{status} == 202;
+    my $m = $n[$via]->last_email($email) or die "no email to $email";
+    return $m->{token};
+}
+
+# ---- one set of users, tokens and sessions
+{
+    my $email = 'across@example.com';
+    my $tok = token_via(0, $email);
+    my $r = $n[1]->req(POST => '/auth/token', json => { token => $tok });
+    is $r->{status}, 200, 'a token issued through node 1 is exchanged through node 2' or diag $r->{content};
+    my $bearer = $r->{json}{access_token};
+    $r = $n[2]->req(GET => '/auth/me', headers => { authorization => "Bearer $bearer" });
+    is $r->{status}, 200, 'its bearer token works on node 3';
+    is $r->{json}{email}, $email, 'as the same account';
+    $r = $n[0]->req(POST => '/auth/token', json => { token => $tok });
+    is $r->{status}, 401, 'and the token is spent for node 1 too';
+    is $r->{json}{code}, 'invalid_token', '... invalid_token';
+
+    $tok = token_via(2, $email);
+    $r = $n[1]->req(POST => '/auth/session', json => { token => $tok }, headers => {%O});
+    is $r->{status}, 200, 'a cookie session made on node 2' or diag $r->{content};
+    my $cookie = SigninTest::set_cookie_pair($r);
+    $r = $n[2]->req(GET => '/app/page', headers => { cookie => $cookie });
+    is $r->{status}, 200, 'passes signin_require on node 3';
+    is $r->{content}, "user=$email", 'which tells the upstream who it is';
+    $r = $n[0]->req(GET => '/auth/me', headers => { cookie => $cookie });
+    is $r->{status}, 200, 'and GET /me on node 1';
+    $r = $n[0]->req(POST => '/auth/logout', json => {}, headers => { cookie => $cookie, %O });
+    is $r->{status}, 204, 'a sign-out on node 1' or diag "$r->{status} $r->{content}";
+    for my $i (1, 2) {
+        $r = $n[$i]->req(GET => '/auth/me', headers => { cookie => $cookie });
+        is $r->{status}, 401, 'ends the session on node ' . ($i + 1) . ' at once (no cache)';
+    }
+    $r = $n[1]->req(GET => '/app/page', headers => { cookie => $cookie });
+    is $r->{status}, 401, 'and at the gate';
+}
+
+# ---- 50 concurrent exchanges of one token over the three nodes
+{
+    my $tok = token_via(0, 'race@example.com');
+    my $out = "$pgdir/race";
+    my @kids;
+    for my $k (0 .. 49) {
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            my $r = $n[$k % 3]->req(POST => '/auth/token', json => { token => $tok });
+            open my $fh, '>>', $out or POSIX::_exit(1);
+            print $fh "$r->{status}\n";
+            close $fh;
+            POSIX::_exit(0);
+        }
+        push @kids, $pid;
+    }
+    waitpid $_, 0 for @kids;
+    open my $fh, '<', $out or die;
+    chomp(my @st = <$fh>);
+    my %c;
+    $c{$_}++ for @st;
+    is scalar(@st), 50, '50 exchanges were answered';
+    is $c{200} // 0, 1, 'exactly one made a session' or diag explain \%c;
+    is $c{401} // 0, 49, 'the 49 others found the token spent' or diag explain \%c;
+    my $sessions = `psql '$url' -qAt -c "SELECT count(*) FROM signin_sessions s JOIN signin_user_email e ON e.user_id = s.user_id WHERE position(convert_to('race\@example.com', 'UTF8') IN e.addr) > 0"`;
+    chomp $sessions;
+    is $sessions, '1', 'one session in the database';
+}
+
+# ---- clients sign in while a node is killed and PostgreSQL restarts: nothing acknowledged is lost
+sub clients {
+    my ($acks, $seconds) = @_;
+    my @kids;
+    for my $k (0 .. 2) {
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            my $end = time + $seconds;
+            my $i = 0;
+            while (time < $end) {
+                $i++;
+                my $email = "load$k-$i-$$\@example.com";
+                my $via = $n[$k];
+                my $r = $via->req(POST => '/auth/register', json => { email => $email }, finished => 1);
+                next unless ($r->{status} // 0) == 202;
+                my $m = eval { $via->last_email($email, timeout => 1) } or next;
+                $r = $n[($k + 1) % 3]->req(POST => '/auth/token', json => { token => $m->{token} });
+                if (($r->{status} // 0) == 200) {
+                    open my $fh, '>>', $acks or die;
+                    print $fh "$r->{json}{access_token}\n";
+                    close $fh;
+                } elsif (($r->{status} // 0) != 503 && ($r->{status} // 0) != 599) {
+                    open my $fh, '>>', "$acks.odd" or die;
+                    print $fh "$r->{status} $r->{content}\n";
+                    close $fh;
+                }
+            }
+            POSIX::_exit(0);
+        }
+        push @kids, $pid;
+    }
+    return @kids;
+}
+
+sub all_work {
+    my ($acks, $name) = @_;
+    open my $fh, '<', $acks or return fail("$name: no sign-in was acknowledged");
+    chomp(my @tokens = <$fh>);
+    close $fh;
+    my $lost = grep {
+        my $r = $n[2]->req(GET => '/auth/me', headers => { authorization => "Bearer $_" });
+        $r->{status} != 200
+    } @tokens;
+    ok @tokens >= 5, "$name: " . scalar(@tokens) . ' sign-ins were acknowledged';
+    is $lost, 0, "$name: every one of them still works";
+}
+
+{
+    my $acks = "$pgdir/acks-kill";
+    my @kids = clients($acks, 3);
+    sleep 1.2;
+    # node 2 dies at once, workers and master: its clients get errors, no one is told a lie
+    my @pids = ($n[1]->master_pid, $n[1]->worker_pids);
+    kill 'KILL', @pids;
+    waitpid $_, 0 for @kids;
+    all_work($acks, 'kill -9 of node 2');
+    ok !-s "$acks.odd", 'no answer but 200, 503 or a dropped connection' or diag `cat $acks.odd`;
+    $n[1]->{running} = 0;
+    sleep 0.2;
+    unlink $n[1]->prefix . '/nginx.pid';
+    $n[1]->run(http => conf());
+}
+
+{
+    my $acks = "$pgdir/acks-restart";
+    my @kids = clients($acks, 4);
+    sleep 1;
+    system("$root/t/pg-server", 'kill', "$pgdir/pg") == 0 or die 'pg-server kill';
+    my $down = $n[0]->req(POST => '/auth/register', json => { email => 'down@example.com' });
+    is $down->{status}, 503, 'with the database down, a sign-in request is answered 503';
+    sleep 0.5;
+    system("$root/t/pg-server", 'restart', "$pgdir/pg") == 0 or die 'pg-server restart';
+    waitpid $_, 0 for @kids;
+    all_work($acks, 'PostgreSQL killed and restarted');
+    ok !-s "$acks.odd", 'no answer but 200, 503 or a dropped connection' or diag `cat $acks.odd`;
+    # recovered by itself: a full sign-in on every node
+    for my $i (0 .. 2) {
+        my $email = "after$i\@example.com";
+        my $tok = $n[0]->wait_for(sub { eval { token_via($i, $email) } }, timeout => 10);
+        ok $tok, 'node ' . ($i + 1) . ' recovered: a token request after the restart';
+        my $r = $n[$i]->req(POST => '/auth/token', json => { token => $tok // '' });
+        is $r->{status}, 200, 'node ' . ($i + 1) . ': and its exchange';
+    }
+}
+
+$_->done for @n;
+done_testing;
