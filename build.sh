@@ -203,6 +203,27 @@ pg_unit_tests() {
     return "$rc"
 }
 
+# The HTTP tests that use the store, again with %%STORE%% a schema of a real PostgreSQL
+# (t/lib/SigninTest.pm). Left out: the tests of LMDB itself (its file, map size, backup, crash
+# recovery, a store that cannot be opened, a seeded data.mdb), the package, and
+# t/signin_pg_nodes.t, which starts its own server.
+PG_HTTP_SKIP='package|signin_store|signin_crash|signin_failclosed|signin_config|signin_admin|signin_tokens|signin_pg_nodes'
+pg_http_tests() {
+    local dir url rc=0 files
+    dir="$(mktemp -d)"
+    if ! url="$("$ROOT/t/pg-server" start "$dir/pg")"; then
+        log "SKIP nginx tests over PostgreSQL: t/pg-server could not start a server (above)"
+        rm -rf "$dir"
+        return 0
+    fi
+    files="$(ls "$ROOT"/t/signin_*.t "$ROOT"/t/passwords_*.t "$ROOT"/t/limits_*.t | grep -Ev "/($PG_HTTP_SKIP)\.t$")"
+    # shellcheck disable=SC2086
+    SIGNIN_TEST_PG="$url" prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" $files || rc=$?
+    "$ROOT/t/pg-server" stop "$dir/pg"
+    rm -rf "$dir"
+    return "$rc"
+}
+
 run_tests() {
     log "unit tests (ctest)"
     (cd "$BUILD/core" && ctest --output-on-failure -j "$JOBS")
@@ -226,6 +247,8 @@ run_tests() {
         log "sanitizers: nginx runs with LD_PRELOAD=$SIGNIN_SANITIZE_PRELOAD"
     fi
     prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" "$ROOT"/t/*.t
+    log "nginx tests again over PostgreSQL (SIGNIN_TEST_PG)"
+    pg_http_tests
     log "fuzz targets, ${FUZZ_SECONDS:-5} s each (fuzz/run)"
     FUZZ_SECONDS="${FUZZ_SECONDS:-5}" "$ROOT/fuzz/run"
 }

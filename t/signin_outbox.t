@@ -179,11 +179,11 @@ sub welch_t {
     ok $m, 'the email waits in the outbox for its next try';
     my (undef, $stats) = $t->admin('stats');
     like $stats, qr/"outbox":1\b/, 'signin-admin stats counts it';
-    my $data = do { local $/; open my $fh, '<', $t->store . '/data.mdb' or die; binmode $fh; <$fh> };
-    ok length($data) > 0, 'the store file is read';
+    my $data = $t->stored_bytes;
+    ok length($data) > 0, 'the store is read';
     ok index($data, $m->{token}) < 0, 'the waiting email\'s token is not in the store in clear';
-    my $key = $t->store . '.key';
-    ok -f $key, 'the secret key is beside the store, not in it';
+    my $key = $t->key_file;
+    ok -f $key, 'the secret key is a file of its own, not in the store';
     is sprintf('%o', (stat $key)[2] & 0777), '600', 'mode 0600';
     $t->done(allow => qr/delivery subrequest .* failed/);
 }

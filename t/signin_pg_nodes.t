@@ -4,6 +4,7 @@
 # machines behind a load balancer would be.
 #   - a token issued through node 1 is exchanged through node 2; the session works on node 3,
 #     through the API and through signin_require; a sign-out on one node ends it on the others
+#   - the password back-off counts every node's failures
 #   - 50 concurrent exchanges of one token spread over the three nodes: exactly one session
 #   - kill -9 of a node, and a PostgreSQL restart, while clients sign in: every sign-in that was
 #     answered 200 still works afterwards; during the outage the answer is 503, and the nodes
@@ -35,7 +36,10 @@ sub conf {
     signin_registration on;
     signin_token_resend 0;
     signin_delivery /_signin/deliver;
-    signin_limits off;
+    signin_passwords on;
+    signin_limits zone=signin:1m;          # per node; the password back-off is in the database
+    signin_limit_sensitive 100000r/m;      # the load below comes from one client
+    signin_limit_address 100000r/h;
     server {
         listen 127.0.0.1:%%PORT%%;
         location /auth/ { signin_api; }
@@ -98,6 +102,23 @@ sub token_via {
     }
     $r = $n[1]->req(GET => '/app/page', headers => { cookie => $cookie });
     is $r->{status}, 401, 'and at the gate';
+}
+
+# ---- the password back-off holds across nodes: 5 free failures in all, then a wait on every node
+{
+    my $email = 'pw@example.com';
+    $n[0]->register_password($email, 'correct horse battery staple');
+    my @st;
+    for my $i (0 .. 4) {  # two failures on node 1, two on node 2, one on node 3
+        my $r = $n[$i % 3]->password_req(token => $email, 'wrong password ' . $i);
+        push @st, $r->{status};
+    }
+    is "@st", '401 401 401 401 401', 'five wrong passwords over the three nodes: each refused';
+    my $r = $n[1]->password_req(token => $email, 'correct horse battery staple');
+    is $r->{status}, 429, 'the sixth try waits, on a node that saw two of them (the back-off is shared)'
+        or diag "$r->{status} $r->{content}";
+    is $r->{json}{code}, 'rate_limited', '... rate_limited';
+    ok(($r->{headers}{'retry-after'} // 0) >= 1, '... with Retry-After');
 }
 
 # ---- 50 concurrent exchanges of one token over the three nodes

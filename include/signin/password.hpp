@@ -16,6 +16,10 @@
 #include "signin/types.hpp"
 
 namespace signin {
+class Store;
+}
+
+namespace signin {
 
 // An extra check of a new password (auth.with_password_check): given the NFC form, an error
 // refuses the password and its message is shown to the person.
@@ -143,6 +147,27 @@ public:
     void login_succeeded(std::string_view, std::string_view) override {}
     void reset_address(std::string_view) override {}
     Millis register_attempt(std::string_view, Millis) override { return 0; }
+};
+
+// Counters in the store, for a store that several nginx nodes share (PostgreSQL): the same rules,
+// and every node sees every attempt. Each call is a transaction of its own (retried when it loses a
+// race with another node's). A store that fails lets the attempt go ahead and loses the count:
+// the sign-in that follows reads the same store and fails with it.
+class StoreAttemptLimiter final : public AttemptLimiter {
+public:
+    StoreAttemptLimiter(std::shared_ptr<Store> store, AttemptLimits limits)
+        : store_(std::move(store)), rules_(password_rules(limits)), ipv6_prefix_(limits.client_ipv6_prefix) {}
+    Millis login_attempt(std::string_view address, std::string_view client, Millis now) override;
+    void login_failed(std::string_view address, std::string_view client, Millis now) override;
+    void login_succeeded(std::string_view address, std::string_view client) override;
+    void reset_address(std::string_view address) override;
+    Millis register_attempt(std::string_view address, Millis now) override;
+
+private:
+    std::string pair_key(std::string_view address, std::string_view client) const;
+    std::shared_ptr<Store> store_;
+    PasswordRules rules_;
+    unsigned ipv6_prefix_;
 };
 
 // Counters in this process's memory (one nginx worker, a test, a custom transport with one

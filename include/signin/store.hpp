@@ -85,6 +85,9 @@ public:
     // OpenID Connect identities (DESIGN §9.5), by the digest of (issuer, subject), and a user's.
     virtual std::optional<ProviderLinkRecord> provider_link(std::string_view key) = 0;
     virtual std::vector<ProviderLinkRecord> provider_links_of(std::string_view user_id) = 0;
+    // A limit's counter (StoreAttemptLimiter: password attempts counted across nginx nodes): its
+    // state as the limiter wrote it, or nullopt.
+    virtual std::optional<std::string> counter(std::string_view key) = 0;
 };
 
 // One atomic, serialized write. Destroying it without commit() aborts it.
@@ -115,7 +118,12 @@ public:
     virtual void del_provider_link(std::string_view key) = 0;
     // Marks a challenge spent until it would have expired anyway (the purge takes it then).
     virtual void spend_challenge(std::string_view hash, Millis expires_at) = 0;
-    // Deletes expired tokens, sessions, pending second-factor steps and spent challenges (at most `budget`
+    // A limit's counter, kept until expires_at (the purge takes it then); deleting one, or every
+    // counter whose key starts with `prefix` (returns how many).
+    virtual void put_counter(std::string_view key, std::string_view state, Millis expires_at) = 0;
+    virtual void del_counter(std::string_view key) = 0;
+    virtual std::size_t del_counters(std::string_view prefix) = 0;
+    // Deletes expired tokens, sessions, pending second-factor steps, spent challenges and counters (at most `budget`
     // records); returns how many.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
     // Deletes audit entries recorded before `before`, oldest first (at most `budget`); returns how many.

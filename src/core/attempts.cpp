@@ -1,12 +1,14 @@
 // Password attempt limits (SPEC §8): the rules in the throttle vocabulary, and counters kept in
-// this process's memory. The nginx glue keeps the same states under the same rules in its
+// this process's memory, or in the store (several nginx nodes on one PostgreSQL). The nginx glue keeps the same states under the same rules in its
 // shared-memory zone (ngx_http_signin_limits_module.cpp).
 #include <arpa/inet.h>
 
 #include <algorithm>
 
+#include "core/engine_detail.hpp"
 #include "signin/engine.hpp"
 #include "signin/password.hpp"
+#include "signin/store.hpp"
 
 namespace signin {
 
@@ -119,6 +121,136 @@ Millis MemoryAttemptLimiter::register_attempt(std::string_view address, Millis n
     if (Millis w = backoff_wait(s, rules_.registration, now)) return w;
     s = throttle::backoff_fail(s, rules_.registration, now);
     return 0;
+}
+
+}  // namespace signin
+
+// ---------------------------------------------------------------- counters in the store
+
+namespace signin {
+namespace {
+
+// A state as the store keeps it: a kind byte, then fixed-width little-endian fields.
+void put_le(std::string &out, std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+std::uint64_t get_le(std::string_view in, std::size_t at, int bytes) {
+    std::uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(in[at + static_cast<std::size_t>(i)]);
+    return v;
+}
+
+std::string encode(const throttle::BackoffState &s) {
+    std::string out("B");
+    put_le(out, s.failures, 4);
+    put_le(out, static_cast<std::uint64_t>(s.last), 8);
+    put_le(out, static_cast<std::uint64_t>(s.until), 8);
+    return out;
+}
+// A state that is not one (damaged, or of another kind) counts as a fresh one.
+throttle::BackoffState decode_backoff(const std::optional<std::string> &v) {
+    throttle::BackoffState s;
+    if (!v || v->size() != 21 || (*v)[0] != 'B') return s;
+    s.failures = static_cast<std::uint32_t>(get_le(*v, 1, 4));
+    s.last = static_cast<Millis>(get_le(*v, 5, 8));
+    s.until = static_cast<Millis>(get_le(*v, 13, 8));
+    return s;
+}
+std::string encode(const throttle::WindowState &s) {
+    std::string out("W");
+    put_le(out, static_cast<std::uint64_t>(s.start), 8);
+    put_le(out, s.current, 4);
+    put_le(out, s.previous, 4);
+    return out;
+}
+throttle::WindowState decode_window(const std::optional<std::string> &v) {
+    throttle::WindowState s;
+    if (!v || v->size() != 17 || (*v)[0] != 'W') return s;
+    s.start = static_cast<Millis>(get_le(*v, 1, 8));
+    s.current = static_cast<std::uint32_t>(get_le(*v, 9, 4));
+    s.previous = static_cast<std::uint32_t>(get_le(*v, 13, 4));
+    return s;
+}
+
+// Keys: one prefix per kind, so that a reset deletes an address's pairs by prefix.
+std::string window_key(std::string_view address) { return std::string("pa\n") + std::string(address); }
+std::string registration_key(std::string_view address) { return std::string("pr\n") + std::string(address); }
+
+// f(txn) in a write transaction of its own, run again when it loses a race; a store that fails
+// gives `fallback`.
+template <class T, class F>
+T counted(Store &store, T fallback, F f) {
+    try {
+        for (int attempt = 1;; ++attempt) {
+            try {
+                auto txn = store.write();
+                T out = f(*txn);
+                txn->commit();
+                return out;
+            } catch (const StoreError &e) {
+                if (!e.retry() || attempt >= detail::kTransactionTries) return fallback;
+            }
+            detail::retry_pause(attempt);
+        }
+    } catch (const std::exception &) {
+        return fallback;
+    }
+}
+
+}  // namespace
+
+std::string StoreAttemptLimiter::pair_key(std::string_view address, std::string_view client) const {
+    std::string k("pw\n");
+    k.append(address);
+    k.push_back('\0');
+    k.append(client_key(client, ipv6_prefix_));
+    return k;
+}
+
+Millis StoreAttemptLimiter::login_attempt(std::string_view address, std::string_view client, Millis now) {
+    return counted<Millis>(*store_, 0, [&](WriteTxn &txn) -> Millis {
+        const throttle::BackoffState pair = decode_backoff(txn.counter(pair_key(address, client)));
+        if (Millis w = backoff_wait(pair, rules_.pair, now)) return w;
+        const std::string key = window_key(address);
+        throttle::WindowState s = decode_window(txn.counter(key));
+        throttle::Verdict v = throttle::take(s, rules_.address, now);
+        txn.put_counter(key, encode(s), throttle::window_expiry(s, rules_.address));
+        return v.allowed ? 0 : Millis{v.retry_after} * 1000;
+    });
+}
+
+void StoreAttemptLimiter::login_failed(std::string_view address, std::string_view client, Millis now) {
+    (void)counted<bool>(*store_, false, [&](WriteTxn &txn) {
+        const std::string key = pair_key(address, client);
+        const throttle::BackoffState s = throttle::backoff_fail(decode_backoff(txn.counter(key)), rules_.pair, now);
+        txn.put_counter(key, encode(s), throttle::backoff_expiry(s, rules_.pair));
+        return true;
+    });
+}
+
+void StoreAttemptLimiter::login_succeeded(std::string_view address, std::string_view client) {
+    (void)counted<bool>(*store_, false, [&](WriteTxn &txn) {
+        txn.del_counter(pair_key(address, client));
+        return true;
+    });
+}
+
+void StoreAttemptLimiter::reset_address(std::string_view address) {
+    (void)counted<bool>(*store_, false, [&](WriteTxn &txn) {
+        (void)txn.del_counters(pair_key(address, {}));  // "pw\n" address '\0': every client's
+        return true;
+    });
+}
+
+Millis StoreAttemptLimiter::register_attempt(std::string_view address, Millis now) {
+    return counted<Millis>(*store_, 0, [&](WriteTxn &txn) -> Millis {
+        const std::string key = registration_key(address);
+        throttle::BackoffState s = decode_backoff(txn.counter(key));
+        if (Millis w = backoff_wait(s, rules_.registration, now)) return w;
+        s = throttle::backoff_fail(s, rules_.registration, now);
+        txn.put_counter(key, encode(s), throttle::backoff_expiry(s, rules_.registration));
+        return 0;
+    });
 }
 
 }  // namespace signin

@@ -1,6 +1,7 @@
 // Account changes (DESIGN §9.6): GET /account (what is held), POST /account/delete.
 #include "signin/json.hpp"
 #include "signin_api.h"
+#include "signin_jobs.h"
 #include "signin_conf.h"
 #include "signin_delivery.h"
 #include "signin_limits.h"
@@ -116,9 +117,9 @@ ngx_int_t get_account(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    auto a = id().accounts().account(*p);
-    if (!a) return send_failure(call.r, a.error());
-    return send_json(call.r, 200, signin::json::account(a.value()));
+    return with_read<signin::AccountInfo>(
+        call.r, [p] { return id().accounts().account(*p); },
+        [](ngx_http_request_t *r, auto &a) { return send_json(r, 200, signin::json::account(a)); });
 }
 
 ngx_int_t post_account_delete(ApiCall &call) {

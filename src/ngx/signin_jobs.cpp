@@ -39,7 +39,7 @@ void Job::run_stage(ngx_log_t *log) {
     const Stage ran = stage_;
     signin::Status st = [&]() -> signin::Status {
         try {
-            return ran == Stage::Hash ? hash() : write();
+            return ran == Stage::Hash ? hash() : ran == Stage::Read ? read() : write();
         } catch (const std::exception &e) {
             ngx_log_error(NGX_LOG_ERR, log, 0, "signin: a job failed: %s", e.what());
         } catch (...) {
@@ -51,7 +51,7 @@ void Job::run_stage(ngx_log_t *log) {
         fail(st.error());
         return;
     }
-    stage_ = ran == Stage::Hash && writes() ? Stage::Write : Stage::Answer;
+    stage_ = ran == Stage::Hash && writes() ? Stage::Write : Stage::Answer;  // a Read is answered
 }
 
 void Job::fail(signin::Error e) {
@@ -254,6 +254,35 @@ ngx_int_t post_hash(const Waiter &w) {
     return NGX_OK;
 }
 
+// ---------------------------------------------------------------- the Read stage
+
+struct ReadTask {
+    Waiter w{};
+    ngx_pool_t *pool = nullptr;
+    ngx_thread_task_t *task = nullptr;
+};
+
+void read_thread(void *data, ngx_log_t *log) { static_cast<ReadTask *>(data)->w.job->run_stage(log); }
+
+void read_done(ngx_event_t *ev) {
+    if (task_overdue(ev)) return;
+    auto *t = static_cast<ReadTask *>(ev->data);
+    const Waiter w = t->w;
+    delete_task(t);
+    guarded("the end of a read", [&w] { next_stage(w); });
+}
+
+ngx_int_t post_read(const Waiter &w) {
+    auto *t = new_task<ReadTask>(read_thread, read_done);
+    if (t == nullptr) return NGX_ERROR;
+    t->w = w;
+    if (post_task(g_write_pool, t) != NGX_OK) {
+        delete_task(t);
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
 // ---------------------------------------------------------------- the Write stage: batches
 
 struct WriteBatch {
@@ -358,6 +387,7 @@ void batch_done(ngx_event_t *ev) {
 
 ngx_int_t start_stage(const Waiter &w) {
     if (g_write_pool == nullptr || g_hash_pool == nullptr) return NGX_ERROR;
+    if (w.job->stage() == Job::Stage::Read) return post_read(w);
     if (w.job->stage() == Job::Stage::Hash) {
         if (g_hashing < hash_slots()) return post_hash(w);
         if (g_hash_waiting.size() >= kHashWaiting) return NGX_ERROR;

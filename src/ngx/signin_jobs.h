@@ -14,16 +14,18 @@
 #include "ngx_signin_nginx.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "signin/types.hpp"
+#include "signin_reply.h"
 
 namespace signin_ngx {
 
 class Job {
 public:
-    enum class Stage : std::uint8_t { Hash, Write, Answer };
+    enum class Stage : std::uint8_t { Hash, Write, Answer, Read };
 
     virtual ~Job() = default;
     Job(const Job &) = delete;
@@ -45,6 +47,9 @@ protected:
 
     // Hash stage (only for a job that starts there): verify or hash, write nothing.
     virtual signin::Status hash() { return signin::ok_status(); }
+    // Read stage (only for a job that starts there): reads of a store over the network, in
+    // signin_thread_pool (a task of its own, not a write batch); the Answer follows.
+    virtual signin::Status read() { return signin::ok_status(); }
     // Whether a Write stage follows the Hash stage.
     virtual bool writes() const { return true; }
     // Write stage: engine calls that write through the store; the batch's commit makes them durable.
@@ -96,6 +101,47 @@ struct Credentials;
 // (ctx->auth_reading); when the read is done its write_event_handler runs: the phase handlers
 // again for the gate, or what the caller set. NGX_OK, or NGX_ERROR when it could not be posted.
 ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c);
+
+// An endpoint's read of the store, then its answer: `fetch` (an engine call; it must not use the
+// request) runs at once on the event loop for LMDB, whose reads are memory reads, and in the
+// thread pool for a store over the network, the request waiting (a GET: our own reference); `reply`
+// answers with its outcome on the event loop. Returns the handler's rc.
+template <class T>
+class ReadJob final : public Job {
+public:
+    ReadJob(std::function<signin::Result<T>()> fetch, std::function<ngx_int_t(ngx_http_request_t *, T &)> reply)
+        : Job(Stage::Read), fetch_(std::move(fetch)), reply_(std::move(reply)) {}
+
+private:
+    signin::Status read() override {
+        auto v = fetch_();
+        if (!v) return v.error();
+        value_ = std::move(v.value());
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override { return reply_(r, *value_); }
+
+    std::function<signin::Result<T>()> fetch_;
+    std::function<ngx_int_t(ngx_http_request_t *, T &)> reply_;
+    std::optional<T> value_;
+};
+
+template <class T>
+ngx_int_t with_read(ngx_http_request_t *r, std::function<signin::Result<T>()> fetch,
+                    std::function<ngx_int_t(ngx_http_request_t *, T &)> reply) {
+    if (!remote_store()) {
+        auto v = fetch();
+        if (!v) return send_failure(r, v.error());
+        return reply(r, v.value());
+    }
+    // a POST's body reading holds a reference until its answer; a GET takes its own while it
+    // waits (released by the final finalize)
+    const bool own = (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) != 0;
+    if (own) r->main->count++;
+    ngx_int_t rc = start_job(r, std::make_unique<ReadJob<T>>(std::move(fetch), std::move(reply)));
+    if (own && rc != NGX_DONE) r->main->count--;
+    return rc;
+}
 
 // Called by a hashing thread: drops it to nice 10 once, so the event loop (nice 0) is scheduled
 // ahead of Argon2id when both want the CPU.

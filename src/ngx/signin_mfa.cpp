@@ -6,6 +6,7 @@
 
 #include "signin/json.hpp"
 #include "signin_api.h"
+#include "signin_jobs.h"
 #include "signin_metrics.h"
 #include "signin_conf.h"
 #include "signin_limits.h"
@@ -169,9 +170,9 @@ ngx_int_t get_mfa(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    auto s = id().mfa().status(*p);
-    if (!s) return send_failure(call.r, s.error());
-    return send_json(call.r, 200, signin::json::mfa_status(s.value()));
+    return with_read<signin::MfaStatus>(
+        call.r, [p] { return id().mfa().status(*p); },
+        [](ngx_http_request_t *r, auto &s) { return send_json(r, 200, signin::json::mfa_status(s)); });
 }
 
 ngx_int_t post_mfa_totp_setup(ApiCall &call) { return account_job(call, AccountJob::What::Setup, {}); }

@@ -4,6 +4,7 @@
 // JSON, go to it whole.
 #include "signin/json.hpp"
 #include "signin_api.h"
+#include "signin_jobs.h"
 #include "signin_conf.h"
 #include "signin_reply.h"
 
@@ -100,9 +101,9 @@ ngx_int_t post_passkeys_register_options(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    auto options = id().passkeys().registration_options(*p);
-    if (!options) return send_failure(call.r, options.error());
-    return send_json(call.r, 200, options.value());
+    return with_read<std::string>(
+        call.r, [p] { return id().passkeys().registration_options(*p); },
+        [](ngx_http_request_t *r, auto &options) { return send_json(r, 200, options); });
 }
 
 ngx_int_t post_passkeys_register(ApiCall &call) {
@@ -118,11 +119,13 @@ ngx_int_t get_passkeys(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    auto list = id().passkeys().list(*p);
-    if (!list) return send_failure(call.r, list.error());
-    std::string out = "{\"passkeys\":[";
-    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? "," : "") + info_json((*list)[i]);
-    return send_json(call.r, 200, out + "]}");
+    return with_read<std::vector<signin::PasskeyInfo>>(
+        call.r, [p] { return id().passkeys().list(*p); },
+        [](ngx_http_request_t *r, auto &list) {
+            std::string out = "{\"passkeys\":[";
+            for (std::size_t i = 0; i < list.size(); ++i) out += (i ? "," : "") + info_json(list[i]);
+            return send_json(r, 200, out + "]}");
+        });
 }
 
 ngx_int_t post_passkeys_remove(ApiCall &call) {

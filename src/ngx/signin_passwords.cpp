@@ -25,17 +25,20 @@ signin::PasswordRules rules() { return signin::password_rules(id().policy().atte
 
 // The key of the (address, client) password backoff. It also names the address's password
 // epoch, so that a reset (a new hash) starts every client's history of that address afresh
-// (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe.
+// (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe (LMDB only: see
+// attempt_allowed).
 std::string pair_key(const std::string &address, std::string_view email, std::string_view group,
                      const std::string &client) {
     return address + "\n" + client + "\n" + id().passwords().password_epoch(email, group);
 }
 
 // The limits that come before a password is checked: the pair's backoff and the address's
-// window (SPEC §8). `pair` is set when the zone is on; a refusal's 429 rc goes to `rc`.
+// window (SPEC §8). `pair` is set when the zone is on; a refusal's 429 rc goes to `rc`. A store
+// that several nodes share counts password attempts itself, in the database, where every node
+// sees them (StoreAttemptLimiter, in the thread pool): not in this node's zone.
 bool attempt_allowed(ApiCall &call, const std::string &address, std::string_view email, std::string_view group,
                      std::string &pair, std::string_view what, ngx_int_t &rc) {
-    if (!limits_on(call.r) || address.empty()) return true;
+    if (!limits_on(call.r) || address.empty() || remote_store()) return true;
     pair = pair_key(address, email, group, client_key(call.r));
     Verdict v = backoff_check(call.r, Bucket::PasswordPair, pair, rules().pair);
     if (!v.allowed) {
@@ -247,11 +250,15 @@ ngx_int_t post_password_register(ApiCall &call) {
     Fields &v = *f;
     TokenRequestJob::Send send{signin::mailbox_key(v["email"])};
     const bool limited = limits_on(call.r) && !send.address.empty();
+    // repeated password registration of one address: 60 s after the first, doubling (in the
+    // database for a store that several nodes share, as attempt_allowed)
+    const bool backoff = limited && !remote_store();
     if (limited) {
-        // repeated password registration of one address: 60 s after the first, doubling
-        Verdict verdict = backoff_check(call.r, Bucket::PasswordRegistration, send.address, rules().registration);
-        if (!verdict.allowed) {
-            return send_rate_limited(call.r, Bucket::PasswordRegistration, verdict, "password/register");
+        if (backoff) {
+            Verdict verdict = backoff_check(call.r, Bucket::PasswordRegistration, send.address, rules().registration);
+            if (!verdict.allowed) {
+                return send_rate_limited(call.r, Bucket::PasswordRegistration, verdict, "password/register");
+            }
         }
         // SPEC §8 rule 1 as for /register: over the address's send limit, nothing is sent
         send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
@@ -260,7 +267,7 @@ ngx_int_t post_password_register(ApiCall &call) {
     return start_job(call.r, std::make_unique<PasswordRegistrationJob>(v["email"], v["group"], call.client(),
                                                                        std::move(send),
                                                                        signin::Secret(std::move(v["password"])),
-                                                                       limited));
+                                                                       backoff));
 }
 
 ngx_int_t post_password_session(ApiCall &call) { return password_login(call, signin::SessionKind::Cookie); }

@@ -20,6 +20,7 @@
 #include "signin/json.hpp"
 #include "signin/oidc.hpp"
 #include "signin_api.h"
+#include "signin_jobs.h"
 #include "signin_conf.h"
 #include "signin_metrics.h"
 #include "signin_reply.h"
@@ -467,9 +468,9 @@ ngx_int_t get_providers_linked(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    auto list = id().providers().list(*p);
-    if (!list) return send_failure(call.r, list.error());
-    return send_json(call.r, 200, signin::json::provider_links(list.value()));
+    return with_read<std::vector<signin::ProviderLinkInfo>>(
+        call.r, [p] { return id().providers().list(*p); },
+        [](ngx_http_request_t *r, auto &list) { return send_json(r, 200, signin::json::provider_links(list)); });
 }
 
 namespace {

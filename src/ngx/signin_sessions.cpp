@@ -183,9 +183,9 @@ ngx_int_t get_sessions(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     auto p = signed_in(call, rc);
     if (!p) return rc;
-    auto list = id().sessions().sessions(*p);
-    if (!list) return send_failure(call.r, list.error());
-    return send_json(call.r, 200, signin::json::sessions(list.value()));
+    return with_read<std::vector<signin::SessionInfo>>(
+        call.r, [p] { return id().sessions().sessions(*p); },
+        [](ngx_http_request_t *r, auto &list) { return send_json(r, 200, signin::json::sessions(list)); });
 }
 
 ngx_int_t post_sessions_revoke(ApiCall &call) {
@@ -224,11 +224,11 @@ ngx_int_t get_accounts(ApiCall &call) {
     if (call.credentials.state == Credentials::Bearer) {
         return send_error(call.r, Code::InvalidRequest, "accounts are a browser's: send the cookies, not a bearer token");
     }
-    auto list = id().sessions().accounts(read_cookie(call.r, id().browser_cookie_name()),
-                                         call.credentials.state == Credentials::Cookie ? call.credentials.secret
-                                                                                       : signin::Secret());
-    if (!list) return send_failure(call.r, list.error());
-    return send_json(call.r, 200, signin::json::accounts(list.value()));
+    signin::Secret browser = read_cookie(call.r, id().browser_cookie_name());
+    signin::Secret current = call.credentials.state == Credentials::Cookie ? call.credentials.secret : signin::Secret();
+    return with_read<std::vector<signin::BrowserAccount>>(
+        call.r, [browser, current] { return id().sessions().accounts(browser, current); },
+        [](ngx_http_request_t *r, auto &list) { return send_json(r, 200, signin::json::accounts(list)); });
 }
 
 ngx_int_t post_accounts_switch(ApiCall &call) {

@@ -86,7 +86,12 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
     // attempt limits in its own memory, so password guessing is never unlimited unless
     // "signin_limits off" says so.
-    if (limits_mode(cycle) == LimitsMode::None) {
+    if (m->store_pg && limits_mode(cycle) != LimitsMode::Off) {
+        // several nodes: the counters are in the database, so that every node sees every attempt
+        // (in the thread pool, where the engine checks passwords); a zone still counts per node
+        g_identity->passwords().with_attempt_limiter(
+            std::make_shared<signin::StoreAttemptLimiter>(g_store, m->policy->attempts));
+    } else if (limits_mode(cycle) == LimitsMode::None) {
         g_identity->passwords().with_attempt_limiter(
             std::make_shared<signin::MemoryAttemptLimiter>(m->policy->attempts));
     } else {

@@ -21,6 +21,7 @@
 //                  (8 bytes BE ms)
 //   provider_links (issuer, subject) digest (32 bytes) -> provider link record (DESIGN §9.5)
 //   user_provider_links (DUPSORT) user id -> (issuer, subject) digest
+//   counters       a limit's key -> expires_at (8 bytes BE ms) + its state (StoreAttemptLimiter)
 //
 // Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
 // fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
@@ -129,7 +130,7 @@ struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
             session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0,
             passkeys = 0, user_passkeys = 0, spent_challenges = 0, provider_links = 0,
-            user_provider_links = 0;
+            user_provider_links = 0, counters = 0;
 };
 
 struct Env {
@@ -381,6 +382,13 @@ public:
         return get(env_.dbi.spent_challenges, hash, "read a spent challenge").has_value();
     }
 
+    std::optional<std::string> counter(std::string_view key) override {
+        auto v = get(env_.dbi.counters, key, "read a counter");
+        if (!v) return std::nullopt;
+        if (v->size() < 8) corrupt("counters: bad value");
+        return std::string(v->substr(8));
+    }
+
     std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) override {
         auto v = get(env_.dbi.mfa_pending, hash, "read a pending second factor");
         if (!v) return std::nullopt;
@@ -598,6 +606,26 @@ public:
             "spend a challenge");
     }
 
+    void put_counter(std::string_view key, std::string_view state, Millis expires_at) override {
+        std::string v(8, '\0');
+        put_be64(reinterpret_cast<unsigned char *>(v.data()), static_cast<std::uint64_t>(expires_at));
+        v.append(state);
+        put(env_.dbi.counters, key, v, 0, "write a counter");
+    }
+    void del_counter(std::string_view key) override { del(env_.dbi.counters, key, nullptr, "delete a counter"); }
+    std::size_t del_counters(std::string_view prefix) override {
+        std::size_t n = 0;
+        if (!key_ok(prefix)) return n;
+        Cursor c(env_.env, live(), env_.dbi.counters);
+        MDB_val k = val(prefix), d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE); rc == 0 && view(k).substr(0, prefix.size()) == prefix;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {  // after a delete: the one that followed
+            check(env_.env, mdb_cursor_del(c.get(), 0), "delete a counter");
+            ++n;
+        }
+        return n;
+    }
+
     std::size_t del_mfa_pending_of(std::string_view user_id) override {
         std::size_t n = 0;
         Cursor c(env_.env, live(), env_.dbi.mfa_pending);
@@ -629,16 +657,17 @@ public:
                 ++pending;
             }
         }
-        {  // spent WebAuthn challenges: kept only until they would have expired
-            Cursor c(env_.env, live(), env_.dbi.spent_challenges);
+        for (MDB_dbi dbi : {env_.dbi.spent_challenges, env_.dbi.counters}) {
+            // spent WebAuthn challenges (kept only until they would have expired), and counters
+            Cursor c(env_.env, live(), dbi);
             MDB_val k{}, d{};
             for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
                  rc == 0 && tokens.size() + sessions.size() + pending < budget;
                  rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
-                if (d.mv_size == 8 && static_cast<Millis>(get_be64(static_cast<const unsigned char *>(d.mv_data))) > now) {
+                if (d.mv_size >= 8 && static_cast<Millis>(get_be64(static_cast<const unsigned char *>(d.mv_data))) > now) {
                     continue;
                 }
-                check(env_.env, mdb_cursor_del(c.get(), 0), "delete a spent challenge");
+                check(env_.env, mdb_cursor_del(c.get(), 0), "delete an expired record");
                 ++pending;
             }
         }
@@ -970,6 +999,7 @@ void LmdbStore::open_tables() {
         open("spent_challenges", 0, d.spent_challenges);              // the same
         open("provider_links", 0, d.provider_links);                  // the same
         open("user_provider_links", MDB_DUPSORT, d.user_provider_links);  // the same
+        open("counters", 0, d.counters);                                  // the same
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

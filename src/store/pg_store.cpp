@@ -15,6 +15,7 @@
 //   signin_mfa           user_id -> rec;  signin_mfa_pending  hash -> user_id, expires_at, rec
 //   signin_passkeys      key -> user_id, rec;  signin_provider_links  key -> user_id, rec
 //   signin_spent_challenges hash -> expires_at
+//   signin_counters      key -> expires_at, state (password attempts counted across nodes)
 // Keys and records are bytea (sent and read in binary), times bigint milliseconds.
 //
 // Transactions: a write is BEGIN ISOLATION LEVEL SERIALIZABLE ... COMMIT, so a check-and-spend
@@ -81,6 +82,7 @@ constexpr const char *kSchema[] = {
     "CREATE TABLE IF NOT EXISTS signin_provider_links (key bytea PRIMARY KEY, user_id bytea NOT NULL, rec bytea NOT NULL)",
     "CREATE INDEX IF NOT EXISTS signin_provider_links_user ON signin_provider_links (user_id)",
     "CREATE TABLE IF NOT EXISTS signin_spent_challenges (hash bytea PRIMARY KEY, expires_at bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_counters (key bytea PRIMARY KEY, expires_at bigint NOT NULL, state bytea NOT NULL)",
     "INSERT INTO signin_meta (name, value) VALUES ('schema_version', '1') ON CONFLICT (name) DO NOTHING",
 };
 
@@ -92,7 +94,8 @@ enum Stmt : unsigned {
     PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
-    AllOutbox, AllAudit, AllChallenges, AllEmails, StmtCount
+    AllOutbox, AllAudit, AllChallenges, AllEmails, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
+    StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -187,6 +190,14 @@ constexpr const char *kStatements[StmtCount] = {
     /* AllAudit */ "SELECT key, rec FROM signin_audit ORDER BY key",
     /* AllChallenges */ "SELECT hash, expires_at FROM signin_spent_challenges ORDER BY hash",
     /* AllEmails */ "SELECT addr, user_id FROM signin_user_email ORDER BY addr",
+    /* Counter */ "SELECT state FROM signin_counters WHERE key = $1",
+    /* PutCounter */
+    "INSERT INTO signin_counters (key, expires_at, state) VALUES ($1, $2, $3) "
+    "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at, state = excluded.state",
+    /* DelCounter */ "DELETE FROM signin_counters WHERE key = $1",
+    /* DelCounters */ "DELETE FROM signin_counters WHERE substring(key from 1 for octet_length($1::bytea)) = $1::bytea",
+    /* PurgeCounters */
+    "DELETE FROM signin_counters WHERE key IN (SELECT key FROM signin_counters WHERE expires_at <= $1 LIMIT $2)",
 };
 
 // ---- values ------------------------------------------------------------------------------------
@@ -468,6 +479,12 @@ public:
     std::vector<PasskeyRecord> passkeys_of(std::string_view user_id) override {
         return rows<PasskeyRecord>(PasskeysOf, {user_id}, "read a user's passkeys", decode_passkey);
     }
+    std::optional<std::string> counter(std::string_view key) override {
+        if (key.empty()) return std::nullopt;
+        Result r = run(Counter, {key}, "read a counter");
+        if (PQntuples(r.get()) == 0) return std::nullopt;
+        return std::string(cell(r, 0, 0));
+    }
     bool challenge_spent(std::string_view hash) override {
         if (hash.empty()) return false;
         return PQntuples(run(ChallengeSpent, {hash}, "read a spent challenge").get()) > 0;
@@ -604,9 +621,19 @@ public:
     void spend_challenge(std::string_view hash, Millis expires_at) override {
         run(SpendChallenge, {hash, expires_at}, "spend a challenge");
     }
+    void put_counter(std::string_view key, std::string_view state, Millis expires_at) override {
+        run(PutCounter, {key, expires_at, state}, "write a counter");
+    }
+    void del_counter(std::string_view key) override {
+        if (!key.empty()) run(DelCounter, {key}, "delete a counter");
+    }
+    std::size_t del_counters(std::string_view prefix) override {
+        if (prefix.empty()) return 0;
+        return affected(run(DelCounters, {prefix}, "delete counters"));
+    }
     std::size_t purge_expired(Millis now, std::size_t budget) override {
         std::size_t n = 0;
-        for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges}) {
+        for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges, PurgeCounters}) {
             if (n >= budget) break;
             n += affected(run(s, {now, static_cast<std::int64_t>(budget - n)}, "purge expired records"));
         }
@@ -744,10 +771,15 @@ private:
         Result all(Stmt s) { return run(s, {}, "read a table"); }
     };
 
-    // The schema's version, or nullopt when there is no schema yet.
+    // The schema's version, or nullopt when there is no schema yet, or one of its tables is
+    // missing (a table added since, created empty: no version change, as LMDB's tables).
     static std::optional<std::string> version(Connection &conn) {
-        auto has = conn.text("SELECT to_regclass('signin_meta') IS NOT NULL", "read the schema version");
-        if (!has || *has != "t") return std::nullopt;
+        auto missing = conn.text("SELECT count(*) FROM unnest(ARRAY['signin_meta', 'signin_users', 'signin_user_email', "
+                                 "'signin_tokens', 'signin_sessions', 'signin_audit', 'signin_outbox', 'signin_mfa', "
+                                 "'signin_mfa_pending', 'signin_passkeys', 'signin_provider_links', "
+                                 "'signin_spent_challenges', 'signin_counters']) AS t(name) WHERE to_regclass(name) IS NULL",
+                                 "read the schema version");
+        if (!missing || *missing != "0") return std::nullopt;
         return conn.text("SELECT value FROM signin_meta WHERE name = 'schema_version'", "read the schema version");
     }
 

@@ -133,6 +133,9 @@ sub store_url {
     return $self->{pg_store} = "$ENV{SIGNIN_TEST_PG}${sep}options=-csearch_path%3D$schema";
 }
 
+# signin_secret_key's file: beside an LMDB store, or the one named for a PostgreSQL store.
+sub key_file { $_[0]{pg_store} ? "$_[0]{prefix}/signin.key" : $_[0]->store . '.key' }
+
 # Everything the store holds, to search for what must not be stored: the LMDB file, or (PostgreSQL)
 # every row of the test's schema as psql prints it (bytea in escape form: text stays text).
 sub stored_bytes {

@@ -14,6 +14,7 @@
 
 #include "engine_fixtures.hpp"
 #include "pg_fixture.hpp"
+#include "signin/password.hpp"
 #include "signin/store.hpp"
 
 using namespace signin;
@@ -345,6 +346,63 @@ TEST_P(StoreContract, CopiesAnLmdbStore) {
     EXPECT_EQ(r->outbox_due(10, 10).size(), 1u);
     EXPECT_TRUE(r->challenge_spent(digest(500)));
     EXPECT_TRUE(store_->check_integrity().empty());
+}
+
+TEST_P(StoreContract, CountersByKeyAndPrefix) {
+    using namespace std::string_literals;  // keys with a NUL in them
+    {
+        auto w = store_->write();
+        w->put_counter("pw\na\0c1"s, "one", 100);
+        w->put_counter("pw\na\0c2"s, "two", 5000);
+        w->put_counter("pw\nb\0c1"s, "three", 5000);
+        w->commit();
+    }
+    EXPECT_EQ(store_->read()->counter("pw\na\0c2"s).value_or(""), "two");
+    EXPECT_FALSE(store_->read()->counter("pw\nz"));
+    {
+        auto w = store_->write();
+        EXPECT_EQ(w->purge_expired(200, 100), 1u) << "the expired counter";
+        EXPECT_EQ(w->del_counters("pw\na\0"s), 1u);
+        w->commit();
+    }
+    auto r = store_->read();
+    EXPECT_FALSE(r->counter("pw\na\0c1"s));
+    EXPECT_FALSE(r->counter("pw\na\0c2"s));
+    EXPECT_EQ(r->counter("pw\nb\0c1"s).value_or(""), "three");
+}
+
+// The password limits counted in the store (several nodes) decide as the ones in memory do, call
+// for call: two limiters on the same store are one (two nodes).
+TEST_P(StoreContract, StoreAttemptLimiterDecidesAsTheMemoryOne) {
+    AttemptLimits limits;
+    limits.free_attempts = 3;
+    limits.address_limit = 6;
+    std::shared_ptr<Store> shared(std::move(store_));
+    StoreAttemptLimiter node1(shared, limits), node2(shared, limits);
+    MemoryAttemptLimiter memory(limits);
+    const std::string a = "g\na@example.com";
+    Millis now = 1700000000000;
+    for (int i = 0; i < 6; ++i) {
+        AttemptLimiter &node = i % 2 ? static_cast<AttemptLimiter &>(node2) : node1;
+        EXPECT_EQ(node.login_attempt(a, "198.51.100.1", now), memory.login_attempt(a, "198.51.100.1", now)) << i;
+        node.login_failed(a, "198.51.100.1", now);
+        memory.login_failed(a, "198.51.100.1", now);
+        now += 1000;
+    }
+    const Millis wait = node2.login_attempt(a, "198.51.100.1", now);
+    EXPECT_GT(wait, 0) << "the backoff holds on the other node";
+    EXPECT_EQ(wait, memory.login_attempt(a, "198.51.100.1", now));
+    EXPECT_EQ(node1.login_attempt(a, "198.51.100.2", now), 0) << "another client of the address";
+    node2.reset_address(a);
+    EXPECT_EQ(node1.login_attempt(a, "198.51.100.1", now), 0) << "a reset clears every pair";
+    // the address window (6 a minute) counted the attempts the backoff let through: 3, then .2,
+    // then .1 after the reset: this is the 6th, the next one is refused on either node
+    EXPECT_EQ(node1.login_attempt(a, "198.51.100.3", now), 0);
+    EXPECT_GT(node2.login_attempt(a, "198.51.100.4", now), 0) << "the address window holds on every node";
+    EXPECT_EQ(node1.register_attempt(a, now), 0);
+    EXPECT_GT(node2.register_attempt(a, now + 1), 0) << "a repeated registration waits, on any node";
+    store_.reset();
+    (void)shared;
 }
 
 // ---- PostgreSQL only -----------------------------------------------------------------------------
