@@ -4,6 +4,7 @@
 # machines behind a load balancer would be.
 #   - a token issued through node 1 is exchanged through node 2; the session works on node 3,
 #     through the API and through signin_require; a sign-out on one node ends it on the others
+#   - signin_session_cache: a node that remembers sessions sees a sign-out elsewhere within its bound
 #   - the password back-off counts every node's failures
 #   - 50 concurrent exchanges of one token spread over the three nodes: exactly one session
 #   - kill -9 of a node, and a PostgreSQL restart, while clients sign in: every sign-in that was
@@ -29,7 +30,10 @@ END { system("$root/t/pg-server", 'stop', "$pgdir/pg") if $pgdir && -d "$pgdir/p
 my $key = "$pgdir/signin.key";
 my $origin;    # node 1's: the site's one origin, whichever node answers
 sub conf {
+    my ($extra) = @_;
+    $extra //= '';
     return qq{
+    $extra
     signin_store $url;
     signin_secret_key $key;
     signin_origin $origin;
@@ -102,6 +106,27 @@ sub token_via {
     }
     $r = $n[1]->req(GET => '/app/page', headers => { cookie => $cookie });
     is $r->{status}, 401, 'and at the gate';
+}
+
+# ---- signin_session_cache: a fourth node that remembers sessions for 1.5 s
+{
+    my $c = SigninTest->new;
+    $c->run(http => conf('signin_session_cache 1500ms;'));
+    my $tok = token_via(0, 'cached@example.com');
+    my $r = $n[0]->req(POST => '/auth/session', json => { token => $tok }, headers => {%O});
+    my $cookie = SigninTest::set_cookie_pair($r);
+    my @seen = map { $c->req(GET => '/auth/me', headers => { cookie => $cookie })->{status} } 1 .. 4;
+    is "@seen", '200 200 200 200', 'the caching node answers GET /me (both workers fill their cache)';
+    $r = $n[0]->req(POST => '/auth/logout', json => {}, headers => { cookie => $cookie, %O });
+    is $r->{status}, 204, 'a sign-out on node 1';
+    my $t0 = time;
+    is $n[1]->req(GET => '/auth/me', headers => { cookie => $cookie })->{status}, 401, 'a node without the cache sees it at once';
+    my $stale = $c->req(GET => '/auth/me', headers => { cookie => $cookie })->{status};
+    ok time - $t0 < 1.4 ? $stale == 200 : 1, 'the caching node may still answer from its cache within signin_session_cache';
+    my $gone = $c->wait_for(sub { $c->req(GET => '/auth/me', headers => { cookie => $cookie })->{status} == 401 }, timeout => 5);
+    ok $gone, 'and not after it';
+    ok time - $t0 <= 1.5 + 1.0, '... the sign-out reached it within the bound (1.5 s, and a request)' or diag time - $t0;
+    $c->done;
 }
 
 # ---- the password back-off holds across nodes: 5 free failures in all, then a wait on every node

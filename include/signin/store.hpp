@@ -44,7 +44,9 @@ struct OutboxRecord {
     std::string sealed;       // the sealed Delivery
 };
 
-// A consistent snapshot. Values are copied out; nothing refers into the store after a call.
+// What a request reads. LMDB: one consistent snapshot; PostgreSQL: each read sees every commit made
+// before it (decisions that must hold are made in a WriteTxn). Values are copied out; nothing
+// refers into the store after a call.
 class ReadTxn {
 public:
     virtual ~ReadTxn() = default;

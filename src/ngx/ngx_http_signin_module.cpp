@@ -88,6 +88,8 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_retries), &retries_bounds},
     {ngx_string("signin_delivery_timeout"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_timeout), nullptr},
+    {ngx_string("signin_session_cache"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_cache), nullptr},
     {ngx_string("signin_secret_key"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_secret_key, NGX_HTTP_MAIN_CONF_OFFSET,
      0, nullptr},
     {ngx_string("signin_client"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_http_set_complex_value_slot,
@@ -226,6 +228,7 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->body_max = NGX_CONF_UNSET_SIZE;
     m->delivery_retries = NGX_CONF_UNSET_UINT;
     m->delivery_timeout = NGX_CONF_UNSET_MSEC;
+    m->session_cache = NGX_CONF_UNSET_MSEC;
     m->client_ipv6_prefix = NGX_CONF_UNSET_UINT;
     m->password_min_length = NGX_CONF_UNSET_UINT;
     m->password_attempts = NGX_CONF_UNSET_UINT;
@@ -267,6 +270,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     const signin::OutboxSettings outbox;  // the outbox's defaults are the engine's too
     ngx_conf_init_uint_value(m->delivery_retries, outbox.retries);
     ngx_conf_init_msec_value(m->delivery_timeout, msec(outbox.hold));
+    ngx_conf_init_msec_value(m->session_cache, 0);
     ngx_conf_init_uint_value(m->client_ipv6_prefix, attempts.client_ipv6_prefix);
     ngx_conf_init_uint_value(m->password_min_length, spec.password_min_length);
     ngx_conf_init_uint_value(m->password_attempts, attempts.free_attempts);
@@ -328,6 +332,10 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     if (!m->has_api) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "signin_require is used but no location has \"signin_api\": nobody can sign in");
+    }
+    if (m->session_cache != 0 && !m->store_pg) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "\"signin_session_cache\" is for a postgresql:// store (LMDB is read in memory): ignored");
     }
     if (m->delivery_timeout == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_delivery_timeout\" must be longer than 0");

@@ -186,7 +186,7 @@ ngx_int_t api(ngx_http_request_t *r) {
     if (remote_store() && (credentials.state == Credentials::Cookie || credentials.state == Credentials::Bearer)) {
         RequestCtx *ctx = get_ctx(r, true);
         if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        if (!ctx->pre_auth) {
+        if (!ctx->pre_auth && !from_session_cache(r, credentials)) {
             ctx->route = route;
             if (start_auth_read(r, credentials) != NGX_OK) {
                 if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -82,6 +82,7 @@ struct MainConf {
     ngx_http_conf_ctx_t *delivery_ctx;  // the server whose locations serve delivery_uri
     ngx_uint_t delivery_retries;        // signin_delivery_retries
     ngx_msec_t delivery_timeout;        // signin_delivery_timeout: how long a send holds its email
+    ngx_msec_t session_cache;           // signin_session_cache: 0 = off (a PostgreSQL store only)
     ngx_str_t secret_key_path;          // signin_secret_key (default: the store's path + ".key")
     signin::SecretKey *secret_key;      // read (or made) by the master in init_module
     signin::AssertionKeys *assertions;  // $signin_assertion's keys, from the same file

@@ -414,10 +414,12 @@ ngx_int_t start_stage(const Waiter &w) {
 // ---------------------------------------------------------------- reads off the event loop
 
 bool g_remote_store = false;
+std::unique_ptr<signin::SessionCache> g_session_cache;
 
 struct AuthReadTask {
     ngx_http_request_t *r = nullptr;
     signin::Secret secret;
+    std::string key;  // the session key (for the cache)
     signin::SessionKind kind = signin::SessionKind::Cookie;
     std::optional<signin::Result<signin::Principal>> result;
     ngx_pool_t *pool = nullptr;
@@ -433,6 +435,7 @@ void auth_read_thread(void *data, ngx_log_t *log) {
         } else {
             // records nothing about the client: the same call as authenticate() on the event loop
             t->result = id->sessions().authenticate_from(t->secret, {}, t->kind);
+            if (g_session_cache && *t->result) t->key = signin::record_key(t->secret.reveal());
         }
     } catch (...) {
         ngx_log_error(NGX_LOG_ERR, log, 0, "signin: reading a session failed");
@@ -446,6 +449,11 @@ void auth_read_done(ngx_event_t *ev) {
     auto *t = static_cast<AuthReadTask *>(ev->data);
     ngx_http_request_t *r = t->r;
     std::optional<signin::Result<signin::Principal>> result = std::move(t->result);
+    if (g_session_cache && !t->key.empty() && result && *result) {
+        guarded("the session cache", [&] {
+            if (identity() != nullptr) g_session_cache->put(t->key, result->value(), identity()->now());
+        });
+    }
     delete_task(t);
     ngx_connection_t *c = r->connection;
     ngx_http_set_log_request(c->log, r);
@@ -512,6 +520,21 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
 
 void set_remote_store(bool remote) { g_remote_store = remote; }
 bool remote_store() { return g_remote_store; }
+
+void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_cache = std::move(cache); }
+signin::SessionCache *session_cache() { return g_session_cache.get(); }
+
+bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
+    if (!g_session_cache || identity() == nullptr) return false;
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr) return false;
+    const auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+    const signin::Principal *hit =
+        g_session_cache->get(signin::record_key(c.secret.reveal()), kind, identity()->policy(), identity()->now());
+    if (hit == nullptr) return false;
+    ctx->pre_auth = *hit;
+    return true;
+}
 
 ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c) {
     RequestCtx *ctx = get_ctx(r, true);

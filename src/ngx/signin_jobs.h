@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "signin/session_cache.hpp"
 #include "signin/types.hpp"
 #include "signin_reply.h"
 
@@ -101,6 +102,11 @@ struct Credentials;
 // (ctx->auth_reading); when the read is done its write_event_handler runs: the phase handlers
 // again for the gate, or what the caller set. NGX_OK, or NGX_ERROR when it could not be posted.
 ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c);
+// signin_session_cache: the cache of this worker (nullptr: off), and a hit for the credentials
+// put into ctx->pre_auth (true) instead of a read.
+void set_session_cache(std::unique_ptr<signin::SessionCache> cache);
+signin::SessionCache *session_cache();
+bool from_session_cache(ngx_http_request_t *r, const Credentials &c);
 
 // An endpoint's read of the store, then its answer: `fetch` (an engine call; it must not use the
 // request) runs at once on the event loop for LMDB, whose reads are memory reads, and in the

@@ -91,7 +91,8 @@ ngx_int_t gate(ngx_http_request_t *r) {
             return finish_with(r, reject(r, ok.error().code, ok.error().message));
         }
     }
-    if (!resumed && remote_store() && (c.state == Credentials::Cookie || c.state == Credentials::Bearer)) {
+    if (!resumed && remote_store() && (c.state == Credentials::Cookie || c.state == Credentials::Bearer) &&
+        !from_session_cache(r, c)) {
         if (start_auth_read(r, c) != NGX_OK) {
             if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;
             return finish_with(r, reject(r, kBusy, "the server is busy; try again in a second"));

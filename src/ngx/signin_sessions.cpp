@@ -116,6 +116,8 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
     }
     if (engine->sessions().needs_touch(*ctx->principal)) {
         (void)start_background_job(std::make_unique<TouchJob>(*ctx->principal));
+        // a cached principal would ask for this touch again at every request
+        if (signin::SessionCache *cache = session_cache()) cache->touched(signin::record_key(c.secret.reveal()), engine->now());
     }
     return &*ctx->principal;
 }

@@ -24,8 +24,12 @@
 // 40001), thrown as StoreError with retry(), and runs again from the start (detail::guarded),
 // finding the token gone. No advisory locks, no SELECT ... FOR UPDATE: what CockroachDB and
 // YugabyteDB also run. commit() returns when COMMIT has: durable as the server's
-// synchronous_commit says (on by default). A read is a REPEATABLE READ, READ ONLY transaction
-// begun at its first statement (one snapshot, however many statements).
+// synchronous_commit says (on by default). A read (Store::read: what a request shows) runs each
+// statement on its own, without BEGIN and ROLLBACK around them: each sees every commit made
+// before it (READ COMMITTED), two statements need not see one snapshot (LMDB's reads do), and a
+// GET /me is one round trip (the session read brings its user). Every decision that must hold
+// against other nodes is made in a write transaction. The whole-store scans (check, copy) are
+// one REPEATABLE READ snapshot.
 //
 // Connections: a transaction takes an idle connection of this process or opens one, and gives
 // it back when it ends (unless it broke). Every statement is prepared at its first use on a
@@ -94,7 +98,7 @@ enum Stmt : unsigned {
     PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
-    AllOutbox, AllAudit, AllChallenges, AllEmails, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
+    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     StmtCount
 };
 
@@ -190,6 +194,8 @@ constexpr const char *kStatements[StmtCount] = {
     /* AllAudit */ "SELECT key, rec FROM signin_audit ORDER BY key",
     /* AllChallenges */ "SELECT hash, expires_at FROM signin_spent_challenges ORDER BY hash",
     /* AllEmails */ "SELECT addr, user_id FROM signin_user_email ORDER BY addr",
+    /* SessionWithUser */
+    "SELECT s.key, s.rec, u.rec FROM signin_sessions s LEFT JOIN signin_users u ON u.id = s.user_id WHERE s.key = $1",
     /* Counter */ "SELECT state FROM signin_counters WHERE key = $1",
     /* PutCounter */
     "INSERT INTO signin_counters (key, expires_at, state) VALUES ($1, $2, $3) "
@@ -388,10 +394,14 @@ private:
 
 // ---- transactions ------------------------------------------------------------------------------
 
+// How a transaction runs: a write (SERIALIZABLE), a whole-store scan (one REPEATABLE READ
+// snapshot), or the reads of a request (each statement on its own: see read() below).
+enum class Kind { Write, Snapshot, Reads };
+
 template <class Iface>
 class PgTxn : public Iface {
 public:
-    PgTxn(Pool &pool, bool writes) : pool_(pool), writes_(writes), conn_(pool.take()) {}
+    PgTxn(Pool &pool, Kind kind) : pool_(pool), kind_(kind), conn_(pool.take()) {}
     ~PgTxn() override {
         if (conn_ && open_) {
             try {
@@ -407,6 +417,11 @@ public:
 
     std::optional<User> user_by_id(std::string_view id) override {
         if (id.empty()) return std::nullopt;
+        if (prefetched_ && prefetched_->id == id) {  // came with the session: authenticate's next read
+            std::optional<User> u = std::move(prefetched_);
+            prefetched_.reset();
+            return u;
+        }
         Result r = run(UserById, {id}, "read user");
         if (PQntuples(r.get()) == 0) return std::nullopt;
         return decode_user(cell(r, 0, 0));
@@ -423,6 +438,16 @@ public:
         return rows<TokenRecord>(TokensFor, {addr_key(group_id, email)}, "read tokens of an address", decode_token);
     }
     std::optional<SessionRecord> session(std::string_view key) override {
+        if (kind_ == Kind::Reads && !key.empty()) {
+            // a request's session brings its user along (one round trip for authenticate)
+            Result r = run(SessionWithUser, {key}, "read session");
+            if (PQntuples(r.get()) == 0 && !legacy_key(key).empty()) r = run(SessionWithUser, {legacy_key(key)}, "read session");
+            if (PQntuples(r.get()) == 0) return std::nullopt;
+            SessionRecord s = decode_session(cell(r, 0, 0), cell(r, 0, 1));
+            prefetched_.reset();
+            if (!PQgetisnull(r.get(), 0, 2)) prefetched_ = decode_user(cell(r, 0, 2));
+            return s;
+        }
         return keyed<SessionRecord>(Session, key, "read session", decode_session, true);
     }
     std::optional<SessionRecord> session_by_id(std::string_view id) override {
@@ -501,8 +526,9 @@ protected:
     // A statement of this transaction, which begins at its first.
     Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
-        if (!open_) {
-            conn_->exec(writes_ ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+        if (!open_ && kind_ != Kind::Reads) {
+            conn_->exec(kind_ == Kind::Write ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                                             : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
                         "begin a transaction");
             open_ = true;
         }
@@ -537,19 +563,20 @@ protected:
     }
 
     Pool &pool_;
-    const bool writes_;
+    const Kind kind_;
     std::unique_ptr<Connection> conn_;
     bool open_ = false;  // BEGIN was sent
+    std::optional<User> prefetched_;  // the user of the last session read (Kind::Reads)
 };
 
 class PgReadTxn final : public PgTxn<ReadTxn> {
 public:
-    explicit PgReadTxn(Pool &pool) : PgTxn(pool, false) {}
+    explicit PgReadTxn(Pool &pool) : PgTxn(pool, Kind::Reads) {}
 };
 
 class PgWriteTxn final : public PgTxn<WriteTxn> {
 public:
-    explicit PgWriteTxn(Pool &pool) : PgTxn(pool, true) {}
+    explicit PgWriteTxn(Pool &pool) : PgTxn(pool, Kind::Write) {}
 
     void put_user(const User &u) override {
         if (auto old = user_by_id(u.id); old && !old->email.empty() &&
@@ -767,7 +794,7 @@ private:
     // The read transaction of the whole-store scans (check, copy).
     class ScanTxn final : public PgTxn<ReadTxn> {
     public:
-        explicit ScanTxn(Pool &pool) : PgTxn(pool, false) {}
+        explicit ScanTxn(Pool &pool) : PgTxn(pool, Kind::Snapshot) {}
         Result all(Stmt s) { return run(s, {}, "read a table"); }
     };
 
