@@ -5,6 +5,8 @@
 #   - a token issued through node 1 is exchanged through node 2; the session works on node 3,
 #     through the API and through signin_require; a sign-out on one node ends it on the others
 #   - signin_session_cache: a node that remembers sessions sees a sign-out elsewhere within its bound
+#   - signin-admin on the shared store, and signin-admin copy of an LMDB store into PostgreSQL
+#   - a database that cannot be reached answers 503 and the URI's password is not logged
 #   - the password back-off counts every node's failures
 #   - 50 concurrent exchanges of one token spread over the three nodes: exactly one session
 #   - kill -9 of a node, and a PostgreSQL restart, while clients sign in: every sign-in that was
@@ -127,6 +129,45 @@ sub token_via {
     ok $gone, 'and not after it';
     ok time - $t0 <= 1.5 + 1.0, '... the sign-out reached it within the bound (1.5 s, and a request)' or diag time - $t0;
     $c->done;
+}
+
+# ---- signin-admin on a PostgreSQL store, and the copy of an LMDB store into an empty one
+SKIP: {
+    my $admin = $ENV{SIGNIN_ADMIN};
+    skip 'SIGNIN_ADMIN is not set', 8 unless $admin && -x $admin;
+    my $out = `'$admin' --store '$url' --json user across\@example.com 2>&1`;
+    is $? >> 8, 0, 'signin-admin --store postgresql://... reads the shared store' or diag $out;
+    like $out, qr/"email":"across\@example.com"/, '... the account made through the nodes';
+    my $lmdb = "$pgdir/lmdb";
+    $out = `'$admin' --store '$lmdb' --create invite copied\@example.com --role staff 2>&1`;
+    is $? >> 8, 0, 'an LMDB store with an account' or diag $out;
+    system('psql', $url, '-qAt', '-c', 'CREATE DATABASE copied') == 0 or die 'createdb';
+    (my $target = $url) =~ s{/signin$}{/copied};
+    $out = `'$admin' --store '$lmdb' copy '$target' 2>&1`;
+    is $? >> 8, 0, 'signin-admin copy into an empty PostgreSQL store' or diag $out;
+    like $out, qr/copied 1 accounts/, '... says what it copied';
+    $out = `'$admin' --store '$target' --json user copied\@example.com 2>&1`;
+    like $out, qr/"roles":\["staff"\]/, '... and the account is there, with its role' or diag $out;
+    $out = `'$admin' --store '$lmdb' copy '$url' 2>&1`;
+    is $? >> 8, 1, 'a copy into a store that holds accounts is refused';
+    like $out, qr/not empty/, '... saying why';
+}
+
+# ---- a database that cannot be reached: 503, and the URI's password is never logged
+{
+    my $port = ($url =~ /:(\d+)\//)[0];
+    my $bad = SigninTest->new;
+    (my $conf = conf()) =~ s{signin_store \S+;}{signin_store postgresql://signin:pw-must-not-leak\@127.0.0.1:$port/no_such_database;};
+    $bad->run(http => $conf);
+    my $r = $bad->req(POST => '/auth/register', json => { email => 'nowhere@example.com' });
+    is $r->{status}, 503, 'a database that does not exist: 503';
+    is $r->{json}{code}, 'storage_unavailable', '... storage_unavailable';
+    $r = $bad->req(GET => '/auth/me', headers => { authorization => 'Bearer ' . ('A' x 43) });
+    ok $r->{status} == 503 || $r->{status} == 401, 'GET /me: 503 (or 401 for a token that cannot be one)';
+    my $log = $bad->error_log;
+    like $log, qr/no_such_database/, 'error.log says what failed';
+    unlike $log, qr/pw-must-not-leak/, 'and never the password of the URI';
+    $bad->done(allow => qr/no_such_database|PostgreSQL/);
 }
 
 # ---- the password back-off holds across nodes: 5 free failures in all, then a wait on every node

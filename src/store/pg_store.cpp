@@ -142,12 +142,12 @@ constexpr const char *kStatements[StmtCount] = {
     "INSERT INTO signin_tokens (key, addr, created_at, expires_at, rec) VALUES ($1, $2, $3, $4, $5) "
     "ON CONFLICT (key) DO UPDATE SET addr = excluded.addr, created_at = excluded.created_at, "
     "expires_at = excluded.expires_at, rec = excluded.rec",
-    /* DelToken */ "DELETE FROM signin_tokens WHERE key = $1",
+    /* DelToken */ "DELETE FROM signin_tokens WHERE key = $1 OR key = $2",  // the key, and its legacy form
     /* PutSession */
     "INSERT INTO signin_sessions (key, id, user_id, browser, expires_at, rec) VALUES ($1, $2, $3, $4, $5, $6) "
     "ON CONFLICT (key) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, browser = excluded.browser, "
     "expires_at = excluded.expires_at, rec = excluded.rec",
-    /* DelSession */ "DELETE FROM signin_sessions WHERE key = $1",
+    /* DelSession */ "DELETE FROM signin_sessions WHERE key = $1 OR key = $2",
     /* PutAudit */ "INSERT INTO signin_audit (key, at, rec) VALUES ($1, $2, $3)",
     /* PutOutbox */ "INSERT INTO signin_outbox (key, due_at, rec) VALUES ($1, $2, $3)",
     /* DelOutbox */ "DELETE FROM signin_outbox WHERE key = $1",
@@ -599,16 +599,14 @@ public:
     }
     void del_token(std::string_view hash) override {
         if (hash.empty()) return;
-        run(DelToken, {hash}, "delete token");
-        if (!legacy_key(hash).empty()) run(DelToken, {legacy_key(hash)}, "delete token");
+        run(DelToken, {hash, legacy_key(hash).empty() ? hash : legacy_key(hash)}, "delete token");
     }
     void put_session(const SessionRecord &s) override {
         run(PutSession, {s.hash, s.id, s.user_id, s.browser, s.expires_at, encode_session(s)}, "write session");
     }
     void del_session(std::string_view hash) override {
         if (hash.empty()) return;
-        run(DelSession, {hash}, "delete session");
-        if (!legacy_key(hash).empty()) run(DelSession, {legacy_key(hash)}, "delete session");
+        run(DelSession, {hash, legacy_key(hash).empty() ? hash : legacy_key(hash)}, "delete session");
     }
     void append_audit(const AuditEntry &e) override {
         run(PutAudit, {timed_key(e.at), e.at, encode_audit(e)}, "write audit entry");
