@@ -7,6 +7,7 @@
 #   - signin_session_cache: a node that remembers sessions sees a sign-out elsewhere within its bound
 #   - signin-admin on the shared store, and signin-admin copy of an LMDB store into PostgreSQL
 #   - a database that cannot be reached answers 503 and the URI's password is not logged
+#   - the sensitive endpoints' per-client limit and the per-address send limit count every node's
 #   - the password back-off counts every node's failures
 #   - 50 concurrent exchanges of one token spread over the three nodes: exactly one session
 #   - kill -9 of a node, and a PostgreSQL restart, while clients sign in: every sign-in that was
@@ -168,6 +169,51 @@ SKIP: {
     like $log, qr/no_such_database/, 'error.log says what failed';
     unlike $log, qr/pw-must-not-leak/, 'and never the password of the URI';
     $bad->done(allow => qr/no_such_database|PostgreSQL/);
+}
+
+# ---- the per-client limit of the sensitive endpoints holds across nodes (signin_limit_sensitive)
+{
+    system('psql', $url, '-qAt', '-c', 'CREATE DATABASE limited') == 0 or die 'createdb';
+    (my $limited = $url) =~ s{/signin$}{/limited};
+    my @l = map { SigninTest->new } 1 .. 2;
+    for my $node (@l) {
+        (my $c = conf()) =~ s{signin_store \S+;}{signin_store $limited;};
+        $c =~ s{signin_limit_sensitive \S+;}{signin_limit_sensitive 4r/m;};
+        $node->run(http => $c);
+    }
+    my @st;
+    for my $i (0 .. 3) {  # two requests on each node: within each node's own zone (4 a minute)
+        push @st, $l[$i % 2]->req(POST => '/auth/login', json => { email => "limit$i\@example.com" })->{status};
+    }
+    is "@st", '202 202 202 202', 'four sensitive requests over two nodes: the limit (4 a minute) allows them';
+    my $r = $l[0]->req(POST => '/auth/login', json => { email => 'limit5@example.com' });
+    is $r->{status}, 429, 'the fifth is refused on a node that counted only two itself';
+    ok(($r->{headers}{'retry-after'} // 0) >= 1, '... with Retry-After');
+    $r = $l[1]->req(GET => '/auth/.well-known/jwks.json');
+    isnt $r->{status}, 429, 'a signed-in bucket request is not a sensitive one';
+    $_->done for @l;
+}
+
+# ---- the per-address send limit holds across nodes (signin_limit_address)
+{
+    system('psql', $url, '-qAt', '-c', 'CREATE DATABASE sends') == 0 or die 'createdb';
+    (my $sends = $url) =~ s{/signin$}{/sends};
+    my @l = map { SigninTest->new } 1 .. 2;
+    for my $node (@l) {
+        (my $c = conf()) =~ s{signin_store \S+;}{signin_store $sends;};
+        $c =~ s{signin_limit_address \S+;}{signin_limit_address 2r/h;};
+        $node->run(http => $c);
+    }
+    my $email = 'often@example.com';
+    for my $i (0 .. 1) {
+        my $r = $l[$i]->req(POST => '/auth/register', json => { email => $email }, finished => 1);
+        is $r->{status}, 202, 'a code for the address through node ' . ($i + 1);
+        ok $l[$i]->last_email($email), '... sent';
+    }
+    my $r = $l[0]->req(POST => '/auth/login', json => { email => $email }, finished => 1);
+    is $r->{status}, 202, 'a third request (the limit is 2 an hour) gets the same answer';
+    $l[0]->assert_nothing_sent($email, count => 1, name => 'and no third email: node 1 sent one itself, node 2 the other');
+    $_->done for @l;
 }
 
 # ---- the password back-off holds across nodes: 5 free failures in all, then a wait on every node

@@ -302,16 +302,21 @@ $t->done;
 # ================================================================ registration off by default
 # The control of "nothing is sent" below signs in to an account that exists already: it was made
 # with registration on, in a store this nginx then starts on.
-my ($control, $seed_store);
+my ($control, $seed_store, $seed_pg);
 {
     my $seed = start();
     $control = login_control($seed);
     $seed_store = $seed->store;
+    $seed_pg = $seed->{pg_store};  # over PostgreSQL (SIGNIN_TEST_PG): its schema
     $seed->done;
 }
 $t = SigninTest->new;
-mkdir $t->store or die "mkdir: $!";
-system('cp', "$seed_store/data.mdb", $t->store . '/') == 0 or die 'cp data.mdb';
+if ($seed_pg) {
+    $t->{pg_store} = $seed_pg;  # the same schema: %%STORE%% names it
+} else {
+    mkdir $t->store or die "mkdir: $!";
+    system('cp', "$seed_store/data.mdb", $t->store . '/') == 0 or die 'cp data.mdb';
+}
 $t->run(http => conf(registration => ''));
 {
     my $e = addr('noreg');

@@ -8,6 +8,7 @@
 #include "core/engine_detail.hpp"
 #include "signin/engine.hpp"
 #include "signin/password.hpp"
+#include "signin/shared_limits.hpp"
 #include "signin/store.hpp"
 
 namespace signin {
@@ -250,6 +251,28 @@ Millis StoreAttemptLimiter::register_attempt(std::string_view address, Millis no
         s = throttle::backoff_fail(s, rules_.registration, now);
         txn.put_counter(key, encode(s), throttle::backoff_expiry(s, rules_.registration));
         return 0;
+    });
+}
+
+Millis SharedLimits::take(std::string_view key, const throttle::WindowRule &rule, Millis now) {
+    if (rule.limit == 0) return 0;
+    return counted<Millis>(*store_, 0, [&](WriteTxn &txn) -> Millis {
+        const std::string k = std::string("rq\n") + std::string(key);
+        throttle::WindowState s = decode_window(txn.counter(k));
+        throttle::Verdict v = throttle::take(s, rule, now);
+        txn.put_counter(k, encode(s), throttle::window_expiry(s, rule));
+        return v.allowed ? 0 : Millis{v.retry_after} * 1000;
+    });
+}
+
+void SharedLimits::refund(std::string_view key, const throttle::WindowRule &rule, Millis now) {
+    if (rule.limit == 0) return;
+    (void)counted<bool>(*store_, false, [&](WriteTxn &txn) {
+        const std::string k = std::string("rq\n") + std::string(key);
+        throttle::WindowState s = decode_window(txn.counter(k));
+        throttle::refund(s, rule, now);
+        txn.put_counter(k, encode(s), throttle::window_expiry(s, rule));
+        return true;
     });
 }
 

@@ -369,6 +369,12 @@ void limit_refund(ngx_http_request_t *r, Bucket b, std::string_view key) {
 
 void limit_note_failure(ngx_http_request_t *r, Bucket b, std::string_view key) { (void)limit_take(r, b, key); }
 
+throttle::WindowRule limit_rule(ngx_http_request_t *r, Bucket b) {
+    LimitsConf *c = conf_of(r);
+    if (c == nullptr || c->zone == nullptr) return {};
+    return rule_of(c, b);
+}
+
 Verdict limit_take_rule(ngx_http_request_t *r, Bucket b, std::string_view key, const throttle::WindowRule &rule) {
     return window_op(r, b, key, rule, Op::Take);
 }

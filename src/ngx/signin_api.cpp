@@ -117,6 +117,12 @@ void api_resume(ngx_http_request_t *r) {
     r->write_event_handler = ngx_http_request_empty_handler;
     ngx_int_t rc = guard_request(r, "signin: a request", [r, ctx]() -> ngx_int_t {
         if (ctx->route == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (ctx->shared_wait > 0) {  // over the limit the nodes share (SharedLimits)
+            Verdict v;
+            v.allowed = false;
+            v.retry_after = signin::throttle::seconds_up(ctx->shared_wait);
+            return send_rate_limited(r, ctx->route->bucket, v, ctx->route->path);
+        }
         return api_continue(r, *ctx->route, read_credentials(r, identity()->cookie_name()));
     });
     // our reference goes; a body being read or a job holds its own (rc NGX_DONE)
@@ -182,13 +188,20 @@ ngx_int_t api(ngx_http_request_t *r) {
     if (credentials.state == Credentials::Ambiguous) {
         return reject(r, kAmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
     }
-    // a store over the network: who the credentials belong to is read in the thread pool first
-    if (remote_store() && (credentials.state == Credentials::Cookie || credentials.state == Credentials::Bearer)) {
+    // a store over the network: who the credentials belong to is read in the thread pool first,
+    // and a sensitive request is counted there against the limit every node shares
+    if (remote_store()) {
         RequestCtx *ctx = get_ctx(r, true);
         if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        if (!ctx->pre_auth && !from_session_cache(r, credentials)) {
+        std::optional<SharedTake> take;
+        if (route->bucket == Bucket::Sensitive && shared_limits() != nullptr && limits_on(r)) {
+            take = SharedTake{"sensitive\n" + client_key(r), limit_rule(r, Bucket::Sensitive)};
+        }
+        const bool has_session = credentials.state == Credentials::Cookie || credentials.state == Credentials::Bearer;
+        const bool read_session = has_session && !ctx->pre_auth && !from_session_cache(r, credentials);
+        if (read_session || take) {
             ctx->route = route;
-            if (start_auth_read(r, credentials) != NGX_OK) {
+            if (start_auth_read(r, read_session ? credentials : Credentials{}, std::move(take)) != NGX_OK) {
                 if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
                 return send_error(r, kBusy, "the server is busy; try again in a second");
             }

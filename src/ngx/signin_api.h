@@ -149,6 +149,8 @@ public:
         std::string address;  // the counter's key: the mailbox, whatever the group (signin::mailbox_key)
         bool may_send = true;  // false: over the limit; the same answer, nothing sent
         bool counted = false;  // one send was taken: given back when nothing turns out to be sent
+        // a PostgreSQL store's nodes: the limit counted in the store too (none: limit 0)
+        signin::throttle::WindowRule shared{};
     };
     TokenRequestJob(Stage first, signin::Intent intent, std::string email, std::string group, std::string client,
                     Send send);
@@ -157,6 +159,11 @@ protected:
     signin::Status write() override;
     ngx_int_t answer(ngx_http_request_t *r) override;
     void failed(ngx_http_request_t *r, const signin::Error &e) override;
+    // In the write stage, around the engine's call: the send counted against the limit every node
+    // shares (send_.shared), nothing sent when over it; given back when nothing was sent.
+    void take_shared_send();
+    void settle_shared_send(bool sent);
+    bool shared_taken_ = false;
 
     signin::Intent intent_;
     std::string email_, group_, client_;

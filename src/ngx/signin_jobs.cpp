@@ -418,9 +418,13 @@ ngx_int_t start_stage(const Waiter &w) {
 // ---------------------------------------------------------------- reads off the event loop
 
 std::unique_ptr<signin::SessionCache> g_session_cache;
+std::unique_ptr<signin::SharedLimits> g_shared_limits;
 
 struct AuthReadTask {
     ngx_http_request_t *r = nullptr;
+    bool read_session = true;
+    std::optional<SharedTake> take;
+    signin::Millis wait = 0;  // the take's verdict
     signin::Secret secret;
     std::string key;  // the session key (for the cache)
     signin::SessionKind kind = signin::SessionKind::Cookie;
@@ -433,6 +437,8 @@ void auth_read_thread(void *data, ngx_log_t *log) {
     auto *t = static_cast<AuthReadTask *>(data);
     signin::Identity *id = identity();
     try {
+        if (t->take && g_shared_limits && id != nullptr) t->wait = g_shared_limits->take(t->take->key, t->take->rule, id->now());
+        if (!t->read_session || t->wait > 0) return;  // refused: nothing more is read
         if (id == nullptr) {
             t->result = signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
         } else {
@@ -452,6 +458,7 @@ void auth_read_done(ngx_event_t *ev) {
     auto *t = static_cast<AuthReadTask *>(ev->data);
     ngx_http_request_t *r = t->r;
     std::optional<signin::Result<signin::Principal>> result = std::move(t->result);
+    const signin::Millis wait = t->wait;
     if (g_session_cache && !t->key.empty() && result && *result) {
         guarded("the session cache", [&] {
             if (identity() != nullptr) g_session_cache->put(t->key, result->value(), identity()->now());
@@ -463,7 +470,8 @@ void auth_read_done(ngx_event_t *ev) {
     r->main->blocked--;
     if (RequestCtx *ctx = get_ctx(r, false)) {
         ctx->auth_reading = false;
-        ctx->pre_auth = std::move(result);
+        if (result) ctx->pre_auth = std::move(result);
+        ctx->shared_wait = wait;
     }
 #if defined(nginx_version) && nginx_version >= 1025004
     if (r->main->terminated) {
@@ -539,12 +547,17 @@ bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
     return true;
 }
 
-ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c) {
+void set_shared_limits(std::unique_ptr<signin::SharedLimits> limits) { g_shared_limits = std::move(limits); }
+signin::SharedLimits *shared_limits() { return g_shared_limits.get(); }
+
+ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take) {
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx == nullptr || g_write_pool == nullptr) return NGX_ERROR;
     auto *t = new_task<AuthReadTask>(auth_read_thread, auth_read_done);
     if (t == nullptr) return NGX_ERROR;
     t->r = r;
+    t->read_session = c.state == Credentials::Cookie || c.state == Credentials::Bearer;
+    t->take = std::move(take);
     t->secret = c.secret;
     t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
     if (post_task(g_write_pool, t) != NGX_OK) {

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "signin/session_cache.hpp"
+#include "signin/shared_limits.hpp"
 #include "signin/types.hpp"
 #include "signin_reply.h"
 
@@ -101,7 +102,16 @@ struct Credentials;
 // outcome waits in ctx->pre_auth for authenticate(). The request is blocked meanwhile
 // (ctx->auth_reading); when the read is done its write_event_handler runs: the phase handlers
 // again for the gate, or what the caller set. NGX_OK, or NGX_ERROR when it could not be posted.
-ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c);
+// `take`, when given, also counts the request against a request limit kept in the store
+// (SharedLimits: every node's requests), its verdict in ctx->shared_wait; the credentials may
+// then be none (nothing is read about them).
+struct SharedTake {
+    std::string key;
+    signin::throttle::WindowRule rule;
+};
+ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take = std::nullopt);
+void set_shared_limits(std::unique_ptr<signin::SharedLimits> limits);
+signin::SharedLimits *shared_limits();
 // signin_session_cache: the cache of this worker (nullptr: off), and a hit for the credentials
 // put into ctx->pre_auth (true) instead of a read.
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache);

@@ -49,6 +49,9 @@ Verdict limit_take(ngx_http_request_t *r, Bucket b, std::string_view key);
 Verdict limit_peek(ngx_http_request_t *r, Bucket b, std::string_view key);
 void limit_refund(ngx_http_request_t *r, Bucket b, std::string_view key);
 void limit_note_failure(ngx_http_request_t *r, Bucket b, std::string_view key);
+// The configured rule of a window bucket (none without a zone): what a store-kept counter of the
+// same bucket applies (SharedLimits, a PostgreSQL store).
+signin::throttle::WindowRule limit_rule(ngx_http_request_t *r, Bucket b);
 // The same with an explicit rule (buckets whose rule lives elsewhere, e.g. PasswordAddress).
 Verdict limit_take_rule(ngx_http_request_t *r, Bucket b, std::string_view key,
                         const signin::throttle::WindowRule &rule);

@@ -73,8 +73,10 @@ private:
         return signin::ok_status();
     }
     signin::Status write() override {
+        take_shared_send();
         auto issued = id().passwords().issue_password_registration_hashed(email_, group_, client_, password_hash_,
                                                                            send_.may_send);
+        settle_shared_send(issued && issued->delivery.has_value());
         if (!issued) return issued.error();
         issued_ = std::move(issued.value());
         return signin::ok_status();
@@ -263,6 +265,7 @@ ngx_int_t post_password_register(ApiCall &call) {
         // SPEC §8 rule 1 as for /register: over the address's send limit, nothing is sent
         send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
         send.counted = send.may_send;
+        if (shared_limits() != nullptr) send.shared = limit_rule(call.r, Bucket::Address);
     }
     return start_job(call.r, std::make_unique<PasswordRegistrationJob>(v["email"], v["group"], call.client(),
                                                                        std::move(send),

@@ -35,6 +35,7 @@ struct RequestCtx {
     // pool (start_auth_read) for authenticate() to take, and whether that read is under way.
     std::optional<signin::Result<signin::Principal>> pre_auth;
     bool auth_reading = false;
+    signin::Millis shared_wait = 0;  // the store-kept request limit refused: wait this long (ms)
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 

@@ -50,6 +50,7 @@ ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
     if (!send.address.empty() && limits_on(call.r)) {
         send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
         send.counted = send.may_send;
+        if (shared_limits() != nullptr) send.shared = limit_rule(call.r, Bucket::Address);
     }
     return start_job(call.r, std::make_unique<TokenRequestJob>(Job::Stage::Write, intent, std::move(email),
                                                                std::move(group), call.client(), std::move(send)));
@@ -110,8 +111,24 @@ TokenRequestJob::TokenRequestJob(Stage first, signin::Intent intent, std::string
       client_(std::move(client)),
       send_(std::move(send)) {}
 
+void TokenRequestJob::take_shared_send() {
+    signin::SharedLimits *shared = shared_limits();
+    if (!send_.may_send || send_.shared.limit == 0 || shared == nullptr) return;
+    if (shared->take("address\n" + send_.address, send_.shared, id().now()) > 0) {
+        send_.may_send = false;  // the same answer, nothing sent (SPEC §8 rule 1)
+    } else {
+        shared_taken_ = true;
+    }
+}
+
+void TokenRequestJob::settle_shared_send(bool sent) {
+    if (shared_taken_ && !sent) shared_limits()->refund("address\n" + send_.address, send_.shared, id().now());
+}
+
 signin::Status TokenRequestJob::write() {
+    take_shared_send();
     auto issued = id().tokens().issue_token(intent_, email_, group_, client_, send_.may_send);
+    settle_shared_send(issued && issued->delivery.has_value());
     if (!issued) return issued.error();
     issued_ = std::move(issued.value());
     return signin::ok_status();

@@ -64,6 +64,9 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
         opts.wait_for_server = true;  // a database that is down at start: 503 until it is back
         g_store = signin::open_pg_store(opts);
         set_remote_store(true);
+        if (limits_mode(cycle) == LimitsMode::Zone) {  // the sensitive requests, counted for every node
+            set_shared_limits(std::make_unique<signin::SharedLimits>(g_store));
+        }
         if (m->session_cache > 0) {  // per worker, bounded
             set_session_cache(std::make_unique<signin::SessionCache>(static_cast<signin::Millis>(m->session_cache), 100000));
         }

@@ -311,6 +311,9 @@ public:
             conn_ = nullptr;
             throw Unreachable("connect to PostgreSQL: " + why);
         }
+        // the server's notices ("already exists, skipping") are not errors: libpq would print
+        // them on stderr, which nginx sends to its error log
+        PQsetNoticeProcessor(conn_, [](void *, const char *) {}, nullptr);
     }
     ~Connection() {
         if (conn_ != nullptr) PQfinish(conn_);

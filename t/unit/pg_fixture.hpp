@@ -28,6 +28,7 @@ inline void pg_exec(const std::string &conninfo, const std::string &sql) {
         PQfinish(c);
         throw std::runtime_error("connect: " + why);
     }
+    PQsetNoticeProcessor(c, [](void *, const char *) {}, nullptr);  // "drop cascades to ..."
     PGresult *r = PQexec(c, sql.c_str());
     const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
     std::string why = ok ? "" : PQresultErrorMessage(r);
