@@ -129,6 +129,24 @@ void api_resume(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, rc);
 }
 
+// GET providers/NAME/start and providers/NAME/callback once the session cookie was read.
+ngx_int_t provider_step(ngx_http_request_t *r) {
+    auto path = sub_path(r);
+    if (!path || path->substr(0, 10) != "providers/") return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    std::string_view rest = path->substr(10);
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return provider_flow(r, rest.substr(0, slash), rest.substr(slash + 1));
+}
+
+void provider_resume(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx == nullptr || ctx->auth_reading) return;  // a stray write event while waiting
+    r->write_event_handler = ngx_http_request_empty_handler;
+    ngx_int_t rc = guard_request(r, "signin: a provider flow", [r] { return provider_step(r); });
+    ngx_http_finalize_request(r, rc);  // our reference goes; a flow that waits holds its own
+}
+
 ngx_int_t api(ngx_http_request_t *r) {
     // signin_pages: the pages work (and explain) even when the store is not open
     if (auto path = sub_path(r); path && serves_pages(r, *path)) return pages_handler(r, *path);
@@ -145,6 +163,22 @@ ngx_int_t api(ngx_http_request_t *r) {
             if (slash != std::string_view::npos) {
                 if (Verdict v = limit_take(r, Bucket::Sensitive, client_key(r)); !v.allowed) {
                     return send_rate_limited(r, Bucket::Sensitive, v, *path);
+                }
+                // a store over the network: the session cookie (linking a provider) is read in
+                // the thread pool first
+                if (remote_store()) {
+                    Credentials c = read_credentials(r, engine->cookie_name());
+                    RequestCtx *ctx = get_ctx(r, true);
+                    if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                    if (c.state == Credentials::Cookie && !ctx->pre_auth && !from_session_cache(r, c)) {
+                        if (start_auth_read(r, c) != NGX_OK) {
+                            if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                            return send_error(r, kBusy, "the server is busy; try again in a second");
+                        }
+                        r->main->count++;  // the request's own reference while it waits
+                        r->write_event_handler = provider_resume;
+                        return NGX_DONE;
+                    }
                 }
                 return provider_flow(r, rest.substr(0, slash), rest.substr(slash + 1));
             }
