@@ -143,10 +143,9 @@ private:
     std::optional<signin::Millis> delay_;
 };
 
-void on_retry(ngx_event_t *ev) {
-    Sending *s = sending_of(ev);
-    auto wanted = id().outbox().wanted(s->item);
-    if (!wanted || !wanted.value()) {  // spent, expired, claimed by another, or the store failed
+// The next try of a send, once the store said whether it is still wanted.
+void retry_if(Sending *s, bool wanted) {
+    if (!wanted) {  // spent, expired, claimed by another, or the store failed
         drop(s);
         return;
     }
@@ -158,6 +157,40 @@ void on_retry(ngx_event_t *ev) {
     }
     ++g_in_flight;
     begin(s);
+}
+
+// Whether a send is still wanted, asked in the thread pool (a store over the network). The send
+// waits meanwhile: nothing else refers to it until retry_if.
+class WantedJob final : public BackgroundJob {
+public:
+    explicit WantedJob(Sending *s) : BackgroundJob(Stage::Read), s_(s), item_(s->item) {}
+
+private:
+    signin::Status read() override {
+        auto w = id().outbox().wanted(item_);
+        if (!w) return w.error();
+        wanted_ = w.value();
+        return signin::ok_status();
+    }
+    void done(const signin::Error *failure) override { retry_if(s_, failure == nullptr && wanted_); }
+
+    Sending *s_;
+    signin::OutboxItem item_;
+    bool wanted_ = false;
+};
+
+void on_retry(ngx_event_t *ev) {
+    Sending *s = sending_of(ev);
+    if (remote_store()) {
+        try {
+            if (start_background_job(std::make_unique<WantedJob>(s)) == NGX_OK) return;
+        } catch (...) {
+        }
+        drop(s);  // not asked: the email stays in the outbox, claimed again after its hold
+        return;
+    }
+    auto wanted = id().outbox().wanted(s->item);
+    retry_if(s, wanted && wanted.value());
 }
 
 void FailedJob::done(const signin::Error *failure) {
