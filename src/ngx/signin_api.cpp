@@ -108,7 +108,7 @@ void body_ready(ngx_http_request_t *r) {
     if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
 }
 
-ngx_int_t api_continue(ngx_http_request_t *r, const Route &route, Credentials credentials);
+ngx_int_t api_continue(ngx_http_request_t *r, const Route &route, Credentials &&credentials);
 
 // The write_event_handler of an API request whose caller's session is read in the thread pool.
 void api_resume(ngx_http_request_t *r) {
@@ -249,7 +249,7 @@ ngx_int_t api(ngx_http_request_t *r) {
 
 // The rest of api(), once every check passed (and the caller's session was read, for a store
 // over the network): a GET's endpoint, or the body's reading.
-ngx_int_t api_continue(ngx_http_request_t *r, const Route &route_ref, Credentials credentials) {
+ngx_int_t api_continue(ngx_http_request_t *r, const Route &route_ref, Credentials &&credentials) {
     const Route *route = &route_ref;
     if (route->method == NGX_HTTP_GET) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -85,7 +85,6 @@ constexpr ngx_msec_t kTaskTimer = 60000;  // as nginx's thread offloads: alert a
 
 ngx_thread_pool_t *g_write_pool = nullptr;
 ngx_thread_pool_t *g_hash_pool = nullptr;
-bool g_remote_store = false;  // signin_store postgresql://...
 
 // A job and who waits for it: a request, or nobody (a background job, owned here).
 struct Waiter {
@@ -529,8 +528,8 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     return NGX_DONE;
 }
 
+bool g_remote_store = false;  // signin_store postgresql://...
 void set_remote_store(bool remote) { g_remote_store = remote; }
-bool remote_store() { return g_remote_store; }
 
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_cache = std::move(cache); }
 signin::SessionCache *session_cache() { return g_session_cache.get(); }

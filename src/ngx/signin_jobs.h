@@ -95,7 +95,8 @@ ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job);
 // LMDB's map is read in the thread pool instead (DESIGN §3 rule 1), since a round trip to a
 // database would stall every request of the worker.
 void set_remote_store(bool remote);
-bool remote_store();
+extern bool g_remote_store;  // set once per worker, at init_process (set_remote_store)
+inline bool remote_store() { return g_remote_store; }  // asked on every request: inline
 
 struct Credentials;
 // Reads, in signin_thread_pool, who the credentials (a cookie or bearer token) belong to; the

@@ -59,7 +59,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
     if (ctx && ctx->auth_reading) return NGX_AGAIN;  // a stray event while the store is read
     // back from reading the store in the thread pool (a store over the network): the checks
     // below run again, but the request was counted once
-    const bool resumed = ctx && ctx->pre_auth;
+    const bool resumed = remote_store() && ctx && ctx->pre_auth;
     // A subrequest (SSI include, auth_request, ...) carries the client's headers and is
     // checked the same way; it fails with a bare status for its parent to act on.
     const bool sub = r != r->main;
