@@ -278,7 +278,10 @@ std::string_view legacy_key(std::string_view key) {
 // What a failed statement means: a lost race (retry), a full disk, or the store unavailable.
 [[noreturn]] void throw_result(PGconn *conn, const PGresult *res, std::string_view context) {
     const char *state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    std::string message = res != nullptr ? PQresultErrorMessage(res) : "";
+    // the primary message only: a DETAIL line may quote a row's values (an address, a digest),
+    // which have no place in nginx's error log
+    const char *primary = res != nullptr ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    std::string message = primary != nullptr ? primary : "";
     if (message.empty() && conn != nullptr) message = PQerrorMessage(conn);
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     const std::string what = std::string(context) + ": " + (message.empty() ? "the database did not answer" : message);
