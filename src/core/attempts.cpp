@@ -177,25 +177,17 @@ throttle::WindowState decode_window(const std::optional<std::string> &v) {
 std::string window_key(std::string_view address) { return std::string("pa\n") + std::string(address); }
 std::string registration_key(std::string_view address) { return std::string("pr\n") + std::string(address); }
 
-// f(txn) in a write transaction of its own, run again when it loses a race; a store that fails
-// gives `fallback`.
+// f(txn) in a write transaction of its own, run again when it loses a race (detail::guarded); a
+// store that fails gives `fallback`.
 template <class T, class F>
 T counted(Store &store, T fallback, F f) {
-    try {
-        for (int attempt = 1;; ++attempt) {
-            try {
-                auto txn = store.write();
-                T out = f(*txn);
-                txn->commit();
-                return out;
-            } catch (const StoreError &e) {
-                if (!e.retry() || attempt >= detail::kTransactionTries) return fallback;
-            }
-            detail::retry_pause(attempt);
-        }
-    } catch (const std::exception &) {
-        return fallback;
-    }
+    Result<T> r = detail::guarded("limit counter", [&]() -> Result<T> {
+        auto txn = store.write();
+        T out = f(*txn);
+        txn->commit();
+        return out;
+    });
+    return r ? r.value() : fallback;
 }
 
 }  // namespace

@@ -99,23 +99,6 @@ inline std::string_view view(const MDB_val &v) {
     return std::string_view(static_cast<const char *>(v.mv_data), v.mv_size);
 }
 
-// A token or session key (signin::record_key: 6 bytes of time, then the secret's 32-byte digest)
-// whose record was not found: the key that record has if an earlier build of 0.1.0 wrote it (the
-// digest alone), or "" when there is none to try.
-std::string_view legacy_key(std::string_view key) {
-    return key.size() == 6 + crypto_generichash_BYTES ? key.substr(6) : std::string_view();
-}
-
-// group_id '\0' email: the key of user_email and addr_tokens.
-std::string addr_key(std::string_view group_id, std::string_view email) {
-    std::string k;
-    k.reserve(group_id.size() + 1 + email.size());
-    k.append(group_id);
-    k.push_back('\0');
-    k.append(email);
-    return k;
-}
-
 // created_at (BE, so dupsort order is oldest first) + token hash: an addr_tokens value.
 std::string addr_token_value(const TokenRecord &t) {
     std::string v(8, '\0');

@@ -251,26 +251,12 @@ std::int64_t number(const Result &r, int row, int col) {
     return static_cast<std::int64_t>(get_be64(reinterpret_cast<const unsigned char *>(v.data())));
 }
 
-std::string addr_key(std::string_view group_id, std::string_view email) {
-    std::string k;
-    k.reserve(group_id.size() + 1 + email.size());
-    k.append(group_id);
-    k.push_back('\0');
-    k.append(email);
-    return k;
-}
-
 // A key that starts with a time (big-endian milliseconds) and 8 random bytes (audit, outbox).
 std::string timed_key(Millis at) {
     std::array<unsigned char, 16> key{};
     put_be64(key.data(), static_cast<std::uint64_t>(at));
     randombytes_buf(key.data() + 8, 8);
     return std::string(reinterpret_cast<const char *>(key.data()), key.size());
-}
-
-// As the LMDB backend: a record of an earlier 0.1.0 build may be under the digest alone.
-std::string_view legacy_key(std::string_view key) {
-    return key.size() == 6 + crypto_generichash_BYTES ? key.substr(6) : std::string_view();
 }
 
 // ---- connections -------------------------------------------------------------------------------

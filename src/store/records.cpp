@@ -2,6 +2,7 @@
 #include "store/records.hpp"
 
 #include <cjson/cJSON.h>
+#include <sodium.h>
 
 #include <memory>
 
@@ -12,6 +13,19 @@ namespace signin::records {
 
 [[noreturn]] void corrupt(std::string_view what) {
     throw StoreError(Code::StorageError, "corrupt record in the store: " + std::string(what));
+}
+
+std::string addr_key(std::string_view group_id, std::string_view email) {
+    std::string k;
+    k.reserve(group_id.size() + 1 + email.size());
+    k.append(group_id);
+    k.push_back('\0');
+    k.append(email);
+    return k;
+}
+
+std::string_view legacy_key(std::string_view key) {
+    return key.size() == 6 + crypto_generichash_BYTES ? key.substr(6) : std::string_view();
 }
 
 void put_be64(unsigned char *out, std::uint64_t v) {

@@ -23,6 +23,14 @@ inline constexpr unsigned char kPendingFormat = 2;
 
 [[noreturn]] void corrupt(std::string_view what);
 
+// group_id '\0' email: the key of an address (LMDB's user_email and addr_tokens, PostgreSQL's addr
+// columns).
+std::string addr_key(std::string_view group_id, std::string_view email);
+// A token or session key (signin::record_key: 6 bytes of time, then the secret's 32-byte digest)
+// whose record was not found: the key that record has if an earlier build of 0.1.0 wrote it (the
+// digest alone), or "" when there is none to try.
+std::string_view legacy_key(std::string_view key);
+
 void put_be64(unsigned char *out, std::uint64_t v);
 std::uint64_t get_be64(const unsigned char *in);
 
