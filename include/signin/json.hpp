@@ -63,8 +63,13 @@ public:
 
 private:
     void sep();
+    void open(char c);
     std::string out_;
-    std::vector<bool> first_;
+    // Per open object or array (bit d: depth d+1), whether nothing has been written in it yet:
+    // a word, not a vector<bool>, so a small answer allocates nothing besides its text. Deeper
+    // than 64 levels throws (nothing this module writes nests more than a few).
+    std::uint64_t first_ = 0;
+    unsigned depth_ = 0;
     bool after_key_ = false;
 };
 

@@ -2,10 +2,12 @@
 // session list, revocation and logout. Valid C++17: the glue includes it.
 #pragma once
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "signin/engine.hpp"
+#include "signin/principal_memo.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -17,6 +19,10 @@ public:
     // auth.authenticate_from: the principal behind a live session token of `kind`. Read-only.
     Result<Principal> authenticate_from(const Secret &token, std::string_view client,
                                         SessionKind kind = SessionKind::Cookie);
+    // The same, shared: with a memo (one event loop's, principal_memo.hpp) a store that reads in
+    // place hands back the principal it decoded before from the same bytes.
+    Result<std::shared_ptr<const Principal>> authenticate_shared(const Secret &token, SessionKind kind,
+                                                                 PrincipalMemo *memo);
     // Whether last_seen_at is old enough to be written again, and the write itself.
     bool needs_touch(const Principal &p) const;
     Status touch(const Principal &p);

@@ -17,6 +17,8 @@
 
 namespace signin {
 
+class PrincipalMemo;
+
 class StoreError : public std::runtime_error {
 public:
     StoreError(Code code, const std::string &what, bool retry = false)
@@ -56,6 +58,11 @@ public:
     // Every token recorded for an address, oldest first.
     virtual std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) = 0;
     virtual std::optional<SessionRecord> session(std::string_view hash) = 0;
+    // The session stored under `key` with its user, as authentication reads them; nullptr when
+    // either is missing. A store that reads its records in place (LMDB) hands back the principal
+    // `memo` (one thread's, may be null) holds while both records' bytes are unchanged; the
+    // default decodes them anew (session, then user_by_id).
+    virtual std::shared_ptr<const Principal> principal(std::string_view key, PrincipalMemo *memo);
     virtual std::optional<SessionRecord> session_by_id(std::string_view id) = 0;
     virtual std::vector<SessionRecord> sessions_of(std::string_view user_id) = 0;
     // The cookie sessions made in one browser (DESIGN §9.6), by the digest of its browser cookie.

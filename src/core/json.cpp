@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <memory>
+#include <stdexcept>
 
 #include "core/encoding.hpp"
 
@@ -187,31 +188,33 @@ void Writer::sep() {
         after_key_ = false;
         return;
     }
-    if (!first_.empty()) {
-        if (!first_.back()) out_.push_back(',');
-        first_.back() = false;
-    }
+    if (depth_ == 0) return;
+    const std::uint64_t bit = std::uint64_t{1} << (depth_ - 1);
+    if (!(first_ & bit)) out_.push_back(',');
+    first_ &= ~bit;
+}
+void Writer::open(char c) {
+    sep();
+    if (depth_ == 64) throw std::length_error("JSON nested too deep");
+    out_.push_back(c);
+    first_ |= std::uint64_t{1} << depth_++;
 }
 Writer &Writer::begin_object() {
-    sep();
-    out_.push_back('{');
-    first_.push_back(true);
+    open('{');
     return *this;
 }
 Writer &Writer::end_object() {
     out_.push_back('}');
-    first_.pop_back();
+    --depth_;
     return *this;
 }
 Writer &Writer::begin_array() {
-    sep();
-    out_.push_back('[');
-    first_.push_back(true);
+    open('[');
     return *this;
 }
 Writer &Writer::end_array() {
     out_.push_back(']');
-    first_.pop_back();
+    --depth_;
     return *this;
 }
 Writer &Writer::key(std::string_view k) {

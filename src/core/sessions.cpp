@@ -11,17 +11,24 @@
 namespace signin {
 
 Result<Principal> Sessions::authenticate_from(const Secret &token, std::string_view, SessionKind kind) {
+    auto p = authenticate_shared(token, kind, nullptr);
+    if (!p) return p.error();
+    return Principal(*p.value());
+}
+
+Result<std::shared_ptr<const Principal>> Sessions::authenticate_shared(const Secret &token, SessionKind kind,
+                                                                       PrincipalMemo *memo) {
     if (!plausible_secret(token.reveal())) return Error{Code::Unauthenticated, "not signed in"};
-    return detail::guarded("authenticate", [&]() -> Result<Principal> {
+    return detail::guarded("authenticate", [&]() -> Result<std::shared_ptr<const Principal>> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
-        auto s = txn->session(record_key(token.reveal()));
-        if (!s || s->kind != kind || !detail::is_live(engine_.policy(), *s, now)) {
+        auto p = txn->principal(record_key(token.reveal()), memo);
+        // the same checks whether the principal was decoded now or before: the clock moves
+        if (!p || p->session.kind != kind || !detail::is_live(engine_.policy(), p->session, now) ||
+            p->user.suspended) {
             return Error{Code::Unauthenticated, "not signed in"};
         }
-        auto user = txn->user_by_id(s->user_id);
-        if (!user || user->suspended) return Error{Code::Unauthenticated, "not signed in"};
-        return Principal{std::move(*user), std::move(*s)};
+        return p;
     });
 }
 

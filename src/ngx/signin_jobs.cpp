@@ -427,7 +427,7 @@ struct AuthReadTask {
     signin::Secret secret;
     std::string key;  // the session key (for the cache)
     signin::SessionKind kind = signin::SessionKind::Cookie;
-    std::optional<signin::Result<signin::Principal>> result;
+    std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> result;
     ngx_pool_t *pool = nullptr;
     ngx_thread_task_t *task = nullptr;
 };
@@ -442,7 +442,7 @@ void auth_read_thread(void *data, ngx_log_t *log) {
             t->result = signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
         } else {
             // records nothing about the client: the same call as authenticate() on the event loop
-            t->result = id->sessions().authenticate_from(t->secret, {}, t->kind);
+            t->result = id->sessions().authenticate_shared(t->secret, t->kind, nullptr);
             if (g_session_cache && *t->result) t->key = signin::record_key(t->secret.reveal());
         }
     } catch (...) {
@@ -456,11 +456,11 @@ void auth_read_done(ngx_event_t *ev) {
     if (task_overdue(ev)) return;
     auto *t = static_cast<AuthReadTask *>(ev->data);
     ngx_http_request_t *r = t->r;
-    std::optional<signin::Result<signin::Principal>> result = std::move(t->result);
+    std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> result = std::move(t->result);
     const signin::Millis wait = t->wait;
     if (g_session_cache && !t->key.empty() && result && *result) {
         guarded("the session cache", [&] {
-            if (identity() != nullptr) g_session_cache->put(t->key, result->value(), identity()->now());
+            if (identity() != nullptr) g_session_cache->put(t->key, *result->value(), identity()->now());
         });
     }
     delete_task(t);
@@ -532,6 +532,10 @@ bool g_remote_store = false;  // signin_store postgresql://...
 void set_remote_store(bool remote) { g_remote_store = remote; }
 
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_cache = std::move(cache); }
+
+std::unique_ptr<signin::PrincipalMemo> g_principal_memo;
+void set_principal_memo(std::unique_ptr<signin::PrincipalMemo> memo) { g_principal_memo = std::move(memo); }
+signin::PrincipalMemo *principal_memo() { return g_principal_memo.get(); }
 signin::SessionCache *session_cache() { return g_session_cache.get(); }
 
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
@@ -542,7 +546,7 @@ bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
     const signin::Principal *hit =
         g_session_cache->get(signin::record_key(c.secret.reveal()), kind, identity()->policy(), identity()->now());
     if (hit == nullptr) return false;
-    ctx->pre_auth = *hit;
+    ctx->pre_auth = std::make_shared<const signin::Principal>(*hit);
     return true;
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "signin/principal_memo.hpp"
 #include "signin/session_cache.hpp"
 #include "signin/shared_limits.hpp"
 #include "signin/types.hpp"
@@ -118,6 +119,9 @@ signin::SharedLimits *shared_limits();
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache);
 signin::SessionCache *session_cache();
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c);
+// The worker's PrincipalMemo (an LMDB store; nullptr otherwise): authenticate() passes it.
+void set_principal_memo(std::unique_ptr<signin::PrincipalMemo> memo);
+signin::PrincipalMemo *principal_memo();
 
 // An endpoint's read of the store, then its answer: `fetch` (an engine call; it must not use the
 // request) runs at once on the event loop for LMDB, whose reads are memory reads, and in the

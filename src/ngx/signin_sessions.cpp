@@ -105,12 +105,12 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
     // signin_client value is not evaluated for it. A store over the network was read in the
     // thread pool before (start_auth_read): its outcome is taken, once.
     if (ctx->pre_auth) {
-        signin::Result<signin::Principal> read = std::move(*ctx->pre_auth);
+        signin::Result<std::shared_ptr<const signin::Principal>> read = std::move(*ctx->pre_auth);
         ctx->pre_auth.reset();
         if (!read) return read.error();
         ctx->principal = std::move(read.value());
     } else {
-        auto p = engine->sessions().authenticate_from(c.secret, {}, kind);
+        auto p = engine->sessions().authenticate_shared(c.secret, kind, principal_memo());
         if (!p) return p.error();
         ctx->principal = std::move(p.value());
     }
@@ -119,7 +119,7 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
         // a cached principal would ask for this touch again at every request
         if (signin::SessionCache *cache = session_cache()) cache->touched(signin::record_key(c.secret.reveal()), engine->now());
     }
-    return &*ctx->principal;
+    return ctx->principal.get();
 }
 
 const signin::Principal *signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie) {

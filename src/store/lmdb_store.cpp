@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "core/encoding.hpp"
+#include "signin/principal_memo.hpp"
 #include "signin/store.hpp"
 #include "store/records.hpp"
 
@@ -196,6 +197,27 @@ public:
         if (!v && (key = legacy_key(key), !key.empty())) v = get(env_.dbi.sessions, key, "read session");
         if (!v) return std::nullopt;
         return decode_session(key, *v);
+    }
+
+    // In place: the two records are compared with the bytes `memo` decoded before, as slices of
+    // the map, and decoded only when they differ.
+    std::shared_ptr<const Principal> principal(std::string_view key, PrincipalMemo *memo) override {
+        std::string_view found = key;
+        auto v = get(env_.dbi.sessions, key, "read session");
+        if (!v && (found = legacy_key(key), !found.empty())) v = get(env_.dbi.sessions, found, "read session");
+        if (!v) return nullptr;
+        if (memo != nullptr) {
+            if (const auto *hit = memo->find(key, *v)) {
+                auto u = get(env_.dbi.users, (*hit)->session.user_id, "read user");
+                if (u && memo->user_matches(key, *u)) return *hit;
+            }
+        }
+        SessionRecord s = decode_session(found, *v);
+        auto u = get(env_.dbi.users, s.user_id, "read user");
+        if (!u) return nullptr;
+        auto p = std::make_shared<const Principal>(Principal{decode_user(*u), std::move(s)});
+        if (memo != nullptr) memo->put(key, *v, *u, p);
+        return p;
     }
 
     std::optional<SessionRecord> session_by_id(std::string_view id) override {

@@ -16,6 +16,7 @@
 
 #include "core/encoding.hpp"
 #include "signin/auth.hpp"
+#include "signin/principal_memo.hpp"
 #include "signin/store.hpp"
 #include "engine_fixtures.hpp"
 
@@ -746,6 +747,92 @@ TEST_F(AuthTest, SuspendedUserIsUnauthenticated) {
     EXPECT_FALSE(sessions().authenticate_from(b.token, "x", SessionKind::Bearer));
     ASSERT_TRUE(id_->set_suspended("", "alice@example.com", false));
     EXPECT_TRUE(sessions().authenticate_from(c.token, "x"));
+}
+
+// A worker's memo of decoded principals (principal_memo.hpp): the same principal while the
+// session's and the user's stored bytes stay the same, and every change the store holds seen at
+// the next request, as without it.
+TEST_F(AuthTest, PrincipalMemoHandsBackOnlyWhatTheStoreStillSays) {
+    add_user("alice@example.com");
+    Session c = sign_in("alice@example.com");
+    clock_->advance(policy_.token_resend);
+    Session b = sign_in("alice@example.com", SessionKind::Bearer);
+    PrincipalMemo memo(8);
+    auto first = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    ASSERT_TRUE(first);
+    auto again = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(first.value().get(), again.value().get()) << "unchanged records: the memo's principal";
+    EXPECT_EQ(again.value()->user.email, "alice@example.com");
+    EXPECT_EQ(again.value()->session.hash, record_key(c.token.reveal()));
+
+    // the kind and the clock are checked on a hit too
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Bearer, &memo));
+    ASSERT_TRUE(sessions().authenticate_shared(b.token, SessionKind::Bearer, &memo));
+
+    // a touch rewrites the session: decoded again, with the new last_seen_at
+    clock_->advance(policy_.session_touch);
+    ASSERT_TRUE(sessions().touch(*again.value()));
+    auto touched = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    ASSERT_TRUE(touched);
+    EXPECT_NE(touched.value().get(), first.value().get());
+    EXPECT_EQ(touched.value()->session.last_seen_at, clock_->now());
+
+    // the user's record changes (roles; a suspension): seen at once
+    {
+        auto txn = store_->write();
+        auto u = txn->user_by_id(touched.value()->user.id);
+        ASSERT_TRUE(u);
+        u->roles = {"admin"};
+        txn->put_user(*u);
+        txn->commit();
+    }
+    auto roles = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    ASSERT_TRUE(roles);
+    EXPECT_EQ(roles.value()->user.roles, std::vector<std::string>{"admin"});
+    ASSERT_TRUE(id_->set_suspended("", "alice@example.com", true));
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+    ASSERT_TRUE(id_->set_suspended("", "alice@example.com", false));
+    ASSERT_TRUE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+
+    // the idle limit passes while the entry is in the memo
+    clock_->advance(policy_.session_idle);
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+    clock_->advance(-policy_.session_idle);
+    ASSERT_TRUE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+
+    // signed out: the record is gone, whatever the memo holds
+    auto p = sessions().authenticate_from(c.token, "x");
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(sessions().logout(p.value(), "x"));
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+    EXPECT_TRUE(sessions().authenticate_shared(b.token, SessionKind::Bearer, &memo));
+}
+
+TEST(PrincipalMemo, EntriesAreKeyedByKeyAndExactBytes) {
+    PrincipalMemo memo(3);
+    EXPECT_EQ(memo.slots(), 4u);
+    auto p = std::make_shared<const Principal>();
+    const std::string key(38, 'k');
+    memo.put(key, "session-bytes", "user-bytes", p);
+    ASSERT_NE(memo.find(key, "session-bytes"), nullptr);
+    EXPECT_EQ(memo.find(key, "session-bytes")->get(), p.get());
+    EXPECT_TRUE(memo.user_matches(key, "user-bytes"));
+    EXPECT_FALSE(memo.user_matches(key, "user-bytez"));
+    EXPECT_EQ(memo.find(key, "session-bytez"), nullptr);
+    EXPECT_EQ(memo.find(key, std::string_view("session-bytes", 12)), nullptr);
+    std::string other = key;
+    other[0] = 'x';  // the same slot (its last bytes), another session
+    EXPECT_EQ(memo.find(other, "session-bytes"), nullptr);
+    EXPECT_FALSE(memo.user_matches(other, "user-bytes"));
+    auto q = std::make_shared<const Principal>();
+    memo.put(other, "session-bytes", "user-bytes", q);  // takes the slot
+    EXPECT_EQ(memo.find(key, "session-bytes"), nullptr);
+    EXPECT_EQ(memo.find(other, "session-bytes")->get(), q.get());
+    EXPECT_EQ(p.use_count(), 1) << "the replaced entry let its principal go";
+    PrincipalMemo empty(0);
+    EXPECT_EQ(empty.slots(), 1u);
+    EXPECT_EQ(empty.find(key, ""), nullptr);
 }
 
 TEST_F(AuthTest, SetSuspendedUnknownAccount) {
