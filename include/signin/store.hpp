@@ -77,6 +77,9 @@ public:
     // Records per table, expired ones not yet purged included (signin-admin stats).
     struct Counts {
         std::size_t users = 0, tokens = 0, sessions = 0, passkeys = 0, audit = 0, outbox = 0, provider_links = 0;
+        // Entries of the index of tokens by address: one per token, and on LMDB also those of
+        // deleted tokens that the address's next token or the purge has not removed yet.
+        std::size_t token_index = 0;
     };
     virtual Counts counts() = 0;
     // Outbox entries whose due_at is at or before `now`, earliest first, at most `limit`.

@@ -6,7 +6,8 @@
 //   user_email     group_id '\0' email -> user id (users without an address have none)
 //   tokens         token key (signin::record_key: 6 bytes of creation time + the secret's 32-byte
 //                  digest; the digest alone for records of earlier builds) -> token record
-//   addr_tokens    (DUPSORT) group_id '\0' email -> created_at (8 bytes BE) + token key
+//   addr_tokens    (DUPSORT) group_id '\0' email -> created_at (8 bytes BE) + token key; a deleted
+//                  token's entry stays until the address's next token or the purge (del_token)
 //   sessions       session key (as a token's) -> session record
 //   session_ids    session id -> session key
 //   user_sessions  (DUPSORT) user id -> session id
@@ -120,6 +121,9 @@ struct Dbis {
 struct Env {
     MDB_env *env = nullptr;
     Dbis dbi;
+    // Where the purge's scan of addr_tokens stopped (it goes on from there next time). Used only
+    // in write transactions, which LMDB runs one at a time.
+    mutable std::string addr_scan_from;
 };
 
 // Begins a transaction; a full reader table is first cleared of dead processes' slots, once.
@@ -297,6 +301,7 @@ public:
         ReadTxn::Counts c;
         c.users = n(env_.dbi.users);
         c.tokens = n(env_.dbi.tokens);
+        c.token_index = n(env_.dbi.addr_tokens);
         c.sessions = n(env_.dbi.sessions);
         c.passkeys = n(env_.dbi.passkeys);
         c.audit = n(env_.dbi.audit);
@@ -520,16 +525,38 @@ public:
             del(env_.dbi.addr_tokens, addr_key(old->group_id, old->email), &old_dup, "delete token index");
         }
         put(env_.dbi.tokens, t.hash, encode_token(t), 0, "write token");
-        put(env_.dbi.addr_tokens, addr_key(t.group_id, t.email), addr_token_value(t), MDB_NODUPDATA,
-            "write token index");
+        const std::string key = addr_key(t.group_id, t.email);
+        drop_spent_entries(key);  // their leaf is written below anyway
+        put(env_.dbi.addr_tokens, key, addr_token_value(t), MDB_NODUPDATA, "write token index");
     }
 
+    // The token goes; its address's index entry stays (tokens_for skips an entry whose token is
+    // gone) until that address's next token or the purge removes it. Issue #20: an exchange
+    // spends a token of an address it never writes otherwise, and that entry's leaf (with its
+    // branch pages) was most of 4 KiB pages of a batch's commit per exchange.
     void del_token(std::string_view hash) override {
-        auto t = token(hash);
-        if (!t) return;
-        std::string dup = addr_token_value(*t);
-        del(env_.dbi.addr_tokens, addr_key(t->group_id, t->email), &dup, "delete token index");
+        if (!get(env_.dbi.tokens, hash, "read token")) {
+            hash = legacy_key(hash);
+            if (hash.empty() || !get(env_.dbi.tokens, hash, "read token")) return;
+        }
         del(env_.dbi.tokens, hash, nullptr, "delete token");
+    }
+
+    // The entries of an address whose tokens are gone (read first, then deleted: a cursor that
+    // deletes among duplicates is easy to get wrong).
+    void drop_spent_entries(std::string_view key) {
+        if (!key_ok(key)) return;
+        std::vector<std::string> spent;
+        {
+            Cursor c(env_.env, live(), env_.dbi.addr_tokens);
+            MDB_val k = val(key), d{};
+            for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
+                 rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
+                check(env_.env, rc, "read tokens of an address");
+                if (d.mv_size > 8 && !token(view(d).substr(8))) spent.emplace_back(view(d));
+            }
+        }
+        for (const auto &dup : spent) del(env_.dbi.addr_tokens, key, &dup, "delete a spent token's index entry");
     }
 
     void put_session(const SessionRecord &s) override {
@@ -650,6 +677,8 @@ public:
         for (const auto &h : tokens) del_token(h);
         std::vector<std::string> sessions = expired(env_.dbi.sessions, now, budget - tokens.size(), false);
         for (const auto &h : sessions) del_session(h);
+        // index entries, not records: bounded by the budget too, not counted in what is returned
+        (void)drop_spent_entries(budget);
         std::size_t pending = 0;  // sign-ins waiting for a second factor: 5 minutes each
         {
             Cursor c(env_.env, live(), env_.dbi.mfa_pending);
@@ -730,6 +759,44 @@ private:
         if (!s.browser.empty()) del(env_.dbi.browser_sessions, s.browser, &s.id, "delete browser's session");
     }
 
+
+    // The purge's share of del_token's deferred work: up to `budget` entries of addr_tokens whose
+    // token is gone, looking at no more than kAddrScan entries a call (the write lock is held),
+    // from the address where the previous call stopped, round the table.
+    static constexpr std::size_t kAddrScan = 50000;
+    std::size_t drop_spent_entries(std::size_t budget) {
+        std::vector<std::pair<std::string, std::string>> spent;
+        std::string &from = env_.addr_scan_from;
+        {
+            Cursor c(env_.env, live(), env_.dbi.addr_tokens);
+            MDB_val k{}, d{};
+            int rc = MDB_NOTFOUND;
+            if (!from.empty()) {
+                k = val(from);
+                rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE);
+            }
+            bool wrapped = from.empty();
+            if (rc == MDB_NOTFOUND) {
+                wrapped = true;
+                rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
+            }
+            std::size_t seen = 0;
+            for (; spent.size() < budget && seen < kAddrScan; ++seen) {
+                if (rc == MDB_NOTFOUND) {  // the end: once round from the start
+                    if (wrapped) break;
+                    wrapped = true;
+                    rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
+                    if (rc == MDB_NOTFOUND) break;
+                }
+                check(env_.env, rc, "scan the token index");
+                if (d.mv_size > 8 && !token(view(d).substr(8))) spent.emplace_back(std::string(view(k)), std::string(view(d)));
+                rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT);
+            }
+            from = rc == 0 ? std::string(view(k)) : std::string();
+        }
+        for (const auto &[key, dup] : spent) del(env_.dbi.addr_tokens, key, &dup, "delete a spent token's index entry");
+        return spent.size();
+    }
 
     std::vector<std::string> expired(MDB_dbi dbi, Millis now, std::size_t budget, bool is_token) {
         std::vector<std::string> out;

@@ -469,6 +469,7 @@ public:
         ReadTxn::Counts c;
         c.users = count(UserCount, "count users");
         c.tokens = count(CountTokens, "count tokens");
+        c.token_index = c.tokens;  // the address is a column of the token's row
         c.sessions = count(CountSessions, "count sessions");
         c.passkeys = count(CountPasskeys, "count passkeys");
         c.audit = count(AuditCount, "count audit entries");
