@@ -28,6 +28,10 @@ sub audit {
     is $r->{status}, 200, 'account created';
     my $cookie = SigninTest::set_cookie_pair($r);
     my $tok = $t->request_token($e, login => 1);
+    # each worker that answers holds the decoded session afterwards (its PrincipalMemo): the
+    # suspension must still be seen at the next request, whichever worker takes it
+    my @before = map { $t->req(GET => '/auth/me', headers => { cookie => $cookie })->{status} } 1 .. 8;
+    is_deeply \@before, [(200) x 8], 'signed in';
     my ($rc, $out) = $t->admin('suspend', $e);
     is $rc, 0, 'signin-admin suspend' or diag $out;
     $r = $t->req(GET => '/auth/me', headers => { cookie => $cookie });

@@ -532,11 +532,11 @@ bool g_remote_store = false;  // signin_store postgresql://...
 void set_remote_store(bool remote) { g_remote_store = remote; }
 
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_cache = std::move(cache); }
+signin::SessionCache *session_cache() { return g_session_cache.get(); }
 
 std::unique_ptr<signin::PrincipalMemo> g_principal_memo;
 void set_principal_memo(std::unique_ptr<signin::PrincipalMemo> memo) { g_principal_memo = std::move(memo); }
 signin::PrincipalMemo *principal_memo() { return g_principal_memo.get(); }
-signin::SessionCache *session_cache() { return g_session_cache.get(); }
 
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
     if (!g_session_cache || identity() == nullptr) return false;

@@ -532,8 +532,8 @@ public:
 
     // The token goes; its address's index entry stays (tokens_for skips an entry whose token is
     // gone) until that address's next token or the purge removes it. Issue #20: an exchange
-    // spends a token of an address it never writes otherwise, and that entry's leaf (with its
-    // branch pages) was most of 4 KiB pages of a batch's commit per exchange.
+    // spends a token of an address it writes nothing else for, and that entry's leaf (with its
+    // branch pages) was a third of the pages a batch of exchanges wrote (15.6 -> 10.6 KiB each).
     void del_token(std::string_view hash) override {
         if (!get(env_.dbi.tokens, hash, "read token")) {
             hash = legacy_key(hash);
