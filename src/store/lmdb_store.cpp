@@ -174,53 +174,42 @@ public:
     }
 
     std::optional<TokenRecord> token(std::string_view key) override {
-        auto v = get(env_.dbi.tokens, key, "read token");
-        if (!v && (key = legacy_key(key), !key.empty())) v = get(env_.dbi.tokens, key, "read token");
-        if (!v) return std::nullopt;
-        return decode_token(key, *v);
+        auto r = keyed(env_.dbi.tokens, key, "read token");
+        if (!r) return std::nullopt;
+        return decode_token(r->key, r->value);
     }
 
     std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
         std::vector<TokenRecord> out;
-        std::string key = addr_key(group_id, email);
-        if (!key_ok(key)) return out;
-        Cursor c(env_.env, live(), env_.dbi.addr_tokens);
-        MDB_val k = val(key), d{};
-        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
-             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
-            check(env_.env, rc, "read tokens of an address");
-            if (d.mv_size <= 8) corrupt("addr_tokens: bad value");
-            auto hash = view(d).substr(8);
-            if (auto t = token(hash)) out.push_back(std::move(*t));
-        }
+        each_dup(env_.dbi.addr_tokens, addr_key(group_id, email), "read tokens of an address", [&](std::string_view d) {
+            if (d.size() <= 8) corrupt("addr_tokens: bad value");
+            if (auto t = token(d.substr(8))) out.push_back(std::move(*t));
+        });
         return out;
     }
 
     std::optional<SessionRecord> session(std::string_view key) override {
-        auto v = get(env_.dbi.sessions, key, "read session");
-        if (!v && (key = legacy_key(key), !key.empty())) v = get(env_.dbi.sessions, key, "read session");
-        if (!v) return std::nullopt;
-        return decode_session(key, *v);
+        auto r = keyed(env_.dbi.sessions, key, "read session");
+        if (!r) return std::nullopt;
+        return decode_session(r->key, r->value);
     }
 
     // In place: the two records are compared with the bytes `memo` decoded before, as slices of
     // the map, and decoded only when they differ.
     std::shared_ptr<const Principal> principal(std::string_view key, PrincipalMemo *memo) override {
-        std::string_view found = key;
-        auto v = get(env_.dbi.sessions, key, "read session");
-        if (!v && (found = legacy_key(key), !found.empty())) v = get(env_.dbi.sessions, found, "read session");
-        if (!v) return nullptr;
+        auto r = keyed(env_.dbi.sessions, key, "read session");
+        if (!r) return nullptr;
         if (memo != nullptr) {
-            if (const auto *hit = memo->find(key, *v)) {
+            if (const auto *hit = memo->find(key, r->value)) {
                 auto u = get(env_.dbi.users, (*hit)->session.user_id, "read user");
                 if (u && memo->user_matches(key, *u)) return *hit;
             }
         }
-        SessionRecord s = decode_session(found, *v);
+        SessionRecord s = decode_session(r->key, r->value);
         auto u = get(env_.dbi.users, s.user_id, "read user");
         if (!u) return nullptr;
         auto p = std::make_shared<const Principal>(Principal{decode_user(*u), std::move(s)});
-        if (memo != nullptr) memo->put(key, *v, *u, p);
+        if (memo != nullptr) memo->put(key, r->value, *u, p);
         return p;
     }
 
@@ -233,14 +222,9 @@ public:
     // The sessions a DUPSORT index (key -> session ids) names.
     std::vector<SessionRecord> indexed_sessions(MDB_dbi dbi, std::string_view key, const char *context) {
         std::vector<SessionRecord> out;
-        if (!key_ok(key)) return out;
-        Cursor c(env_.env, this->live(), dbi);
-        MDB_val k = val(key), d{};
-        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
-             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
-            check(env_.env, rc, context);
-            if (auto s = session_by_id(view(d))) out.push_back(std::move(*s));
-        }
+        each_dup(dbi, key, context, [&](std::string_view id) {
+            if (auto s = session_by_id(id)) out.push_back(std::move(*s));
+        });
         return out;
     }
 
@@ -358,14 +342,9 @@ public:
 
     std::vector<PasskeyRecord> passkeys_of(std::string_view user_id) override {
         std::vector<PasskeyRecord> out;
-        if (!key_ok(user_id)) return out;
-        Cursor c(env_.env, this->live(), env_.dbi.user_passkeys);
-        MDB_val k = val(user_id), d{};
-        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
-             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
-            check(env_.env, rc, "read a user's passkeys");
-            if (auto p = passkey(view(d))) out.push_back(std::move(*p));
-        }
+        each_dup(env_.dbi.user_passkeys, user_id, "read a user's passkeys", [&](std::string_view key) {
+            if (auto p = passkey(key)) out.push_back(std::move(*p));
+        });
         return out;
     }
 
@@ -377,14 +356,9 @@ public:
 
     std::vector<ProviderLinkRecord> provider_links_of(std::string_view user_id) override {
         std::vector<ProviderLinkRecord> out;
-        if (!key_ok(user_id)) return out;
-        Cursor c(env_.env, this->live(), env_.dbi.user_provider_links);
-        MDB_val k = val(user_id), d{};
-        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
-             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
-            check(env_.env, rc, "read a user's provider links");
-            if (auto l = provider_link(view(d))) out.push_back(std::move(*l));
-        }
+        each_dup(env_.dbi.user_provider_links, user_id, "read a user's provider links", [&](std::string_view key) {
+            if (auto l = provider_link(key)) out.push_back(std::move(*l));
+        });
         return out;
     }
 
@@ -418,6 +392,32 @@ protected:
 
     // The value under `key`, pointing into the map: valid until the next write or the txn's end,
     // so every caller copies (decodes) it at once.
+    // A token or session record by its key, or by the key an earlier build wrote it under
+    // (legacy_key); `key` is the one it was found under.
+    struct Keyed {
+        std::string_view key, value;
+    };
+    std::optional<Keyed> keyed(MDB_dbi dbi, std::string_view key, const char *context) {
+        if (auto v = get(dbi, key, context)) return Keyed{key, *v};
+        const std::string_view legacy = legacy_key(key);
+        if (legacy.empty()) return std::nullopt;
+        if (auto v = get(dbi, legacy, context)) return Keyed{legacy, *v};
+        return std::nullopt;
+    }
+
+    // f(value) for each value of a DUPSORT table's `key`, in order.
+    template <class F>
+    void each_dup(MDB_dbi dbi, std::string_view key, const char *context, F f) {
+        if (!key_ok(key)) return;
+        Cursor c(env_.env, live(), dbi);
+        MDB_val k = val(key), d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
+            check(env_.env, rc, context);
+            f(view(d));
+        }
+    }
+
     std::optional<std::string_view> get(MDB_dbi dbi, std::string_view key, const char *context) {
         MDB_txn *txn = live();
         if (!key_ok(key)) return std::nullopt;
@@ -535,27 +535,19 @@ public:
     // spends a token of an address it writes nothing else for, and that entry's leaf (with its
     // branch pages) was a third of the pages a batch of exchanges wrote (15.6 -> 10.6 KiB each).
     void del_token(std::string_view hash) override {
-        if (!get(env_.dbi.tokens, hash, "read token")) {
-            hash = legacy_key(hash);
-            if (hash.empty() || !get(env_.dbi.tokens, hash, "read token")) return;
+        if (del(env_.dbi.tokens, hash, nullptr, "delete token")) return;
+        if (const std::string_view legacy = legacy_key(hash); !legacy.empty()) {
+            del(env_.dbi.tokens, legacy, nullptr, "delete token");
         }
-        del(env_.dbi.tokens, hash, nullptr, "delete token");
     }
 
     // The entries of an address whose tokens are gone (read first, then deleted: a cursor that
     // deletes among duplicates is easy to get wrong).
     void drop_spent_entries(std::string_view key) {
-        if (!key_ok(key)) return;
         std::vector<std::string> spent;
-        {
-            Cursor c(env_.env, live(), env_.dbi.addr_tokens);
-            MDB_val k = val(key), d{};
-            for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY); rc != MDB_NOTFOUND;
-                 rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT_DUP)) {
-                check(env_.env, rc, "read tokens of an address");
-                if (d.mv_size > 8 && !token(view(d).substr(8))) spent.emplace_back(view(d));
-            }
-        }
+        each_dup(env_.dbi.addr_tokens, key, "read tokens of an address", [&](std::string_view d) {
+            if (d.size() > 8 && !token(d.substr(8))) spent.emplace_back(d);
+        });
         for (const auto &dup : spent) del(env_.dbi.addr_tokens, key, &dup, "delete a spent token's index entry");
     }
 
@@ -678,7 +670,7 @@ public:
         std::vector<std::string> sessions = expired(env_.dbi.sessions, now, budget - tokens.size(), false);
         for (const auto &h : sessions) del_session(h);
         // index entries, not records: bounded by the budget too, not counted in what is returned
-        (void)drop_spent_entries(budget);
+        (void)purge_spent_entries(budget);
         std::size_t pending = 0;  // sign-ins waiting for a second factor: 5 minutes each
         {
             Cursor c(env_.env, live(), env_.dbi.mfa_pending);
@@ -743,13 +735,15 @@ private:
     }
 
     // Deletes key (or the one duplicate `data`); a missing entry is not an error.
-    void del(MDB_dbi dbi, std::string_view key, const std::string *data, const char *context) {
-        if (!key_ok(key)) return;
+    // Whether there was something to delete.
+    bool del(MDB_dbi dbi, std::string_view key, const std::string *data, const char *context) {
+        if (!key_ok(key)) return false;
         MDB_val k = val(key), d{};
         if (data != nullptr) d = val(*data);
         int rc = mdb_del(live(), dbi, &k, data != nullptr ? &d : nullptr);
-        if (rc == MDB_NOTFOUND) return;
+        if (rc == MDB_NOTFOUND) return false;
         check(env_.env, rc, context);
+        return true;
     }
 
     void drop_session_index(const SessionRecord &s) {
@@ -764,7 +758,7 @@ private:
     // token is gone, looking at no more than kAddrScan entries a call (the write lock is held),
     // from the address where the previous call stopped, round the table.
     static constexpr std::size_t kAddrScan = 50000;
-    std::size_t drop_spent_entries(std::size_t budget) {
+    std::size_t purge_spent_entries(std::size_t budget) {
         std::vector<std::pair<std::string, std::string>> spent;
         std::string &from = env_.addr_scan_from;
         {
