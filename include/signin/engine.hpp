@@ -143,10 +143,11 @@ public:
     // without it, enrolling a second factor fails.
     void use_secret_key(const SecretKey &key);
 
-    // Group commit for a transport: runs `operations` (engine calls on this thread), each of
-    // whose writes is a nested transaction of one batch (a failed operation leaves the others
-    // alone), and makes the whole batch durable with one commit. An error when that commit
-    // failed: then nothing of the batch was written, whatever the operations returned.
+    // Group commit for a transport: runs `operations` (engine calls on this thread), whose
+    // writes are one batch (a failed operation leaves the others alone), and makes the whole
+    // batch durable with one commit. An error when that commit failed: then nothing of the
+    // batch was written, whatever the operations returned. `operations` may run twice
+    // (Store::batch): each run does the same work from the start; what the last run gives counts.
     Status write_batch(const std::function<void()> &operations);
 
 private:

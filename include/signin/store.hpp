@@ -150,10 +150,13 @@ public:
     virtual std::unique_ptr<ReadTxn> read() = 0;
     virtual std::unique_ptr<WriteTxn> write() = 0;
 
-    // Group commit: runs fn, during which every write() on this thread is a nested transaction
-    // of one batch (its commit() is a savepoint, its abort leaves the rest of the batch alone),
-    // and makes the whole batch durable with one commit when fn returns. Throws StoreError if
-    // that commit fails. A backend without nested transactions runs fn with plain ones.
+    // Group commit: runs fn, during which every write() on this thread is part of one batch
+    // (its commit() keeps its writes in the batch, its abort leaves the rest of the batch
+    // alone), and makes the whole batch durable with one commit when fn returns. Throws
+    // StoreError if that commit fails. A backend without nested transactions runs fn with plain
+    // ones. fn may be run twice (LMDB: when a write() was abandoned after writing, the first run
+    // is undone whole and the second decides), so it must redo the same work from the start
+    // and keep only what its last run gives.
     virtual void batch(const std::function<void()> &fn) { fn(); }
 
     // How much of the store is used (the file's pages in use) and its mapped size (signin_metrics).

@@ -128,10 +128,13 @@ private:
 // worker's, on a timer that keeps a worker that is shutting down until it is made.
 class FailedJob final : public BackgroundJob {
 public:
-    explicit FailedJob(signin::OutboxItem item) : BackgroundJob(Stage::Write), item_(std::move(item)) {}
+    explicit FailedJob(signin::OutboxItem item) : BackgroundJob(Stage::Write), sent_(std::move(item)) {}
 
 private:
+    // failed() moves the entry to a new key: from the item as it was sent each time it runs
+    // (a write batch may run it twice, Job::write)
     signin::Status write() override {
+        item_ = sent_;
         auto d = id().outbox().failed(item_);
         if (!d) return d.error();
         delay_ = d.value();
@@ -139,7 +142,8 @@ private:
     }
     void done(const signin::Error *failure) override;
 
-    signin::OutboxItem item_;
+    const signin::OutboxItem sent_;
+    signin::OutboxItem item_;  // held again: its next try
     std::optional<signin::Millis> delay_;
 };
 

@@ -288,6 +288,7 @@ ngx_int_t post_read(const Waiter &w) {
 struct WriteBatch {
     std::vector<Waiter> members;            // taken by the thread from g_waiting
     bool taken = false;
+    bool replayed = false;                 // it ran twice (Store::batch)
     std::optional<signin::Error> failure;  // the commit's
     ngx_pool_t *pool = nullptr;
     ngx_thread_task_t *task = nullptr;
@@ -322,13 +323,19 @@ void batch_thread(void *data, ngx_log_t *log) {
     signin::Status st = id == nullptr
                             ? signin::Status(signin::Code::StorageError, "the sign-in store is not open")
                             : id->write_batch([b, log] {
-                                  take_waiting(b);
+                                  if (!b->taken) {
+                                      take_waiting(b);
+                                  } else {  // the batch runs again (Store::batch): the same jobs
+                                      b->replayed = true;
+                                      for (Waiter &w : b->members) w.job->rewind_write();
+                                  }
                                   for (Waiter &w : b->members) w.job->run_stage(log);  // one failing job stops no other
                               });
     if (st) {
         count_batch(b->members.size(),
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
+    if (b->replayed) count_batch_replay();
     if (!st) {
         b->failure = st.error();
         if (!b->taken) take_waiting(b);  // the transaction never began: they get its error

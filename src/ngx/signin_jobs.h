@@ -42,6 +42,11 @@ public:
     void run_stage(ngx_log_t *log);
     // Ends the job with e (a batch whose commit failed, a pool that refused the job).
     void fail(signin::Error e);
+    // Back to the Write stage with no failure: the batch it ran in runs again (Store::batch).
+    void rewind_write() {
+        stage_ = Stage::Write;
+        failure_.reset();
+    }
     // The Answer stage of a request's job: an rc for ngx_http_finalize_request.
     ngx_int_t finish(ngx_http_request_t *r);
 
@@ -55,7 +60,9 @@ protected:
     virtual signin::Status read() { return signin::ok_status(); }
     // Whether a Write stage follows the Hash stage.
     virtual bool writes() const { return true; }
-    // Write stage: engine calls that write through the store; the batch's commit makes them durable.
+    // Write stage: engine calls that write through the store; the batch's commit makes them
+    // durable. It may run twice (rewind_write): it does the same from the start each time and
+    // sets every outcome it has, so that the last run's is what is answered.
     virtual signin::Status write() { return signin::ok_status(); }
     // Answer stage of a request's job: the answer to the outcome.
     virtual ngx_int_t answer(ngx_http_request_t *r) = 0;

@@ -32,6 +32,7 @@ struct Counters {
     ngx_atomic_t limited[kBuckets];
     ngx_atomic_t batch_sizes[kBatchBounds + 1];
     ngx_atomic_t batch_jobs;
+    ngx_atomic_t batch_replays;
     ngx_atomic_t commits[kCommitBounds + 1];
     ngx_atomic_t commit_micros;
     ngx_atomic_t queue[kWorkers];
@@ -97,6 +98,10 @@ ngx_int_t handler(ngx_http_request_t *r) {
     for (auto &n : c->batch_sizes) batch_count += static_cast<std::uint64_t>(n);
     family("signin_write_batches_total", "Durable write batches (one commit each).", Type::Counter, "")
         .samples = {{"", static_cast<double>(batch_count)}};
+    family("signin_write_batch_replays_total",
+           "Write batches run a second time with a nested transaction per job (a job abandoned a write).",
+           Type::Counter, "")
+        .samples = {{"", static_cast<double>(get(c->batch_replays))}};
     auto &commits = family("signin_commit_seconds", "Time of a write batch's durable commit.", Type::Histogram, "");
     commits.histogram.bounds.assign(mx::kCommitBounds, mx::kCommitBounds + kCommitBounds);
     for (auto &n : c->commits) commits.histogram.counts.push_back(static_cast<std::uint64_t>(n));
@@ -166,6 +171,10 @@ void count_delivery(bool sent) {
 void count_limited(Bucket bucket) {
     const auto i = static_cast<std::size_t>(bucket);
     if (g_counters && i >= 1 && i <= kBuckets) add(g_counters->limited[i - 1]);
+}
+
+void count_batch_replay() {
+    if (g_counters) add(g_counters->batch_replays);
 }
 
 void count_batch(std::size_t size, double seconds) {

@@ -27,6 +27,8 @@ void count_delivery(bool sent);
 void count_limited(Bucket bucket);
 // A write batch of `size` jobs whose durable commit took `seconds` (a pool thread calls it).
 void count_batch(std::size_t size, double seconds);
+// A write batch that ran twice (Store::batch), whatever its end (a pool thread calls it).
+void count_batch_replay();
 // This worker's jobs waiting for a write batch.
 void set_queue_depth(std::size_t waiting);
 

@@ -111,9 +111,11 @@ TokenRequestJob::TokenRequestJob(Stage first, signin::Intent intent, std::string
       client_(std::move(client)),
       send_(std::move(send)) {}
 
+// Once for the job, however often its write runs (Job::write): a send still taken from an
+// earlier run is kept, one given back is taken again, and "over the limit" stays so.
 void TokenRequestJob::take_shared_send() {
     signin::SharedLimits *shared = shared_limits();
-    if (!send_.may_send || send_.shared.limit == 0 || shared == nullptr) return;
+    if (!send_.may_send || shared_taken_ || send_.shared.limit == 0 || shared == nullptr) return;
     if (shared->take("address\n" + send_.address, send_.shared, id().now()) > 0) {
         send_.may_send = false;  // the same answer, nothing sent (SPEC §8 rule 1)
     } else {
@@ -122,7 +124,9 @@ void TokenRequestJob::take_shared_send() {
 }
 
 void TokenRequestJob::settle_shared_send(bool sent) {
-    if (shared_taken_ && !sent) shared_limits()->refund("address\n" + send_.address, send_.shared, id().now());
+    if (!shared_taken_ || sent) return;
+    shared_limits()->refund("address\n" + send_.address, send_.shared, id().now());
+    shared_taken_ = false;
 }
 
 signin::Status TokenRequestJob::write() {

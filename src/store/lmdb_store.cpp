@@ -488,12 +488,26 @@ private:
     IdleReads &idle_;
 };
 
+// How a write transaction stands to a batch (LmdbStore::batch).
+enum class WriteMode {
+    TopLevel,  // a transaction of its own, durable when commit() returns
+    Nested,    // a nested transaction of a batch (whose commit is the durable one)
+    Flat,      // the batch's own transaction: commit() and abort() are no-ops, and an abort after a
+               // write marks the batch spoiled (it then runs again with nested transactions)
+};
+
 class LmdbWriteTxn final : public TxnBase<WriteTxn> {
 public:
-    // top_level: a transaction of its own, not nested in a batch (whose commit is the durable one)
-    LmdbWriteTxn(const Env &env, MDB_txn *txn, bool top_level) : TxnBase(env, txn), top_level_(top_level) {}
+    // spoiled: with WriteMode::Flat, the batch's mark
+    LmdbWriteTxn(const Env &env, MDB_txn *txn, WriteMode mode, bool *spoiled = nullptr)
+        : TxnBase(env, txn), mode_(mode), spoiled_(spoiled) {}
     ~LmdbWriteTxn() override {
-        if (txn_ != nullptr) mdb_txn_abort(txn_);
+        if (txn_ == nullptr) return;
+        if (mode_ != WriteMode::Flat) {
+            mdb_txn_abort(txn_);
+        } else if (wrote_) {  // its writes cannot be taken back from the batch's transaction
+            *spoiled_ = true;
+        }
     }
 
     void put_user(const User &u) override {
@@ -640,7 +654,7 @@ public:
     std::size_t del_counters(std::string_view prefix) override {
         std::size_t n = 0;
         if (!key_ok(prefix)) return n;
-        Cursor c(env_.env, live(), env_.dbi.counters);
+        Cursor c(env_.env, for_write(), env_.dbi.counters);
         MDB_val k = val(prefix), d{};
         for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE); rc == 0 && view(k).substr(0, prefix.size()) == prefix;
              rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {  // after a delete: the one that followed
@@ -652,7 +666,7 @@ public:
 
     std::size_t del_mfa_pending_of(std::string_view user_id) override {
         std::size_t n = 0;
-        Cursor c(env_.env, live(), env_.dbi.mfa_pending);
+        Cursor c(env_.env, for_write(), env_.dbi.mfa_pending);
         MDB_val k{}, d{};
         for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
             if (decode_mfa_pending(view(k), view(d)).user_id != user_id) continue;
@@ -673,7 +687,7 @@ public:
         (void)purge_spent_entries(budget);
         std::size_t pending = 0;  // sign-ins waiting for a second factor: 5 minutes each
         {
-            Cursor c(env_.env, live(), env_.dbi.mfa_pending);
+            Cursor c(env_.env, for_write(), env_.dbi.mfa_pending);
             MDB_val k{}, d{};
             for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
                  rc == 0 && tokens.size() + sessions.size() + pending < budget;
@@ -685,7 +699,7 @@ public:
         }
         for (MDB_dbi dbi : {env_.dbi.spent_challenges, env_.dbi.counters}) {
             // spent WebAuthn challenges (kept only until they would have expired), and counters
-            Cursor c(env_.env, live(), dbi);
+            Cursor c(env_.env, for_write(), dbi);
             MDB_val k{}, d{};
             for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
                  rc == 0 && tokens.size() + sessions.size() + pending < budget;
@@ -703,7 +717,7 @@ public:
     // Audit keys start with the entry's time (big-endian): the oldest come first.
     std::size_t purge_audit(Millis before, std::size_t budget) override {
         std::size_t n = 0;
-        Cursor c(env_.env, live(), env_.dbi.audit);
+        Cursor c(env_.env, for_write(), env_.dbi.audit);
         MDB_val k{}, d{};
         for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc == 0 && n < budget;
              rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
@@ -719,17 +733,28 @@ public:
     void commit() override {
         MDB_txn *txn = live();
         txn_ = nullptr;  // mdb_txn_commit frees the transaction even when it fails
+        if (mode_ == WriteMode::Flat) return;  // the batch commits
         check(env_.env, mdb_txn_commit(txn), "commit");
-        if (top_level_) durable(env_.env);
+        if (mode_ == WriteMode::TopLevel) durable(env_.env);
     }
 
 private:
-    const bool top_level_;
+    const WriteMode mode_;
+    bool *const spoiled_;
+    bool wrote_ = false;  // something was (or may have been) written
+
+    // The transaction, for a change (marked before LMDB is called: a failed write may have
+    // written part of it).
+    MDB_txn *for_write() {
+        MDB_txn *txn = live();
+        wrote_ = true;
+        return txn;
+    }
 
     void put(MDB_dbi dbi, std::string_view key, std::string_view data, unsigned flags,
              const char *context) {
         MDB_val k = val(key), d = val(data);
-        int rc = mdb_put(live(), dbi, &k, &d, flags);
+        int rc = mdb_put(for_write(), dbi, &k, &d, flags);
         if (rc == MDB_KEYEXIST && (flags & MDB_NODUPDATA)) return;  // that exact pair is there
         check(env_.env, rc, context);
     }
@@ -741,7 +766,8 @@ private:
         MDB_val k = val(key), d{};
         if (data != nullptr) d = val(*data);
         int rc = mdb_del(live(), dbi, &k, data != nullptr ? &d : nullptr);
-        if (rc == MDB_NOTFOUND) return false;
+        if (rc == MDB_NOTFOUND) return false;  // found nothing, changed nothing
+        wrote_ = true;
         check(env_.env, rc, context);
         return true;
     }
@@ -958,42 +984,66 @@ public:
     }
 
     std::unique_ptr<WriteTxn> write() override {
-        // inside batch() on this thread: a nested transaction of the batch
-        MDB_txn *parent = t_batch.env == env_.env ? t_batch.txn : nullptr;
-        MDB_txn *txn = begin_txn(env_.env, 0, parent);
+        // inside batch() on this thread: the batch's transaction, or a nested one of it
+        const bool in_batch = t_batch.env == env_.env;
+        if (in_batch && t_batch.flat) {
+            return std::make_unique<LmdbWriteTxn>(env_, t_batch.txn, WriteMode::Flat, &t_batch.spoiled);
+        }
+        MDB_txn *txn = begin_txn(env_.env, 0, in_batch ? t_batch.txn : nullptr);
         try {
-            return std::make_unique<LmdbWriteTxn>(env_, txn, parent == nullptr);
+            return std::make_unique<LmdbWriteTxn>(env_, txn, in_batch ? WriteMode::Nested : WriteMode::TopLevel);
         } catch (...) {
             mdb_txn_abort(txn);
             throw;
         }
     }
 
+    // Issue #20: first every write() of the batch is the batch's own transaction (no nested
+    // one: LMDB allocates a nested transaction 3 MB of page lists and merges its pages into the
+    // parent's on commit, ~10 us and the heap's growth per job). That is only right while no
+    // write() is abandoned after it wrote, the one thing a nested transaction is for: if one is
+    // (the batch is spoiled), or the commit fails, nothing of that run is kept and fn runs again
+    // with a nested transaction per write(), which is what decides.
     void batch(const std::function<void()> &fn) override {
         if (t_batch.txn != nullptr) {  // already in a batch on this thread
             fn();
             return;
         }
-        MDB_txn *parent = begin_txn(env_.env, 0);
-        t_batch = {env_.env, parent};
-        try {
-            fn();
-        } catch (...) {
-            t_batch = {};
-            mdb_txn_abort(parent);
-            throw;
-        }
-        t_batch = {};
-        check(env_.env, mdb_txn_commit(parent), "commit");
-        durable(env_.env);
+        if (!run_batch(fn, true)) run_batch(fn, false);
     }
 
 private:
     struct BatchSlot {
         MDB_env *env = nullptr;
         MDB_txn *txn = nullptr;
+        bool flat = false;
+        bool spoiled = false;
     };
     static thread_local BatchSlot t_batch;
+
+    // One run of a batch; false (and nothing written) when a flat run must run again.
+    bool run_batch(const std::function<void()> &fn, bool flat) {
+        MDB_txn *txn = begin_txn(env_.env, 0);
+        t_batch = {env_.env, txn, flat, false};
+        try {
+            fn();
+        } catch (...) {
+            t_batch = {};
+            mdb_txn_abort(txn);
+            throw;
+        }
+        const bool spoiled = t_batch.spoiled;
+        t_batch = {};
+        if (spoiled) {
+            mdb_txn_abort(txn);
+            return false;
+        }
+        const int rc = mdb_txn_commit(txn);  // frees the transaction, whatever it returns
+        if (rc != 0 && flat) return false;   // e.g. a failed read left it unusable: the nested run says
+        check(env_.env, rc, "commit");
+        durable(env_.env);
+        return true;
+    }
 
     void open_tables();
     Env env_;

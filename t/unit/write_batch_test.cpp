@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <vector>
 
 #include "signin/auth.hpp"
 #include "signin/store.hpp"
@@ -97,6 +98,104 @@ TEST_F(WriteBatchTest, AnAbortedOperationLeavesTheRestOfTheBatch) {
     EXPECT_TRUE(r->token(token(1, 1).hash));
     EXPECT_FALSE(r->token(token(2, 2).hash));
     EXPECT_TRUE(r->token(token(3, 3).hash));
+}
+
+// Issue #20: a batch first runs in one LMDB transaction (no nested one per write()); a write()
+// abandoned after it wrote makes the whole batch run again with nested transactions, and only
+// that second run is kept.
+TEST_F(WriteBatchTest, AnAbandonedWriteMakesTheBatchRunAgainAndOnlyTheSecondRunCounts) {
+    int runs = 0;
+    std::vector<int> seen_before;  // what each run saw of the first operation's token before writing
+    store_->batch([&] {
+        ++runs;
+        seen_before.push_back(store_->write()->token(token(6, 1).hash) ? 1 : 0);
+        {
+            auto w = store_->write();
+            w->put_token(token(6, 1));
+            w->commit();
+        }
+        {
+            auto w = store_->write();
+            w->put_token(token(6, 2));
+            // abandoned after writing
+        }
+        {
+            auto w = store_->write();
+            // the first run may see it (that run is undone whole); the run that counts does not
+            if (runs == 2) {
+                EXPECT_FALSE(w->token(token(6, 2).hash)) << "the kept run sees no abandoned write";
+            }
+            w->put_token(token(6, 3));
+            w->commit();
+        }
+    });
+    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(seen_before, (std::vector<int>{0, 0})) << "the second run starts from what was before the batch";
+    auto r = store_->read();
+    EXPECT_TRUE(r->token(token(6, 1).hash));
+    EXPECT_FALSE(r->token(token(6, 2).hash));
+    EXPECT_TRUE(r->token(token(6, 3).hash));
+}
+
+TEST_F(WriteBatchTest, ABatchRunsOnceWhenNoWriteIsAbandonedAfterWriting) {
+    {
+        auto w = store_->write();
+        w->put_token(token(7, 1));
+        w->commit();
+    }
+    int runs = 0;
+    store_->batch([&] {
+        ++runs;
+        {
+            auto w = store_->write();  // abandoned after reading only
+            EXPECT_TRUE(w->token(token(7, 1).hash));
+        }
+        {
+            auto w = store_->write();  // abandoned after deleting what is not there
+            w->del_token(token(7, 9).hash);
+            w->del_session(std::string(32, 's'));
+        }
+        {
+            auto w = store_->write();
+            w->del_token(token(7, 1).hash);
+            w->put_token(token(7, 2));
+            w->commit();
+        }
+    });
+    EXPECT_EQ(runs, 1);
+    auto r = store_->read();
+    EXPECT_FALSE(r->token(token(7, 1).hash));
+    EXPECT_TRUE(r->token(token(7, 2).hash));
+}
+
+TEST_F(WriteBatchTest, AFailedWriteInsideABatchIsUndoneAlone) {
+    // A write that throws half way (here: a key LMDB refuses, after the first put) is undone
+    // like an abandoned one: the batch runs again and the failed operation leaves nothing.
+    int runs = 0;
+    bool threw = false;
+    store_->batch([&] {
+        ++runs;
+        {
+            auto w = store_->write();
+            w->put_token(token(8, 1));
+            w->commit();
+        }
+        try {
+            auto w = store_->write();
+            w->put_token(token(8, 2));
+            TokenRecord bad = token(8, 3);
+            bad.hash = std::string(600, 'k');  // over LMDB's key limit: refused
+            w->put_token(bad);
+            w->commit();
+        } catch (const StoreError &) {
+            threw = true;
+        }
+    });
+    EXPECT_TRUE(threw);
+    EXPECT_EQ(runs, 2);
+    auto r = store_->read();
+    EXPECT_TRUE(r->token(token(8, 1).hash));
+    EXPECT_FALSE(r->token(token(8, 2).hash)) << "the failed operation's first write is undone";
 }
 
 TEST_F(WriteBatchTest, LaterOperationsInABatchSeeEarlierOnes) {
