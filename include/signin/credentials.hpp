@@ -22,6 +22,9 @@ void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &
 // The Cookie header line without the cookies `names` (every occurrence), the other pairs kept in
 // order and joined with "; ". Empty when nothing else was there.
 std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names);
+// The same written to `out`, which has room for 2 * line.size() bytes ("a;b" becomes "a; b");
+// returns its length. For the gate, which copies the line into the request's pool anyway.
+std::size_t without_cookies_to(std::string_view line, std::initializer_list<std::string_view> names, char *out);
 
 // The token of "Bearer <token>" (scheme case-insensitive, spaces around trimmed; the token may
 // be empty), or nullopt when the header is not a bearer authorization.

@@ -4,6 +4,7 @@
 // capabilities. No exceptions cross this API. Valid C++17: the glue includes it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -88,6 +89,16 @@ std::string secret_hash(std::string_view secret);
 // token() and session() look there when a 38-byte key finds nothing, and same_record_key accepts
 // either form.
 std::string record_key(std::string_view secret);
+// record_key in place, without a heap string (every signed-in request computes one).
+class RecordKey {
+public:
+    explicit RecordKey(std::string_view secret);
+    std::string_view view() const { return {bytes_.data(), size_}; }
+
+private:
+    std::array<char, 6 + 32> bytes_{};  // 6 + crypto_generichash_BYTES
+    std::size_t size_ = 0;
+};
 bool same_record_key(std::string_view stored, std::string_view key);
 // Whether text has the shape of a token or session secret this engine makes.
 bool plausible_secret(std::string_view text);

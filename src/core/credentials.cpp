@@ -1,6 +1,7 @@
 #include "signin/credentials.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace signin {
 namespace {
@@ -37,9 +38,8 @@ void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &
     }
 }
 
-std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names) {
-    std::string kept;
-    kept.reserve(line.size());
+std::size_t without_cookies_to(std::string_view line, std::initializer_list<std::string_view> names, char *out) {
+    std::size_t n = 0;  // every pair kept took at least its ';' or the end: n <= 2 * line.size()
     while (!line.empty()) {
         const std::size_t semi = line.find(';');
         const std::string_view pair = trim(line.substr(0, semi));
@@ -50,9 +50,19 @@ std::string without_cookies(std::string_view line, std::initializer_list<std::st
             std::find(names.begin(), names.end(), trim(pair.substr(0, eq))) != names.end()) {
             continue;
         }
-        if (!kept.empty()) kept += "; ";
-        kept += pair;
+        if (n != 0) {
+            out[n++] = ';';
+            out[n++] = ' ';
+        }
+        std::memcpy(out + n, pair.data(), pair.size());
+        n += pair.size();
     }
+    return n;
+}
+
+std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names) {
+    std::string kept(2 * line.size(), '\0');
+    kept.resize(without_cookies_to(line, names, kept.data()));
     return kept;
 }
 

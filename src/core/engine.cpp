@@ -56,10 +56,10 @@ std::string secret_hash(std::string_view secret) {
     return out;
 }
 
-std::string record_key(std::string_view secret) {
+static_assert(crypto_generichash_BYTES == 32, "RecordKey holds 6 + 32 bytes");
+
+RecordKey::RecordKey(std::string_view secret) {
     // the first 8 characters are 6 bytes (the creation time of a secret made by time_ordered_secret)
-    std::string key;
-    key.reserve(6 + crypto_generichash_BYTES);
     std::uint64_t head = 0;
     bool whole = secret.size() >= 8;
     for (std::size_t i = 0; whole && i < 8; ++i) {
@@ -68,14 +68,14 @@ std::string record_key(std::string_view secret) {
         head = head << 6 | static_cast<std::uint64_t>(d < 0 ? 0 : d);
     }
     if (whole) {
-        for (int shift = 40; shift >= 0; shift -= 8) key.push_back(static_cast<char>(head >> shift & 0xff));
+        for (int shift = 40; shift >= 0; shift -= 8) bytes_[size_++] = static_cast<char>(head >> shift & 0xff);
     }
-    key.resize(key.size() + crypto_generichash_BYTES);
-    crypto_generichash(reinterpret_cast<unsigned char *>(key.data() + key.size() - crypto_generichash_BYTES),
-                       crypto_generichash_BYTES, reinterpret_cast<const unsigned char *>(secret.data()),
-                       secret.size(), nullptr, 0);
-    return key;
+    crypto_generichash(reinterpret_cast<unsigned char *>(bytes_.data() + size_), crypto_generichash_BYTES,
+                       reinterpret_cast<const unsigned char *>(secret.data()), secret.size(), nullptr, 0);
+    size_ += crypto_generichash_BYTES;
 }
+
+std::string record_key(std::string_view secret) { return std::string(RecordKey(secret).view()); }
 
 bool detail::same_digest(std::string_view a, std::string_view b) {
     return a.size() == b.size() && !a.empty() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
@@ -89,7 +89,9 @@ bool same_record_key(std::string_view stored, std::string_view key) {
 
 bool plausible_secret(std::string_view text) {
     if (text.size() != 43) return false;  // 32 random bytes, base64url without padding
-    return std::all_of(text.begin(), text.end(), [](char c) { return base64url_digit(c) >= 0; });
+    int digits = 0;  // -1 (every bit set) once any character is not a digit
+    for (char c : text) digits |= base64url_digit(c);
+    return digits >= 0;
 }
 
 Engine::Engine(std::shared_ptr<Store> store, Origin origin, Policy policy, DeliveryFn deliver,

@@ -22,7 +22,7 @@ Result<std::shared_ptr<const Principal>> Sessions::authenticate_shared(const Sec
     return detail::guarded("authenticate", [&]() -> Result<std::shared_ptr<const Principal>> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
-        auto p = txn->principal(record_key(token.reveal()), memo);
+        auto p = txn->principal(RecordKey(token.reveal()).view(), memo);
         // the same checks whether the principal was decoded now or before: the clock moves
         if (!p || p->session.kind != kind || !detail::is_live(engine_.policy(), p->session, now) ||
             p->user.suspended) {

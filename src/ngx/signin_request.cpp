@@ -141,10 +141,13 @@ bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_v
         auto *h = static_cast<ngx_table_elt_t *>(part->elts);
         for (ngx_uint_t i = 0; i < part->nelts; i++) {
             const bool is_cookie = equals_nocase(sv(h[i].key), "cookie");
-            std::string line;
-            if (is_cookie) {
-                line = signin::without_cookies(sv(h[i].value), cookie_names);
-                if (line.empty()) continue;
+            ngx_str_t line = ngx_null_string;
+            if (is_cookie) {  // the line without them, written straight into the request's pool
+                line.data = static_cast<u_char *>(ngx_pnalloc(r->pool, 2 * h[i].value.len + 1));
+                if (line.data == nullptr) return false;
+                line.len = signin::without_cookies_to(sv(h[i].value), cookie_names, reinterpret_cast<char *>(line.data));
+                if (line.len == 0) continue;
+                line.data[line.len] = '\0';
             } else if (equals_nocase(sv(h[i].key), "authorization") && signin::bearer_token(sv(h[i].value))) {
                 continue;
             }
@@ -152,8 +155,7 @@ bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_v
             if (e == nullptr) return false;
             *e = h[i];
             if (!is_cookie) continue;
-            e->value = pool_copy(r->pool, line);
-            if (e->value.data == nullptr) return false;
+            e->value = line;
 #if defined(nginx_version) && nginx_version >= 1023000
             e->next = nullptr;
             if (last_cookie) last_cookie->next = e;

@@ -556,6 +556,23 @@ TEST(OrderedSecret, RecordKeyHeadIsTheBase64urlOfTheFirstEightCharacters) {
     }
 }
 
+// plausible_secret runs before every lookup: 43 base64url characters, one character outside the
+// alphabet anywhere (including the bytes whose table entry is -1 next to valid ones) refuses it.
+TEST(OrderedSecret, PlausibleSecretRefusesAnyCharacterOutsideTheAlphabetAnywhere) {
+    const std::string good = enc::ordered_secret(1795604740123);
+    ASSERT_TRUE(plausible_secret(good));
+    for (std::size_t i = 0; i < good.size(); ++i) {
+        for (char bad : {'=', '+', '/', '.', ' ', '\0', '\x7f', '\x80', '\xff', '@', '[', '`', '{'}) {
+            std::string text = good;
+            text[i] = bad;
+            EXPECT_FALSE(plausible_secret(text)) << "position " << i << " char " << static_cast<int>(bad);
+        }
+    }
+    EXPECT_FALSE(plausible_secret(good.substr(0, 42)));
+    EXPECT_FALSE(plausible_secret(good + "A"));
+    EXPECT_EQ(RecordKey(good).view(), record_key(good));
+}
+
 // Records written by earlier builds of 0.1.0 are keyed by the secret's digest alone: their tokens
 // and sessions still work, and are deleted where they are.
 TEST_F(AuthTest, RecordsKeyedByTheDigestAloneStillWork) {

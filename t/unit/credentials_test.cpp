@@ -46,4 +46,13 @@ TEST(Credentials, WithoutCookieKeepsTheOthersInOrder) {
     EXPECT_EQ(without_cookies("a=1; s=x; d=y; b=2; br=z", {"s", "d", "br"}), "a=1; b=2");
     EXPECT_EQ(without_cookies("s=x; d=y", {"s", "d", "br"}), "");
     EXPECT_EQ(without_cookies("ss=x; d =y; b=2", {"s", "d"}), "ss=x; b=2");
+    // the gate's form writes into a buffer of 2 * the line's size: "a;b" grows to "a; b"
+    for (std::string line : {"a;b;c;d;e", "a=1;b=2;s=3;c", ";;;", "x", "s=1;s=2", " a = 1 ;b"}) {
+        std::string buf(2 * line.size() + 8, '#');
+        const std::size_t n = without_cookies_to(line, {"s"}, buf.data());
+        EXPECT_LE(n, 2 * line.size()) << line;
+        EXPECT_EQ(buf.substr(0, n), without_cookies(line, {"s"})) << line;
+        EXPECT_EQ(buf.substr(2 * line.size()), std::string(8, '#')) << "nothing written past the bound: " << line;
+    }
+    EXPECT_EQ(without_cookies("a;b;c;d;e", {"s"}), "a; b; c; d; e");
 }
