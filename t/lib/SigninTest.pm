@@ -224,6 +224,14 @@ sub run {
     $self->started;
     $self->wait_port($_) for @{ $o{wait_ports} || [$self->port] };
     $self->wait_workers($o{workers} // 2);
+    # An LMDB store is created by the first worker that opens it, a moment after the worker
+    # exists: signin-admin run right after start found no store once (CI, 2026-11-27).
+    if (!$self->{pg_store} && open my $fh, '<', $file) {
+        my $conf = do { local $/; <$fh> };
+        my $data = $self->store . '/data.mdb';
+        $self->wait_for(sub { -e $data }, timeout => 10) or diag "no $data 10 s after the start"
+            if $conf =~ /signin_store\s+\Q${\ $self->store }\E[\s;]/;
+    }
     return $self;
 }
 
