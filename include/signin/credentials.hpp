@@ -20,10 +20,9 @@ struct CookieScan {
 void scan_cookie_line(std::string_view line, std::string_view name, CookieScan &scan);
 
 // The Cookie header line without the cookies `names` (every occurrence), the other pairs kept in
-// order and joined with "; ". Empty when nothing else was there.
-std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names);
-// The same written to `out`, which has room for 2 * line.size() bytes ("a;b" becomes "a; b");
-// returns its length. For the gate, which copies the line into the request's pool anyway.
+// order and joined with "; " (empty when nothing else was there), written to `out`, which has
+// room for 2 * line.size() bytes ("a;b" becomes "a; b"); returns its length. The gate writes it
+// straight into the request's pool.
 std::size_t without_cookies_to(std::string_view line, std::initializer_list<std::string_view> names, char *out);
 
 // The token of "Bearer <token>" (scheme case-insensitive, spaces around trimmed; the token may

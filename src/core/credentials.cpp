@@ -60,12 +60,6 @@ std::size_t without_cookies_to(std::string_view line, std::initializer_list<std:
     return n;
 }
 
-std::string without_cookies(std::string_view line, std::initializer_list<std::string_view> names) {
-    std::string kept(2 * line.size(), '\0');
-    kept.resize(without_cookies_to(line, names, kept.data()));
-    return kept;
-}
-
 std::optional<std::string_view> bearer_token(std::string_view authorization) {
     const std::string_view v = trim(authorization);
     if (v.size() < 7 || !ascii_lower_equals(v.substr(0, 7), "bearer ")) return std::nullopt;

@@ -390,8 +390,6 @@ protected:
         return !key.empty() && key.size() <= static_cast<std::size_t>(mdb_env_get_maxkeysize(env_.env));
     }
 
-    // The value under `key`, pointing into the map: valid until the next write or the txn's end,
-    // so every caller copies (decodes) it at once.
     // A token or session record by its key, or by the key an earlier build wrote it under
     // (legacy_key); `key` is the one it was found under.
     struct Keyed {
@@ -418,6 +416,8 @@ protected:
         }
     }
 
+    // The value under `key`, pointing into the map: valid until the next write or the txn's end,
+    // so every caller copies (decodes) it at once.
     std::optional<std::string_view> get(MDB_dbi dbi, std::string_view key, const char *context) {
         MDB_txn *txn = live();
         if (!key_ok(key)) return std::nullopt;

@@ -226,11 +226,13 @@ sub run {
     $self->wait_workers($o{workers} // 2);
     # An LMDB store is created by the first worker that opens it, a moment after the worker
     # exists: signin-admin run right after start found no store once (CI, 2026-11-27).
+    my $store = $self->store;
     if (!$self->{pg_store} && open my $fh, '<', $file) {
         my $conf = do { local $/; <$fh> };
-        my $data = $self->store . '/data.mdb';
-        $self->wait_for(sub { -e $data }, timeout => 10) or diag "no $data 10 s after the start"
-            if $conf =~ /signin_store\s+\Q${\ $self->store }\E[\s;]/;
+        if ($conf =~ /signin_store\s+\Q$store\E[\s;]/) {
+            $self->wait_for(sub { -e "$store/data.mdb" }, timeout => 10)
+                or diag "no $store/data.mdb 10 s after the start";
+        }
     }
     return $self;
 }
