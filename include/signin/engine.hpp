@@ -142,6 +142,9 @@ public:
     // Deletes expired tokens and sessions, at most `budget`; returns how many.
     // ... and audit entries older than policy().audit_keep, in the same budget.
     Result<std::size_t> purge_expired(std::size_t budget);
+    // Deletes index entries whose record is gone (Store::WriteTxn::purge_index), at most
+    // `budget`; returns how many. purge_expired does this too with what its budget leaves.
+    Result<std::size_t> purge_index(std::size_t budget);
 
     // Deliveries go through the outbox (outbox.hpp) instead of the delivery function: a token
     // request writes its delivery there in the token's own transaction and returns its key. Set

@@ -136,8 +136,12 @@ public:
     virtual void del_counter(std::string_view key) = 0;
     virtual std::size_t del_counters(std::string_view prefix) = 0;
     // Deletes expired tokens, sessions, pending second-factor steps, spent challenges and counters (at most `budget`
-    // records); returns how many.
+    // records); returns how many. What is left of the budget goes to purge_index.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
+    // Deletes index entries whose record is gone (at most `budget`); returns how many. LMDB's
+    // per-address token entries are left by an exchange for this (the exchange then dirties no
+    // page of that table); PostgreSQL has no such entries.
+    virtual std::size_t purge_index(std::size_t budget) = 0;
     // Deletes audit entries recorded before `before`, oldest first (at most `budget`); returns how many.
     virtual std::size_t purge_audit(Millis before, std::size_t budget) = 0;
     // Durable when it returns (the backend's strongest setting).

@@ -340,4 +340,13 @@ Result<std::size_t> Engine::purge_expired(std::size_t budget) {
     });
 }
 
+Result<std::size_t> Engine::purge_index(std::size_t budget) {
+    return detail::guarded("purge", [&]() -> Result<std::size_t> {
+        auto txn = store_->write();
+        std::size_t n = txn->purge_index(budget);
+        txn->commit();
+        return n;
+    });
+}
+
 }  // namespace signin

@@ -683,8 +683,9 @@ public:
         for (const auto &h : tokens) del_token(h);
         std::vector<std::string> sessions = expired(env_.dbi.sessions, now, budget - tokens.size(), false);
         for (const auto &h : sessions) del_session(h);
-        // index entries, not records: bounded by the budget too, not counted in what is returned
-        (void)purge_spent_entries(budget);
+        // index entries, not records: in what the records left of the budget, not counted in what
+        // is returned
+        (void)purge_spent_entries(budget - tokens.size() - sessions.size());
         std::size_t pending = 0;  // sign-ins waiting for a second factor: 5 minutes each
         {
             Cursor c(env_.env, for_write(), env_.dbi.mfa_pending);
@@ -713,6 +714,8 @@ public:
         }
         return tokens.size() + sessions.size() + pending;
     }
+
+    std::size_t purge_index(std::size_t budget) override { return purge_spent_entries(budget); }
 
     // Audit keys start with the entry's time (big-endian): the oldest come first.
     std::size_t purge_audit(Millis before, std::size_t budget) override {
@@ -785,6 +788,7 @@ private:
     // from the address where the previous call stopped, round the table.
     static constexpr std::size_t kAddrScan = 50000;
     std::size_t purge_spent_entries(std::size_t budget) {
+        if (budget == 0) return 0;
         std::vector<std::pair<std::string, std::string>> spent;
         std::string &from = env_.addr_scan_from;
         {
@@ -800,15 +804,18 @@ private:
                 wrapped = true;
                 rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
             }
+            const std::string start = wrapped ? std::string() : from;  // a lap ends where it began
+            bool lapped = false;
             std::size_t seen = 0;
             for (; spent.size() < budget && seen < kAddrScan; ++seen) {
                 if (rc == MDB_NOTFOUND) {  // the end: once round from the start
                     if (wrapped) break;
-                    wrapped = true;
+                    wrapped = lapped = true;
                     rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
                     if (rc == MDB_NOTFOUND) break;
                 }
                 check(env_.env, rc, "scan the token index");
+                if (lapped && view(k) >= start) break;  // seen this call (it was counted twice)
                 if (d.mv_size > 8 && !token(view(d).substr(8))) spent.emplace_back(std::string(view(k)), std::string(view(d)));
                 rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT);
             }

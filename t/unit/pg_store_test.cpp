@@ -281,6 +281,7 @@ TEST_P(StoreContract, OutboxAuditAndPurge) {
     }
     auto w = store_->write();
     EXPECT_EQ(w->purge_expired(100, 100), 3u);  // the token, the session, the challenge
+    EXPECT_EQ(w->purge_index(100), 0u) << "no index entry is left behind here";
     EXPECT_EQ(w->purge_audit(25, 100), 2u);
     w->commit();
     auto r = store_->read();
