@@ -99,8 +99,9 @@ struct SessionRecord {
     std::string client;
     std::string user_agent;
     bool mfa = false;  // the sign-in passed a second factor (DESIGN §9.3: $signin_mfa, signin_require mfa)
-    // Several accounts in one browser (DESIGN §9.6): the digest of the browser cookie of the
-    // browser that made this cookie session (32 raw bytes; empty: none), and this session's
+    // Several accounts in one browser (DESIGN §9.6): the store key of the browser cookie of the
+    // browser that made this cookie session (record_key, 38 bytes, or 32 when an earlier build
+    // of 0.1.0 made it: the digest alone; empty: none), and this session's
     // secret sealed under a key only that cookie gives, so that the browser can switch back to
     // it. The store alone opens nothing.
     std::string browser;

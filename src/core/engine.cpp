@@ -118,7 +118,7 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     Secret browser_cookie;
     if (kind == SessionKind::Cookie && browser != nullptr) {
         browser_cookie = join_browser(txn, user, *browser, client, now);
-        s.browser = secret_hash(browser_cookie.reveal());
+        s.browser = record_key(browser_cookie.reveal());
         s.browser_sealed = detail::seal_for_browser(browser_cookie, secret, s.id);
     }
     s.user_id = user.id;
@@ -163,9 +163,12 @@ Secret Engine::join_browser(WriteTxn &txn, const User &user, const BrowserCookie
             end(*cur, "session.replaced");
         }
     }
-    Secret cookie = plausible_secret(b.browser.reveal()) ? b.browser : Secret(enc::random_secret(32));
+    // A new browser's cookie begins with its time, like a session's (record_key): the index
+    // entries of the browsers a batch makes share LMDB's last leaf instead of one page each
+    // (measured 2026-11-27: 5.1 of the 14.3 KiB a cookie exchange wrote went to that index).
+    Secret cookie = plausible_secret(b.browser.reveal()) ? b.browser : Secret(enc::ordered_secret(now));
     std::vector<SessionRecord> live;
-    for (auto &s : txn.sessions_of_browser(secret_hash(cookie.reveal()))) {
+    for (auto &s : txn.sessions_of_browser(record_key(cookie.reveal()))) {
         if (!detail::is_live(policy_, s, now)) {
             txn.del_session(s.hash);  // expired: the purge would take it anyway
         } else if (s.user_id == user.id) {

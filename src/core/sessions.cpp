@@ -143,7 +143,7 @@ Result<std::vector<BrowserAccount>> Sessions::accounts(const Secret &browser, co
         auto txn = engine_.store_->read();
         const std::string current_hash = plausible_secret(current.reveal()) ? record_key(current.reveal()) : "";
         std::vector<SessionRecord> list;
-        if (plausible_secret(browser.reveal())) list = txn->sessions_of_browser(secret_hash(browser.reveal()));
+        if (plausible_secret(browser.reveal())) list = txn->sessions_of_browser(record_key(browser.reveal()));
         if (!current_hash.empty() &&
             std::none_of(list.begin(), list.end(),
                          [&](const SessionRecord &s) { return same_record_key(s.hash, current_hash); })) {
@@ -173,7 +173,7 @@ Result<Session> Sessions::switch_to(const Secret &browser, std::string_view sess
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
         auto s = txn->session_by_id(session_id);
-        if (!s || s->kind != SessionKind::Cookie || !detail::same_digest(s->browser, secret_hash(browser.reveal())) ||
+        if (!s || s->kind != SessionKind::Cookie || !same_record_key(s->browser, record_key(browser.reveal())) ||
             !detail::is_live(engine_.policy(), *s, now)) {
             return none;
         }
@@ -200,7 +200,7 @@ Status Sessions::logout_browser(const Secret &browser, const Principal *p, std::
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
         std::vector<SessionRecord> list;
-        if (plausible_secret(browser.reveal())) list = txn->sessions_of_browser(secret_hash(browser.reveal()));
+        if (plausible_secret(browser.reveal())) list = txn->sessions_of_browser(record_key(browser.reveal()));
         if (p != nullptr &&
             std::none_of(list.begin(), list.end(), [&](const SessionRecord &s) { return s.hash == p->session.hash; })) {
             list.push_back(p->session);

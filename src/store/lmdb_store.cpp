@@ -11,7 +11,7 @@
 //   sessions       session key (as a token's) -> session record
 //   session_ids    session id -> session key
 //   user_sessions  (DUPSORT) user id -> session id
-//   browser_sessions (DUPSORT) browser cookie digest (32 bytes) -> session id (DESIGN §9.6)
+//   browser_sessions (DUPSORT) browser cookie's record_key (38 bytes; 32 from earlier builds) -> session id (DESIGN §9.6)
 //   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
 //   outbox         due_at (8 bytes BE ms) + 8 random bytes -> outbox record (the delivery sealed)
 //   mfa            user id -> second-factor record (TOTP secret sealed, recovery digests, devices)
@@ -50,6 +50,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -232,8 +233,18 @@ public:
         return indexed_sessions(env_.dbi.user_sessions, user_id, "read sessions of a user");
     }
 
+    // Under the browser's key and, for a cookie an earlier build made, under its digest alone
+    // (legacy_key), in the order of their ids.
     std::vector<SessionRecord> sessions_of_browser(std::string_view browser) override {
-        return indexed_sessions(env_.dbi.browser_sessions, browser, "read sessions of a browser");
+        auto out = indexed_sessions(env_.dbi.browser_sessions, browser, "read sessions of a browser");
+        if (const std::string_view legacy = legacy_key(browser); !legacy.empty()) {
+            auto older = indexed_sessions(env_.dbi.browser_sessions, legacy, "read sessions of a browser");
+            if (!older.empty()) {
+                for (auto &s : older) out.push_back(std::move(s));
+                std::sort(out.begin(), out.end(), [](const SessionRecord &a, const SessionRecord &b) { return a.id < b.id; });
+            }
+        }
+        return out;
     }
 
     std::vector<AuditEntry> audit(std::size_t limit) override {

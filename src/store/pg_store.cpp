@@ -111,7 +111,7 @@ constexpr const char *kStatements[StmtCount] = {
     /* Session */ "SELECT key, rec FROM signin_sessions WHERE key = $1",
     /* SessionById */ "SELECT key, rec FROM signin_sessions WHERE id = $1 ORDER BY expires_at DESC LIMIT 1",
     /* SessionsOf */ "SELECT key, rec FROM signin_sessions WHERE user_id = $1 ORDER BY id",
-    /* SessionsOfBrowser */ "SELECT key, rec FROM signin_sessions WHERE browser = $1 ORDER BY id",
+    /* SessionsOfBrowser */ "SELECT key, rec FROM signin_sessions WHERE browser = $1 OR browser = $2 ORDER BY id",
     /* Audit */ "SELECT key, rec FROM signin_audit ORDER BY key DESC LIMIT $1",
     /* Users */ "SELECT rec FROM signin_users WHERE id > $1 ORDER BY id LIMIT $2",
     /* UserCount */ "SELECT count(*) FROM signin_users",
@@ -450,7 +450,9 @@ public:
     }
     std::vector<SessionRecord> sessions_of_browser(std::string_view browser) override {
         if (browser.empty()) return {};
-        return rows<SessionRecord>(SessionsOfBrowser, {browser}, "read sessions of a browser", decode_session);
+        // and under the digest alone, for a browser cookie an earlier build made (legacy_key)
+        const std::string_view legacy = legacy_key(browser).empty() ? browser : legacy_key(browser);
+        return rows<SessionRecord>(SessionsOfBrowser, {browser, legacy}, "read sessions of a browser", decode_session);
     }
     std::vector<AuditEntry> audit(std::size_t limit) override {
         if (limit == 0) return {};

@@ -251,7 +251,8 @@ SessionRecord decode_session(std::string_view key, std::string_view data) {
     if (r.version() >= 3) {  // format 3 added the browser
         s.browser = r.str();
         s.browser_sealed = r.str();
-        if (!s.browser.empty() && s.browser.size() != 32) corrupt("session: bad browser digest");
+        // record_key of the browser cookie, or (an earlier build's) its digest alone
+        if (!s.browser.empty() && s.browser.size() != 38 && s.browser.size() != 32) corrupt("session: bad browser key");
     }
     r.done();
     return s;

@@ -87,12 +87,52 @@ TEST_F(BrowserAccountsTest, TheStoreAloneOpensNoSession) {
     Session ann = enter("ann@example.com", b, false);
     auto rec = store_->read()->session_by_id(ann.id);
     ASSERT_TRUE(rec);
-    EXPECT_EQ(rec->browser.size(), 32u);
-    EXPECT_EQ(rec->browser, secret_hash(b.browser.reveal())) << "a digest, not the cookie";
+    ASSERT_EQ(rec->browser.size(), 38u);
+    EXPECT_EQ(rec->browser, record_key(b.browser.reveal())) << "a digest, not the cookie";
+    EXPECT_EQ(rec->browser.substr(6), secret_hash(b.browser.reveal()));
     EXPECT_EQ(rec->browser_sealed.find(std::string(ann.token.reveal())), std::string::npos);
     EXPECT_EQ(rec->browser_sealed.find(std::string(b.browser.reveal())), std::string::npos);
     // a guessed browser cookie whose digest were known still does not open it
     EXPECT_FALSE(id_->sessions().switch_to(Secret(std::string(rec->browser.size(), 'x')), ann.id, "c"));
+}
+
+// Issue #20: a new browser's key begins with the time its cookie was made (6 bytes, big-endian
+// milliseconds), so that the browsers made together are filed together.
+TEST_F(BrowserAccountsTest, ANewBrowsersKeyBeginsWithItsTime) {
+    BrowserCookies b;
+    Session ann = enter("ann@example.com", b, false);
+    const std::string key = record_key(b.browser.reveal());
+    std::uint64_t t = 0;
+    for (int i = 0; i < 6; ++i) t = t << 8 | static_cast<unsigned char>(key[i]);
+    EXPECT_EQ(static_cast<Millis>(t), clock_->now());
+    BrowserCookies later;
+    enter("bob@example.com", later, false);
+    EXPECT_LT(key, record_key(later.browser.reveal())) << "a later browser sorts after";
+}
+
+// A session that an earlier build of 0.1.0 filed under the browser cookie's digest alone is still
+// listed, switched to and signed out with that browser's cookie, beside the ones filed since.
+TEST_F(BrowserAccountsTest, SessionsFiledUnderAnEarlierBuildsBrowserDigestStillBelongToTheBrowser) {
+    BrowserCookies b;
+    Session ann = enter("ann@example.com", b, false);
+    {
+        auto rec = store_->read()->session_by_id(ann.id);
+        ASSERT_TRUE(rec);
+        rec->browser = secret_hash(b.browser.reveal());  // what the earlier build wrote
+        auto w = store_->write();
+        w->put_session(*rec);
+        w->commit();
+    }
+    ASSERT_EQ(store_->read()->session_by_id(ann.id)->browser.size(), 32u);
+    Session bob = enter("bob@example.com", b, true);
+    EXPECT_EQ(store_->read()->session_by_id(bob.id)->browser.size(), 38u);
+    EXPECT_EQ(emails(b), (std::vector<std::string>{"ann@example.com", "bob@example.com*"}));
+    auto sw = id_->sessions().switch_to(b.browser, ann.id, "c");
+    ASSERT_TRUE(sw) << sw.error().message;
+    EXPECT_EQ(sw->token.reveal(), ann.token.reveal());
+    ASSERT_TRUE(id_->sessions().logout_browser(b.browser, nullptr, "c"));
+    EXPECT_FALSE(live(ann));
+    EXPECT_FALSE(live(bob));
 }
 
 TEST_F(BrowserAccountsTest, OneSessionPerAccountAndTheLeastRecentlyUsedGoesBeyondTheLimit) {
