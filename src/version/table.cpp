@@ -51,6 +51,9 @@ struct Builder {
     // only where no higher one answers (method by method: add() keeps the first). Matching then
     // walks one node per segment and never backs up. Lists seen before are built once.
     Node *resolve(const std::vector<const Node *> &alts) {
+        if (alts.size() == 1 && unchanged(alts[0])) {
+            return const_cast<Node *>(alts[0]);  // the builder's own node, as every resolved one
+        }
         auto known = resolved.find(alts);
         if (known != resolved.end()) {
             return known->second;
@@ -95,7 +98,28 @@ struct Builder {
         return d;
     }
 
+    // Whether the trie of one alternative is already deterministic: no node below n (n
+    // included) has both literal children and a parameter child, the only place where resolve
+    // merges lists. Then n is its own resolved node, with nothing copied: most route sets are
+    // that (measured 2026-11-27: nginx -t on 20 versions x 1,000 routes took 0.5-0.95 s in
+    // resolve's copies, their memo and the frees, where the trie before this builder took 93 ms).
+    bool unchanged(const Node *n) {
+        if (auto known = deterministic.find(n); known != deterministic.end()) {
+            return known->second;
+        }
+        bool same = !(n->param && !n->literal.empty());
+        for (auto it = n->literal.begin(); same && it != n->literal.end(); ++it) {
+            same = unchanged(it->second);
+        }
+        if (same && n->param) {
+            same = unchanged(n->param);
+        }
+        deterministic.emplace(n, same);
+        return same;
+    }
+
     std::map<std::vector<const Node *>, Node *> resolved;
+    std::unordered_map<const Node *, bool> deterministic;
 };
 
 constexpr std::uint32_t kNone = 0xffffffffu;
