@@ -696,7 +696,7 @@ public:
         for (const auto &h : sessions) del_session(h);
         // index entries, not records: in what the records left of the budget, not counted in what
         // is returned
-        (void)purge_spent_entries(budget - tokens.size() - sessions.size());
+        (void)purge_index(budget - tokens.size() - sessions.size());
         std::size_t pending = 0;  // sign-ins waiting for a second factor: 5 minutes each
         {
             Cursor c(env_.env, for_write(), env_.dbi.mfa_pending);
@@ -726,7 +726,47 @@ public:
         return tokens.size() + sessions.size() + pending;
     }
 
-    std::size_t purge_index(std::size_t budget) override { return purge_spent_entries(budget); }
+    // The purge's share of del_token's deferred work: up to `budget` entries of addr_tokens whose
+    // token is gone, looking at no more than kAddrScan entries a call (the write lock is held),
+    // from the address where the previous call stopped, round the table.
+    static constexpr std::size_t kAddrScan = 50000;
+    std::size_t purge_index(std::size_t budget) override {
+        if (budget == 0) return 0;
+        std::vector<std::pair<std::string, std::string>> spent;
+        std::string &from = env_.addr_scan_from;
+        {
+            Cursor c(env_.env, live(), env_.dbi.addr_tokens);
+            MDB_val k{}, d{};
+            int rc = MDB_NOTFOUND;
+            if (!from.empty()) {
+                k = val(from);
+                rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE);
+            }
+            bool wrapped = from.empty();
+            if (rc == MDB_NOTFOUND) {
+                wrapped = true;
+                rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
+            }
+            const std::string start = wrapped ? std::string() : from;  // a lap ends where it began
+            bool lapped = false;
+            std::size_t seen = 0;
+            for (; spent.size() < budget && seen < kAddrScan; ++seen) {
+                if (rc == MDB_NOTFOUND) {  // the end: once round from the start
+                    if (wrapped) break;
+                    wrapped = lapped = true;
+                    rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
+                    if (rc == MDB_NOTFOUND) break;
+                }
+                check(env_.env, rc, "scan the token index");
+                if (lapped && view(k) >= start) break;  // seen this call (it was counted twice)
+                if (d.mv_size > 8 && !token(view(d).substr(8))) spent.emplace_back(std::string(view(k)), std::string(view(d)));
+                rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT);
+            }
+            from = rc == 0 ? std::string(view(k)) : std::string();
+        }
+        for (const auto &[key, dup] : spent) del(env_.dbi.addr_tokens, key, &dup, "delete a spent token's index entry");
+        return spent.size();
+    }
 
     // Audit keys start with the entry's time (big-endian): the oldest come first.
     std::size_t purge_audit(Millis before, std::size_t budget) override {
@@ -791,49 +831,6 @@ private:
             del(env_.dbi.session_ids, s.id, nullptr, "delete session id");
         del(env_.dbi.user_sessions, s.user_id, &s.id, "delete user's session");
         if (!s.browser.empty()) del(env_.dbi.browser_sessions, s.browser, &s.id, "delete browser's session");
-    }
-
-
-    // The purge's share of del_token's deferred work: up to `budget` entries of addr_tokens whose
-    // token is gone, looking at no more than kAddrScan entries a call (the write lock is held),
-    // from the address where the previous call stopped, round the table.
-    static constexpr std::size_t kAddrScan = 50000;
-    std::size_t purge_spent_entries(std::size_t budget) {
-        if (budget == 0) return 0;
-        std::vector<std::pair<std::string, std::string>> spent;
-        std::string &from = env_.addr_scan_from;
-        {
-            Cursor c(env_.env, live(), env_.dbi.addr_tokens);
-            MDB_val k{}, d{};
-            int rc = MDB_NOTFOUND;
-            if (!from.empty()) {
-                k = val(from);
-                rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE);
-            }
-            bool wrapped = from.empty();
-            if (rc == MDB_NOTFOUND) {
-                wrapped = true;
-                rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
-            }
-            const std::string start = wrapped ? std::string() : from;  // a lap ends where it began
-            bool lapped = false;
-            std::size_t seen = 0;
-            for (; spent.size() < budget && seen < kAddrScan; ++seen) {
-                if (rc == MDB_NOTFOUND) {  // the end: once round from the start
-                    if (wrapped) break;
-                    wrapped = lapped = true;
-                    rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST);
-                    if (rc == MDB_NOTFOUND) break;
-                }
-                check(env_.env, rc, "scan the token index");
-                if (lapped && view(k) >= start) break;  // seen this call (it was counted twice)
-                if (d.mv_size > 8 && !token(view(d).substr(8))) spent.emplace_back(std::string(view(k)), std::string(view(d)));
-                rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT);
-            }
-            from = rc == 0 ? std::string(view(k)) : std::string();
-        }
-        for (const auto &[key, dup] : spent) del(env_.dbi.addr_tokens, key, &dup, "delete a spent token's index entry");
-        return spent.size();
     }
 
     std::vector<std::string> expired(MDB_dbi dbi, Millis now, std::size_t budget, bool is_token) {

@@ -451,7 +451,8 @@ public:
     std::vector<SessionRecord> sessions_of_browser(std::string_view browser) override {
         if (browser.empty()) return {};
         // and under the digest alone, for a browser cookie an earlier build made (legacy_key)
-        const std::string_view legacy = legacy_key(browser).empty() ? browser : legacy_key(browser);
+        std::string_view legacy = legacy_key(browser);
+        if (legacy.empty()) legacy = browser;
         return rows<SessionRecord>(SessionsOfBrowser, {browser, legacy}, "read sessions of a browser", decode_session);
     }
     std::vector<AuditEntry> audit(std::size_t limit) override {
