@@ -105,6 +105,13 @@ public:
 // One atomic, serialized write. Destroying it without commit() aborts it.
 class WriteTxn : public ReadTxn {
 public:
+    // Called before the transaction's first read or write: transactions that name the same key run
+    // one after the other, each seeing what the one before it committed, instead of racing and
+    // running again (what a token request does with its address's tokens). PostgreSQL: a session
+    // advisory lock on a digest of the key, taken before BEGIN (so the snapshot follows the
+    // previous holder's COMMIT) and given back when the transaction ends. LMDB runs one write
+    // transaction at a time anyway: nothing to do.
+    virtual void serialize_on(std::string_view key) { (void)key; }
     // Inserts or replaces a user and its (group, email) index entry (none for a user without an
     // address: an account made by a provider that gave none).
     virtual void put_user(const User &u) = 0;

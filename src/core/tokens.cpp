@@ -61,6 +61,20 @@ NewToken new_token(const std::string &group, const std::string &email, Purpose p
 
 }  // namespace
 
+namespace {
+
+// What the transactions on one address's tokens serialize on (WriteTxn::serialize_on): a token
+// request reads them, deletes the oldest and adds one; a typed code counts its failures on them.
+std::string address_lock(const std::string &group, const std::string &email) {
+    std::string k = "address:";
+    k += group;
+    k += '\0';
+    k += email;
+    return k;
+}
+
+}  // namespace
+
 Result<TokenIssue> Tokens::issue_token(Intent intent, std::string_view email, std::string_view group,
                                        std::string_view client, bool may_send) {
     return issue(intent, email, group, client, nullptr, may_send);
@@ -81,6 +95,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
     return detail::guarded("token request", [&]() -> Result<TokenIssue> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
+        txn->serialize_on(address_lock(*group, *email));
         auto user = txn->user_by_email(*group, *email);
         std::optional<Purpose> purpose;
         if (intent == Intent::Login) {
@@ -335,6 +350,7 @@ Result<SignInStep> Tokens::exchange_code_step_from(std::string_view email_in, st
     return detail::guarded("code exchange", [&]() -> Result<SignInStep> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
+        txn->serialize_on(address_lock(*group, *email));
         // an address with no token waiting gets the same writes (a decoy): the time of the answer
         // does not tell whether one is waiting
         auto t = match_code(*txn, *group, *email, code, purpose_signs_in, true, client, now, "code");
@@ -456,6 +472,7 @@ Result<EmailChangeStep> Tokens::confirm_email_change_code(std::string_view email
     return detail::guarded("email change", [&]() -> Result<EmailChangeStep> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
+        txn->serialize_on(address_lock(*group, *email));
         auto t = match_code(*txn, *group, *email, code, is_change, false, client, now, "email_change");
         if (t) return spend_change(*txn, *t, client, now);
         return Error{Code::InvalidToken, "the code is not valid"};

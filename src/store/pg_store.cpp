@@ -19,17 +19,20 @@
 // Keys and records are bytea (sent and read in binary), times bigint milliseconds.
 //
 // Transactions: a write is BEGIN ISOLATION LEVEL SERIALIZABLE ... COMMIT, so a check-and-spend
-// (read a token, delete it, write a session) is one transaction that the database runs as if
-// alone: of two nodes that race, one commits and the other gets a serialization failure (SQLSTATE
-// 40001), thrown as StoreError with retry(), and runs again from the start (detail::guarded),
-// finding the token gone. No advisory locks, no SELECT ... FOR UPDATE: what CockroachDB and
-// YugabyteDB also run. commit() returns when COMMIT has: durable as the server's
-// synchronous_commit says (on by default). A read (Store::read: what a request shows) runs each
-// statement on its own, without BEGIN and ROLLBACK around them: each sees every commit made
-// before it (READ COMMITTED), two statements need not see one snapshot (LMDB's reads do), and a
-// GET /me is one round trip (the session read brings its user). Every decision that must hold
-// against other nodes is made in a write transaction. The whole-store scans (check, copy) are
-// one REPEATABLE READ snapshot.
+// (read a token, delete it, write a session) is one transaction that the database runs as if alone:
+// of two nodes that race, one commits and the other gets a serialization failure (SQLSTATE 40001),
+// thrown as StoreError with retry(), and runs again from the start (detail::guarded), finding the
+// token gone. No SELECT ... FOR UPDATE. One advisory lock: a token request, or a code typed for an
+// address, first waits for the others on the same address (WriteTxn::serialize_on: a session lock
+// taken before BEGIN). 64 requests for one address at once had lost their races 10 times in a row
+// about once in a thousand (a 503); they take turns instead. On a database whose advisory locks are
+// stubs (CockroachDB's) they race and retry as before. commit() returns when COMMIT has: durable as
+// the server's synchronous_commit says (on by default). A read (Store::read: what a request shows)
+// runs each statement on its own, without BEGIN and ROLLBACK around them: each sees every commit
+// made before it (READ COMMITTED), two statements need not see one snapshot (LMDB's reads do), and
+// a GET /me is one round trip (the session read brings its user). Every decision that must hold
+// against other nodes is made in a write transaction. The whole-store scans (check, copy) are one
+// REPEATABLE READ snapshot.
 //
 // Connections: a transaction takes an idle connection of this process or opens one, and gives
 // it back when it ends (unless it broke). Every statement is prepared at its first use on a
@@ -99,7 +102,7 @@ enum Stmt : unsigned {
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
-    StmtCount
+    AdvisoryLock, AdvisoryUnlock, StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -204,6 +207,8 @@ constexpr const char *kStatements[StmtCount] = {
     /* DelCounters */ "DELETE FROM signin_counters WHERE substring(key from 1 for octet_length($1::bytea)) = $1::bytea",
     /* PurgeCounters */
     "DELETE FROM signin_counters WHERE key IN (SELECT key FROM signin_counters WHERE expires_at <= $1 LIMIT $2)",
+    /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
+    /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
 };
 
 // ---- values ------------------------------------------------------------------------------------
@@ -399,9 +404,10 @@ public:
             try {
                 conn_->exec("ROLLBACK", "end a transaction");
             } catch (const StoreError &) {
-                return;  // the connection is dropped with the transaction
+                return;  // the connection is dropped with the transaction (and its lock with it)
             }
         }
+        unlock();
         pool_.give(std::move(conn_));
     }
     PgTxn(const PgTxn &) = delete;
@@ -519,6 +525,36 @@ public:
     }
 
 protected:
+    // serialize_on: the lock is the session's, taken before BEGIN, so that this transaction's
+    // snapshot is taken after the previous holder's COMMIT (a lock taken inside a SERIALIZABLE
+    // transaction would come after its snapshot, and the race would be lost all the same).
+    void lock_before_begin(std::string_view key) {
+        if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
+        if (open_ || locked_) throw StoreError(Code::Internal, "serialize_on after the transaction began");
+        // 64 bits of a keyed digest: keys with the same digest only wait for each other
+        unsigned char digest[8];
+        static const unsigned char kContext[] = "ngx_signin serialize_on";
+        crypto_generichash(digest, sizeof digest, reinterpret_cast<const unsigned char *>(key.data()), key.size(),
+                           kContext, sizeof kContext - 1);
+        std::uint64_t k = 0;
+        for (unsigned char b : digest) k = (k << 8) | b;
+        lock_key_ = static_cast<std::int64_t>(k);
+        locked_ = true;  // set first: a wait that fails half-way may have the lock all the same
+        conn_->run(AdvisoryLock, {lock_key_}, "wait for the other transactions on that key");
+    }
+
+    // Gives the session's lock back when the transaction has ended; a connection that cannot say
+    // so is closed (which gives it back too), never kept with the lock held.
+    void unlock() noexcept {
+        if (!locked_ || !conn_) return;
+        locked_ = false;
+        try {
+            conn_->run(AdvisoryUnlock, {lock_key_}, "end a transaction");
+        } catch (...) {
+            conn_.reset();
+        }
+    }
+
     // A statement of this transaction, which begins at its first.
     Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
@@ -561,7 +597,9 @@ protected:
     Pool &pool_;
     const Kind kind_;
     std::unique_ptr<Connection> conn_;
-    bool open_ = false;  // BEGIN was sent
+    bool open_ = false;    // BEGIN was sent
+    bool locked_ = false;  // serialize_on's lock is (or may be) held by the connection
+    std::int64_t lock_key_ = 0;
     std::optional<User> prefetched_;  // the user of the last session read (Kind::Reads)
 };
 
@@ -573,6 +611,8 @@ public:
 class PgWriteTxn final : public PgTxn<WriteTxn> {
 public:
     explicit PgWriteTxn(Pool &pool) : PgTxn(pool, Kind::Write) {}
+
+    void serialize_on(std::string_view key) override { lock_before_begin(key); }
 
     void put_user(const User &u) override {
         if (auto old = user_by_id(u.id); old && !old->email.empty() &&
@@ -674,6 +714,7 @@ public:
             // has not committed: the caller is told, nothing is acknowledged
             conn_->exec("COMMIT", "commit");
         }
+        unlock();  // committed: a failure to unlock closes the connection, it does not undo that
         pool_.give(std::move(conn_));
     }
 

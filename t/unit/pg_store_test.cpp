@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -304,6 +308,18 @@ TEST_P(StoreContract, AnAbortedWriteLeavesNothing) {
 }
 
 // The copy of signin-admin copy: everything an LMDB store holds, read back from PostgreSQL.
+// serialize_on before a transaction's first statement: PostgreSQL waits for the key's turn, LMDB
+// (one writer at a time) has nothing to wait for; the transaction is an ordinary one either way.
+TEST_P(StoreContract, ATransactionMaySerializeOnAKey) {
+    {
+        auto w = store_->write();
+        w->serialize_on(std::string("address:g1\0a@example.com", 23));
+        w->put_user(make_user("u1", "a@example.com"));
+        w->commit();
+    }
+    EXPECT_EQ(store_->read()->user_by_email("g1", "a@example.com")->id, "u1");
+}
+
 TEST_P(StoreContract, CopiesAnLmdbStore) {
     if (GetParam() != Backend::Pg) GTEST_SKIP() << "the copy goes from LMDB into PostgreSQL";
     LmdbOptions o;
@@ -450,6 +466,153 @@ TEST_F(PgOnly, TheLoserOfARaceIsToldToRetry) {
     EXPECT_EQ(store_->read()->counts().sessions, 1u);
 }
 
+// Whether a transaction of `other` (its own connections: another worker, another node) gets the
+// key's turn within 5 s. If it does not, `mine` is closed: its connections end, and so do their
+// locks, so the waiting thread finishes and the test fails instead of hanging.
+bool other_gets_turn(Store &other, std::unique_ptr<Store> &mine, const std::string &key) {
+    std::promise<void> done;
+    std::future<void> finished = done.get_future();
+    std::thread t([&] {
+        try {
+            auto w = other.write();
+            w->serialize_on(key);
+            w->commit();
+        } catch (const std::exception &e) {
+            ADD_FAILURE() << e.what();
+        }
+        done.set_value();
+    });
+    const bool got = finished.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    if (!got) mine.reset();
+    t.join();
+    return got;
+}
+
+std::string random_key() {
+    unsigned char r[8];
+    randombytes_buf(r, sizeof r);
+    return "address:test\0" + std::string(reinterpret_cast<char *>(r), sizeof r);
+}
+
+// Two token requests for one address (each reads the address's tokens, deletes the oldest, adds
+// one): the second waits for the first's COMMIT before its snapshot, sees what the first wrote and
+// commits, where without the turn it read the same token and lost the race at its delete.
+TEST_F(PgOnly, TransactionsOnOneKeyTakeTurns) {
+    PgOptions o;
+    o.conninfo = schema_->conninfo();
+    auto other = open_pg_store(o);  // the second request's node
+    const std::string key = random_key();
+    {
+        auto w = store_->write();
+        w->put_token(make_token(1, "a@example.com", 1, 1ll << 50));
+        w->commit();
+    }
+    auto a = store_->write();
+    a->serialize_on(key);
+    ASSERT_EQ(a->tokens_for("g1", "a@example.com").size(), 1u);
+    std::atomic<bool> b_began{false};
+    std::promise<void> done;
+    std::future<void> b_done = done.get_future();
+    std::thread b_thread([&] {
+        try {
+            auto b = other->write();
+            b->serialize_on(key);
+            b_began = true;
+            auto seen = b->tokens_for("g1", "a@example.com");
+            EXPECT_EQ(seen.size(), 1u);
+            if (!seen.empty()) {
+                EXPECT_EQ(seen[0].hash, digest(2)) << "the second saw the first's token, not the one it deleted";
+                b->del_token(seen[0].hash);
+            }
+            b->put_token(make_token(3, "a@example.com", 3, 1ll << 50));
+            b->commit();
+        } catch (const StoreError &e) {
+            ADD_FAILURE() << "the second lost the race: " << e.what();
+        }
+        done.set_value();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_FALSE(b_began.load()) << "the second began while the first had the key";
+    try {
+        a->del_token(digest(1));
+        a->put_token(make_token(2, "a@example.com", 2, 1ll << 50));
+        a->commit();
+    } catch (const StoreError &e) {
+        ADD_FAILURE() << "the first lost the race: " << e.what();
+    }
+    a.reset();
+    if (b_done.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+        ADD_FAILURE() << "the second never got its turn after the first committed";
+        store_.reset();  // the first's connections end, and their locks with them
+    }
+    b_thread.join();
+    auto left = other->read()->tokens_for("g1", "a@example.com");
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(left[0].hash, digest(3));
+}
+
+// The turn ends with the transaction however it ends (committed, abandoned, lost to a race), and
+// the connection goes back to the pool without it: another store's transaction gets the key at once.
+TEST_F(PgOnly, AKeysTurnEndsWithItsTransactionHoweverItEnds) {
+    PgOptions o;
+    o.conninfo = schema_->conninfo();
+    auto other = open_pg_store(o);
+    const std::string key = random_key();
+    {
+        auto w = store_->write();
+        w->serialize_on(key);
+        w->put_user(make_user("u1", "a@example.com"));
+        w->commit();
+    }
+    ASSERT_TRUE(other_gets_turn(*other, store_, key)) << "after a commit";
+    {
+        auto w = store_->write();
+        w->serialize_on(key);
+        w->commit();  // nothing but the turn
+    }
+    ASSERT_TRUE(other_gets_turn(*other, store_, key)) << "after a commit of nothing";
+    {
+        auto w = store_->write();
+        w->serialize_on(key);
+        EXPECT_TRUE(w->user_by_id("u1"));
+    }  // abandoned: rolled back
+    ASSERT_TRUE(other_gets_turn(*other, store_, key)) << "after an abandoned transaction";
+    {
+        auto w = store_->write();
+        w->put_token(make_token(1, "a@example.com", 1, 1ll << 50));
+        w->commit();
+    }
+    auto a = store_->write();
+    auto b = store_->write();
+    b->serialize_on(key);
+    ASSERT_TRUE(b->token(digest(1)));
+    ASSERT_TRUE(a->token(digest(1)));
+    a->del_token(digest(1));
+    a->commit();
+    bool retry = false;
+    try {
+        b->del_token(digest(1));
+        b->put_session(make_session(1, "u1", 1ll << 50));
+        b->commit();
+    } catch (const StoreError &e) {
+        retry = e.retry();
+    }
+    EXPECT_TRUE(retry);
+    b.reset();
+    ASSERT_TRUE(other_gets_turn(*other, store_, key)) << "after a transaction that lost a race";
+    // the turn is asked for before the first statement, or not at all
+    auto late = store_->write();
+    EXPECT_TRUE(late->user_by_id("u1"));
+    EXPECT_THROW(late->serialize_on(key), StoreError);
+    late.reset();
+    // the pooled connections still work
+    auto w = store_->write();
+    w->serialize_on(key);
+    w->put_user(make_user("u2", "b@example.com"));
+    w->commit();
+    EXPECT_EQ(store_->read()->user_count(), 2u);
+}
+
 // Connections the server ended (a restart, a failover, an administrator) fail the transaction
 // that meets them with StorageError (503), and the next ones connect again.
 TEST_F(PgOnly, RecoversFromDroppedConnections) {
@@ -518,4 +681,39 @@ TEST_F(ExchangeRace, OneCodeMakesExactlyOneSession) {
     EXPECT_EQ(won.load(), 1);
     EXPECT_EQ(lost.load(), 11);
     EXPECT_EQ(store_->read()->counts().sessions, 1u);
+}
+
+// Token requests for one address from many threads at once (each reads the address's tokens,
+// deletes the oldest and adds one): every one is answered. On PostgreSQL they take turns on the
+// address (serialize_on); racing instead, 12 at once lost 10 tries in a row and answered 503.
+TEST_F(ExchangeRace, TokenRequestsForOneAddressAllAnswer) {
+    make(open_policy());
+    std::atomic<int> answered{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 12; ++i) {
+        threads.emplace_back([&] {
+            for (int k = 0; k < 10; ++k) {
+                auto s = id_->tokens().request_token(Intent::Register, "crowd@example.com", "");
+                if (s) {
+                    ++answered;
+                } else {
+                    ADD_FAILURE() << s.error().message;
+                }
+            }
+        });
+    }
+    // a turn that is never given back would hang the threads: fail the run instead
+    std::atomic<bool> finished{false};
+    std::thread watchdog([&] {
+        for (int i = 0; i < 600 && !finished; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!finished) {
+            std::fprintf(stderr, "TokenRequestsForOneAddressAllAnswer: still waiting after 60 s\n");
+            std::_Exit(1);
+        }
+    });
+    for (auto &t : threads) t.join();
+    finished = true;
+    watchdog.join();
+    EXPECT_EQ(answered.load(), 120);
+    EXPECT_LE(store_->read()->counts().tokens, 3u) << "tokens_per_address holds";
 }
