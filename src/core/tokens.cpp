@@ -59,10 +59,6 @@ NewToken new_token(const std::string &group, const std::string &email, Purpose p
     return t;
 }
 
-}  // namespace
-
-namespace {
-
 // What the transactions on one address's tokens serialize on (WriteTxn::serialize_on): a token
 // request reads them, deletes the oldest and adds one; a typed code counts its failures on them.
 std::string address_lock(const std::string &group, const std::string &email) {

@@ -531,7 +531,7 @@ protected:
     void lock_before_begin(std::string_view key) {
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
         if (open_ || locked_) throw StoreError(Code::Internal, "serialize_on after the transaction began");
-        // 64 bits of a keyed digest: keys with the same digest only wait for each other
+        // 64 bits of a digest: two keys that share them only wait for each other needlessly
         unsigned char digest[8];
         static const unsigned char kContext[] = "ngx_signin serialize_on";
         crypto_generichash(digest, sizeof digest, reinterpret_cast<const unsigned char *>(key.data()), key.size(),
