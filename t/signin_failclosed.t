@@ -37,7 +37,9 @@ my $r = $t->req(GET => '/app/', headers => { cookie => 'svc_dev_session=' . ('A'
 is $r->{status}, 503, 'the gate fails closed too';
 unlike $r->{content}, qr/protected content/, 'and never shows the protected content';
 $t->stop;
-like $t->error_log, qr/\[crit\].*signin_store .* could not be opened/, 'error.log says the store could not be opened';
+my $store = $t->store;
+like $t->error_log, qr/\[crit\].*signin_store "\Q$store\E" could not be opened: /,
+    'error.log says which store could not be opened, and why';
 # and nothing else alarming: the store's [crit] is this test's doing
 $t->done(allow => qr/\[crit\].*signin_store ".*" could not be opened/);
 done_testing;

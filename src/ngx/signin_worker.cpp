@@ -148,15 +148,14 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
     try {
         open_engine(cycle, m);
     } catch (const std::exception &e) {
-        // a PostgreSQL URI may hold a password: it is not logged
-        ngx_str_t shown = m->store_path;
-        if (m->store_pg) ngx_str_set(&shown, "(PostgreSQL)");
+        // a PostgreSQL URI may hold a password: it is not logged. (Not ngx_str_set under an if:
+        // the macro is two statements, and the path's length was given the literal's text.)
+        ngx_str_t shown = m->store_pg ? ngx_view("(PostgreSQL)") : m->store_path;
         ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &shown, e.what());
         g_identity.reset();
         return NGX_OK;  // requests answer 503 storage_unavailable; the worker keeps serving the rest
     } catch (...) {
-        ngx_str_t shown = m->store_path;
-        if (m->store_pg) ngx_str_set(&shown, "(PostgreSQL)");
+        ngx_str_t shown = m->store_pg ? ngx_view("(PostgreSQL)") : m->store_path;
         ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened", &shown);
         g_identity.reset();
         return NGX_OK;
