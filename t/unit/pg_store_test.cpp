@@ -438,6 +438,19 @@ protected:
     std::unique_ptr<Store> store_;
 };
 
+// b spends token 1 and writes session n after another transaction spent it first: whether b is
+// told to run again (StoreError::retry), rather than told it committed.
+bool told_to_retry(WriteTxn &b, int n) {
+    try {
+        b.del_token(digest(1));
+        b.put_session(make_session(n, "u1", 1ll << 50));
+        b.commit();
+    } catch (const StoreError &e) {
+        return e.retry();
+    }
+    return false;
+}
+
 // Two transactions spend the same token: the one that commits second finds its snapshot stale
 // and is told to run again (StoreError::retry), never told it committed.
 TEST_F(PgOnly, TheLoserOfARaceIsToldToRetry) {
@@ -453,15 +466,7 @@ TEST_F(PgOnly, TheLoserOfARaceIsToldToRetry) {
     a->del_token(digest(1));
     a->put_session(make_session(1, "u1", 1ll << 50));
     a->commit();
-    bool retry = false;
-    try {
-        b->del_token(digest(1));
-        b->put_session(make_session(2, "u1", 1ll << 50));
-        b->commit();
-    } catch (const StoreError &e) {
-        retry = e.retry();
-    }
-    EXPECT_TRUE(retry);
+    EXPECT_TRUE(told_to_retry(*b, 2));
     b.reset();
     EXPECT_EQ(store_->read()->counts().sessions, 1u);
 }
@@ -589,15 +594,7 @@ TEST_F(PgOnly, AKeysTurnEndsWithItsTransactionHoweverItEnds) {
     ASSERT_TRUE(a->token(digest(1)));
     a->del_token(digest(1));
     a->commit();
-    bool retry = false;
-    try {
-        b->del_token(digest(1));
-        b->put_session(make_session(1, "u1", 1ll << 50));
-        b->commit();
-    } catch (const StoreError &e) {
-        retry = e.retry();
-    }
-    EXPECT_TRUE(retry);
+    EXPECT_TRUE(told_to_retry(*b, 1));
     b.reset();
     ASSERT_TRUE(other_gets_turn(*other, store_, key)) << "after a transaction that lost a race";
     // the turn is asked for before the first statement, or not at all
