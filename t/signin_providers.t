@@ -171,8 +171,16 @@ $other->control(next => { sub => 'erin-sub', email => 'erin@example.com', email_
 $f = flow(provider => 'other');
 $r = me($f->{session});
 is $r->{status}, 200, 'a second provider (ES256, client_secret_basic): signed in';
-is $r->{json}{email}, 'erin@example.com', '... a new account';
+my $erin_id = $r->{json}{id};
+ok !length($r->{json}{email} // ''), '... a new account, without the address: "verified" is the word of a provider without trust_email';
 my $erin = $f->{session};
+# ... so the address's owner signing in by email gets an account of their own (no pre-account
+# hijacking), and the provider identity does not enter it afterwards
+my (undef, $erin_me) = $t->sign_in('erin@example.com');
+isnt $erin_me->{id}, $erin_id, "the address's owner signs in to another account";
+$other->control(next => { sub => 'erin-sub', email => 'erin@example.com', email_verified => JSON::PP::true });
+$f = flow(provider => 'other');
+is me($f->{session})->{json}{id}, $erin_id, '... and the provider identity still enters only its own';
 
 $idp->control(next => { sub => 'frank-sub', email => 'frank@example.com', email_verified => JSON::PP::false });
 $f = flow();

@@ -3,7 +3,9 @@
 // links to the account of its address only when the provider is declared trust_email=on and the
 // token says email_verified: true; otherwise it makes an account when registration is on, and
 // never when another account has that address (a provider's unverified claim to an address must
-// not open, nor take, somebody's account). A signed-in person links more providers from the
+// not open, nor take, somebody's account). A new account gets the provider's address only under
+// the same two conditions: an untrusted provider's accounts have no address, so they match no
+// address or domain rule and an email sign-in to that address never lands in them. A signed-in person links more providers from the
 // account page; unlinking keeps at least one way in. Valid C++17: the glue includes it.
 #pragma once
 

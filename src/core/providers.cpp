@@ -77,6 +77,12 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
             }
         }
         const bool verified = claims.email_verified && !claims.email.empty();
+        // Only a provider declared trust_email=on may give an account its address: any other
+        // provider's "verified" is the word of whoever controls the identity there, and an
+        // account made under somebody else's address would be entered by its owner's next email
+        // sign-in and by the maker's next provider sign-in (pre-account hijacking), and would
+        // pass rules that allow that address or domain.
+        const bool owns_address = verified && provider.trust_email;
         if (!user && !claims.email.empty()) {
             if (auto owner = txn->user_by_email(kDefaultGroup, claims.email)) {
                 if (!verified || !provider.trust_email) {
@@ -101,13 +107,13 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
                 return refuse(Code::RegistrationDisabled, "no account", "there is no account for this sign-in",
                               claims.email);
             }
-            if (policy.may_join && (!verified || !policy.may_join->contains(claims.email))) {
+            if (policy.may_join && (!owns_address || !policy.may_join->contains(claims.email))) {
                 return refuse(Code::RegistrationDisabled, "may not join", "there is no account for this sign-in",
                               claims.email);
             }
             User u;
             u.id = enc::uuid7(now);
-            u.email = verified ? claims.email : std::string();  // an unverified address is not the account's
+            u.email = owns_address ? claims.email : std::string();
             u.group_id = std::string(kDefaultGroup);
             u.created_at = now;
             u.updated_at = now;

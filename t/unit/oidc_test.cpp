@@ -424,6 +424,44 @@ TEST_F(ProvidersTest, AnUnverifiedAddressIsNotTheNewAccounts) {
     EXPECT_TRUE(store_->check_integrity().empty());
 }
 
+TEST_F(ProvidersTest, AnUntrustedProviderNeverGivesANewAccountItsAddress) {
+    make(open_policy());
+    // "verified" by a provider without trust_email: the account is made, without the address
+    auto s = enter(who("mallory-sub", "prey@example.com", true), false);
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_EQ(s->session->user.email, "");
+    {
+        auto txn = store_->read();
+        EXPECT_FALSE(txn->user_by_email("default", "prey@example.com"));
+    }
+    // the address's owner signs in by email into an account of their own, which the provider
+    // identity does not enter afterwards
+    Session prey = sign_in("prey@example.com");
+    EXPECT_NE(prey.user.id, s->session->user.id);
+    auto again = enter(who("mallory-sub", "prey@example.com", true), false);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->session->user.id, s->session->user.id);
+    EXPECT_TRUE(id_->providers().list(principal(prey))->empty());
+    // a trusted provider's verified address is the new account's
+    auto trusted = enter(who("dave-sub", "dave@example.com", true), true);
+    ASSERT_TRUE(trusted);
+    EXPECT_EQ(trusted->session->user.email, "dave@example.com");
+}
+
+TEST_F(ProvidersTest, AJoinListIsNotPassedOnAnUntrustedProvidersWord) {
+    Policy p = open_policy();
+    auto acme = std::make_shared<People>();
+    acme->add_domain("acme.com");
+    p.may_join = acme;
+    make(p);
+    auto s = enter(who("mallory-sub", "boss@acme.com", true), false);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error().code, Code::RegistrationDisabled);
+    auto t = enter(who("boss-sub", "boss@acme.com", true), true);
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->session->user.email, "boss@acme.com");
+}
+
 TEST_F(ProvidersTest, AStateIsSpentOnce) {
     make(open_policy());
     oidc::Flow f = oidc::new_flow("idp", "", false, "", clock_->now());
