@@ -73,7 +73,12 @@ my $browser_cookie = $b->{jar}{svc_dev_browser};
 
 $r = enter($b, 'bob@example.com', add => 1);
 is $r->{status}, 200, 'bob signs in with add: true';
-is $b->{jar}{svc_dev_browser}, $browser_cookie, '... in the same browser';
+isnt $b->{jar}{svc_dev_browser}, $browser_cookie, '... and the browser cookie is new (a new one at every sign-in: no fixation)';
+{
+    my $old = $t->req(GET => '/auth/accounts', headers => { cookie => "svc_dev_browser=$browser_cookie" });
+    is scalar(@{ ($old->{json} || {})->{accounts} // [] }), 0, '... the old value names no account any more';
+}
+$browser_cookie = $b->{jar}{svc_dev_browser};
 is listed($b), 'ann@example.com bob@example.com*', 'GET /accounts: both, bob active';
 is me($b), 'bob@example.com', 'GET /me is the active account';
 is $t->req(GET => '/auth/me', headers => { cookie => "svc_dev_session=$ann_cookie" })->{status}, 200,

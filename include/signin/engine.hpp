@@ -54,6 +54,13 @@ struct Policy {
     unsigned mfa_pending_failures = 5;           // ... and dies at this many wrong codes
     Millis mfa_setup_ttl = 10 * 60 * 1000;       // a TOTP setup waits this long for its first code
     Millis mfa_remember = 30LL * 24 * 3600 * 1000;  // remembered devices (0: never remembered)
+    // Wrong second-factor codes of one account, over every pending sign-in and client: this many
+    // in a row are free, then each try waits mfa_backoff, doubling up to attempts.backoff_max;
+    // at mfa_lock_failures (NIST SP 800-63B's 100) the factor is locked until an email sign-in
+    // proves the inbox again or an admin resets it.
+    unsigned mfa_free_failures = 10;
+    Millis mfa_backoff = 60 * 1000;
+    unsigned mfa_lock_failures = 100;
     std::string mfa_issuer;                      // the otpauth issuer (signin_site_name); "" = the origin's host
     // Several accounts in one browser (DESIGN §9.6, signin_browser_accounts): at most this many
     // cookie sessions per browser; one more ends the one used least recently. At least 1.
@@ -72,6 +79,8 @@ struct Origin {
 // Parses and normalizes an origin; nullopt with `why` set when it is not one (an http origin
 // that is not loopback is refused: its session cookie could not be Secure).
 std::optional<Origin> parse_origin(std::string_view text, std::string *why);
+// The host of a normalized origin's text, without scheme or port ("app.example.com", "[::1]").
+std::string origin_host(std::string_view origin);
 // "localhost", "[::1]" or a dotted 127.x.y.z address (lower case, no port): a name only this
 // machine has.
 bool is_loopback_host(std::string_view host);
@@ -196,8 +205,9 @@ private:
                        const BrowserCookies *browser, bool two_factors = false) const;
     // A new cookie session's place in its browser (DESIGN §9.6): ends the session the browser
     // signed in with unless `add`, an older session of the same user in this browser, and the
-    // least recently used ones beyond policy().browser_accounts; returns the browser cookie
-    // (the one it sent, or a new one). The caller commits txn.
+    // least recently used ones beyond policy().browser_accounts; returns the browser's new
+    // cookie (a new one at every sign-in; the sessions the old cookie opens move to it). The
+    // caller commits txn.
     Secret join_browser(WriteTxn &txn, const User &user, const BrowserCookies &browser, std::string_view client,
                         Millis now) const;
     // Ends every remembered device of a user (password set or changed, factor disabled); the caller commits.

@@ -123,6 +123,11 @@ struct MfaRecord {
     };
     std::vector<Device> devices;     // remembered devices (signin_mfa_remember)
     Millis updated_at = 0;
+    // Wrong codes in a row at the second step of a sign-in, whatever the client or the pending
+    // sign-in: past Policy::mfa_free_failures each try waits until wait_until; at
+    // Policy::mfa_lock_failures the factor is locked until an email sign-in or an admin reset.
+    std::uint32_t failures = 0;
+    Millis wait_until = 0;
     bool has_factor() const { return !totp_sealed.empty(); }
 };
 
@@ -291,6 +296,7 @@ enum class Code : std::uint8_t {
     ProviderRefused,       // provider_refused: an OpenID Connect sign-in that does not pass (the audit says why)
     AccountExists,         // account_exists: a provider's address has an account it may not sign in to
     LastWayIn,             // last_way_in: removing it would leave the account no way in
+    MfaLocked,             // mfa_locked: too many wrong second-factor codes; an email sign-in or an admin unlocks
 };
 std::string_view code_name(Code c);
 

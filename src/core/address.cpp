@@ -181,4 +181,11 @@ std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
     return o;
 }
 
+std::string origin_host(std::string_view origin) {
+    auto start = origin.find("://");
+    std::string_view host = start == std::string_view::npos ? origin : origin.substr(start + 3);
+    if (!host.empty() && host.front() == '[') return std::string(host.substr(0, host.find(']') + 1));
+    return std::string(host.substr(0, host.find(':')));
+}
+
 }  // namespace signin

@@ -163,17 +163,30 @@ Secret Engine::join_browser(WriteTxn &txn, const User &user, const BrowserCookie
             end(*cur, "session.replaced");
         }
     }
-    // A new browser's cookie begins with its time, like a session's (record_key): the index
-    // entries of the browsers a batch makes share LMDB's last leaf instead of one page each
-    // (measured 2026-11-27: 5.1 of the 14.3 KiB a cookie exchange wrote went to that index).
-    Secret cookie = plausible_secret(b.browser.reveal()) ? b.browser : Secret(enc::ordered_secret(now));
+    // The browser gets a new cookie at every sign-in, as it gets a new session: a cookie value
+    // planted before the sign-in (by whoever could set a cookie for this site) names nothing
+    // afterwards. The sessions filed under the cookie it sent move to the new one, each re-sealed,
+    // but only those that cookie opens: a value the module never gave out carries nothing over.
+    // A new cookie begins with its time, like a session's (record_key), so that the index entries
+    // of the browsers a batch of sign-ins makes sit together.
+    Secret cookie(enc::ordered_secret(now));
+    const std::string key = record_key(cookie.reveal());
     std::vector<SessionRecord> live;
-    for (auto &s : txn.sessions_of_browser(record_key(cookie.reveal()))) {
-        if (!detail::is_live(policy_, s, now)) {
-            txn.del_session(s.hash);  // expired: the purge would take it anyway
-        } else if (s.user_id == user.id) {
-            end(s, "session.replaced");  // one session per account in a browser
-        } else {
+    if (plausible_secret(b.browser.reveal())) {
+        for (auto &s : txn.sessions_of_browser(record_key(b.browser.reveal()))) {
+            if (!detail::is_live(policy_, s, now)) {
+                txn.del_session(s.hash);  // expired: the purge would take it anyway
+                continue;
+            }
+            if (s.user_id == user.id) {
+                end(s, "session.replaced");  // one session per account in a browser
+                continue;
+            }
+            auto secret = detail::open_for_browser(b.browser, s.browser_sealed, s.id);
+            if (!secret) continue;  // not sealed for this cookie: not this browser's to carry
+            s.browser = key;
+            s.browser_sealed = detail::seal_for_browser(cookie, secret->reveal(), s.id);
+            txn.put_session(s);
             live.push_back(std::move(s));
         }
     }
@@ -193,6 +206,16 @@ SignInStep Engine::sign_in(WriteTxn &txn, const User &user, SessionKind kind, Si
         return step;
     }
     auto factors = policy_.with_mfa ? txn.mfa(user.id) : std::nullopt;
+    if (factors && factors->has_factor() && method == SignInMethod::EmailToken && policy_.mfa_lock_failures > 0 &&
+        factors->failures >= policy_.mfa_lock_failures) {
+        // A factor locked by wrong codes opens again after the inbox is proved, but the next
+        // wrong code still waits: the count goes back to where the waits begin, not to zero.
+        factors->failures = policy_.mfa_free_failures;
+        factors->wait_until = 0;
+        factors->updated_at = now;
+        txn.put_mfa(*factors);
+        txn.append_audit(detail::audit(now, "mfa.unlocked", user.email, client, user.id, "email sign-in"));
+    }
     if (factors && factors->has_factor()) {
         const Secret *device = browser != nullptr && kind == SessionKind::Cookie ? &browser->device : nullptr;
         const std::string h = device != nullptr && !device->empty() ? secret_hash(device->reveal()) : std::string();

@@ -90,6 +90,19 @@ std::string pass(const SecretKey &key, MfaRecord &m, std::string_view code, std:
     return {};
 }
 
+// The wait an account's wrong codes in a row set: none while they are free, then the policy's
+// backoff doubling with each one more, up to the password backoff's ceiling.
+Millis failure_wait(const Policy &policy, std::uint32_t failures) {
+    if (failures < policy.mfa_free_failures) return 0;
+    Millis wait = policy.mfa_backoff;
+    for (std::uint32_t i = policy.mfa_free_failures; i < failures && wait < policy.attempts.backoff_max; ++i) wait *= 2;
+    return std::min(wait, std::max(policy.attempts.backoff_max, policy.mfa_backoff));
+}
+
+bool locked(const Policy &policy, const MfaRecord &m) {
+    return policy.mfa_lock_failures > 0 && m.failures >= policy.mfa_lock_failures;
+}
+
 }  // namespace
 
 MfaStatus detail::mfa_status(const std::optional<MfaRecord> &m, Millis now) {
@@ -280,20 +293,58 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
         }
         MfaRecord m = txn->mfa(user->id).value_or(MfaRecord{});
         m.user_id = user->id;
+        const Policy &policy = engine_.policy();
+        // The account's wrong codes count over every pending sign-in and client: many pending
+        // sign-ins (one password or email each) would otherwise give many guesses each.
+        if (locked(policy, m)) {
+            txn->append_audit(detail::audit(now, "mfa.refused", user->email, client, user->id, "locked"));
+            txn->commit();
+            return Error{Code::MfaLocked, "too many wrong codes: the second factor is locked until you sign in "
+                                          "by email again or an administrator resets it"};
+        }
+        if (m.wait_until > now) {
+            txn->append_audit(detail::audit(now, "mfa.refused", user->email, client, user->id, "waiting"));
+            txn->commit();
+            Error e{Code::RateLimited, "too many wrong codes: wait before trying again"};
+            e.retry_after = m.wait_until - now;
+            return e;
+        }
         const std::string how = pass(*engine_.mfa_key_, m, code, recovery_code, now);
         if (how.empty()) {
             pending->failures = static_cast<std::uint8_t>(pending->failures + 1);
-            const bool dead = pending->failures >= engine_.policy().mfa_pending_failures;
+            const bool dead = pending->failures >= policy.mfa_pending_failures;
             if (dead) {
                 txn->del_mfa_pending(hash);
             } else {
                 txn->put_mfa_pending(*pending);
             }
-            txn->append_audit(detail::audit(now, dead ? "mfa.locked" : "mfa.failed", user->email, client, user->id,
-                                            recovery_code.empty() ? "totp" : "recovery_code"));
+            const char *what = recovery_code.empty() ? "totp" : "recovery_code";
+            txn->append_audit(detail::audit(now, dead ? "mfa.locked" : "mfa.failed", user->email, client,
+                                            user->id, what));
+            if (m.has_factor()) {
+                m.failures = m.failures == UINT32_MAX ? m.failures : m.failures + 1;
+                const Millis wait = failure_wait(policy, m.failures);
+                m.wait_until = wait > 0 ? now + wait : 0;
+                m.updated_at = now;
+                txn->put_mfa(m);
+                if (locked(policy, m)) {
+                    txn->append_audit(detail::audit(now, "mfa.account_locked", user->email, client, user->id,
+                                                    std::to_string(m.failures) + " wrong codes in a row"));
+                    txn->del_mfa_pending_of(user->id);  // every sign-in waiting for the factor ends
+                } else if (wait > 0) {
+                    txn->append_audit(detail::audit(now, "mfa.backoff", user->email, client, user->id,
+                                                    std::to_string(m.failures) + " wrong codes in a row"));
+                }
+            }
             txn->commit();
+            if (locked(policy, m)) {
+                return Error{Code::MfaLocked, "too many wrong codes: the second factor is locked until you sign in "
+                                              "by email again or an administrator resets it"};
+            }
             return wrong_code();
         }
+        m.failures = 0;
+        m.wait_until = 0;
         txn->del_mfa_pending(hash);
         std::optional<BrowserCookies> joining;
         if (browser != nullptr) {

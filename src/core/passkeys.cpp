@@ -70,13 +70,6 @@ PasskeyInfo info_of(const PasskeyRecord &r) {
     return i;
 }
 
-std::string origin_host(std::string_view origin) {
-    auto start = origin.find("://");
-    std::string_view host = start == std::string_view::npos ? origin : origin.substr(start + 3);
-    if (!host.empty() && host.front() == '[') return std::string(host.substr(0, host.find(']') + 1));
-    return std::string(host.substr(0, host.find(':')));
-}
-
 }  // namespace
 
 std::string check_rp_id(const Origin &origin, std::string_view rp_id, std::string *warning) {

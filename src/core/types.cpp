@@ -69,6 +69,7 @@ std::string_view code_name(Code c) {
     case Code::ProviderRefused: return "provider_refused";
     case Code::AccountExists: return "account_exists";
     case Code::LastWayIn: return "last_way_in";
+    case Code::MfaLocked: return "mfa_locked";
     }
     return "internal";
 }

@@ -114,6 +114,8 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, bearer_ttl), nullptr},
     {ngx_string("signin_audit_keep"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, audit_keep), nullptr},
+    {ngx_string("signin_audit_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, audit_max), nullptr},
     {ngx_string("signin_body_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_size_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, body_max), nullptr},
     {ngx_string("signin_api"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
@@ -123,6 +125,12 @@ static ngx_command_t commands[] = {
      offsetof(MainConf, mfa), nullptr},
     {ngx_string("signin_mfa_remember"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, mfa_remember), nullptr},
+    {ngx_string("signin_mfa_free_failures"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, mfa_free_failures), nullptr},
+    {ngx_string("signin_mfa_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, mfa_backoff), nullptr},
+    {ngx_string("signin_mfa_lock"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, mfa_lock), nullptr},
     {ngx_string("signin_browser_accounts"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, browser_accounts), &browser_accounts_bounds},
     {ngx_string("signin_passkeys"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
@@ -216,6 +224,9 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->email = NGX_CONF_UNSET;
     m->mfa = NGX_CONF_UNSET;
     m->mfa_remember = NGX_CONF_UNSET_MSEC;
+    m->mfa_free_failures = NGX_CONF_UNSET_UINT;
+    m->mfa_backoff = NGX_CONF_UNSET_MSEC;
+    m->mfa_lock = NGX_CONF_UNSET_UINT;
     m->browser_accounts = NGX_CONF_UNSET_UINT;
     m->passkeys = NGX_CONF_UNSET;
     m->token_ttl = NGX_CONF_UNSET_MSEC;
@@ -225,6 +236,7 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->session_idle = NGX_CONF_UNSET_MSEC;
     m->bearer_ttl = NGX_CONF_UNSET_MSEC;
     m->audit_keep = NGX_CONF_UNSET_MSEC;
+    m->audit_max = NGX_CONF_UNSET_UINT;
     m->body_max = NGX_CONF_UNSET_SIZE;
     m->delivery_retries = NGX_CONF_UNSET_UINT;
     m->delivery_timeout = NGX_CONF_UNSET_MSEC;
@@ -259,6 +271,9 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     auto msec = [](signin::Millis v) { return static_cast<ngx_msec_t>(v); };
     ngx_conf_init_msec_value(m->token_ttl, msec(spec.token_ttl));
     ngx_conf_init_msec_value(m->mfa_remember, msec(spec.mfa_remember));
+    ngx_conf_init_uint_value(m->mfa_free_failures, spec.mfa_free_failures);
+    ngx_conf_init_msec_value(m->mfa_backoff, msec(spec.mfa_backoff));
+    ngx_conf_init_uint_value(m->mfa_lock, spec.mfa_lock_failures);
     ngx_conf_init_uint_value(m->browser_accounts, spec.browser_accounts);
     ngx_conf_init_msec_value(m->token_resend, msec(spec.token_resend));
     ngx_conf_init_uint_value(m->tokens_per_address, spec.tokens_per_address);
@@ -266,6 +281,7 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_msec_value(m->session_idle, msec(spec.session_idle));
     ngx_conf_init_msec_value(m->bearer_ttl, msec(spec.bearer_ttl));
     ngx_conf_init_msec_value(m->audit_keep, msec(spec.audit_keep));
+    ngx_conf_init_uint_value(m->audit_max, 0);  // 0: the store's own bound, by its size
     ngx_conf_init_size_value(m->body_max, 4096);
     const signin::OutboxSettings outbox;  // the outbox's defaults are the engine's too
     ngx_conf_init_uint_value(m->delivery_retries, outbox.retries);
@@ -388,6 +404,9 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     m->policy->with_passwords = m->passwords != 0;
     m->policy->with_mfa = m->mfa != 0;
     m->policy->mfa_remember = static_cast<signin::Millis>(m->mfa_remember);
+    m->policy->mfa_free_failures = static_cast<unsigned>(m->mfa_free_failures);
+    m->policy->mfa_backoff = static_cast<signin::Millis>(m->mfa_backoff);
+    m->policy->mfa_lock_failures = static_cast<unsigned>(m->mfa_lock);
     m->policy->browser_accounts = static_cast<unsigned>(m->browser_accounts);
     m->policy->with_passkeys = m->passkeys != 0;
     m->policy->passkey_rp_id = std::string(sv(m->passkey_rp_id));
@@ -952,20 +971,26 @@ enum VarField : uintptr_t {
     VarProviderUrl
 };
 
-// $signin_assertion: made once per request, for the audience of the location (default $host).
+// $signin_assertion: made once per request, for the audience of the location: its
+// signin_assertion_audience, else the host of signin_origin. Never the request's Host header:
+// that is the client's word, and an assertion made for the host a client names would be
+// accepted by whichever upstream that host is.
 static const std::string *assertion_of(ngx_http_request_t *r, RequestCtx *ctx) {
     if (!ctx->principal) return nullptr;
     if (!ctx->assertion.empty()) return &ctx->assertion;
     MainConf *m = main_conf(r);
     signin::Identity *engine = identity();
     if (m->assertions == nullptr || engine == nullptr) return nullptr;
-    ngx_str_t aud = r->headers_in.server;  // $host: the Host header's name, or the server's name
-    if (aud.len == 0) {
-        aud = static_cast<ngx_http_core_srv_conf_t *>(ngx_http_get_module_srv_conf(r, ngx_http_core_module))->server_name;
-    }
+    std::string aud;
     LocConf *l = loc_conf(r);
-    if (l->assertion_audience && ngx_http_complex_value(r, l->assertion_audience, &aud) != NGX_OK) return nullptr;
-    ctx->assertion = m->assertions->sign(ctx->principal->user, engine->origin().text, sv(aud), engine->now(),
+    if (l->assertion_audience) {
+        ngx_str_t v;
+        if (ngx_http_complex_value(r, l->assertion_audience, &v) != NGX_OK) return nullptr;
+        aud.assign(reinterpret_cast<const char *>(v.data), v.len);
+    } else {
+        aud = signin::origin_host(engine->origin().text);
+    }
+    ctx->assertion = m->assertions->sign(ctx->principal->user, engine->origin().text, aud, engine->now(),
                                          ctx->principal->session.mfa);
     return &ctx->assertion;
 }

@@ -36,6 +36,9 @@ struct MainConf {
     ngx_flag_t email;
     ngx_flag_t mfa;            // signin_mfa: second factors (DESIGN §9.3)
     ngx_msec_t mfa_remember;   // signin_mfa_remember: how long a device is remembered (0: never)
+    ngx_uint_t mfa_free_failures;  // signin_mfa_free_failures: an account's wrong codes in a row before waits
+    ngx_msec_t mfa_backoff;        // signin_mfa_backoff: the first wait, doubling
+    ngx_uint_t mfa_lock;           // signin_mfa_lock: wrong codes in a row that lock the factor (0: never)
     ngx_uint_t browser_accounts;  // signin_browser_accounts: accounts per browser (DESIGN §9.6)
     ngx_flag_t passkeys;          // signin_passkeys (DESIGN §9.4)
     ngx_str_t passkey_rp_id;      // signin_passkey_rp_id ("" = the origin's host)
@@ -62,6 +65,7 @@ struct MainConf {
     ngx_msec_t session_idle;
     ngx_msec_t bearer_ttl;
     ngx_msec_t audit_keep;
+    ngx_uint_t audit_max;  // signin_audit_max: the most audit entries an LMDB store keeps (0: by its size)
 
     // passwords (raw directive values; see policy)
     ngx_uint_t password_min_length;
@@ -110,7 +114,7 @@ struct LocConf {
     ngx_flag_t previews;  // signin_email_previews
     ngx_flag_t pass_credentials;  // signin_pass_credentials (inherited): the credential reaches the upstream
     signin::AccessRules *rules;   // signin_allow / signin_deny of this level, or the inherited list
-    ngx_http_complex_value_t *assertion_audience;  // signin_assertion_audience (default: $host)
+    ngx_http_complex_value_t *assertion_audience;  // signin_assertion_audience (default: signin_origin's host)
     ngx_str_t login_url;  // signin_login_url (inherited): where a signed-out browser navigation goes
     ngx_flag_t pages;     // signin_pages: the sign-in and account pages, beside signin_api
     ngx_str_t pages_css;  // signin_pages_css (inherited): the site's stylesheet for the pages

@@ -79,6 +79,7 @@ HttpError http_error(signin::Code code) {
     case Code::NoPassword:
     case Code::Forbidden:
     case Code::MfaRequired:
+    case Code::MfaLocked:
     case Code::MfaDisabled: status = NGX_HTTP_FORBIDDEN; break;
     case Code::InvalidCode: status = NGX_HTTP_UNAUTHORIZED; break;
     case Code::NotFound: status = NGX_HTTP_NOT_FOUND; break;
@@ -139,6 +140,7 @@ ngx_int_t reject(ngx_http_request_t *r, HttpError e, const std::string &message)
 }
 
 ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message) {
+    count_failure(code);
     return reject(r, http_error(code), message);
 }
 

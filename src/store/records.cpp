@@ -266,9 +266,9 @@ std::string encode_mfa(const MfaRecord &m) {
     if (m.recovery_hashes.size() > kMaxMfaList || m.devices.size() > kMaxMfaList) {
         throw StoreError(Code::StorageError, "too many recovery codes or devices to store");
     }
-    Writer w(1 + 4 * 2 + 8 * 3 + 2 + m.totp_sealed.size() + m.pending_sealed.size() +
+    Writer w(1 + 4 * 2 + 8 * 5 + 2 + m.totp_sealed.size() + m.pending_sealed.size() +
              m.recovery_hashes.size() * 36 + m.devices.size() * 44);
-    w.u8(kRecordFormat);
+    w.u8(kMfaFormat);
     w.str(m.totp_sealed);
     w.str(m.pending_sealed);
     w.i64(m.pending_expires_at);
@@ -281,11 +281,13 @@ std::string encode_mfa(const MfaRecord &m) {
         w.i64(d.expires_at);
     }
     w.i64(m.updated_at);
+    w.i64(static_cast<std::int64_t>(m.failures));
+    w.i64(m.wait_until);
     return w.data();
 }
 
 MfaRecord decode_mfa(std::string_view key, std::string_view data) {
-    Reader r(data, "mfa");
+    Reader r(data, "mfa", kMfaFormat);
     MfaRecord m;
     m.user_id = std::string(key);
     m.totp_sealed = r.str();
@@ -304,6 +306,12 @@ MfaRecord decode_mfa(std::string_view key, std::string_view data) {
         m.devices.push_back(std::move(d));
     }
     m.updated_at = r.i64();
+    if (r.version() >= 2) {  // format 2 added the wrong codes in a row
+        const std::int64_t failures = r.i64();
+        if (failures < 0 || failures > 0xffffffffLL) corrupt("mfa: failures out of range");
+        m.failures = static_cast<std::uint32_t>(failures);
+        m.wait_until = r.i64();
+    }
     r.done();
     return m;
 }

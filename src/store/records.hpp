@@ -20,6 +20,8 @@ inline constexpr unsigned char kTokenFormat = 3;
 inline constexpr unsigned char kSessionFormat = 3;
 // Pending second steps: format 2 adds whether the sign-in adds an account to its browser.
 inline constexpr unsigned char kPendingFormat = 2;
+// Second factors: format 2 adds the account's wrong codes in a row and the wait they set.
+inline constexpr unsigned char kMfaFormat = 2;
 
 [[noreturn]] void corrupt(std::string_view what);
 

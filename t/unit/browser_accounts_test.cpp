@@ -41,6 +41,8 @@ protected:
         for (const auto &a : list.value()) out.push_back(a.user.email + (a.active ? "*" : ""));
         return out;
     }
+    // A value of a browser cookie's shape (43 base64url characters) that the module never gave out.
+    static std::string enc_like_cookie() { return std::string(43, 'A'); }
     bool live(const Session &s) { return static_cast<bool>(id_->sessions().authenticate_from(s.token, "c")); }
 };
 
@@ -49,7 +51,8 @@ TEST_F(BrowserAccountsTest, AddKeepsTheCurrentAccountAndSignInWithoutAddReplaces
     Session ann = enter("ann@example.com", b, false);
     const std::string cookie(b.browser.reveal());
     Session bob = enter("bob@example.com", b, true);
-    EXPECT_EQ(std::string(b.browser.reveal()), cookie) << "the browser keeps its cookie";
+    EXPECT_NE(std::string(b.browser.reveal()), cookie) << "a new browser cookie at every sign-in";
+    EXPECT_TRUE(id_->sessions().accounts(Secret(cookie), Secret())->empty()) << "the old one names nothing";
     EXPECT_TRUE(live(ann));
     EXPECT_EQ(emails(b), (std::vector<std::string>{"ann@example.com", "bob@example.com*"}));
     Session cat = enter("cat@example.com", b, false);
@@ -80,6 +83,31 @@ TEST_F(BrowserAccountsTest, SwitchGivesTheOtherSessionsSecretOnlyToItsBrowser) {
     EXPECT_EQ(id_->sessions().switch_to(b.browser, "0190b0c0-0000-7000-8000-000000000000", "c").error().code,
               Code::NotFound);
     EXPECT_EQ(emails(other), (std::vector<std::string>{"eve@example.com*"}));
+}
+
+// Cookie fixation: a browser cookie somebody planted is never adopted. A value the module never
+// gave out is replaced at the sign-in; one it gave out (to the planter's own browser) moves what
+// it had to the victim's new cookie, and the planter's copy lists and switches to nothing.
+TEST_F(BrowserAccountsTest, APlantedBrowserCookieIsWorthlessOnceTheVictimSignsIn) {
+    const std::string made_up = enc_like_cookie();
+    BrowserCookies victim;
+    victim.browser = Secret(made_up);
+    Session ann = enter("ann@example.com", victim, false);
+    EXPECT_NE(std::string(victim.browser.reveal()), made_up);
+    EXPECT_TRUE(id_->sessions().accounts(Secret(made_up), Secret())->empty());
+    EXPECT_EQ(id_->sessions().switch_to(Secret(made_up), ann.id, "c").error().code, Code::NotFound);
+
+    // the planter signs in in their own browser, then plants that browser's cookie
+    BrowserCookies planter;
+    Session eve = enter("eve@example.com", planter, false);
+    const std::string planted(planter.browser.reveal());
+    BrowserCookies second;
+    second.browser = Secret(planted);
+    Session bob = enter("bob@example.com", second, true);
+    EXPECT_NE(std::string(second.browser.reveal()), planted);
+    EXPECT_TRUE(id_->sessions().accounts(Secret(planted), Secret())->empty()) << "the planted value lists nothing";
+    EXPECT_EQ(id_->sessions().switch_to(Secret(planted), bob.id, "c").error().code, Code::NotFound);
+    EXPECT_TRUE(live(eve) && live(bob) && live(ann));
 }
 
 TEST_F(BrowserAccountsTest, TheStoreAloneOpensNoSession) {

@@ -43,8 +43,9 @@ protected:
         EngineTest::SetUp();
         make(true);
     }
-    void make(bool with_mfa, bool with_key = true) {
+    void make(bool with_mfa, bool with_key = true, unsigned lock_failures = 100) {
         Policy policy;
+        policy.mfa_lock_failures = lock_failures;
         policy.allow_registration = true;
         policy.token_resend = 0;
         policy.with_mfa = with_mfa;
@@ -273,6 +274,88 @@ TEST_F(MfaTest, FiveWrongCodesEndThePendingSignIn) {
     bool locked = false;
     for (const auto &e : store_->read()->audit(20)) locked = locked || e.kind == "mfa.locked";
     EXPECT_TRUE(locked);
+}
+
+// Wrong codes count for the account, whatever pending sign-in or client sends them: many pending
+// sign-ins (a password or an email token each) give no more guesses than one.
+TEST_F(MfaTest, TenWrongCodesInARowMakeEveryFurtherTryWaitDoubling) {
+    Session s = sign_in("guess@example.com");
+    auto [secret, codes] = enroll(s);
+    clock_->advance(30000);
+    const std::string right = code_at(secret, clock_->now());
+    const std::string wrong = right == "000000" ? "111111" : "000000";
+    for (int i = 0; i < 10; i++) {  // 4 pending sign-ins, at most 3 wrong codes each
+        SignInStep st = step("guess@example.com");
+        for (int j = 0; j < 3 && i < 10; j++, i++) {
+            EXPECT_EQ(id_->mfa().verify(st.mfa_token, wrong, "", false, "c" + std::to_string(i)).error().code,
+                      Code::InvalidCode);
+        }
+        i--;
+    }
+    SignInStep next = step("guess@example.com");
+    auto waits = id_->mfa().verify(next.mfa_token, right, "", false, "another-client");
+    ASSERT_FALSE(waits);
+    EXPECT_EQ(waits.error().code, Code::RateLimited) << "the eleventh try waits, even with the right code";
+    EXPECT_EQ(waits.error().retry_after, 60000);
+    clock_->advance(60000);
+    next = step("guess@example.com");
+    EXPECT_EQ(id_->mfa().verify(next.mfa_token, wrong, "", false, "c").error().code, Code::InvalidCode);
+    auto doubled = id_->mfa().verify(next.mfa_token, wrong, "", false, "c");
+    EXPECT_EQ(doubled.error().code, Code::RateLimited);
+    EXPECT_EQ(doubled.error().retry_after, 120000) << "the wait doubles";
+    clock_->advance(120000);
+    next = step("guess@example.com");
+    auto ok = id_->mfa().verify(next.mfa_token, code_at(secret, clock_->now()), "", false, "c");
+    ASSERT_TRUE(ok) << ok.error().message;
+    auto m = store_->read()->mfa(s.user.id);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->failures, 0u) << "a right code clears the count";
+    EXPECT_EQ(m->wait_until, 0);
+    bool backoff = false;
+    for (const auto &e : store_->read()->audit(200)) backoff = backoff || e.kind == "mfa.backoff";
+    EXPECT_TRUE(backoff);
+}
+
+TEST_F(MfaTest, AtTheLockLimitTheFactorLocksUntilAnEmailSignInOrAReset) {
+    make(true, true, 12);
+    Session s = sign_in("lock@example.com");
+    auto [secret, codes] = enroll(s);
+    const Secret password("a long passphrase nobody guesses");
+    auto pw = id_->passwords().set_password(principal(s), password);
+    ASSERT_TRUE(pw) << pw.error().message;
+    clock_->advance(30000);
+    const std::string wrong = code_at(secret, clock_->now()) == "000000" ? "111111" : "000000";
+    Code last = Code::Internal;
+    for (int i = 0; i < 12; i++) {
+        SignInStep st = step("lock@example.com");  // an email sign-in of an unlocked factor: no reset
+        last = id_->mfa().verify(st.mfa_token, wrong, "", false, "c").error().code;
+        clock_->advance(3600 * 1000);  // past any wait
+    }
+    EXPECT_EQ(last, Code::MfaLocked) << "the hundredth (here twelfth) wrong code locks";
+    {
+        auto m = store_->read()->mfa(s.user.id);
+        ASSERT_TRUE(m);
+        EXPECT_EQ(m->failures, 12u);
+    }
+    // a recovery code does not pass a locked factor either (a pending sign-in made by a password)
+    auto pending = id_->passwords().login_password_step("lock@example.com", password, "c");
+    ASSERT_TRUE(pending) << pending.error().message;
+    ASSERT_EQ(pending->state, SignInStep::State::SecondFactorPending);
+    EXPECT_EQ(id_->mfa().verify(pending->mfa_token, "", codes[0], false, "c").error().code, Code::MfaLocked);
+    // an email sign-in opens it again; the next wrong code still waits
+    SignInStep st = step("lock@example.com");
+    bool unlocked = false, locked_entry = false;
+    for (const auto &e : store_->read()->audit(500)) {
+        unlocked = unlocked || e.kind == "mfa.unlocked";
+        locked_entry = locked_entry || e.kind == "mfa.account_locked";
+    }
+    EXPECT_TRUE(unlocked && locked_entry);
+    EXPECT_EQ(id_->mfa().verify(st.mfa_token, wrong, "", false, "c").error().code, Code::InvalidCode);
+    EXPECT_EQ(id_->mfa().verify(st.mfa_token, "", codes[0], false, "c").error().code, Code::RateLimited);
+    clock_->advance(3600 * 1000);
+    st = step("lock@example.com");
+    auto ok = id_->mfa().verify(st.mfa_token, "", codes[0], false, "c");
+    ASSERT_TRUE(ok) << ok.error().message;
 }
 
 TEST_F(MfaTest, APendingSignInLivesFiveMinutes) {

@@ -34,16 +34,17 @@ protected:
         std::filesystem::remove_all(root_);
     }
 
-    LmdbOptions options(std::size_t map_size = 1ull << 26) const {
+    LmdbOptions options(std::size_t map_size = 1ull << 26, std::size_t audit_max = 0) const {
         LmdbOptions o;
         o.path = dir_;
         o.map_size = map_size;
         o.max_readers = 16;
+        o.audit_max = audit_max;
         return o;
     }
-    Store &open(std::size_t map_size = 1ull << 26) {
+    Store &open(std::size_t map_size = 1ull << 26, std::size_t audit_max = 0) {
         store_.reset();
-        store_ = open_lmdb_store(options(map_size));
+        store_ = open_lmdb_store(options(map_size, audit_max));
         return *store_;
     }
 
@@ -550,14 +551,15 @@ TEST(AuditRecord, RoundTripsEveryKindOfText) {
 
 TEST_F(StoreTest, MapFullIsStorageFullAndTheStoreStaysUsable) {
     constexpr std::size_t kSmall = 128 * 1024;  // a few dozen pages: the tables alone need ~16
+    constexpr std::size_t kUnbounded = 1u << 30;  // audit entries fill it (their own bound is tested apart)
     {
-        Store &s = open(kSmall);
+        Store &s = open(kSmall, kUnbounded);
         auto w = s.write();
         w->put_user(user("u-1", "a@example.com"));
         w->put_session(session(1, "u-1"));
         w->commit();
     }
-    Store &s = open(kSmall);
+    Store &s = open(kSmall, kUnbounded);
     int committed = 0;
     bool full = false;
     for (int i = 0; i < 100000 && !full; ++i) {
@@ -588,7 +590,7 @@ TEST_F(StoreTest, MapFullIsStorageFullAndTheStoreStaysUsable) {
         w->put_session(session(1, "u-1"));
         w->commit();
     }
-    Store &again = open(kSmall);
+    Store &again = open(kSmall, kUnbounded);
     auto r = again.read();
     expect_same(*r->user_by_id("u-1"), user("u-1", "a@example.com"));
     EXPECT_EQ(r->sessions_of("u-1").size(), 1u);
@@ -827,6 +829,44 @@ TEST_F(StoreTest, UsersAreListedInIdOrderAPageAtATime) {
 
 // ---- second factors (DESIGN §9.3) -----------------------------------------------------------
 
+// A flood of requests nobody signed in to writes audit entries (unknown addresses, failed
+// exchanges): the trail is bounded in entries, the oldest going first, so it never fills the
+// store and the records sign-ins need still fit.
+TEST_F(StoreTest, TheAuditTrailIsBoundedOldestFirstAndNeverFillsTheStore) {
+    constexpr std::size_t kSmall = 256 * 1024;
+    Store &s = open(kSmall);  // the default bound: one entry for each 4 KiB of the map
+    const std::size_t bound = kSmall / kMapBytesPerAuditEntry;
+    Millis at = 1700000000000;
+    for (int i = 0; i < 400; ++i) {  // 4 000 entries of ~300 bytes: ten times what the map holds
+        auto w = s.write();
+        for (int j = 0; j < 10; ++j) {
+            w->append_audit({at++, "login.unknown", std::string(247, 'a') + "@example.com", "203.0.113.7", "",
+                             "flood"});
+        }
+        ASSERT_NO_THROW(w->commit()) << "round " << i;
+    }
+    {
+        auto r = s.read();
+        EXPECT_EQ(r->audit_count(), bound);
+        auto newest = r->audit(bound + 10);
+        ASSERT_EQ(newest.size(), bound);
+        EXPECT_EQ(newest.front().at, at - 1) << "the newest entry is kept";
+        EXPECT_EQ(newest.back().at, at - static_cast<Millis>(bound)) << "the oldest ones went";
+    }
+    auto w = s.write();  // and a sign-in's records still fit
+    w->put_user(user("u-1", "a@example.com"));
+    w->put_session(session(1, "u-1"));
+    ASSERT_NO_THROW(w->commit());
+    // a smaller bound set later: the table comes back under it as entries are written
+    Store &smaller = open(kSmall, 10);
+    for (int i = 0; i < 60; ++i) {  // one fewer each time: 64 down to 10
+        auto w2 = smaller.write();
+        w2->append_audit({at++, "login.unknown", "b@example.com", "", "", ""});
+        w2->commit();
+    }
+    EXPECT_EQ(smaller.read()->audit_count(), 10u);
+}
+
 TEST_F(StoreTest, SecondFactorRecordsRoundTrip) {
     Store &s = open();
     MfaRecord m;
@@ -838,6 +878,8 @@ TEST_F(StoreTest, SecondFactorRecordsRoundTrip) {
     m.recovery_hashes = {hash_of(1), hash_of(2)};
     m.devices = {{hash_of(3), 999}, {hash_of(4), 1000}};
     m.updated_at = 42;
+    m.failures = 17;
+    m.wait_until = 1700000060000;
     MfaPendingRecord p;
     p.hash = hash_of(5);
     p.user_id = "u-mfa";
@@ -865,6 +907,8 @@ TEST_F(StoreTest, SecondFactorRecordsRoundTrip) {
     ASSERT_EQ(got->devices.size(), 2U);
     EXPECT_EQ(got->devices[1].hash, hash_of(4));
     EXPECT_EQ(got->devices[1].expires_at, 1000);
+    EXPECT_EQ(got->failures, 17u);
+    EXPECT_EQ(got->wait_until, 1700000060000);
     EXPECT_TRUE(got->has_factor());
     auto gp = r->mfa_pending(hash_of(5));
     ASSERT_TRUE(gp);
