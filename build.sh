@@ -207,7 +207,7 @@ pg_unit_tests() {
 # (t/lib/SigninTest.pm). Left out: the tests of LMDB itself (its file, map size, backup, crash
 # recovery, a store that cannot be opened), the package, and
 # t/signin_pg_nodes.t, which starts its own server.
-PG_HTTP_SKIP='package|signin_store|signin_crash|signin_failclosed|signin_config|signin_admin|signin_pg_nodes'
+PG_HTTP_SKIP='package|signin_store|signin_store_flood|signin_crash|signin_failclosed|signin_config|signin_admin|signin_pg_nodes'
 pg_http_tests() {
     local dir url rc=0 files
     dir="$(mktemp -d)"

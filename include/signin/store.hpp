@@ -119,6 +119,10 @@ public:
     virtual void del_user(std::string_view user_id) = 0;
     virtual void put_token(const TokenRecord &t) = 0;
     virtual void del_token(std::string_view hash) = 0;
+    // Deletes a token and, at once, whatever of its address the store keeps to find it: for a
+    // token that a request nobody signed in to wrote and took back, which must leave nothing
+    // behind (del_token may leave the address's index entry for later).
+    virtual void discard_token(const TokenRecord &t) { del_token(t.hash); }
     virtual void put_session(const SessionRecord &s) = 0;
     virtual void del_session(std::string_view hash) = 0;
     virtual void append_audit(const AuditEntry &e) = 0;
@@ -191,7 +195,13 @@ struct LmdbOptions {
     std::string path;                     // a directory; created if missing
     std::size_t map_size = 1ull << 30;    // bytes (the file grows sparsely up to this)
     unsigned max_readers = 256;
+    // The most audit entries kept: past it each new entry takes the oldest one's place, so that
+    // entries written by requests nobody signed in to (unknown addresses, failed exchanges) can
+    // never fill the store. 0: one entry for each kMapBytesPerAuditEntry of the map (262 144 in
+    // the default 1 GiB, about a tenth of it at the entries' usual size).
+    std::size_t audit_max = 0;
 };
+inline constexpr std::size_t kMapBytesPerAuditEntry = 4096;
 
 // Opens (creating if needed) an LMDB environment and its tables, checking the schema version.
 // Throws StoreError. Open it after fork, once per process.

@@ -205,12 +205,13 @@ std::optional<TokenRecord> Tokens::match_code(WriteTxn &txn, const std::string &
 
 void Tokens::decoy_issue(WriteTxn &txn, const std::string &group, const std::string &email, std::string_view client,
                          Millis now) {
-    // expires at once: never usable, even for the instant it exists
+    // expires at once: never usable, even for the instant it exists; and leaves nothing behind,
+    // so that requests for addresses nobody owns (anyone can make them) cannot fill the store
     const NewToken t = new_token(group, email, Purpose::SignIn, now, now);
     txn.put_token(t.record);
     const std::string key = engine_.enqueue(txn, t.delivery, client, now);
     if (!key.empty()) txn.del_outbox(key);
-    txn.del_token(t.record.hash);
+    txn.discard_token(t.record);
 }
 
 Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view group_in,

@@ -103,6 +103,7 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
         signin::LmdbOptions opts;
         opts.path = std::string(sv(m->store_path));
         opts.map_size = m->store_size;
+        opts.audit_max = m->audit_max;
         g_store = signin::open_lmdb_store(opts);
         set_remote_store(false);
         // who the recent sessions are, decoded once while their records stay byte for byte the

@@ -125,6 +125,9 @@ struct Env {
     // Where the purge's scan of addr_tokens stopped (it goes on from there next time). Used only
     // in write transactions, which LMDB runs one at a time.
     mutable std::string addr_scan_from;
+    // The most audit entries kept (LmdbOptions::audit_max): past it each new entry takes the
+    // place of the oldest.
+    std::size_t audit_max = 0;
 };
 
 // Begins a transaction; a full reader table is first cleared of dead processes' slots, once.
@@ -566,6 +569,11 @@ public:
         }
     }
 
+    void discard_token(const TokenRecord &t) override {
+        del_token(t.hash);
+        drop_spent_entries(addr_key(t.group_id, t.email));
+    }
+
     // The entries of an address whose tokens are gone (read first, then deleted: a cursor that
     // deletes among duplicates is easy to get wrong).
     void drop_spent_entries(std::string_view key) {
@@ -605,6 +613,7 @@ public:
         put(env_.dbi.audit,
             std::string_view(reinterpret_cast<const char *>(key.data()), key.size()), encode_audit(e),
             MDB_NOOVERWRITE, "write audit entry");
+        drop_oldest_audit();
     }
 
     void put_outbox(OutboxRecord &r) override {
@@ -766,6 +775,25 @@ public:
         }
         for (const auto &[key, dup] : spent) del(env_.dbi.addr_tokens, key, &dup, "delete a spent token's index entry");
         return spent.size();
+    }
+
+    // The audit trail is bounded in entries, not only in age: most of what a request that is
+    // not signed in writes is an audit entry (an unknown address, a failed exchange), and a
+    // flood of them must never take the room that sign-ins need. Past the bound the oldest
+    // entries go, two for each new one at most, so a table over the bound (a bound made
+    // smaller) comes back under it as entries are written.
+    void drop_oldest_audit() {
+        if (env_.audit_max == 0) return;
+        MDB_stat st{};
+        check(env_.env, mdb_stat(live(), env_.dbi.audit, &st), "count audit entries");
+        if (st.ms_entries <= env_.audit_max) return;
+        std::size_t over = std::min<std::size_t>(st.ms_entries - env_.audit_max, 2);
+        Cursor c(env_.env, for_write(), env_.dbi.audit);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc == 0 && over > 0;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT), --over) {
+            check(env_.env, mdb_cursor_del(c.get(), 0), "delete the oldest audit entry");
+        }
     }
 
     // Audit keys start with the entry's time (big-endian): the oldest come first.
@@ -1095,6 +1123,9 @@ LmdbStore::LmdbStore(const LmdbOptions &opts) {
               "open the store at " + opts.path);
         int dead = 0;
         check(e, mdb_reader_check(e, &dead), "clear stale readers");
+        MDB_envinfo info{};
+        check(e, mdb_env_info(e, &info), "read the map size");  // the file's, where it is larger
+        env_.audit_max = opts.audit_max != 0 ? opts.audit_max : info.me_mapsize / kMapBytesPerAuditEntry;
         open_tables();
     } catch (...) {
         mdb_env_close(env_.env);

@@ -170,6 +170,22 @@ TEST_F(AuthTest, LoginForAnUnknownAddressSendsNothingAndSucceeds) {
     EXPECT_EQ(user_count(), 0u);
 }
 
+// Anyone can ask for addresses nobody owns: such a request leaves no record behind (the token it
+// makes for the same work as a real one goes at once, with its address's index entry), so a
+// flood of them cannot fill the store. Its audit entry is bounded apart (store_test).
+TEST_F(AuthTest, RequestsForAddressesNobodyOwnsLeaveNoRecordBehind) {
+    const auto before = store_->read()->counts();
+    for (int i = 0; i < 20; ++i) {
+        const std::string email = "nobody" + std::to_string(i) + "@example.com";
+        EXPECT_TRUE(tokens().request_token_from(Intent::Login, email, "", "198.51.100.7"));
+        EXPECT_FALSE(tokens().exchange_code_from(email, "ABCD-EFGH", "", "198.51.100.7"));
+    }
+    const auto after = store_->read()->counts();
+    EXPECT_EQ(after.tokens, before.tokens);
+    EXPECT_EQ(after.token_index, before.token_index);
+    EXPECT_EQ(after.outbox, before.outbox);
+}
+
 // ================================================================ usable token already waiting
 
 TEST_F(AuthTest, UsableTokenWaitingSendsNothingAndSucceeds) {
