@@ -189,6 +189,10 @@ $t->assert_nothing_sent(qr/^pw\d/, name => 'password endpoints sent no email');
         ['overlong UTF-8', qq({"email":"bad11\@example.com","group":"\xc0\xaf"})],
         ['UTF-8 surrogate', qq({"email":"bad12\@example.com","group":"\xed\xa0\x80"})],
         ['NUL escape', '{"email":"bad13@example.com\u0000x"}'],
+        # a raw NUL is no JSON (RFC 8259: control characters are escaped in strings); read as a
+        # C string it would cut the address to bad15@example.com
+        ['raw NUL in a string', qq({"email":"bad15\@example.com\0.evil.org"})],
+        ['raw control byte', qq({"email":"bad16\@example.com\x01"})],
         ['single quotes', "{'email':'bad14\@example.com'}"],
     );
     for my $b (@bad) {

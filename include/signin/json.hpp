@@ -17,6 +17,10 @@
 namespace signin::json {
 
 bool valid_utf8(std::string_view s);
+// Whether the text has no control byte but the whitespace JSON allows between tokens (tab, line
+// feed, carriage return). JSON forbids every raw control character inside a string, and a raw NUL
+// would end the C string cJSON hands back: "alice@example.com\0.evil.org" would read as alice's.
+bool free_of_raw_controls(std::string_view s);
 
 struct Field {
     std::string_view name;

@@ -50,6 +50,14 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
+bool free_of_raw_controls(std::string_view s) {
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+    }
+    return true;
+}
+
 namespace {
 // Whether the (valid) JSON text holds the escape \u0000: a backslash that is not itself escaped,
 // i.e. the odd member of a run of backslashes, followed by u0000.
@@ -89,6 +97,7 @@ Result<Fields> parse_object(std::string_view body,
                                                         std::size_t max_string) {
     auto bad = [](std::string m) { return Error{Code::InvalidRequest, std::move(m)}; };
     if (!valid_utf8(body)) return bad("the body is not valid UTF-8");
+    if (!free_of_raw_controls(body)) return bad("the body is not valid JSON: a control character is not escaped");
     const char *end = nullptr;
     std::unique_ptr<cJSON, void (*)(cJSON *)> root(
         cJSON_ParseWithLengthOpts(body.data(), body.size(), &end, false), wipe_and_delete);

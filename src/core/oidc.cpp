@@ -28,7 +28,7 @@ struct JsonFree {
 using Json = std::unique_ptr<cJSON, JsonFree>;
 
 Json parse_json(std::string_view text) {
-    if (text.size() > (1u << 20) || !json::valid_utf8(text)) return nullptr;
+    if (text.size() > (1u << 20) || !json::valid_utf8(text) || !json::free_of_raw_controls(text)) return nullptr;
     return Json(cJSON_ParseWithLength(text.data(), text.size()));
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/encoding.hpp"
+#include "signin/json.hpp"
 #include "core/public_key.hpp"
 
 namespace signin::webauthn {
@@ -299,6 +300,7 @@ Result<Attestation> parse_attestation_object(std::string_view raw) {
 }
 
 Result<ClientData> parse_client_data(std::string_view json) {
+    if (!json::free_of_raw_controls(json)) return bad("the client data is not a JSON object");
     std::unique_ptr<cJSON, JsonFree> root(cJSON_ParseWithLength(json.data(), json.size()));
     if (!root || !cJSON_IsObject(root.get())) return bad("the client data is not a JSON object");
     ClientData c;
@@ -336,6 +338,7 @@ bool verify_signature(std::string_view cose_key, std::string_view data, std::str
 }
 
 Result<Credential> parse_credential_body(std::string_view body, bool registration) {
+    if (!json::free_of_raw_controls(body)) return bad("the body must be a JSON object");
     std::unique_ptr<cJSON, JsonFree> root(cJSON_ParseWithLength(body.data(), body.size()));
     if (!root || !cJSON_IsObject(root.get())) return bad("the body must be a JSON object");
     Credential out;

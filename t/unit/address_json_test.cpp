@@ -280,6 +280,11 @@ TEST(Json, RefusesMalformedAndWrongShapes) {
         {R"({})", "empty object, required missing"},
         {R"({"email":"a\u0000b"})", "escaped NUL"},
         {R"({"email":"\u0000"})", "only an escaped NUL"},
+        // raw control bytes: never valid in a JSON string; a raw NUL ended the C string cJSON gave
+        {std::string(R"({"email":"alice@example.com)") + '\0' + R"(.evil.org"})", "raw NUL in a string"},
+        {std::string(R"({"email":")") + '\0' + R"("})", "only a raw NUL"},
+        {std::string(R"({"email":"a)") + '\x01' + R"(b"})", "raw control byte in a string"},
+        {std::string("{") + '\0' + R"("email":"a"})", "raw NUL between tokens"},
     };
     for (const auto &c : cases) {
         auto r = parse_login(c.body);
@@ -289,6 +294,13 @@ TEST(Json, RefusesMalformedAndWrongShapes) {
             EXPECT_FALSE(r.error().message.empty()) << c.why;
         }
     }
+}
+
+TEST(Json, OnlyJsonWhitespaceMayBeARawControlByte) {
+    EXPECT_TRUE(json::free_of_raw_controls("{\t\"a\":\r\n\"b\" }"));
+    EXPECT_FALSE(json::free_of_raw_controls(std::string("a\0b", 3)));
+    EXPECT_FALSE(json::free_of_raw_controls("a\x1f"));
+    EXPECT_TRUE(json::free_of_raw_controls("\x7f\xc3\xa9"));
 }
 
 TEST(Json, StringLengthLimit) {
