@@ -1,6 +1,6 @@
 # $signin_assertion (issue #21, DESIGN §10.1): the upstream behind the gate gets a compact JWS that
 # an independent library (PyJWT, Debian's python3-jwt) verifies with the keys of
-# {auth_path}/.well-known/jwks.json: iss, aud ($host or signin_assertion_audience), sub, email,
+# {auth_path}/.well-known/jwks.json: iss, aud (signin_origin's host or signin_assertion_audience), sub, email,
 # roles, mfa, iat, exp = iat + 60. A wrong audience, an expired or a tampered assertion is refused
 # by that library; after `signin-admin key rotate` and a reload, the JWKS still holds the previous
 # key. A client-sent X-User-Id or assertion header never reaches the upstream.
@@ -88,7 +88,15 @@ is $claims->{sub}, $me->{id}, 'sub is the user id';
 is $claims->{email}, 'alice@acme.com', 'email';
 is_deeply $claims->{roles}, ['staff'], 'roles';
 is $claims->{iss}, $t->origin, 'iss is the origin';
-is $claims->{aud}, '127.0.0.1', 'aud is $host';
+is $claims->{aud}, '127.0.0.1', "aud is signin_origin's host";
+{
+    # the audience is never the client's Host header: an assertion for a host a client names
+    # would be accepted by whichever upstream that host is
+    my $forged = $t->req(GET => '/app/x', finished => 1, headers => { cookie => $cookie, host => 'evil.example' });
+    my (undef, $tok) = split / /, $forged->{content} // '';
+    my $c = eval { $SigninTest::JSON->decode(check($jwks, $tok // '')) } || {};
+    is $c->{aud}, '127.0.0.1', 'a request with Host: evil.example still gets aud = the origin\'s host';
+}
 is $claims->{exp} - $claims->{iat}, 60, 'it lives 60 s';
 ok !$claims->{mfa}, 'mfa false (no second factor exists yet)';
 

@@ -6,10 +6,12 @@ use lib 't/lib'; use SigninTest;
 
 my $t = SigninTest->new;
 $t->run(workers => 2, http => $t->signin_http(
-    extra => q{signin_limits zone=signin:1m; signin_limit_sensitive 12r/m; signin_passwords on;},
+    extra => q{signin_limits zone=signin:1m; signin_limit_sensitive 12r/m; signin_passwords on; signin_mfa on;},
     locations => q{
         location = /signin-metrics { signin_metrics; allow 127.0.0.1; deny all; }
         location /app/ { signin_require on; proxy_pass http://127.0.0.1:%%PORT%%/_ok/; }
+        location /staff/ { signin_require on; signin_allow role staff; proxy_pass http://127.0.0.1:%%PORT%%/_ok/; }
+        location /strong/ { signin_require mfa; proxy_pass http://127.0.0.1:%%PORT%%/_ok/; }
         location /_ok/ { return 200 "ok\n"; }
     }));
 
@@ -61,6 +63,25 @@ is $m1->{'signin_signin_failures_total{reason="invalid_token"}'} - $m0->{'signin
     'a failed exchange counted by its code';
 ok $m1->{'signin_signin_failures_total{reason="unauthenticated"}'} > $m0->{'signin_signin_failures_total{reason="unauthenticated"}'},
     "the gate's 401 counted";
+
+# every refusal counts, however it is answered: the gate's 403s for the access rules and for a
+# missing second factor, and a wrong Origin at the gate and at the API
+{
+    my $c = $t->sign_in('three@example.com');
+    my ($before) = scrape();
+    my @asked = (
+        [forbidden => $t->req(GET => '/staff/', headers => { cookie => $c })],
+        [mfa_required => $t->req(GET => '/strong/', headers => { cookie => $c })],
+        [origin_mismatch => $t->req(POST => '/app/x', body => 'a=1', headers => { cookie => $c, origin => 'http://evil.example' })],
+        [origin_mismatch => $t->req(POST => '/auth/logout', json => {}, headers => { cookie => $c, origin => 'http://evil.example' })],
+    );
+    is_deeply [map { $_->[1]{status} } @asked], [403, 403, 403, 403], 'four refusals (403)';
+    my ($after) = scrape();
+    for my $reason (qw(forbidden mfa_required origin_mismatch)) {
+        my $k = qq{signin_signin_failures_total{reason="$reason"}};
+        is(($after->{$k} // 0) - ($before->{$k} // 0), scalar(grep { $_->[0] eq $reason } @asked), "the refusals counted as $reason");
+    }
+}
 ok $m1->{signin_write_batches_total} > $m0->{signin_write_batches_total}, 'write batches counted';
 is $m1->{signin_write_batch_size_count}, $m1->{signin_write_batches_total}, '... the batch size histogram has one per batch';
 is $m1->{'signin_commit_seconds_bucket{le="+Inf"}'}, $m1->{signin_commit_seconds_count}, '... the commit histogram is cumulative to +Inf';

@@ -7,6 +7,7 @@
 #include "signin_handlers.h"
 #include "signin_jobs.h"
 #include "signin_limits.h"
+#include "signin_metrics.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {
@@ -87,8 +88,9 @@ ngx_int_t gate(ngx_http_request_t *r) {
     if (c.state == Credentials::Cookie && unsafe) {
         if (auto ok = engine->check_origin(header_value(r, "Origin"), false); !ok) {
             log_origin_refusal(r, engine->origin().text);
+            count_failure(ok.error().code);
             if (sub) return NGX_HTTP_FORBIDDEN;
-            return finish_with(r, reject(r, ok.error().code, ok.error().message));
+            return finish_with(r, reject(r, http_error(ok.error().code), ok.error().message));
         }
     }
     if (!resumed && remote_store() && (c.state == Credentials::Cookie || c.state == Credentials::Bearer) &&
@@ -113,6 +115,9 @@ ngx_int_t gate(ngx_http_request_t *r) {
         return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too
     }
     const bool denied = refused || needs_factor;  // signed in, and not let in here
+    // every refusal counts once in signin_signin_failures_total, however it is answered below
+    // (JSON, a page, a redirect, or a bare status for error_page or a parent request)
+    count_failure(refused ? Code::Forbidden : needs_factor ? Code::MfaRequired : p.error().code);
     std::string refused_email;  // for the 403 page: p points into the ctx, emptied next
     if (refused) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: the access rules refuse user %s here",
@@ -134,9 +139,12 @@ ngx_int_t gate(ngx_http_request_t *r) {
     if (refused && l->login_url.len && browser_navigation(r)) {
         return finish_with(r, send_forbidden_page(r, refused_email));
     }
-    if (refused) return finish_with(r, reject(r, Code::Forbidden, "this account may not use this page"));
-    if (needs_factor) return finish_with(r, reject(r, Code::MfaRequired, "this page needs a sign-in with a second factor"));
-    return finish_with(r, send_unauthenticated(r, p.error(), c.state == Credentials::Cookie));
+    if (refused) return finish_with(r, reject(r, http_error(Code::Forbidden), "this account may not use this page"));
+    if (needs_factor) {
+        return finish_with(r, reject(r, http_error(Code::MfaRequired), "this page needs a sign-in with a second factor"));
+    }
+    if (c.state != Credentials::Cookie) add_header(r, "WWW-Authenticate", "Bearer");
+    return finish_with(r, send_error(r, http_error(p.error().code), p.error().message));
 }
 
 }  // namespace
