@@ -5,11 +5,15 @@
 # the same C++ standard and warnings, the module's dynamic symbol table holds only what nginx looks
 # up in a module (also for the build.sh module under test), a second `make modules` relinks
 # nothing, and Debian's nginx loads the module and accepts a configuration that uses it.
-# Takes a minute or two (the whole core compiles); every command is bounded by `timeout`.
+# Takes a minute or two (the whole core compiles); every command is bounded by `timeout`, with
+# room for a machine busy with other builds (a niced configure took over 300 s under load). A
+# step that fails or runs out of time is one failing test, and the steps that need it are not
+# run: never a BAIL_OUT, which would end every other file's run as well.
 use strict; use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
 use Cwd qw(abs_path);
+use lib 't/lib'; use SigninTest;    # (only give_up and skip_rest: this file starts no nginx of its own)
 
 my $plain_src = $ENV{SIGNIN_PLAIN_NGINX_SRC} || '/usr/share/nginx/src';
 my $nginx = '/usr/sbin/nginx';    # Debian's nginx 1.22.1, the tree's own binary
@@ -28,40 +32,54 @@ my ($tree, $checkout) = ("$tmp/nginx", "$tmp/ngx_signin");
 mkdir $_ or die "$_: $!" for $tree, $checkout;
 
 # Bounded, quiet, niced (the rest of the suite runs beside it): returns (exit status, output).
+# timeout(1) answers 124 when the limit ran out (and KILLs what is left 30 s after its TERM);
+# the output then says so, for the test that reports the step.
+my $TIMED_OUT = 124;
 sub sh {
     my ($dir, $limit, $cmd) = @_;
-    open my $ph, '-|', 'timeout', $limit, 'nice', '-n', '10', 'sh', '-c', 'cd "$0" && exec 2>&1 && ' . $cmd, $dir
+    open my $ph, '-|', 'timeout', '-k', 30, $limit, 'nice', '-n', '10', 'sh', '-c', 'cd "$0" && exec 2>&1 && ' . $cmd, $dir
         or die "sh: $!";
     my $out = do { local $/; <$ph> } // '';
     close $ph;
-    return ($? >> 8, $out);
+    my $rc = $? >> 8;
+    $out .= "\n(stopped: still running after $limit s)" if $rc == $TIMED_OUT || $rc == 128 + 9;
+    return ($rc, $out);
 }
+sub timed_out { $_[0] == $TIMED_OUT || $_[0] == 128 + 9 }
+
+# Limits: copies are quick; configure and make get what a loaded 2-core machine needs, and more.
+my ($COPY_S, $CONFIGURE_S, $MAKE_S) = (300, 900, 1800);
 sub tail_of { my @l = split /\n/, $_[0]; join "\n", @l[($#l > 40 ? $#l - 40 : 0) .. $#l] }
 
 # the checkout as git knows it (tracked files and new ones not ignored), else everything but the
 # build outputs
 my ($rc, $out);
 if (-e "$root/.git") {
-    ($rc, $out) = sh($root, 60, "git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C '$checkout'");
+    ($rc, $out) = sh($root, $COPY_S, "git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C '$checkout'");
 } else {
-    ($rc, $out) = sh($root, 60, "tar --exclude=./build --exclude=node_modules -cf - . | tar -xf - -C '$checkout'");
+    ($rc, $out) = sh($root, $COPY_S, "tar --exclude=./build --exclude=node_modules -cf - . | tar -xf - -C '$checkout'");
 }
-is $rc, 0, 'a fresh copy of the checkout' or diag $out;
+is $rc, 0, 'a fresh copy of the checkout' or SigninTest::skip_rest($out);
 ok !-e "$checkout/build", '... with no build directory in it';
-($rc, $out) = sh($plain_src, 60, "tar -cf - . | tar -xf - -C '$tree'");
-is $rc, 0, "a copy of the plain nginx tree $plain_src" or diag $out;
+($rc, $out) = sh($plain_src, $COPY_S, "tar -cf - . | tar -xf - -C '$tree'");
+is $rc, 0, "a copy of the plain nginx tree $plain_src" or SigninTest::skip_rest($out);
 
-($rc, $out) = sh($tree, 300, "./configure --with-compat --add-dynamic-module='$checkout'");
+($rc, $out) = sh($tree, $CONFIGURE_S, "./configure --with-compat --add-dynamic-module='$checkout'");
+# (a configure stopped by its limit is not a refusal: that is the one failure to report)
+SigninTest::give_up("./configure without --with-threads finished within $CONFIGURE_S s", tail_of($out))
+    if timed_out($rc);
 isnt $rc, 0, 'an nginx without --with-threads is refused by the module\'s config';
 like $out, qr/ngx_signin needs nginx configured --with-threads/, '... saying what to add';
-($rc, $out) = sh($tree, 300, "./configure --with-compat --with-threads --add-dynamic-module='$checkout'");
+($rc, $out) = sh($tree, $CONFIGURE_S, "./configure --with-compat --with-threads --add-dynamic-module='$checkout'");
 is $rc, 0, './configure --with-compat --with-threads --add-dynamic-module=<checkout>'
-    or BAIL_OUT("configure failed:\n" . tail_of($out));
+    or SigninTest::skip_rest("configure failed:\n" . tail_of($out));
 # Debian's tree has no top-level Makefile (an upstream tree's only forwards to objs/Makefile)
-($rc, $out) = sh($tree, 900, 'make -j2 -f objs/Makefile modules');
-is $rc, 0, 'make modules' or diag tail_of($out);
+($rc, $out) = sh($tree, $MAKE_S, 'make -j2 -f objs/Makefile modules');
+is $rc, 0, 'make modules'
+    or SigninTest::skip_rest(tail_of($out));
 my $so = "$tree/objs/ngx_http_signin_module.so";
-ok -f $so, 'the module is built: objs/ngx_http_signin_module.so' or BAIL_OUT('no module');
+ok -f $so, 'the module is built: objs/ngx_http_signin_module.so'
+    or SigninTest::skip_rest();
 
 # CMake's flags for the core (signin_core_objects) and the glue (ngx_signin) of that build
 my %flags;
@@ -93,7 +111,7 @@ if ($ENV{SIGNIN_MODULE}) {
 # incremental: nothing changed, nothing relinked
 my $mtime = (stat $so)[9];
 sleep 1;
-($rc, $out) = sh($tree, 300, 'make -j2 -f objs/Makefile modules');
+($rc, $out) = sh($tree, $MAKE_S, 'make -j2 -f objs/Makefile modules');
 is $rc, 0, 'a second make modules';
 is +(stat $so)[9], $mtime, '... does not relink an unchanged module' or diag tail_of($out);
 

@@ -19,7 +19,7 @@ for my $tool (qw(dpkg-buildpackage dh_nginx lintian)) {
 my $out = `cd '$root' && env -u SIGNIN_SANITIZE SIGNIN_NO_APT=1 ./build.sh deb 2>&1`;
 is $? >> 8, 0, './build.sh deb' or diag $out;
 my ($deb) = glob("$root/build/deb/libnginx-mod-http-signin_*_*.deb");
-ok $deb && -f $deb, 'the package is written' or BAIL_OUT('no package');
+ok $deb && -f $deb, 'the package is written' or SigninTest::skip_rest('no package: nothing to check or install');
 my $lintian = do { local $/; open my $fh, '<', "$root/build/deb/lintian.txt" or die; <$fh> };
 unlike $lintian, qr/^E:/m, 'lintian reports no error' or diag $lintian;
 

@@ -39,14 +39,11 @@ for my $k (1 .. 6) {
     my $pid = fork // die;
     if (!$pid) {
         my $end = time + 20;
-        open my $fh, '>', "$dir/load.$k" or _exit(1);
-        $fh->autoflush(1);
         while (time < $end && !-e "$dir/stop") {
             my $t0 = time;
             my $r = $t->password_req(token => 'load@example.com', $GOOD);
-            print $fh time - $t0, "\n" if $r->{status} == 200;
+            SigninTest::append_line("$dir/load.$k", time - $t0) if $r->{status} == 200;
         }
-        close $fh;
         _exit(0);
     }
     push @kids, $pid;
@@ -54,8 +51,7 @@ for my $k (1 .. 6) {
 sub signins {
     my @lat;
     for my $k (1 .. 6) {
-        open my $fh, '<', "$dir/load.$k" or next;
-        push @lat, grep { length } map { chomp; $_ } <$fh>;
+        push @lat, grep { length } SigninTest::read_lines("$dir/load.$k");    # (read while written)
     }
     return @lat;
 }

@@ -2,9 +2,9 @@
 # passes nginx -t with the built module and without a warning (issue #23), so neither the README
 # nor the examples can drift:
 #
-#  1. each ```nginx block of README.md (but the API versions example between the versions
-#     markers, which t/versions_readme.t runs) follows a line <!-- example: examples/NAME.conf -->
-#     and is byte for byte that file;
+#  1. each ```nginx block of README.md, the API versions example too (which t/versions_readme.t
+#     also serves requests with), follows a line <!-- example: examples/NAME.conf --> and is byte
+#     for byte that file;
 #  2. every directive of the module's ngx_command_t tables (src/ngx/*.cpp) has a row in the
 #     README's directive reference, whose context column is what its flags allow;
 #  3. each examples/*.conf runs through nginx -t. Its header says where it goes:
@@ -38,10 +38,8 @@ my $readme = slurp("$root/README.md");
 
 # ---------------------------------------------------------------- 1. the README's blocks are files
 my @lines = split /(?<=\n)/, $readme;
-my ($in_versions, %shown) = (0);
+my %shown;
 for (my $i = 0; $i < @lines; $i++) {
-    $in_versions = 1 if $lines[$i] =~ /<!-- versions:begin -->/;
-    $in_versions = 0 if $lines[$i] =~ /<!-- versions:end -->/;
     if ($lines[$i] =~ /<!-- example: (\S+) -->/) {
         my $file = $1;
         like $lines[$i + 1] // '', qr/^```nginx$/, "README line @{[$i + 1]}: the marker of $file is followed by an nginx block";
@@ -50,7 +48,6 @@ for (my $i = 0; $i < @lines; $i++) {
     my $start = $i + 1;
     my $block = '';
     $block .= $lines[$i] while ++$i < @lines && $lines[$i] !~ /^```\s*$/;
-    next if $in_versions;
     my ($file) = $start >= 2 ? $lines[$start - 2] =~ /^<!-- example: (\S+) -->$/ : ();
     ok defined $file, "README line $start: the nginx block has an <!-- example: FILE --> line before it" or next;
     ok -f "$root/$file", "README line $start: $file exists" or next;

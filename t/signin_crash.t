@@ -29,9 +29,7 @@ for my $k (1 .. 4) {
             $r = $t->req(POST => '/auth/session', json => { token => $m->{token} },
                          headers => { origin => $t->origin });
             next unless ($r->{status} // 0) == 200;
-            open my $fh, '>>', $acks or die;
-            print $fh SigninTest::set_cookie_pair($r), "\n";
-            close $fh;
+            SigninTest::append_line($acks, SigninTest::set_cookie_pair($r));
         }
         POSIX::_exit(0);
     }
@@ -52,9 +50,8 @@ waitpid $_, 0 for @kids;
 $t->wait_workers(2);
 ok $killed >= 5, "killed $killed workers during the writes";
 
-open my $fh, '<', $acks or die "no acknowledged sessions: $!";
-chomp(my @cookies = <$fh>);
-close $fh;
+-e $acks or die "no acknowledged sessions: $acks\n";
+my @cookies = SigninTest::read_lines($acks);
 ok @cookies >= 10, scalar(@cookies) . ' sessions were acknowledged while workers died';
 
 my $lost = 0;

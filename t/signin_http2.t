@@ -15,9 +15,10 @@ plan skip_all => "this nginx has no TLS or HTTP/2 (NGINX_SRC builds it without):
 
 my $t = SigninTest->new;
 my $prefix = $t->prefix;
-system("$openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost "
-       . "-addext subjectAltName=DNS:localhost -keyout $prefix/key.pem -out $prefix/cert.pem >/dev/null 2>&1") == 0
-    or BAIL_OUT('openssl could not make a certificate');
+my $cert_cmd = "$openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost "
+    . "-addext subjectAltName=DNS:localhost -keyout $prefix/key.pem -out $prefix/cert.pem";
+my $cert_out = `$cert_cmd 2>&1`;
+SigninTest::give_up('openssl makes a certificate', $cert_out) if $?;
 my $http = $t->signin_http(
     extra => q{signin_limits off;},
     locations => q{

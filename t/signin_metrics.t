@@ -85,6 +85,12 @@ ok $m1->{'signin_signin_failures_total{reason="unauthenticated"}'} > $m0->{'sign
 ok $m1->{signin_write_batches_total} > $m0->{signin_write_batches_total}, 'write batches counted';
 is $m1->{signin_write_batch_size_count}, $m1->{signin_write_batches_total}, '... the batch size histogram has one per batch';
 is $m1->{'signin_commit_seconds_bucket{le="+Inf"}'}, $m1->{signin_commit_seconds_count}, '... the commit histogram is cumulative to +Inf';
+# bucket bounds in the fewest digits that read back as the same number, as Prometheus' clients
+# print them (a label is compared as text: 0.0025 and 0.0025000000000000001 are two series)
+my @le = map { /_bucket\{le="([^"]+)"\}/ ? $1 : () } grep { /^signin_commit_seconds_bucket/ } keys %$m1;
+is_deeply [sort { $a <=> $b } grep { $_ ne '+Inf' } @le],
+    [qw(0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5)],
+    '... its le labels: 0.0005, 0.001, 0.0025, ... 2.5, in their shortest form' or diag join ' ', sort @le;
 ok $m1->{signin_commit_seconds_sum} > 0, '... and its sum is in seconds';
 
 # a password sign-in, and 429s by limit

@@ -53,7 +53,8 @@ SKIP: {
 
 my $bundle = tempdir('signin_openapi.XXXXXX', TMPDIR => 1, CLEANUP => 1) . '/doc.json';
 my $bundled = `$redocly bundle \Q$doc_file\E -o \Q$bundle\E 2>&1`;
-my $doc = do { local $/; open my $fh, '<', $bundle or BAIL_OUT("redocly bundle: $bundled"); $JSON->decode(<$fh>) };
+open my $bundle_fh, '<', $bundle or SigninTest::give_up('redocly bundles the document', $bundled);
+my $doc = do { local $/; $JSON->decode(<$bundle_fh>) };
 
 # ---------------------------------------------------------------- a small JSON Schema checker
 # What the document uses: $ref (local), type (one or a list), const, enum, required, properties,
@@ -367,7 +368,7 @@ my $browser_cookie = $schemes->{devBrowserCookie}{name};
 my $ann = addr();
 my $r = $t->req(POST => '/auth/register', json => { email => $ann });
 answer_ok('POST /register', $r);
-my $m = $t->last_email($ann) or BAIL_OUT("no email reached $ann");
+my $m = $t->last_email($ann) or SigninTest::give_up("an email reaches $ann");
 $r = $t->req(POST => '/auth/session', json => { token => $m->{token} }, headers => $O);
 answer_ok('POST /session', $r);
 is $r->{status}, 200, 'POST /session {token}: 200';
@@ -395,7 +396,7 @@ is $r->{status}, 202, 'POST /login: 202';
 answer_ok('POST /login', $r);
 $r = $t->req(POST => '/auth/login', json => { email => addr() });
 is_deeply [$r->{status}, $r->{json}], [202, { status => 'sent' }], 'POST /login of an unknown address: the same 202';
-$m = $t->last_email($ann, count => 2) or BAIL_OUT("no second email reached $ann");
+$m = $t->last_email($ann, count => 2) or SigninTest::give_up("a second email reaches $ann");
 $r = $t->req(POST => '/auth/token', json => { email => $ann, code => $m->{code} });
 is $r->{status}, 200, 'POST /token {email, code}: 200';
 answer_ok('POST /token', $r);
@@ -454,7 +455,7 @@ answer_ok('POST /mfa/totp/confirm', $r);
 my @recovery = @{ $r->{json}{recovery_codes} || [] };
 is scalar(@recovery), 10, '... 10 recovery codes';
 $t->req(POST => '/auth/login', json => { email => $bea });
-$m = $t->last_email($bea, count => 2) or BAIL_OUT("no second email reached $bea");
+$m = $t->last_email($bea, count => 2) or SigninTest::give_up("a second email reaches $bea");
 $r = $t->req(POST => '/auth/session', json => { email => $bea, code => $m->{code} }, headers => $O);
 is $r->{status}, 202, 'POST /session for an account with a second factor: 202';
 answer_ok('POST /session', $r);

@@ -242,16 +242,13 @@ SKIP: {
         my $pid = fork // die "fork: $!";
         if ($pid == 0) {
             my $r = $n[$k % 3]->req(POST => '/auth/token', json => { token => $tok });
-            open my $fh, '>>', $out or POSIX::_exit(1);
-            print $fh "$r->{status}\n";
-            close $fh;
+            SigninTest::append_line($out, $r->{status});
             POSIX::_exit(0);
         }
         push @kids, $pid;
     }
     waitpid $_, 0 for @kids;
-    open my $fh, '<', $out or die;
-    chomp(my @st = <$fh>);
+    my @st = SigninTest::read_lines($out);
     my %c;
     $c{$_}++ for @st;
     is scalar(@st), 50, '50 exchanges were answered';
@@ -280,13 +277,9 @@ sub clients {
                 my $m = eval { $via->last_email($email, timeout => 1) } or next;
                 $r = $n[($k + 1) % 3]->req(POST => '/auth/token', json => { token => $m->{token} });
                 if (($r->{status} // 0) == 200) {
-                    open my $fh, '>>', $acks or die;
-                    print $fh "$r->{json}{access_token}\n";
-                    close $fh;
+                    SigninTest::append_line($acks, $r->{json}{access_token});
                 } elsif (($r->{status} // 0) != 503 && ($r->{status} // 0) != 599) {
-                    open my $fh, '>>', "$acks.odd" or die;
-                    print $fh "$r->{status} $r->{content}\n";
-                    close $fh;
+                    SigninTest::append_line("$acks.odd", "$r->{status} $r->{content}");
                 }
             }
             POSIX::_exit(0);
@@ -298,9 +291,8 @@ sub clients {
 
 sub all_work {
     my ($acks, $name) = @_;
-    open my $fh, '<', $acks or return fail("$name: no sign-in was acknowledged");
-    chomp(my @tokens = <$fh>);
-    close $fh;
+    -e $acks or return fail("$name: no sign-in was acknowledged");
+    my @tokens = SigninTest::read_lines($acks);
     my $lost = grep {
         my $r = $n[2]->req(GET => '/auth/me', headers => { authorization => "Bearer $_" });
         $r->{status} != 200
@@ -320,7 +312,9 @@ sub all_work {
     all_work($acks, 'kill -9 of node 2');
     ok !-s "$acks.odd", 'no answer but 200, 503 or a dropped connection' or diag `cat $acks.odd`;
     $n[1]->{running} = 0;
-    sleep 0.2;
+    # its ports are bound again below: wait until every process of the killed node is gone
+    $n[1]->wait_for(sub { !grep { kill(0, $_) && !SigninTest::exited($_) } @pids }, timeout => 10)
+        or diag 'node 2 was still there 10 s after kill -9';
     unlink $n[1]->prefix . '/nginx.pid';
     $n[1]->run(http => conf());
 }

@@ -1,4 +1,8 @@
-# The README's example (two legacy upstreams behind one group) loads and answers as the README says.
+# The README's example (two legacy upstreams behind one group), a whole nginx.conf, runs as
+# written and answers as the README says. Only what a test machine needs is changed: the module
+# under test, the pid file, logs and temporary files in the test's prefix, the upstreams and the
+# port made local, and two servers added that stand in for the upstreams. Everything else,
+# events { } and every directive of the group, is the README's text.
 use strict;
 use warnings;
 use Test::More;
@@ -8,22 +12,29 @@ my $root = $ENV{SIGNIN_ROOT} || '.';
 open my $fh, '<', "$root/README.md" or die "README.md: $!";
 my $readme = do { local $/; <$fh> };
 my ($section) = $readme =~ /<!-- versions:begin -->(.*?)<!-- versions:end -->/s or die 'no versions section';
-my ($example) = $section =~ /```nginx\n(.*?)```/s or die 'no nginx example';
-my ($http) = $example =~ /^http \{\n(.*)^\}\s*\z/ms or die 'no http block in the example';
+my ($conf) = $section =~ /```nginx\n(.*?)```/s or die 'no nginx example';
 
-# the example's upstreams and port, made local: each upstream echoes its name and the path it got
-like $http, qr/server 10\.0\.0\.10:8080;/, 'the example names the legacy upstream';
-like $http, qr/server 10\.0\.0\.20:9000;/, 'the example names the users upstream';
-$http =~ s/server 10\.0\.0\.10:8080;/server 127.0.0.1:%%PORT2%%;/;
-$http =~ s/server 10\.0\.0\.20:9000;/server 127.0.0.1:%%PORT3%%;/;
-$http =~ s/listen 80;/listen 127.0.0.1:%%PORT%%;/;
-$http .= <<'END';
+like $conf, qr/^load_module modules\/ngx_http_signin_module\.so;$/m, 'the example loads the module';
+like $conf, qr/server 10\.0\.0\.10:8080;/, 'the example names the legacy upstream';
+like $conf, qr/server 10\.0\.0\.20:9000;/, 'the example names the users upstream';
+my $t = SigninTest->new;
+$conf =~ s{^load_module modules/ngx_http_signin_module\.so;}
+          {load_module %%MODULE%%;\npid %%PREFIX%%/nginx.pid;\nerror_log %%PREFIX%%/error.log info;}m;
+my $inside = "    access_log %%PREFIX%%/access.log;\n"
+    . join('', map { "    ${_}_temp_path %%PREFIX%%/temp/$_;\n" } qw(client_body proxy fastcgi uwsgi scgi))
+    . <<'END';
     server { listen 127.0.0.1:%%PORT2%%; location / { return 200 "legacy $request_uri v=$http_x_api_version\n"; } }
     server { listen 127.0.0.1:%%PORT3%%; location / { return 200 "users $request_uri v=$http_x_api_version\n"; } }
 END
-
-my $t = SigninTest->new;
-$t->run(http => $http, wait_ports => [$t->port, $t->port2, $t->port3]);
+ok $conf =~ s/^(http \{\n)/$1$inside/m, 'the example has an http block';
+$conf =~ s/server 10\.0\.0\.10:8080;/server 127.0.0.1:%%PORT2%%;/;
+$conf =~ s/server 10\.0\.0\.20:9000;/server 127.0.0.1:%%PORT3%%;/;
+$conf =~ s/listen 80;/listen 127.0.0.1:%%PORT%%;/;
+my $file = $t->prefix . '/nginx.conf';
+open my $out, '>', $file or die "$file: $!";
+print $out $t->expand($conf);
+close $out;
+$t->run(file => $file, workers => 1, wait_ports => [$t->port, $t->port2, $t->port3]);
 
 my $r = $t->req(GET => '/api/v3/users/7');
 is $r->{content}, "users /api/users/7 v=v3\n", 'GET /api/v3/users/7: @users as declared by v2, version segment gone';

@@ -1,22 +1,30 @@
 // The Prometheus text format of metrics.hpp.
 #include "signin/metrics.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace signin::metrics {
 namespace {
 
-// A number as Prometheus reads it: integers without a fraction, others in %.17g.
+// A number as Prometheus reads it: integers without a fraction, others in the fewest digits that
+// read back as the same double (0.0025, not %.17g's 0.0025000000000000001), as Prometheus' own
+// clients print them. A bucket's le is a label: the same bound must be the same text everywhere.
 std::string number(double v) {
     if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
     if (std::isnan(v)) return "NaN";
     char buf[64];
     if (v == std::floor(v) && std::fabs(v) < 1e15) {
         std::snprintf(buf, sizeof buf, "%.0f", v);
-    } else {
-        std::snprintf(buf, sizeof buf, "%.17g", v);
+        return buf;
     }
+    // The fewest significant digits that round-trip (to_chars' shortest scientific form), laid
+    // out as %g does: plain decimals from 1e-4 on (0.0005, where to_chars alone picks 5e-04).
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    int digits = 0;
+    for (const char *c = buf; c != r.ptr && *c != 'e'; ++c) digits += (*c >= '0' && *c <= '9') ? 1 : 0;
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
     return buf;
 }
 

@@ -121,7 +121,8 @@ void audit_admin(signin::WriteTxn &txn, signin::Millis now, const char *kind, co
 
 // "2026-11-24", "2026-11-24T10:00:00Z" (UTC), or a time ago: "30m", "12h", "7d".
 std::optional<signin::Millis> parse_time(const std::string &s, signin::Millis now) {
-    if (s.size() >= 2 && std::all_of(s.begin(), s.end() - 1, ::isdigit)) {
+    // (at most 18 digits: std::stoll of more could throw; a longer count is no time anyway)
+    if (s.size() >= 2 && s.size() <= 19 && std::all_of(s.begin(), s.end() - 1, ::isdigit)) {
         const long long n = std::stoll(s.substr(0, s.size() - 1));
         const char u = s.back();
         const long long unit = u == 's' ? 1000 : u == 'm' ? 60000 : u == 'h' ? 3600000 : u == 'd' ? 86400000 : 0;
@@ -135,6 +136,23 @@ std::optional<signin::Millis> parse_time(const std::string &s, signin::Millis no
         if (end == nullptr || *end != '\0') return std::nullopt;
     }
     return static_cast<signin::Millis>(timegm(&tm)) * 1000;
+}
+
+// --since and --until are checked when the line is parsed: a word that is no time is a usage
+// error (exit 2, with the usage), found before the store is opened. Whether a word is a time does
+// not depend on the moment it is read at.
+const CLI::Validator kTime(
+    [](std::string &s) { return parse_time(s, 0) ? std::string() : "not a time: " + s + " (2026-11-24, 2026-11-24T10:00:00Z, 30m, 12h, 7d)"; },
+    "TIME");
+
+// The first word of the line that is no option, when no subcommand took it: what the user meant as
+// the subcommand. CLI11 reports a missing subcommand before words it did not use.
+std::optional<std::string> unknown_word(const CLI::App &app) {
+    if (!app.get_subcommands().empty()) return std::nullopt;
+    for (const std::string &w : app.remaining()) {
+        if (!w.empty() && w[0] != '-') return w;
+    }
+    return std::nullopt;
 }
 
 // Whether this process may use the store nginx uses: its owner, or root. Otherwise the message
@@ -443,8 +461,8 @@ int main(int argc, char **argv) {
     audit->add_option("count", count, "how many (default 20)")->check(CLI::Range(1, 1000000));
     audit->add_option("--email", email, "of this address");
     audit->add_option("--kind", kind, "of this kind (session.created, passkey.refused, ...)");
-    audit->add_option("--since", since, "at or after: 2026-11-24, 2026-11-24T10:00:00Z, or ago: 30m, 12h, 7d");
-    audit->add_option("--until", until, "before (the same forms)");
+    audit->add_option("--since", since, "at or after: 2026-11-24, 2026-11-24T10:00:00Z, or ago: 30m, 12h, 7d")->check(kTime);
+    audit->add_option("--until", until, "before (the same forms)")->check(kTime);
     command(audit, [&] {
         const signin::Millis now = id->now();
         std::optional<signin::Millis> from, to;
@@ -558,6 +576,10 @@ int main(int argc, char **argv) {
     } catch (const CLI::CallForAllHelp &e) {
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
+        if (auto word = unknown_word(app)) {
+            std::fprintf(stderr, "signin-admin: unknown command \"%s\" (signin-admin --help lists the commands)\n", word->c_str());
+            return 2;
+        }
         (void)app.exit(e);  // prints the message and the usage
         return 2;
     } catch (const signin::StoreError &e) {

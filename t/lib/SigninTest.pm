@@ -28,6 +28,7 @@ use IO::Socket::INET;
 use File::Temp qw(tempdir);
 use Time::HiRes qw(sleep time);
 use POSIX qw(WNOHANG);
+use Fcntl qw(O_WRONLY O_APPEND O_CREAT);
 use Scalar::Util qw(weaken refaddr);
 use IO::Select;
 use Test2::API ();
@@ -218,9 +219,7 @@ sub run {
     $self->{conf_opts} = \%o;
     my $file = $o{file} // $self->write_conf(%o);
     my $out = `$self->{nginx} -p $self->{prefix} -c $file 2>&1`;
-    if ($? != 0) {
-        BAIL_OUT("nginx did not start: $out");
-    }
+    give_up('nginx starts', $out) if $? != 0;
     $self->started;
     $self->wait_port($_) for @{ $o{wait_ports} || [$self->port] };
     $self->wait_workers($o{workers} // 2);
@@ -281,7 +280,7 @@ sub wait_port {
         my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1) or return 0;
         close $s;
         return 1;
-    }, timeout => 10) or BAIL_OUT("nginx is not listening on $port");
+    }, timeout => 10) or give_up("nginx listens on $port within 10 s");
 }
 
 # Reloads with the same (or a new) configuration and waits until the old workers are gone.
@@ -383,6 +382,54 @@ sub DESTROY {
         return;
     }
     $self->stop;
+}
+
+# ---------------------------------------------------------------- giving up on a file
+# A step the rest of a file needs did not happen (nginx did not start, a build step failed or
+# timed out, a tool made no output): that step is one failing test, with what it said, and the
+# rest of this file is not run. Only this file fails: BAIL_OUT would end the whole prove run and
+# take every other file's result with it.
+sub give_up {
+    my ($name, $detail) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;    # the failure names the caller's line
+    Test::More::fail($name);
+    skip_rest($detail);
+}
+
+# The same after the file's own test of that step failed: `ok ... or SigninTest::skip_rest($out)`.
+sub skip_rest {
+    my ($detail) = @_;
+    Test::More::diag($detail) if defined $detail && length $detail;
+    Test::More::diag('the rest of this file is not run: it needs that step');
+    # done_testing's follow-ups still check the error.log of every nginx this file started
+    Test::More::done_testing() unless Test::More->builder->has_plan;
+    exit 1;
+}
+
+# ---------------------------------------------------------------- files shared between processes
+# Test processes and their children (a mailer, forked clients) hand each other lines through
+# files. A line is appended with one write(2) on an O_APPEND descriptor, so lines of several
+# writers never interleave and a line never goes out in pieces. A reader can still run while the
+# kernel copies a write in, so read_lines returns only the lines that end in a newline: a last
+# line without its newline is still being written and is read whole next time.
+sub append_line {
+    my ($file, $line) = @_;
+    $line .= "\n" unless $line =~ /\n\z/;
+    utf8::downgrade($line, 1) or die "append_line: wide character in the line for $file\n";
+    sysopen my $fh, $file, O_WRONLY | O_APPEND | O_CREAT, 0644 or die "$file: $!\n";
+    my $n = syswrite $fh, $line;
+    die "$file: " . (defined $n ? "wrote $n of " . length($line) . ' bytes' : $!) . "\n"
+        unless defined $n && $n == length $line;
+    close $fh or die "$file: $!\n";
+}
+
+sub read_lines {
+    my ($file) = @_;
+    open my $fh, '<:raw', $file or return ();
+    my $text = do { local $/; <$fh> } // '';
+    close $fh;
+    $text =~ s/[^\n]+\z//;    # the last line has no newline yet: not written whole
+    return split /\n/, $text;
 }
 
 # ---------------------------------------------------------------- waiting
@@ -893,8 +940,9 @@ sub dechunk {
 
 # ---------------------------------------------------------------- a mailer over HTTP
 # A stand-in for a mail API behind the signin_delivery location's proxy_pass, on a loopback port,
-# in a child process: each request's body (the delivery JSON) is appended to a file, one line each,
-# and answered `delay` seconds later with the next status of `statuses` (the last one repeats).
+# in a child process: each request's body (the delivery JSON) is appended to a file as one whole
+# line (append_line), and answered `delay` seconds later with the next status of `statuses` (the
+# last one repeats).
 # Requests are answered concurrently (one select loop). Stopped by stop() or when the object goes.
 #   my $mailer = SigninTest::Mailer->new(port => $t->port2, delay => 0.3, statuses => [503, 204]);
 #   my @emails = $mailer->emails;    # [{email, token, purpose, ...}], in arrival order
@@ -947,9 +995,7 @@ sub serve {
             my ($head, $body) = $buf{$s} =~ /^(.*?\r\n\r\n)(.*)$/s or next;
             my ($len) = $head =~ /^content-length:\s*(\d+)/mi;
             next if length($body) < ($len // 0);
-            open my $fh, '>>', $self->{file} or die;
-            print $fh substr($body, 0, $len // 0), "\n";
-            close $fh;
+            SigninTest::append_line($self->{file}, substr($body, 0, $len // 0) . "\n");
             my @st = @{ $self->{statuses} };
             $due{$s} = [time + $self->{delay}, $st[$n < @st ? $n : -1], $s];
             $n++;
@@ -966,10 +1012,10 @@ sub serve {
     }
 }
 
+# Only whole lines: the mailer may be writing the next one (see append_line).
 sub emails {
     my ($self) = @_;
-    open my $fh, '<', $self->{file} or return ();
-    return map { $SigninTest::JSON->decode($_) } grep { /\S/ } <$fh>;
+    return map { $SigninTest::JSON->decode($_) } grep { /\S/ } SigninTest::read_lines($self->{file});
 }
 
 sub stop {

@@ -2,6 +2,10 @@
 // cumulative with +Inf, _sum and _count.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <string>
+#include <vector>
+
 #include "signin/metrics.hpp"
 
 using namespace signin::metrics;
@@ -37,6 +41,33 @@ TEST(Metrics, CountersGaugesAndHistogramsInTheTextFormat) {
               "signin_commit_seconds_bucket{le=\"+Inf\"} 7\n"
               "signin_commit_seconds_sum 0.25\n"
               "signin_commit_seconds_count 7\n");
+}
+
+// Bucket bounds and sums print in the fewest digits that read back as the same double: 0.0025,
+// not 0.0025000000000000001 (%.17g). Each le is checked to parse back to its bound.
+TEST(Metrics, NumbersInTheirShortestRoundTripForm) {
+    std::vector<Family> f(1);
+    f[0].name = "signin_commit_seconds";
+    f[0].type = Family::Type::Histogram;
+    f[0].histogram.bounds.assign(std::begin(kCommitBounds), std::end(kCommitBounds));
+    f[0].histogram.counts.assign(f[0].histogram.bounds.size() + 1, 1);
+    f[0].histogram.sum = 0.1 + 0.2;  // 0.30000000000000004: shortest is not always short
+    const std::string text = render(f);
+    std::vector<std::string> les;
+    for (std::size_t at = 0; (at = text.find("le=\"", at)) != std::string::npos;) {
+        at += 4;
+        les.push_back(text.substr(at, text.find('"', at) - at));
+    }
+    EXPECT_EQ(les, (std::vector<std::string>{"0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+                                              "0.25", "0.5", "1", "2.5", "+Inf"}));
+    for (std::size_t i = 0; i + 1 < les.size(); ++i) EXPECT_EQ(std::stod(les[i]), kCommitBounds[i]) << les[i];
+    EXPECT_NE(text.find("signin_commit_seconds_sum 0.30000000000000004\n"), std::string::npos) << text;
+
+    std::vector<Family> g(1);
+    g[0].name = "g";
+    g[0].type = Family::Type::Gauge;
+    g[0].samples = {{"", 1e-7}, {"", 123456.789}, {"", -0.1}, {"", 1e300}};
+    EXPECT_EQ(render(g), "# HELP g \n# TYPE g gauge\ng 1e-07\ng 123456.789\ng -0.1\ng 1e+300\n");
 }
 
 TEST(Metrics, BucketsAndFailureSlots) {
