@@ -42,7 +42,8 @@ inline constexpr std::string_view kMethods[] = {"email", "password", "passkey", 
 // The refusals counted by signin_signin_failures_total{reason}: the API's codes of a failed way in.
 inline constexpr Code kFailureCodes[] = {Code::InvalidToken,   Code::InvalidCode,       Code::InvalidCredentials,
                                          Code::PasskeyRefused, Code::Suspended,         Code::OriginMismatch,
-                                         Code::MfaRequired,    Code::Forbidden,         Code::Unauthenticated};
+                                         Code::MfaRequired,    Code::Forbidden,         Code::Unauthenticated,
+                                         Code::MfaLocked};
 std::optional<std::size_t> failure_slot(Code c);
 // The buckets of the histograms.
 inline constexpr double kBatchSizeBounds[] = {1, 2, 4, 8, 16, 32, 64, 128};

@@ -99,6 +99,12 @@ Millis failure_wait(const Policy &policy, std::uint32_t failures) {
     return std::min(wait, std::max(policy.attempts.backoff_max, policy.mfa_backoff));
 }
 
+Error locked_error() {
+    return Error{Code::MfaLocked,
+                 "too many wrong codes: the second factor is locked until you sign in by email again or an "
+                 "administrator resets it"};
+}
+
 bool locked(const Policy &policy, const MfaRecord &m) {
     return policy.mfa_lock_failures > 0 && m.failures >= policy.mfa_lock_failures;
 }
@@ -299,8 +305,7 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
         if (locked(policy, m)) {
             txn->append_audit(detail::audit(now, "mfa.refused", user->email, client, user->id, "locked"));
             txn->commit();
-            return Error{Code::MfaLocked, "too many wrong codes: the second factor is locked until you sign in "
-                                          "by email again or an administrator resets it"};
+            return locked_error();
         }
         if (m.wait_until > now) {
             txn->append_audit(detail::audit(now, "mfa.refused", user->email, client, user->id, "waiting"));
@@ -338,8 +343,7 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
             }
             txn->commit();
             if (locked(policy, m)) {
-                return Error{Code::MfaLocked, "too many wrong codes: the second factor is locked until you sign in "
-                                              "by email again or an administrator resets it"};
+                return locked_error();
             }
             return wrong_code();
         }
