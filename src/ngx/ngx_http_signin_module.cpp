@@ -7,7 +7,10 @@
 #include "signin_providers.h"
 #include "signin_request.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -282,6 +285,63 @@ static void *create_main_conf(ngx_conf_t *cf) {
     return m;
 }
 
+// The user the workers will run as, decided as ngx_core_module decides it: the `user` line read so
+// far, or nginx's default user for a master started as root. nullopt when the workers will be this
+// process's own user (not root: no check needed) or when the user does not exist (nginx says so).
+struct WorkerUser {
+    std::string name;
+    uid_t uid;
+    gid_t gid;
+};
+
+static std::optional<WorkerUser> worker_user(ngx_conf_t *cf) {
+    if (geteuid() != 0) return std::nullopt;
+    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cf->cycle->conf_ctx, ngx_core_module));
+    if (ccf != nullptr && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {
+        return WorkerUser{ccf->username ? ccf->username : "", ccf->user, ccf->group};
+    }
+    // no `user` line above the http block: nginx will use its built-in user and group
+    const passwd *pw = getpwnam(NGX_USER);
+    const group *gr = getgrnam(NGX_GROUP);
+    if (pw == nullptr || gr == nullptr) return std::nullopt;
+    return WorkerUser{NGX_USER, pw->pw_uid, gr->gr_gid};
+}
+
+// The first existing directory on the way to `path` that `u` may not search (nothing below it can
+// be opened by that user), or "". The kernel answers, in a child that takes the user's identity as
+// a worker does (groups included, ACLs too), so no rule of permissions is guessed here. Directories
+// that do not exist yet are made by the master, searchable (init_module). "" as well when the
+// question cannot be asked (fork fails): the store's own open then says what is wrong.
+static std::string unsearchable_parent(const std::string &path, const WorkerUser &u) {
+    std::vector<std::string> dirs{"/"};
+    std::string_view p = path;
+    while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+    for (std::size_t i = 1; i < p.size(); i++) {
+        if (p[i] != '/') continue;
+        struct stat st;
+        std::string dir(p.substr(0, i));
+        if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) break;
+        dirs.push_back(std::move(dir));
+    }
+    if (dirs.size() > 250) dirs.resize(250);  // an exit status counts them
+    const pid_t pid = fork();
+    if (pid < 0) return {};
+    if (pid == 0) {
+        if (setgid(u.gid) != 0 || initgroups(u.name.c_str(), u.gid) != 0 || setuid(u.uid) != 0) _exit(255);
+        for (std::size_t i = 0; i < dirs.size(); i++) {
+            if (access(dirs[i].c_str(), X_OK) != 0) _exit(static_cast<int>(i + 1));
+        }
+        _exit(0);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return {};
+    }
+    if (!WIFEXITED(status)) return {};
+    const int n = WEXITSTATUS(status);
+    return n >= 1 && static_cast<std::size_t>(n) <= dirs.size() ? dirs[static_cast<std::size_t>(n - 1)] : std::string();
+}
+
 static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_size_value(m->store_size, 1024 * 1024 * 1024);
     ngx_conf_init_value(m->registration, 0);
@@ -347,6 +407,23 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
     if (m->origin == nullptr) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_origin\"");
         return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    // A store the workers cannot reach answers every sign-in and gated request 503: refused now,
+    // before the master makes its directory (init_module).
+    if (!m->store_pg) {
+        if (auto u = worker_user(cf)) {
+            const std::string path(sv(m->store_path));
+            const std::string dir = unsearchable_parent(path, *u);
+            if (!dir.empty()) {
+                log_at(cf, NGX_LOG_EMERG, m, "signin_store",
+                       "signin_store \"" + path + "\" cannot be reached by the worker user \"" + u->name +
+                           "\": that user may not search \"" + dir +
+                           "\", so every sign-in and gated request would answer 503; put the store where \"" +
+                           u->name + "\" can reach it (e.g. under /var/lib/nginx), or let it search \"" + dir +
+                           "\" (chmod o+x, or a group of that user)");
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+        }
     }
     if (m->providers != nullptr && m->provider_fetch_uri.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1146,10 +1223,20 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
     if (m == nullptr || !m->used || m->store_path.len == 0) return NGX_OK;
     std::string path(m->store_pg ? std::string() : std::string(sv(m->store_path)));  // no directory for PostgreSQL
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
     for (std::size_t i = 1; i <= path.size(); i++) {
         if (i == path.size() || path[i] == '/') {
             std::string part = path.substr(0, i);
-            if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+            // the store itself is the workers' alone (chowned below); a directory made on the way
+            // to it must let them through, whatever the umask
+            const bool store = i == path.size();
+            if (mkdir(part.c_str(), store ? 0700 : 0755) == 0) {
+                if (!store && chmod(part.c_str(), 0755) != 0) {
+                    ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chmod \"%s\" failed",
+                                  part.c_str());
+                    return NGX_ERROR;
+                }
+            } else if (errno != EEXIST) {
                 ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: mkdir \"%s\" failed",
                               part.c_str());
                 return NGX_ERROR;
