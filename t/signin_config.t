@@ -1,4 +1,5 @@
-# Configuration errors stop `nginx -t` with a message naming the file and line (DESIGN §3 rule 6).
+# Configuration errors stop `nginx -t` with a message naming the file and line (DESIGN §3 rule 6);
+# a store the worker user cannot reach is one of them.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -105,6 +106,35 @@ refused($good . q{ server { listen 127.0.0.1:%%PORT2%%; location / { signin_stor
     unlike $out, qr/is not "internal"/, 'no warning when it is internal';
 }
 refused($good . q{ signin_audit_keep 0; } . $server, qr/signin_audit_keep/, 'signin_audit_keep 0');
+
+# A store the worker user cannot reach is refused by nginx -t, which then makes no directory
+# (issue #42: it used to pass, and every sign-in answered 503). Needs root: only a root master
+# hands the store to another user.
+SKIP: {
+    skip 'the worker user differs from the master only when nginx starts as root', 9 if $> != 0;
+    for my $case (['user nobody nogroup;', 'with "user nobody nogroup;"'], ['', 'with nginx\'s default user']) {
+        my ($user_line, $name) = @$case;
+        my $c = SigninTest->new;
+        my $locked = $c->prefix . '/locked';
+        mkdir $locked or die $!;
+        chmod 0700, $locked;    # root's alone
+        my ($rc, $out) = $c->nginx_t(main => "$user_line\nthread_pool default threads=4;",
+            http => ($good =~ s{%%STORE%%}{%%PREFIX%%/locked/store}r) . $server);
+        isnt $rc, 0, "a store under a directory the workers cannot search is refused ($name)";
+        open my $fh, '<', $c->prefix . '/nginx.conf' or die $!;
+        my ($n, $at) = (0);
+        while (<$fh>) { $n++; $at = $n if /signin_store / }
+        like $out, qr{\[emerg\].*signin_store "\Q$locked\E/store" cannot be reached by the worker user "nobody": that user may not search "\Q$locked\E".* in \S+nginx\.conf:$at$}m,
+            '... naming the user, the path, the directory and the line of signin_store' or diag $out;
+        ok !-e "$locked/store", '... and makes no directory';
+    }
+    # directories that do not exist yet are made on the way, searchable by the workers
+    my $c = SigninTest->new;
+    $c->run(http => ($good =~ s{%%STORE%%}{%%PREFIX%%/new/deeper/store}r) . $server);
+    is $c->req(GET => '/auth/me')->{status}, 401, 'a store under directories nginx makes opens in the workers';
+    ok -d $c->prefix . '/new/deeper/store', '... which made them';
+    $c->done;
+}
 
 # and a real start with the valid configuration, so the error log is checked too
 my $t = SigninTest->new;

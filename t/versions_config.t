@@ -1,5 +1,6 @@
 # Configuration errors of the version group stop `nginx -t` with the file and line
-# (SPEC §7 last note; DESIGN §3.6). Each case marks the offending line with "#here".
+# (SPEC §7 last note; DESIGN §3.6). Each case marks the offending line with "#here". A location
+# that versioned paths pass by is warned about.
 use strict;
 use warnings;
 use Test::More;
@@ -124,6 +125,49 @@ END
 check('api_versions_route in a regex location without a mount',
     group("        version v1 { controller \@a { GET /x; } }") =~ s/\z/    server { listen 127.0.0.1:%%PORT2%%; location ~ ^\/r\/ { api_versions_route; } }   #here\n/r,
     'outside a prefix location needs the mount path');
+
+# With the path strategy, a versioned path is a URI of the routing location: "location /api/admin"
+# (its deny, auth_basic, signin_require) is not on the way of /api/v1/admin. nginx -t names every
+# location under a routing one that some route reaches, with the line of api_versions_route.
+{
+    my $http = <<'END';
+    api_versions {
+        strategy path;
+        default v1;
+        version v1 { controller @a { GET /admin; GET /users/:id; GET /x; } }
+        version v2 { controller @b { GET /reports/monthly; } }
+    }
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /api/ { api_versions_route; }   #route
+        location /api/admin { deny all; }
+        location = /api/users/7 { deny all; }
+        location /api/reports/ { deny all; }
+        location = /api/health { return 200; }
+        location = /api/openapi.json { api_versions_openapi; }
+        location /apiary/ { deny all; }
+        location @a { return 200; }
+        location @b { return 200; }
+    }
+END
+    my ($status, $out) = $t->nginx_t(http => $http);
+    is $status, 0, 'locations under a routing location: nginx -t passes' or diag $out;
+    open my $fh, '<', $t->prefix . '/nginx.conf' or die $!;
+    my ($line, $at) = (0);
+    while (<$fh>) { $line++; $at = $line if /#route/ }
+    like $out, qr{\[warn\] \d+#\d+: location "/api/admin" is bypassed by versioned paths: "/api/v1/admin" \(and below\) is routed by "location /api/" to "\@a".* whose api_versions_route is in \S*nginx\.conf:$at$}m,
+        'a prefix location a route reaches: warned, with the line of api_versions_route' or diag $out;
+    like $out, qr{\[warn\] \d+#\d+: location "/api/users/7" is bypassed by versioned paths: "/api/v1/users/7" is routed},
+        'an exact location a parameter reaches: warned';
+    like $out, qr{\[warn\] \d+#\d+: location "/api/reports/" is bypassed by versioned paths: "/api/v2/reports/" \(and below\) is routed by "location /api/" to "\@b"},
+        'a route of a later version only: warned with that version';
+    unlike $out, qr{location "/api/health"|location "/api/openapi\.json"|location "/apiary/"},
+        'locations no route reaches, and a location beside the mount, are not named';
+
+    ($status, $out) = $t->nginx_t(http => $http =~ s/strategy path;/strategy header X-API-Version;/r);
+    is $status, 0, 'the header strategy: nginx -t passes';
+    unlike $out, qr/is bypassed by versioned paths/, '... and warns of nothing (the URI keeps no version)';
+}
 
 # a braced parameter must be quoted: nginx itself stops at the "{"
 my ($status, $out) = $t->nginx_t(http => group("        version v1 { controller \@a { GET /users/{id}; } }"));

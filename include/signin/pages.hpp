@@ -10,8 +10,9 @@
 namespace signin::pages {
 
 // SignIn and Account are served by the signin_api location; Forbidden by a gated location whose
-// signin_allow/signin_deny refused a signed-in browser (it loads its assets from signin_login_url).
-enum class Page { SignIn, Account, Forbidden };
+// signin_allow/signin_deny refused a signed-in browser (it loads its assets from signin_login_url);
+// Unavailable (a 503) by either when the store cannot be used, in place of the JSON a script gets.
+enum class Page { SignIn, Account, Forbidden, Unavailable };
 
 // What a page is told by the server: the rest it learns from the API.
 struct Settings {

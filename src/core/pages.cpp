@@ -129,9 +129,10 @@ const Asset *asset(std::string_view name) {
 }
 
 std::string render(Page page, const Settings &settings) {
-    const EmbeddedFile *f = embedded(page == Page::SignIn    ? "signin.html"
-                                     : page == Page::Account ? "account.html"
-                                                             : "forbidden.html");
+    const EmbeddedFile *f = embedded(page == Page::SignIn      ? "signin.html"
+                                     : page == Page::Account   ? "account.html"
+                                     : page == Page::Forbidden ? "forbidden.html"
+                                                               : "unavailable.html");
     if (f == nullptr) return {};
     std::string out;
     out.reserve(f->body.size() + 256);

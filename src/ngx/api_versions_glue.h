@@ -78,6 +78,7 @@ struct ngx_http_api_versions_main_conf_t {
 
 struct ngx_http_api_versions_loc_conf_t {
     ngx_flag_t route;      // api_versions_route here
+    ngx_flag_t route_written;  // ... written in this very location, not inherited (never merged)
     ngx_str_t mount;       // the prefix routes are relative to, "/api"
     u_char *route_file;
     ngx_uint_t route_line;

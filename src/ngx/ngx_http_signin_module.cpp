@@ -7,7 +7,10 @@
 #include "signin_providers.h"
 #include "signin_request.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -40,6 +43,15 @@ static char *set_site_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *set_provider(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
+// A directive whose value is checked once the http block is parsed: nginx's own slot, and the line
+// remembered for the check's message (log_at).
+template <char *(*Slot)(ngx_conf_t *, ngx_command_t *, void *)>
+static char *noted(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    char *rv = Slot(cf, cmd, conf);
+    if (rv == NGX_CONF_OK && !note_line(cf, static_cast<MainConf *>(conf), cmd)) return static_cast<char *>(NGX_CONF_ERROR);
+    return rv;
+}
+
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
 static ngx_conf_num_bounds_t retries_bounds = {ngx_conf_check_num_bounds, 0, 10};
@@ -66,15 +78,15 @@ static ngx_command_t commands[] = {
      nullptr},
     {ngx_string("signin_password_attempts"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_attempts), nullptr},
-    {ngx_string("signin_password_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_password_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_backoff), nullptr},
     {ngx_string("signin_password_backoff_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_backoff_max), nullptr},
     {ngx_string("signin_password_address_limit"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_address_limit), nullptr},
-    {ngx_string("signin_password_address_window"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_password_address_window"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_address_window), nullptr},
-    {ngx_string("signin_password_register_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_password_register_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_register_backoff), nullptr},
     {ngx_string("signin_password_register_backoff_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_register_backoff_max), nullptr},
@@ -82,13 +94,13 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_fresh), nullptr},
     {ngx_string("signin_email"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, email), nullptr},
-    {ngx_string("signin_delivery"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+    {ngx_string("signin_delivery"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_uri), nullptr},
     {ngx_string("signin_delivery_retries"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_retries), &retries_bounds},
-    {ngx_string("signin_delivery_timeout"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_delivery_timeout"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_timeout), nullptr},
-    {ngx_string("signin_session_cache"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_session_cache"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_cache), nullptr},
     {ngx_string("signin_secret_key"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_secret_key, NGX_HTTP_MAIN_CONF_OFFSET,
      0, nullptr},
@@ -100,23 +112,23 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, thread_pool_name), nullptr},
     {ngx_string("signin_password_thread_pool"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_thread_pool,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, password_pool_name), nullptr},
-    {ngx_string("signin_token_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_token_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, token_ttl), nullptr},
     {ngx_string("signin_token_resend"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, token_resend), nullptr},
     {ngx_string("signin_tokens_per_address"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, tokens_per_address), &tokens_bounds},
-    {ngx_string("signin_session_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_session_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_ttl), nullptr},
-    {ngx_string("signin_session_idle"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_session_idle"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_idle), nullptr},
-    {ngx_string("signin_bearer_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_bearer_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, bearer_ttl), nullptr},
-    {ngx_string("signin_audit_keep"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+    {ngx_string("signin_audit_keep"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, audit_keep), nullptr},
     {ngx_string("signin_audit_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, audit_max), nullptr},
-    {ngx_string("signin_body_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_size_slot,
+    {ngx_string("signin_body_max"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_size_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, body_max), nullptr},
     {ngx_string("signin_api"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("signin_require"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
@@ -137,7 +149,7 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkeys), nullptr},
     {ngx_string("signin_provider"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_provider, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},
-    {ngx_string("signin_provider_fetch"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
+    {ngx_string("signin_provider_fetch"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, provider_fetch_uri), nullptr},
     {ngx_string("signin_passkey_rp_id"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_str_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, passkey_rp_id), nullptr},
@@ -215,6 +227,33 @@ static char *conf_exception(ngx_conf_t *cf, const char *what) noexcept {
     return static_cast<char *>(NGX_CONF_ERROR);
 }
 
+bool signin_ngx::note_line(ngx_conf_t *cf, MainConf *m, const ngx_command_t *cmd) {
+    if (m->written == nullptr) {
+        m->written = ngx_array_create(cf->pool, 8, sizeof(DirectiveAt));
+        if (m->written == nullptr) return false;
+    }
+    auto *at = static_cast<DirectiveAt *>(ngx_array_push(m->written));
+    if (at == nullptr) return false;
+    at->name = cmd->name;
+    at->file = cf->conf_file->file.name.data;
+    at->line = cf->conf_file->line;
+    return true;
+}
+
+void signin_ngx::log_at(ngx_conf_t *cf, ngx_uint_t level, const MainConf *m, std::string_view directive,
+                        const std::string &message) {
+    const DirectiveAt *found = nullptr;
+    auto *at = m->written ? static_cast<const DirectiveAt *>(m->written->elts) : nullptr;
+    for (ngx_uint_t i = 0; at && i < m->written->nelts; i++) {
+        if (sv(at[i].name) == directive) found = &at[i];
+    }
+    if (found == nullptr) {
+        ngx_conf_log_error(level, cf, 0, "%s", message.c_str());
+        return;
+    }
+    ngx_log_error(level, cf->log, 0, "%s in %s:%ui", message.c_str(), found->file, found->line);
+}
+
 static void *create_main_conf(ngx_conf_t *cf) {
     auto *m = static_cast<MainConf *>(ngx_pcalloc(cf->pool, sizeof(MainConf)));
     if (m == nullptr) return nullptr;
@@ -256,6 +295,63 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->emails = pool_object<signin::Emails>(cf->pool);
     if (m->emails == nullptr) return nullptr;
     return m;
+}
+
+// The user the workers will run as, decided as ngx_core_module decides it: the `user` line read so
+// far, or nginx's default user for a master started as root. nullopt when the workers will be this
+// process's own user (not root: no check needed) or when the user does not exist (nginx says so).
+struct WorkerUser {
+    std::string name;
+    uid_t uid;
+    gid_t gid;
+};
+
+static std::optional<WorkerUser> worker_user(ngx_conf_t *cf) {
+    if (geteuid() != 0) return std::nullopt;
+    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cf->cycle->conf_ctx, ngx_core_module));
+    if (ccf != nullptr && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {
+        return WorkerUser{ccf->username ? ccf->username : "", ccf->user, ccf->group};
+    }
+    // no `user` line above the http block: nginx will use its built-in user and group
+    const passwd *pw = getpwnam(NGX_USER);
+    const group *gr = getgrnam(NGX_GROUP);
+    if (pw == nullptr || gr == nullptr) return std::nullopt;
+    return WorkerUser{NGX_USER, pw->pw_uid, gr->gr_gid};
+}
+
+// The first existing directory on the way to `path` that `u` may not search (nothing below it can
+// be opened by that user), or "". The kernel answers, in a child that takes the user's identity as
+// a worker does (groups included, ACLs too), so no rule of permissions is guessed here. Directories
+// that do not exist yet are made by the master, searchable (init_module). "" as well when the
+// question cannot be asked (fork fails): the store's own open then says what is wrong.
+static std::string unsearchable_parent(const std::string &path, const WorkerUser &u) {
+    std::vector<std::string> dirs{"/"};
+    std::string_view p = path;
+    while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+    for (std::size_t i = 1; i < p.size(); i++) {
+        if (p[i] != '/') continue;
+        struct stat st;
+        std::string dir(p.substr(0, i));
+        if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) break;
+        dirs.push_back(std::move(dir));
+    }
+    if (dirs.size() > 250) dirs.resize(250);  // an exit status counts them
+    const pid_t pid = fork();
+    if (pid < 0) return {};
+    if (pid == 0) {
+        if (setgid(u.gid) != 0 || initgroups(u.name.c_str(), u.gid) != 0 || setuid(u.uid) != 0) _exit(255);
+        for (std::size_t i = 0; i < dirs.size(); i++) {
+            if (access(dirs[i].c_str(), X_OK) != 0) _exit(static_cast<int>(i + 1));
+        }
+        _exit(0);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return {};
+    }
+    if (!WIFEXITED(status)) return {};
+    const int n = WEXITSTATUS(status);
+    return n >= 1 && static_cast<std::size_t>(n) <= dirs.size() ? dirs[static_cast<std::size_t>(n - 1)] : std::string();
 }
 
 static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
@@ -328,6 +424,23 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_origin\"");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    // A store the workers cannot reach answers every sign-in and gated request 503: refused now,
+    // before the master makes its directory (init_module).
+    if (!m->store_pg) {
+        if (auto u = worker_user(cf)) {
+            const std::string path(sv(m->store_path));
+            const std::string dir = unsearchable_parent(path, *u);
+            if (!dir.empty()) {
+                log_at(cf, NGX_LOG_EMERG, m, "signin_store",
+                       "signin_store \"" + path + "\" cannot be reached by the worker user \"" + u->name +
+                           "\": that user may not search \"" + dir +
+                           "\", so every sign-in and gated request would answer 503; put the store where \"" +
+                           u->name + "\" can reach it (e.g. under /var/lib/nginx), or let it search \"" + dir +
+                           "\" (chmod o+x, or a group of that user)");
+                return static_cast<char *>(NGX_CONF_ERROR);
+            }
+        }
+    }
     if (m->providers != nullptr && m->provider_fetch_uri.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "signin_provider needs \"signin_provider_fetch\": the internal location its calls to the "
@@ -339,29 +452,35 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
                            "email sign-in needs \"signin_delivery\" (or \"signin_email off\")");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (m->token_ttl == 0 || m->session_ttl == 0 || m->bearer_ttl == 0 || m->session_idle == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "signin_token_ttl, signin_session_ttl, signin_session_idle and signin_bearer_ttl must be "
-                           "longer than 0 (every code or session would be dead on arrival)");
-        return static_cast<char *>(NGX_CONF_ERROR);
+    // a zero here is written by hand (no default is 0): its own line is named
+    bool zero = false;
+    for (auto [name, value] : {std::pair<const char *, ngx_msec_t>{"signin_token_ttl", m->token_ttl},
+                               {"signin_session_ttl", m->session_ttl},
+                               {"signin_session_idle", m->session_idle},
+                               {"signin_bearer_ttl", m->bearer_ttl}}) {
+        if (value != 0) continue;
+        log_at(cf, NGX_LOG_EMERG, m, name,
+               std::string("\"") + name + "\" must be longer than 0 (every code or session would be dead on arrival)");
+        zero = true;
     }
+    if (zero) return static_cast<char *>(NGX_CONF_ERROR);
     if (!m->has_api) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "signin_require is used but no location has \"signin_api\": nobody can sign in");
     }
     if (m->session_cache != 0 && !m->store_pg) {
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "\"signin_session_cache\" is for a postgresql:// store (LMDB is read in memory): ignored");
+        log_at(cf, NGX_LOG_WARN, m, "signin_session_cache",
+               "\"signin_session_cache\" is for a postgresql:// store (LMDB is read in memory): ignored");
     }
     if (m->delivery_timeout == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_delivery_timeout\" must be longer than 0");
+        log_at(cf, NGX_LOG_EMERG, m, "signin_delivery_timeout", "\"signin_delivery_timeout\" must be longer than 0");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     if (m->secret_key_path.len == 0 && m->store_pg) {
         // the nodes that share a database share the key (it seals what the store keeps): a file
         // each node would make for itself by default would differ
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "signin_store postgresql://... needs \"signin_secret_key FILE\", the same file on every node");
+        log_at(cf, NGX_LOG_EMERG, m, "signin_store",
+               "signin_store postgresql://... needs \"signin_secret_key FILE\", the same file on every node");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     if (m->secret_key_path.len == 0) {  // beside the store, never in it: "<store>.key"
@@ -373,11 +492,11 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         *ngx_cpymem(ngx_cpymem(m->secret_key_path.data, dir.data, dir.len), ".key", 4) = '\0';
     }
     if (m->audit_keep == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_audit_keep\" must be longer than 0");
+        log_at(cf, NGX_LOG_EMERG, m, "signin_audit_keep", "\"signin_audit_keep\" must be longer than 0");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     if (m->body_max > 64 * 1024) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"signin_body_max\" must not exceed 64k");
+        log_at(cf, NGX_LOG_EMERG, m, "signin_body_max", "\"signin_body_max\" must not exceed 64k");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     m->thread_pool = ngx_thread_pool_add(cf, &m->thread_pool_name);
@@ -429,8 +548,11 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "a signin_password_*backoff must not exceed its _max");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (m->password_address_window == 0 || m->password_backoff == 0 || m->password_register_backoff == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_password_* time windows must be longer than 0");
+    for (auto [name, value] : {std::pair<const char *, ngx_msec_t>{"signin_password_address_window", m->password_address_window},
+                               {"signin_password_backoff", m->password_backoff},
+                               {"signin_password_register_backoff", m->password_register_backoff}}) {
+        if (value != 0) continue;
+        log_at(cf, NGX_LOG_EMERG, m, name, std::string("\"") + name + "\" must be longer than 0 (a time window)");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     signin::AttemptLimits &a = m->policy->attempts;
@@ -592,9 +714,10 @@ static char *set_provider(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     }
 }
 
-static char *set_store(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+static char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     auto *m = static_cast<MainConf *>(conf);
     if (m->store_path.len) return const_cast<char *>("is duplicate");
+    if (!note_line(cf, m, cmd)) return static_cast<char *>(NGX_CONF_ERROR);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
     m->store_path = value[1];
     // postgresql://... or postgres://...: a database several nodes share (libpq's URI)
@@ -830,10 +953,20 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
 
 // signin_thread_pool NAME / signin_password_thread_pool NAME: the pool is added here, so that
 // nginx's "unknown thread pool" names this line when no `thread_pool NAME ...;` declares it.
+// nginx says so only once the whole file is read, and not what to write; a declaration may still
+// follow the http block, so a pool not declared above this line is a warning that gives the line
+// to add, and nginx's own check decides.
 static char *set_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     char *rv = ngx_conf_set_str_slot(cf, cmd, conf);
     if (rv != NGX_CONF_OK) return rv;
     ngx_str_t name = static_cast<ngx_str_t *>(cf->args->elts)[1];
+    // "default" needs no line: nginx makes that pool (32 threads) when it is used
+    if (sv(name) != "default" && ngx_thread_pool_get(cf->cycle, &name) == nullptr) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "no \"thread_pool %V\" is declared above \"%V\": unless one follows, nginx refuses "
+                           "this line; add \"thread_pool %V threads=4;\" to the main context (outside http { })",
+                           &name, &cmd->name, &name);
+    }
     return ngx_thread_pool_add(cf, &name) == nullptr ? static_cast<char *>(NGX_CONF_ERROR) : NGX_CONF_OK;
 }
 
@@ -1092,8 +1225,12 @@ static ngx_int_t postconfiguration(ngx_conf_t *cf) {
             return NGX_ERROR;
         }
     }
-    if (check_provider_fetch(cf, m) != NGX_OK) return NGX_ERROR;
-    if (m->email) return find_delivery_server(cf, m);
+    try {
+        if (check_provider_fetch(cf, m) != NGX_OK) return NGX_ERROR;
+        if (m->email) return find_delivery_server(cf, m);
+    } catch (...) {  // the messages are built in std::string
+        return NGX_ERROR;
+    }
     return NGX_OK;
 }
 
@@ -1111,10 +1248,20 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
     if (m == nullptr || !m->used || m->store_path.len == 0) return NGX_OK;
     std::string path(m->store_pg ? std::string() : std::string(sv(m->store_path)));  // no directory for PostgreSQL
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
     for (std::size_t i = 1; i <= path.size(); i++) {
         if (i == path.size() || path[i] == '/') {
             std::string part = path.substr(0, i);
-            if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+            // the store itself is the workers' alone (chowned below); a directory made on the way
+            // to it must let them through, whatever the umask
+            const bool store = i == path.size();
+            if (mkdir(part.c_str(), store ? 0700 : 0755) == 0) {
+                if (!store && chmod(part.c_str(), 0755) != 0) {
+                    ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chmod \"%s\" failed",
+                                  part.c_str());
+                    return NGX_ERROR;
+                }
+            } else if (errno != EEXIST) {
                 ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: mkdir \"%s\" failed",
                               part.c_str());
                 return NGX_ERROR;

@@ -5,6 +5,8 @@
 #include "ngx_signin_nginx.h"
 
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "signin/access.hpp"
@@ -18,6 +20,14 @@ extern ngx_module_t ngx_http_signin_module;
 }
 
 namespace signin_ngx {
+
+// Where a directive of the http block was written. Checks made once the block is parsed name
+// this line: ngx_conf_log_error would name the end of the block.
+struct DirectiveAt {
+    ngx_str_t name;  // the directive's name
+    u_char *file;    // the configuration file's name (zero-terminated, the cycle's memory)
+    ngx_uint_t line;
+};
 
 // http level. Settings that are the engine's (SPEC §8 limits, lifetimes) are gathered into
 // `policy` by init_main_conf; the glue reads them there, never from the raw fields.
@@ -102,6 +112,8 @@ struct MainConf {
     ngx_uint_t mailbox_line;      // where it was first used, for the nginx -t message
     ngx_str_t mailbox_file;
 
+    ngx_array_t *written;  // DirectiveAt of the directives checked after parsing (note_line)
+
     ngx_flag_t used;     // some location uses signin_api or signin_require
     ngx_flag_t has_api;  // some location uses signin_api
 };
@@ -126,6 +138,13 @@ inline MainConf *main_conf(ngx_http_request_t *r) {
 inline LocConf *loc_conf(ngx_http_request_t *r) {
     return static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_signin_module));
 }
+
+// Remembers where `cmd` is written, for log_at; false when memory runs out.
+bool note_line(ngx_conf_t *cf, MainConf *m, const ngx_command_t *cmd);
+// Logs a message of a check made after the http block was parsed, ending "in FILE:LINE" of
+// `directive` (the last one written), or at the block's end when it was not written (its default
+// is at fault).
+void log_at(ngx_conf_t *cf, ngx_uint_t level, const MainConf *m, std::string_view directive, const std::string &message);
 
 // The http main conf of a cycle (process hooks have no request); nullptr without an http block.
 MainConf *cycle_main_conf(ngx_cycle_t *cycle);

@@ -557,10 +557,10 @@ void start_delivery(signin::Delivery &d, std::string outbox_key, const std::stri
 ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m) {
     if (m->delivery_uri.len == 0) return NGX_OK;
     if (find_location(cf, m->delivery_uri, &m->delivery_ctx) != nullptr) return NGX_OK;
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "signin_delivery \"%V\" matches no exact or prefix location in any server: add "
-                       "\"location = %V { internal; proxy_pass ...; }\"",
-                       &m->delivery_uri, &m->delivery_uri);
+    std::string uri(sv(m->delivery_uri));
+    log_at(cf, NGX_LOG_EMERG, m, "signin_delivery",
+           "signin_delivery \"" + uri + "\" matches no exact or prefix location in any server: add \"location = " + uri +
+               " { internal; proxy_pass ...; }\"");
     return NGX_ERROR;
 }
 

@@ -18,6 +18,8 @@ ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path);
 // The 403 page of a gated location for a signed-in browser its rules refuse (signin_login_url
 // set): names the account, offers to sign out and use another one.
 ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account);
+// The 503 page for a browser when the store cannot be used (signin_reply.cpp decides when).
+ngx_int_t send_unavailable_page(ngx_http_request_t *r);
 
 // signin_require (signin_require.cpp): the access-phase gate, and the same check in the
 // precontent phase for subrequests (nginx skips the access phase for them).

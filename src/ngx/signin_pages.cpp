@@ -113,6 +113,18 @@ ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account) {
     return send_body(r, "text/html; charset=utf-8", html, true, NGX_HTTP_FORBIDDEN);
 }
 
+ngx_int_t send_unavailable_page(ngx_http_request_t *r) {
+    const LocConf *l = loc_conf(r);
+    signin::pages::Settings s = page_settings(r);
+    s.login_url = std::string(sv(l->login_url));  // a gated location's assets are the sign-in page's
+    const std::string html = signin::pages::render(signin::pages::Page::Unavailable, s);
+    if (!add_page_headers(r, signin::pages::content_security_policy(s.login_url)) ||
+        !add_header(r, "Cache-Control", "no-store")) {
+        return NGX_ERROR;
+    }
+    return send_body(r, "text/html; charset=utf-8", html, true, NGX_HTTP_SERVICE_UNAVAILABLE);
+}
+
 bool serves_pages(ngx_http_request_t *r, std::string_view path) {
     const LocConf *l = loc_conf(r);
     if (!l->pages || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;

@@ -572,10 +572,10 @@ ngx_int_t check_provider_fetch(ngx_conf_t *cf, MainConf *m) {
         }
         return NGX_OK;
     }
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "signin_provider_fetch \"%V\" matches no exact or prefix location in any server: add "
-                       "\"location = %V { internal; proxy_pass $signin_provider_url; }\" beside signin_api",
-                       &m->provider_fetch_uri, &m->provider_fetch_uri);
+    std::string uri(sv(m->provider_fetch_uri));
+    log_at(cf, NGX_LOG_EMERG, m, "signin_provider_fetch",
+           "signin_provider_fetch \"" + uri + "\" matches no exact or prefix location in any server: add \"location = " +
+               uri + " { internal; proxy_pass $signin_provider_url; }\" beside signin_api");
     return NGX_ERROR;
 }
 

@@ -1,6 +1,9 @@
 // Answers of the sign-in glue (signin_reply.h).
 #include "signin_reply.h"
+#include "signin_conf.h"
+#include "signin_handlers.h"
 #include "signin_metrics.h"
+#include "signin_request.h"
 
 #include "signin/json.hpp"
 
@@ -98,6 +101,17 @@ HttpError http_error(signin::Code code) {
     return HttpError{status, signin::code_name(code)};
 }
 
+// A browser opening a page: a GET or HEAD of the main request that accepts text/html, in a location
+// that shows browsers pages (signin_pages) or sends them to one (signin_login_url). Elsewhere the
+// caller is a script or an API client, which reads the JSON.
+static bool browser_page(ngx_http_request_t *r) {
+    if (r != r->main || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
+    const LocConf *l = loc_conf(r);
+    if (!l->pages && l->login_url.len == 0) return false;
+    auto accept = header_value(r, "Accept");
+    return accept && accept->find("text/html") != std::string_view::npos;
+}
+
 ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &message) {
     // a server error's reason is for the log, not the client; being busy is neither (its caller
     // logs it at most once a second, and the client is told to come back)
@@ -105,6 +119,8 @@ ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &mess
     if (e.status >= 500 && !busy) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: %s", message.c_str());
     }
+    // a store that cannot be used is shown to a browser as a page: raw JSON is no answer to a person
+    if (e.code == signin::code_name(signin::Code::StorageError) && browser_page(r)) return send_unavailable_page(r);
     std::string shown = e.status < 500 || busy ? message
                         : e.status == 507      ? std::string("the sign-in store is full")
                                                : std::string("the sign-in service is unavailable");
