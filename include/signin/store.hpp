@@ -155,6 +155,8 @@ public:
     virtual std::size_t purge_index(std::size_t budget) = 0;
     // Deletes audit entries recorded before `before`, oldest first (at most `budget`); returns how many.
     virtual std::size_t purge_audit(Millis before, std::size_t budget) = 0;
+    // Deletes the oldest audit entries beyond the newest `keep` (at most `budget`); returns how many.
+    virtual std::size_t trim_audit(std::size_t keep, std::size_t budget) = 0;
     // Durable when it returns (the backend's strongest setting).
     virtual void commit() = 0;
 };
@@ -174,6 +176,11 @@ public:
     // and keep only what its last run gives.
     virtual void batch(const std::function<void()> &fn) { fn(); }
 
+    // The most audit entries the store keeps (signin_audit_max; 0: no bound): anyone can add
+    // entries, so the trail is bounded in size as well as in age, and a flood of them never
+    // takes the room that sign-ins need. The purge brings the trail back to it (trim_audit); an
+    // LMDB store also holds to it as entries are written.
+    virtual std::size_t audit_bound() const { return 0; }
     // How much of the store is used (the file's pages in use) and its mapped size (signin_metrics).
     struct Space {
         std::uint64_t used_bytes = 0;
@@ -216,7 +223,10 @@ struct PgOptions {
     // by the first transaction that reaches it, and transactions fail with StorageError until
     // then (an nginx worker answers 503 and recovers by itself). A wrong schema still throws.
     bool wait_for_server = false;
+    // The most audit entries kept, the purge taking the oldest beyond it (0: kDefaultPgAuditMax).
+    std::size_t audit_max = 0;
 };
+inline constexpr std::size_t kDefaultPgAuditMax = 262144;  // as an LMDB store of the default 1 GiB
 
 // Connects, creates or migrates the schema (tables named signin_*), and checks its version.
 // Throws StoreError. Connections are made per transaction from a small pool of idle ones, so the

@@ -361,6 +361,7 @@ Result<std::size_t> Engine::purge_expired(std::size_t budget) {
         const Millis now = clock_->now();
         std::size_t n = txn->purge_expired(now, budget);
         n += txn->purge_audit(now - policy_.audit_keep, budget - n);
+        if (const std::size_t keep = store_->audit_bound(); keep > 0) n += txn->trim_audit(keep, budget - n);
         txn->commit();
         return n;
     });

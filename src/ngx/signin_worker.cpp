@@ -91,6 +91,7 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
         signin::PgOptions opts;
         opts.conninfo = std::string(sv(m->store_path));
         opts.wait_for_server = true;  // a database that is down at start: 503 until it is back
+        opts.audit_max = m->audit_max;
         g_store = signin::open_pg_store(opts);
         set_remote_store(true);
         if (limits_mode(cycle) == LimitsMode::Zone) {  // the sensitive requests, counted for every node

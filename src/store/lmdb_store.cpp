@@ -783,17 +783,22 @@ public:
     // entries go, two for each new one at most, so a table over the bound (a bound made
     // smaller) comes back under it as entries are written.
     void drop_oldest_audit() {
-        if (env_.audit_max == 0) return;
+        if (env_.audit_max != 0) trim_audit(env_.audit_max, 2);
+    }
+
+    std::size_t trim_audit(std::size_t keep, std::size_t budget) override {
         MDB_stat st{};
         check(env_.env, mdb_stat(live(), env_.dbi.audit, &st), "count audit entries");
-        if (st.ms_entries <= env_.audit_max) return;
-        std::size_t over = std::min<std::size_t>(st.ms_entries - env_.audit_max, 2);
+        if (st.ms_entries <= keep || budget == 0) return 0;
+        const std::size_t over = std::min<std::size_t>(st.ms_entries - keep, budget);
+        std::size_t n = 0;
         Cursor c(env_.env, for_write(), env_.dbi.audit);
         MDB_val k{}, d{};
-        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc == 0 && over > 0;
-             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT), --over) {
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc == 0 && n < over;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT), ++n) {
             check(env_.env, mdb_cursor_del(c.get(), 0), "delete the oldest audit entry");
         }
+        return n;
     }
 
     // Audit keys start with the entry's time (big-endian): the oldest come first.
@@ -1004,6 +1009,7 @@ public:
         mdb_txn_abort(txn);
     }
 
+    std::size_t audit_bound() const override { return env_.audit_max; }
     Space space() const override {
         MDB_envinfo info{};
         MDB_stat st{};

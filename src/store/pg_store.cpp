@@ -100,7 +100,7 @@ enum Stmt : unsigned {
     PutUser, EmailOwner, PutEmail, DelEmail, DelUser, PutToken, DelToken, PutSession, DelSession,
     PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
-    PurgeChallenges, PurgeAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
+    PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     AdvisoryLock, AdvisoryUnlock, StmtCount
 };
@@ -187,6 +187,9 @@ constexpr const char *kStatements[StmtCount] = {
     "(SELECT hash FROM signin_spent_challenges WHERE expires_at <= $1 LIMIT $2)",
     /* PurgeAudit */
     "DELETE FROM signin_audit WHERE key IN (SELECT key FROM signin_audit WHERE at < $1 ORDER BY key LIMIT $2)",
+    /* TrimAudit */
+    "DELETE FROM signin_audit WHERE key IN (SELECT key FROM signin_audit ORDER BY key LIMIT "
+    "LEAST(GREATEST((SELECT count(*) FROM signin_audit) - $1, 0), $2))",
     /* AllTokens */ "SELECT key, rec FROM signin_tokens ORDER BY key",
     /* AllSessions */ "SELECT key, rec FROM signin_sessions ORDER BY key",
     /* AllMfa */ "SELECT user_id, rec FROM signin_mfa ORDER BY user_id",
@@ -706,6 +709,11 @@ public:
         if (budget == 0) return 0;
         return affected(run(PurgeAudit, {before, static_cast<std::int64_t>(budget)}, "purge audit entries"));
     }
+    std::size_t trim_audit(std::size_t keep, std::size_t budget) override {
+        if (budget == 0) return 0;
+        return affected(run(TrimAudit, {static_cast<std::int64_t>(keep), static_cast<std::int64_t>(budget)},
+                            "trim audit entries"));
+    }
     void commit() override {
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
         if (open_) {
@@ -729,7 +737,9 @@ private:
 
 class PgStore final : public Store {
 public:
-    explicit PgStore(const PgOptions &opts) : pool_(opts.conninfo, opts.idle_connections) {
+    explicit PgStore(const PgOptions &opts)
+        : pool_(opts.conninfo, opts.idle_connections),
+          audit_max_(opts.audit_max != 0 ? opts.audit_max : kDefaultPgAuditMax) {
         if (sodium_init() < 0) throw StoreError(Code::StorageError, "libsodium failed to initialize");
         try {
             migrate();
@@ -743,6 +753,7 @@ public:
         ensure_ready();
         return std::make_unique<PgReadTxn>(pool_);
     }
+    std::size_t audit_bound() const override { return audit_max_; }
     std::unique_ptr<WriteTxn> write() override {
         ensure_ready();
         return std::make_unique<PgWriteTxn>(pool_);
@@ -890,6 +901,7 @@ private:
     }
 
     mutable Pool pool_;
+    const std::size_t audit_max_;
     std::atomic<bool> ready_{false};
     std::mutex migrate_lock_;
 };

@@ -295,6 +295,27 @@ TEST_P(StoreContract, OutboxAuditAndPurge) {
     EXPECT_EQ(r->audit_count(), 1u);
 }
 
+// The audit trail bounded in entries, the oldest going first (signin_audit_max): on PostgreSQL
+// by the purge, on LMDB also as entries are written.
+TEST_P(StoreContract, TheOldestAuditEntriesBeyondABoundGo) {
+    {
+        auto w = store_->write();
+        for (Millis at = 1; at <= 30; ++at) w->append_audit(AuditEntry{at, "login", "", "c", "", ""});
+        w->commit();
+    }
+    auto w = store_->write();
+    EXPECT_EQ(w->trim_audit(10, 5), 5u) << "at most the budget";
+    EXPECT_EQ(w->trim_audit(10, 100), 15u);
+    EXPECT_EQ(w->trim_audit(10, 100), 0u);
+    w->commit();
+    auto r = store_->read();
+    EXPECT_EQ(r->audit_count(), 10u);
+    auto newest = r->audit(100);
+    ASSERT_EQ(newest.size(), 10u);
+    EXPECT_EQ(newest.front().at, 30);
+    EXPECT_EQ(newest.back().at, 21);
+}
+
 TEST_P(StoreContract, AnAbortedWriteLeavesNothing) {
     {
         auto w = store_->write();
