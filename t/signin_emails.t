@@ -72,16 +72,18 @@ is $r->{status}, 200, 'GET the previews';
 is $r->{headers}{'cache-control'}, 'no-store', '... no-store';
 my @p = @{ $r->{json}{emails} || [] };
 is_deeply [map { $_->{purpose} } @p],
-    [qw(SignIn Registration AlreadyRegistered EmailChange EmailChangeApproval EmailChanged PasswordChanged Invitation)],
+    [qw(SignIn Registration AlreadyRegistered EmailChange EmailChangeApproval EmailChanged PasswordChanged Invitation MfaLocked)],
     'one preview per purpose';
 is_deeply [map { $_->{tag} } @p],
     [qw(auth.sign_in auth.registration auth.already_registered auth.email_change auth.email_change_approval
-        auth.email_changed auth.password_changed auth.invitation)], '... with their tags';
-is_deeply [map { $_->{custom} ? 1 : 0 } @p], [1, 0, 0, 0, 0, 0, 1, 0], '... saying which are custom';
+        auth.email_changed auth.password_changed auth.invitation auth.mfa_locked)], '... with their tags';
+is_deeply [map { $_->{custom} ? 1 : 0 } @p], [1, 0, 0, 0, 0, 0, 1, 0, 0], '... saying which are custom';
 is $p[0]{subject}, "Your code for $origin", '... rendered from the custom template';
 like $p[0]{text}, qr/Code: PREVIEW-CODE-0000/, '... with a sample code, not a real one';
 is $p[6]{text}, "Your password on $origin was changed.\n", '... the custom notice';
 like $p[1]{text}, qr/A password was chosen/, '... the Registration preview shows the password note';
+like $p[8]{subject}, qr/^The second factor of your .* account was locked$/, '... the MfaLocked notice, built in';
+unlike $p[8]{text}, qr/PREVIEW-CODE/, '... with no code';
 
 $r = $t->req(GET => '/admin/emails?purpose=sign_in');
 is $r->{status}, 200, 'one preview as HTML';
@@ -104,6 +106,7 @@ my @bad = (
     ['unknown.txt', "Subject: Hi\n\n{{token}} {{name}}\n", 'SignIn', qr/unknown "\{\{name\}\}"/],
     ['subject.txt', "Subject: {{token}}\n\n{{token}}\n", 'Registration', qr/subject must not show the code/],
     ['notice.txt', "Subject: Hi\n\n{{token}}\n", 'PasswordChanged', qr/is a notice/],
+    ['locked.txt', "Subject: Hi\n\n{{code}}\n", 'auth.mfa_locked', qr/MfaLocked is a notice/],
     ['noblank.txt', "Subject: Hi\n{{token}}\n", 'SignIn', qr/empty line must follow/],
     ['link.txt', "Subject: Hi\n\nSee {{link}}\n", 'EmailChanged', qr/EmailChanged: \{\{link\}\} spends the token/],
     ['linksubj.txt', "Subject: {{link}}\n\n{{code}}\n", 'SignIn', qr/subject must not show \{\{link\}\}/],
@@ -131,6 +134,7 @@ like $out, qr/duplicate/, '... as a duplicate';
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template Welcome $ok;"));
 isnt $rc, 0, 'an unknown purpose fails nginx -t';
 like $out, qr/unknown purpose "Welcome"/, '... naming it';
+like $out, qr/Invitation, MfaLocked, or their tags/, '... and listing the purposes';
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template SignIn $dir/missing.txt;"));
 isnt $rc, 0, 'a missing file fails nginx -t';
 like $out, qr/cannot read/, '... saying so';

@@ -33,7 +33,8 @@ is $r->{headers}{'content-type'}, 'text/plain; version=0.0.4; charset=utf-8', 't
 like $r->{content}, qr/^# TYPE signin_signins_total counter$/m, 'TYPE lines';
 like $r->{content}, qr/^# HELP signin_commit_seconds /m, 'HELP lines';
 for my $name (qw(signin_signins_total{method="email"} signin_signin_failures_total{reason="invalid_token"}
-                 signin_tokens_issued_total{purpose="sign_in"} signin_deliveries_total{result="sent"}
+                 signin_tokens_issued_total{purpose="sign_in"} signin_tokens_issued_total{purpose="mfa_locked"}
+                 signin_deliveries_total{result="sent"}
                  signin_rate_limited_total{limit="sensitive"} signin_write_batches_total
                  signin_write_batch_size_count signin_commit_seconds_count signin_thread_queue_depth
                  signin_store_used_bytes signin_store_map_bytes)) {

@@ -2,7 +2,8 @@
 # password, many pending sign-ins (five wrong codes each) would otherwise give many guesses. After
 # signin_mfa_free_failures wrong codes in a row each further try waits (429, the right code
 # included), the wait doubling; at signin_mfa_lock the factor locks (403 mfa_locked) until the
-# person signs in by email again. Small numbers here: 2 free, 1 s doubling, a lock at 5.
+# person signs in by email again; the lock emails the person an MfaLocked notice. Small numbers
+# here: 2 free, 1 s doubling, a lock at 5.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -61,9 +62,16 @@ $r = post('mfa/verify', { mfa_token => pending(), recovery_code => $wrong });
 is $r->{status}, 403, 'wrong code 5 locks the factor';
 is(($r->{json} || {})->{code}, 'mfa_locked', '... mfa_locked');
 like $r->{json}{error} // '', qr/sign in by email/, '... and says how to open it again';
+# the owner is told, by an email the lock wrote to the outbox (sent at once, else by the sweep)
+my $told = $t->last_email($alice, purpose => 'MfaLocked', timeout => 10);
+ok $told, '... and emails alice an MfaLocked notice';
+is(($told || {})->{tag}, 'auth.mfa_locked', '... tagged auth.mfa_locked');
+is(($told || {})->{token} // '', '', '... with no token');
+like(($told || {})->{text} // '', qr/email code/, '... saying how to get back in');
 sleep 8;
 $r = post('mfa/verify', { mfa_token => pending(), recovery_code => $recovery[0] });
 is $r->{status}, 403, 'locked: the right code is refused too, however long one waits';
+is scalar(grep { $_->{purpose} eq 'MfaLocked' } $t->emails_to($alice)), 1, '... and tells alice only once';
 
 # an email sign-in opens it again
 my $email_step = post('session', { token => $t->request_token($alice) });

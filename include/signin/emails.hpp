@@ -23,7 +23,7 @@ struct Email {
 };
 
 // A template: {{name}} is replaced by a value. Names:
-//   {{code}}           the short code, XXXX-XXXX (empty in the notices EmailChanged and PasswordChanged)
+//   {{code}}           the short code, XXXX-XXXX (empty in the notices EmailChanged, PasswordChanged and MfaLocked)
 //   {{token}}          the whole token (43 characters), for templates written before codes
 //   {{site_name}}      signin_site_name (default: the origin without its scheme)
 //   {{email}}          the address written to
@@ -79,7 +79,7 @@ public:
     static constexpr std::string_view kPreviewEmail = "someone@example.com";
 
 private:
-    static constexpr std::size_t kPurposes = 8;
+    static constexpr std::size_t kPurposes = 9;
     std::array<EmailTemplate, kPurposes> templates_;  // built-in ones with their link button
     std::array<EmailTemplate, kPurposes> unlinked_;   // the built-in ones without: no link base
     std::array<bool, kPurposes> custom_{};
@@ -92,7 +92,7 @@ void append_html_escaped(std::string &out, std::string_view s);
 
 // Every purpose, in the SPEC's order; and a purpose by its name (SignIn) or tag (sign_in, or
 // auth.sign_in).
-const std::array<Purpose, 8> &all_purposes();
+const std::array<Purpose, 9> &all_purposes();
 std::optional<Purpose> purpose_from_text(std::string_view text);
 
 }  // namespace signin

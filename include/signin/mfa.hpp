@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "signin/engine.hpp"
+#include "signin/tokens.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -65,9 +66,14 @@ public:
     // kind: a cookie session (/mfa/verify) or a bearer token (/mfa/token), whatever the first
     // step was. A cookie session with `browser` joins that browser's accounts, added or in
     // place of its session as the first step asked (its `add` is the first step's, not browser's).
+    // The wrong code that locks the factor (policy().mfa_lock_failures in a row, Code::MfaLocked)
+    // also writes the MfaLocked notice to the account's address in its transaction. With
+    // `lock_notice`, the notice is handed to the caller there (its outbox_key set with an
+    // outbox) to send at once; without, an outbox's sweep sends it after its hold, and without
+    // an outbox it goes through the delivery function before verify returns.
     Result<MfaVerified> verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
                                bool remember, std::string_view client, SessionKind kind = SessionKind::Cookie,
-                               const BrowserCookies *browser = nullptr);
+                               const BrowserCookies *browser = nullptr, TokenIssue *lock_notice = nullptr);
 
     // Administration (signin-admin mfa reset): the account's factor, recovery codes, remembered
     // devices and pending sign-ins go, and every session ends (whoever lost the phone signs in

@@ -27,6 +27,7 @@ enum class Purpose : std::uint8_t {
     EmailChanged = 6,
     PasswordChanged = 7,
     Invitation = 8,  // DESIGN §10.1: signin-admin invite --send; its token signs the person in
+    MfaLocked = 9,   // a notice: too many wrong second-factor codes locked the account's factor
 };
 // "SignIn", "Registration", ... as SPEC names them.
 std::string_view purpose_name(Purpose p);

@@ -52,7 +52,9 @@ constexpr std::string_view kHtmlButtonFoot = "</a></td>\n</tr></table>\n";
 
 std::size_t index_of(Purpose p) { return static_cast<std::size_t>(p) - 1; }
 
-bool carries_code(Purpose p) { return p != Purpose::EmailChanged && p != Purpose::PasswordChanged; }
+bool carries_code(Purpose p) {
+    return p != Purpose::EmailChanged && p != Purpose::PasswordChanged && p != Purpose::MfaLocked;
+}
 
 // The layout around `body`; `site`: the site's name as HTML ({{site_name}} in a template).
 std::string html_page(std::string_view body, std::string_view site) {
@@ -167,6 +169,19 @@ EmailTemplate builtin(Purpose p, bool linked) {
              {},
              {}};
         break;
+    case Purpose::MfaLocked:
+        // whoever typed the codes got past the first step, often with the password: the person is
+        // told what that may mean as well as how to get back in
+        c = {"The second factor of your {{site_name}} account was locked",
+             {},
+             {"Too many wrong second-factor codes were entered in a row for your account on {{site_name}}, so "
+              "its second factor was locked: no code is accepted for now.",
+              "To sign in, sign in with an email code again, which opens it, or ask the site's administrator to "
+              "reset it.",
+              "If this was not you, someone may know your password: change it after signing in."},
+             {},
+             {}};
+        break;
     }
     return from_copy(p, c, linked);
 }
@@ -251,11 +266,12 @@ void append_html_escaped(std::string &out, std::string_view s) {
     }
 }
 
-const std::array<Purpose, 8> &all_purposes() {
-    static const std::array<Purpose, 8> all = {Purpose::SignIn,          Purpose::Registration,
+const std::array<Purpose, 9> &all_purposes() {
+    static const std::array<Purpose, 9> all = {Purpose::SignIn,          Purpose::Registration,
                                                Purpose::AlreadyRegistered, Purpose::EmailChange,
                                                Purpose::EmailChangeApproval, Purpose::EmailChanged,
-                                               Purpose::PasswordChanged, Purpose::Invitation};
+                                               Purpose::PasswordChanged, Purpose::Invitation,
+                                               Purpose::MfaLocked};
     return all;
 }
 

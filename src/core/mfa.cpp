@@ -276,7 +276,7 @@ Status Mfa::reset(std::string_view group_in, std::string_view email_in, std::str
 
 Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, std::string_view recovery_code,
                                 bool remember, std::string_view client, SessionKind kind,
-                                const BrowserCookies *browser) {
+                                const BrowserCookies *browser, TokenIssue *lock_notice) {
     if (!engine_.policy().with_mfa) return disabled();
     if (!plausible_secret(mfa_token.reveal())) return Error{Code::InvalidToken, "the sign-in has expired: start again"};
     if (code.empty() == recovery_code.empty()) {
@@ -324,6 +324,7 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
                 txn->put_mfa_pending(*pending);
             }
             const char *what = recovery_code.empty() ? "totp" : "recovery_code";
+            TokenIssue notice;
             txn->append_audit(detail::audit(now, dead ? "mfa.locked" : "mfa.failed", user->email, client,
                                             user->id, what));
             if (m.has_factor()) {
@@ -336,12 +337,26 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
                     txn->append_audit(detail::audit(now, "mfa.account_locked", user->email, client, user->id,
                                                     std::to_string(m.failures) + " wrong codes in a row"));
                     txn->del_mfa_pending_of(user->id);  // every sign-in waiting for the factor ends
+                    // the owner hears of it from this transaction on: a lock nobody is told of
+                    // would only show at their next sign-in, long after whoever guessed
+                    notice.delivery = Delivery{};
+                    notice.delivery->email = user->email;
+                    notice.delivery->purpose = Purpose::MfaLocked;  // a notice: no token
+                    notice.delivery->group_id = user->group_id;
+                    notice.outbox_key = engine_.enqueue(*txn, *notice.delivery, client, now);
                 } else if (wait > 0) {
                     txn->append_audit(detail::audit(now, "mfa.backoff", user->email, client, user->id,
                                                     std::to_string(m.failures) + " wrong codes in a row"));
                 }
             }
             txn->commit();
+            if (notice.delivery) {
+                if (lock_notice != nullptr) {
+                    *lock_notice = std::move(notice);
+                } else if (notice.outbox_key.empty()) {
+                    (void)engine_.deliver(*notice.delivery);  // the factor is locked whether or not it arrives
+                }
+            }
             if (locked(policy, m)) {
                 return locked_error();
             }

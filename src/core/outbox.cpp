@@ -66,7 +66,7 @@ std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, st
         in.remove_prefix(3);
         Delivery d;
         std::string token;
-        if (purpose >= 1 && purpose <= static_cast<unsigned char>(Purpose::Invitation) && with_password <= 1 && get_str16(in, d.email) &&
+        if (purpose >= 1 && purpose <= static_cast<unsigned char>(Purpose::MfaLocked) && with_password <= 1 && get_str16(in, d.email) &&
             get_str16(in, d.group_id) && get_str16(in, token) && (version < 2 || get_str16(in, d.code)) &&
             in.empty()) {
             d.purpose = static_cast<Purpose>(purpose);

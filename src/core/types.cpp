@@ -12,6 +12,7 @@ std::string_view purpose_name(Purpose p) {
     case Purpose::EmailChanged: return "EmailChanged";
     case Purpose::PasswordChanged: return "PasswordChanged";
     case Purpose::Invitation: return "Invitation";
+    case Purpose::MfaLocked: return "MfaLocked";
     }
     return "Unknown";
 }
@@ -26,6 +27,7 @@ std::string_view purpose_tag(Purpose p) {
     case Purpose::EmailChanged: return "email_changed";
     case Purpose::PasswordChanged: return "password_changed";
     case Purpose::Invitation: return "invitation";
+    case Purpose::MfaLocked: return "mfa_locked";
     }
     return "unknown";
 }

@@ -927,7 +927,7 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     if (!purpose) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "signin_email_template: unknown purpose \"%V\" (SignIn, Registration, AlreadyRegistered, "
-                           "EmailChange, EmailChangeApproval, EmailChanged, PasswordChanged, Invitation, or their tags)",
+                           "EmailChange, EmailChangeApproval, EmailChanged, PasswordChanged, Invitation, MfaLocked, or their tags)",
                            &value[1]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }

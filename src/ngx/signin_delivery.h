@@ -17,7 +17,7 @@ namespace signin_ngx {
 
 struct MainConf;
 
-// Sends what a token request or a password change just wrote to the outbox under outbox_key,
+// Sends what a token request or a notice just wrote to the outbox under outbox_key,
 // once the current event is over (the visitor's answer goes first). The delivery moves out of d.
 // An empty key (no outbox) sends nothing.
 void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client);

@@ -16,7 +16,7 @@ namespace mx = signin::metrics;
 
 constexpr std::size_t kWays = sizeof mx::kMethods / sizeof mx::kMethods[0];
 constexpr std::size_t kReasons = sizeof mx::kFailureCodes / sizeof mx::kFailureCodes[0];
-constexpr std::size_t kPurposes = 8;   // signin::Purpose 1..8
+constexpr std::size_t kPurposes = 9;   // signin::Purpose 1..9
 constexpr std::size_t kBuckets = 7;    // Bucket 1..7
 constexpr std::size_t kBatchBounds = sizeof mx::kBatchSizeBounds / sizeof mx::kBatchSizeBounds[0];
 constexpr std::size_t kCommitBounds = sizeof mx::kCommitBounds / sizeof mx::kCommitBounds[0];

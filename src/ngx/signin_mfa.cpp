@@ -9,6 +9,7 @@
 #include "signin_jobs.h"
 #include "signin_metrics.h"
 #include "signin_conf.h"
+#include "signin_delivery.h"
 #include "signin_limits.h"
 #include "signin_reply.h"
 
@@ -95,8 +96,9 @@ public:
 
 private:
     signin::Status write() override {
+        lock_notice_ = signin::TokenIssue{};  // a batch run again starts from nothing
         auto v = id().mfa().verify(mfa_token_, code_.reveal(), recovery_code_.reveal(), remember_, client_, kind_,
-                                   &browser_);
+                                   &browser_, &lock_notice_);
         if (!v) return v.error();
         verified_ = std::move(v.value());
         return signin::ok_status();
@@ -114,6 +116,12 @@ private:
         if (e.code == Code::InvalidCode || e.code == Code::InvalidToken) {
             limit_note_failure(r, Bucket::ExchangeFailure, client_key(r));
         }
+        // the code that locked the factor: its notice leaves now rather than after the outbox's
+        // hold. Only with this error: a batch whose commit failed answers another, and then the
+        // notice was never written
+        if (e.code == Code::MfaLocked && lock_notice_.delivery) {
+            start_delivery(*lock_notice_.delivery, std::move(lock_notice_.outbox_key), client_);
+        }
     }
 
     signin::Secret mfa_token_, code_, recovery_code_;
@@ -122,6 +130,7 @@ private:
     signin::SessionKind kind_;
     signin::BrowserCookies browser_;  // cookie sign-ins only
     std::optional<signin::MfaVerified> verified_;
+    signin::TokenIssue lock_notice_;  // set by the wrong code that locks the factor
 };
 
 ngx_int_t disabled(ngx_http_request_t *r) {

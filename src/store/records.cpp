@@ -195,7 +195,7 @@ TokenRecord decode_token(std::string_view key, std::string_view data) {
     t.hash = std::string(key);
     t.group_id = r.str();
     t.email = r.str();
-    t.purpose = r.enumeration<Purpose>(1, 8);  // Purpose::SignIn .. Purpose::Invitation
+    t.purpose = r.enumeration<Purpose>(1, 9);  // Purpose::SignIn .. Purpose::MfaLocked
     t.created_at = r.i64();
     t.expires_at = r.i64();
     t.password_hash = r.str();

@@ -25,7 +25,7 @@ bool has(const std::string &hay, std::string_view needle) { return hay.find(need
 TEST(Emails, EveryPurposeHasATaggedBuiltInEmail) {
     Emails emails;
     for (Purpose p : all_purposes()) {
-        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked;
         Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
         EXPECT_EQ(e.tag, "auth." + std::string(purpose_tag(p)));
         EXPECT_FALSE(e.subject.empty()) << purpose_name(p);
@@ -104,6 +104,8 @@ TEST(Emails, ParseRefusesWhatWouldMakeABadEmail) {
         {Purpose::SignIn, "Subject: go to {{link}}\n\n{{code}}", "", "subject must not show {{link}}"},
         {Purpose::EmailChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} spends the token"},
         {Purpose::PasswordChanged, "Subject: x\n\nSee {{link}}", "", "{{link}} spends the token"},
+        {Purpose::MfaLocked, "Subject: x\n\nYour code {{code}}", "", "is a notice"},
+        {Purpose::MfaLocked, "Subject: x\n\nSee {{link}}", "", "{{link}} spends the token"},
         {Purpose::SignIn, "Subject: x\n\nOpen {{link}}", "", "must show {{code}} or {{token}}"},
     };
     for (const Case &c : cases) {
@@ -177,7 +179,7 @@ TEST(Emails, TheLinkIsTheBaseWithTheTokenInTheFragment) {
         EXPECT_TRUE(has(e.html, "<a href=\"" + e.link + "\"")) << purpose_name(p) << ": the button";
     }
     // the notices have no link
-    for (Purpose p : {Purpose::EmailChanged, Purpose::PasswordChanged}) {
+    for (Purpose p : {Purpose::EmailChanged, Purpose::PasswordChanged, Purpose::MfaLocked}) {
         Email e = emails.render(delivery(p, ""), kOrigin);
         EXPECT_EQ(e.link, "") << purpose_name(p);
         EXPECT_FALSE(has(e.text, "#token=") || has(e.html, "#token=") || has(e.html, "<a ")) << purpose_name(p);
@@ -188,7 +190,7 @@ TEST(Emails, TheLinkIsTheBaseWithTheTokenInTheFragment) {
 TEST(Emails, WithoutALinkBaseTheLinkIsEmptyAndTheButtonGone) {
     Emails emails;
     for (Purpose p : all_purposes()) {
-        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked;
         Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
         EXPECT_EQ(e.link, "") << purpose_name(p);
         EXPECT_FALSE(has(e.html, "<a ")) << purpose_name(p) << ": no button";
@@ -222,7 +224,7 @@ TEST(Emails, TheBuiltInHtmlIsOneColumnWithALargeCode) {
     Emails emails;
     emails.set_link_base(std::string(kBase));
     for (Purpose p : all_purposes()) {
-        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged;
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked;
         Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
         EXPECT_TRUE(has(e.html, "max-width:480px")) << purpose_name(p);
         EXPECT_TRUE(has(e.html, "<meta name=\"viewport\"")) << purpose_name(p);
@@ -243,6 +245,23 @@ TEST(Emails, TheBuiltInHtmlIsOneColumnWithALargeCode) {
     EXPECT_TRUE(has(joined.text, "If you did not ask for it, ignore this email.")) << "anyone can type any address";
 }
 
+// The notice of a locked second factor says what happened, the two ways back in, and what a
+// lock the person did not cause may mean.
+TEST(Emails, TheMfaLockedNoticeSaysHowToGetBackIn) {
+    Emails emails;
+    emails.set_site_name("Acme");
+    emails.set_link_base(std::string(kBase));
+    Email e = emails.render(delivery(Purpose::MfaLocked, ""), kOrigin);
+    EXPECT_EQ(e.tag, "auth.mfa_locked");
+    EXPECT_EQ(e.subject, "The second factor of your Acme account was locked");
+    EXPECT_TRUE(has(e.text, "Too many wrong second-factor codes were entered in a row")) << e.text;
+    EXPECT_TRUE(has(e.text, "sign in with an email code again, which opens it")) << e.text;
+    EXPECT_TRUE(has(e.text, "administrator")) << e.text;
+    EXPECT_TRUE(has(e.text, "someone may know your password: change it after signing in")) << e.text;
+    EXPECT_TRUE(has(e.html, "Too many wrong second-factor codes")) << "the html says it too";
+    EXPECT_EQ(e.link, "");
+}
+
 TEST(Emails, PreviewsUseTheLinkBase) {
     Emails emails;
     EXPECT_EQ(emails.preview(Purpose::SignIn, kOrigin).link, "");
@@ -259,6 +278,8 @@ TEST(Emails, PurposeByNameOrTag) {
     EXPECT_EQ(purpose_from_text("sign_in"), Purpose::SignIn);
     EXPECT_EQ(purpose_from_text("auth.password_changed"), Purpose::PasswordChanged);
     EXPECT_EQ(purpose_from_text("EmailChangeApproval"), Purpose::EmailChangeApproval);
+    EXPECT_EQ(purpose_from_text("MfaLocked"), Purpose::MfaLocked);
+    EXPECT_EQ(purpose_from_text("auth.mfa_locked"), Purpose::MfaLocked);
     EXPECT_FALSE(purpose_from_text("signin"));
     EXPECT_FALSE(purpose_from_text(""));
 }

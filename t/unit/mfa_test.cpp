@@ -358,6 +358,91 @@ TEST_F(MfaTest, AtTheLockLimitTheFactorLocksUntilAnEmailSignInOrAReset) {
     ASSERT_TRUE(ok) << ok.error().message;
 }
 
+// The owner is told of the lock: one MfaLocked notice (no token, no code) to the account's
+// address, from the wrong code that locked it and not from the tries refused afterwards.
+TEST_F(MfaTest, TheLockEmailsTheOwnerOnce) {
+    make(true, true, 3);
+    Session s = sign_in("told@example.com");
+    auto [secret, codes] = enroll(s);
+    const Secret password("a long passphrase nobody guesses");
+    ASSERT_TRUE(id_->passwords().set_password(principal(s), password));
+    auto notices = [this] {
+        std::lock_guard<std::mutex> lock(mailer_.mu);
+        std::vector<Delivery> out;
+        for (const Delivery &d : mailer_.sent) {
+            if (d.purpose == Purpose::MfaLocked) out.push_back(d);
+        }
+        return out;
+    };
+    clock_->advance(30000);
+    const std::string wrong = code_at(secret, clock_->now()) == "000000" ? "111111" : "000000";
+    for (int i = 0; i < 3; i++) {
+        EXPECT_TRUE(notices().empty()) << "nothing before the lock (wrong code " << i << ")";
+        SignInStep st = step("told@example.com");
+        EXPECT_EQ(id_->mfa().verify(st.mfa_token, wrong, "", false, "c").error().code,
+                  i < 2 ? Code::InvalidCode : Code::MfaLocked);
+        clock_->advance(3600 * 1000);
+    }
+    auto sent = notices();
+    ASSERT_EQ(sent.size(), 1u) << "the third wrong code locks, and says so";
+    EXPECT_EQ(sent[0].email, "told@example.com");
+    EXPECT_EQ(sent[0].group_id, s.user.group_id);
+    EXPECT_TRUE(sent[0].token.empty());
+    EXPECT_TRUE(sent[0].code.empty());
+    // a try on the locked factor (a pending sign-in made by the password) tells nobody again
+    auto pending = id_->passwords().login_password_step("told@example.com", password, "c");
+    ASSERT_TRUE(pending) << pending.error().message;
+    ASSERT_EQ(pending->state, SignInStep::State::SecondFactorPending);
+    EXPECT_EQ(id_->mfa().verify(pending->mfa_token, wrong, "", false, "c").error().code, Code::MfaLocked);
+    EXPECT_EQ(notices().size(), 1u);
+}
+
+// With an outbox (the module's way), the notice is in the outbox from the locking transaction
+// on, and handed to the caller to send at once; whoever does not send it leaves it to the sweep.
+TEST_F(MfaTest, WithAnOutboxTheLockNoticeIsWrittenWithTheLock) {
+    make(true, true, 2);
+    OutboxSettings outbox;
+    outbox.key.fill(9);
+    outbox.hold = 60000;
+    id_->use_outbox(outbox);
+    Session s = sign_in("box@example.com");
+    auto [secret, codes] = enroll(s);
+    clock_->advance(30000);
+    const std::string wrong = code_at(secret, clock_->now()) == "000000" ? "111111" : "000000";
+    const std::size_t waiting = id_->outbox().pending().value();
+    TokenIssue notice;
+    SignInStep st = step("box@example.com");
+    EXPECT_EQ(id_->mfa().verify(st.mfa_token, wrong, "", false, "c", SessionKind::Cookie, nullptr, &notice)
+                  .error()
+                  .code,
+              Code::InvalidCode);
+    EXPECT_FALSE(notice.delivery) << "a wrong code that does not lock tells nobody";
+    st = step("box@example.com");
+    EXPECT_EQ(id_->mfa().verify(st.mfa_token, wrong, "", false, "c", SessionKind::Cookie, nullptr, &notice)
+                  .error()
+                  .code,
+              Code::MfaLocked);
+    ASSERT_TRUE(notice.delivery);
+    EXPECT_EQ(notice.delivery->purpose, Purpose::MfaLocked);
+    EXPECT_EQ(notice.delivery->email, "box@example.com");
+    EXPECT_TRUE(notice.delivery->token.empty());
+    EXPECT_FALSE(notice.outbox_key.empty());
+    EXPECT_EQ(id_->outbox().pending().value(), waiting + 1);
+    {
+        std::lock_guard<std::mutex> lock(mailer_.mu);
+        for (const Delivery &d : mailer_.sent) EXPECT_NE(d.purpose, Purpose::MfaLocked) << "the caller sends it";
+    }
+    // nobody sent it: once the hold has passed, the sweep finds it
+    clock_->advance(outbox.hold + 1);
+    auto due = id_->outbox().claim_due(16);
+    ASSERT_TRUE(due) << due.error().message;
+    std::size_t found = 0;
+    for (const OutboxItem &item : due.value()) {
+        if (item.delivery.purpose == Purpose::MfaLocked && item.delivery.email == "box@example.com") found++;
+    }
+    EXPECT_EQ(found, 1u);
+}
+
 TEST_F(MfaTest, APendingSignInLivesFiveMinutes) {
     Session s = sign_in("late@example.com");
     auto [secret, codes] = enroll(s);
