@@ -7,7 +7,8 @@
 #     <!-- example: examples/NAME.conf --> and is byte for byte that file;
 #  2. every directive of the module's ngx_command_t tables (src/ngx/*.cpp) has a section in
 #     docs/directives.md (issue #35): a heading "### NAME", then its Syntax, Default and Context
-#     lines, the context being what its flags allow;
+#     lines, the context being what its flags allow; every variable the module registers is in
+#     docs/variables.md, and every path of docs/signin-api.yaml is named by a page of docs/;
 #  3. each examples/*.conf runs through nginx -t. Its header says where it goes:
 #     "# context: nginx.conf" (a whole file), "main", "http" or "server" (a fragment, wrapped by
 #     SigninTest's minimal nginx.conf: load_module, pid, error_log, temporary paths).
@@ -88,7 +89,7 @@ for my $src (glob "$root/src/ngx/*.cpp") {
         my %has = map { $_ => 1 } split /\s*\|\s*/, $flags;
         my $context = join ', ', map { $context_name{$_} } grep { $has{$_} } @order;
         my ($section) = $reference =~ /^### \Q$name\E\n\n(- \*\*Syntax:\*\* .*?\n- \*\*Default:\*\* .*?\n- \*\*Context:\*\* .*?)\n/m;
-        ok defined $section, "docs/directives.md has ### $name with its Syntax, Default and Context" or next;
+        ok defined $section, "docs/directives.md has a section for $name with its Syntax, Default and Context" or next;
         my ($syntax) = $section =~ /^- \*\*Syntax:\*\* (.*)$/m;
         like $syntax, qr/^`\Q$name\E[ `;]/, "... whose syntax starts with $name";
         my ($documented) = $section =~ /^- \*\*Context:\*\* (.*)$/m;
@@ -96,6 +97,29 @@ for my $src (glob "$root/src/ngx/*.cpp") {
     }
 }
 ok $directives > 60, "the command tables were read ($directives directives)";
+
+# ---------------------------------------------------------------- 2b. every variable and endpoint in docs/
+# Every variable the module registers is in docs/variables.md, and every path of the sign-in API's
+# OpenAPI document ({name} written NAME) is named by a page of docs/.
+my $variables_doc = -f "$root/docs/variables.md" ? slurp("$root/docs/variables.md") : '';
+my $variables = 0;
+for my $src (glob "$root/src/ngx/*.cpp") {
+    my $code = slurp($src);
+    my @names = $code =~ /\{ngx_string\("(\w+)"\),\s*nullptr,\s*get_variable\b/g;
+    push @names, $1 =~ /ngx_string\("(\w+)"\)/g while $code =~ /static ngx_str_t names\[\] = \{([^;]*)\};/g;
+    for my $name (@names) {
+        $variables++;
+        like $variables_doc, qr/`\$\Q$name\E`/, "docs/variables.md has \$$name";
+    }
+}
+ok $variables >= 10, "the variables were read ($variables)";
+my $all_docs = join "\n", map { slurp($_) } grep { !/signin-api\.yaml$/ } glob "$root/docs/*.md";
+my @paths = slurp("$root/docs/signin-api.yaml") =~ m{^  (/\S*):$}mg;
+ok @paths > 30, 'the OpenAPI document lists its paths (' . scalar(@paths) . ')';
+for my $path (@paths) {
+    (my $shown = $path) =~ s/\{name\}/NAME/g;
+    ok index($all_docs, $shown) >= 0, "docs/ names the endpoint $path";
+}
 
 # ---------------------------------------------------------------- 3. nginx -t on every example
 my $nginx = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
