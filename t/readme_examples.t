@@ -1,12 +1,14 @@
-# Every nginx configuration the README shows is a file under examples/, and every such file
-# passes nginx -t with the built module and without a warning (issue #23), so neither the README
-# nor the examples can drift:
+# Every nginx configuration the README and docs/ show is a file under examples/, and every such
+# file passes nginx -t with the built module and without a warning (issue #23), so neither the
+# documents nor the examples can drift:
 #
-#  1. each ```nginx block of README.md, the API versions example too (which t/versions_readme.t
-#     also serves requests with), follows a line <!-- example: examples/NAME.conf --> and is byte
-#     for byte that file;
-#  2. every directive of the module's ngx_command_t tables (src/ngx/*.cpp) has a row in the
-#     README's directive reference, whose context column is what its flags allow;
+#  1. each ```nginx block of README.md and of docs/*.md, the API versions example too (which
+#     t/versions_readme.t also serves requests with), follows a line
+#     <!-- example: examples/NAME.conf --> and is byte for byte that file;
+#  2. every directive of the module's ngx_command_t tables (src/ngx/*.cpp) has a section in
+#     docs/directives.md (issue #35): a heading "### NAME", then its Syntax, Default and Context
+#     lines, the context being what its flags allow; every variable the module registers is in
+#     docs/variables.md, and every path of docs/signin-api.yaml is named by a page of docs/;
 #  3. each examples/*.conf runs through nginx -t. Its header says where it goes:
 #     "# context: nginx.conf" (a whole file), "main", "http" or "server" (a fragment, wrapped by
 #     SigninTest's minimal nginx.conf: load_module, pid, error_log, temporary paths).
@@ -34,28 +36,30 @@ use lib 't/lib'; use SigninTest;
 my $root = $ENV{SIGNIN_ROOT} || '.';
 sub slurp { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; local $/; return scalar <$fh> }
 
-my $readme = slurp("$root/README.md");
-
-# ---------------------------------------------------------------- 1. the README's blocks are files
-my @lines = split /(?<=\n)/, $readme;
+# ---------------------------------------------------------------- 1. the documents' blocks are files
+my @documents = ('README.md', map { s{^\Q$root\E/}{}r } sort glob "$root/docs/*.md");
+ok scalar(@documents) >= 5, 'the documents: ' . join(', ', @documents);
 my %shown;
-for (my $i = 0; $i < @lines; $i++) {
-    if ($lines[$i] =~ /<!-- example: (\S+) -->/) {
-        my $file = $1;
-        like $lines[$i + 1] // '', qr/^```nginx$/, "README line @{[$i + 1]}: the marker of $file is followed by an nginx block";
+for my $document (@documents) {
+    my @lines = split /(?<=\n)/, slurp("$root/$document");
+    for (my $i = 0; $i < @lines; $i++) {
+        if ($lines[$i] =~ /^<!-- example: (\S+) -->/) {
+            my $file = $1;
+            like $lines[$i + 1] // '', qr/^```nginx$/, "$document line @{[$i + 1]}: the marker of $file is followed by an nginx block";
+        }
+        next unless $lines[$i] =~ /^```nginx\s*$/;
+        my $start = $i + 1;
+        my $block = '';
+        $block .= $lines[$i] while ++$i < @lines && $lines[$i] !~ /^```\s*$/;
+        my ($file) = $start >= 2 ? $lines[$start - 2] =~ /^<!-- example: (\S+) -->$/ : ();
+        ok defined $file, "$document line $start: the nginx block has an <!-- example: FILE --> line before it" or next;
+        ok -f "$root/$file", "$document line $start: $file exists" or next;
+        $shown{$file}++;
+        my $text = slurp("$root/$file");
+        ok $text eq $block, "$document line $start: the block is $file, byte for byte" or diag first_difference($block, $text);
     }
-    next unless $lines[$i] =~ /^```nginx\s*$/;
-    my $start = $i + 1;
-    my $block = '';
-    $block .= $lines[$i] while ++$i < @lines && $lines[$i] !~ /^```\s*$/;
-    my ($file) = $start >= 2 ? $lines[$start - 2] =~ /^<!-- example: (\S+) -->$/ : ();
-    ok defined $file, "README line $start: the nginx block has an <!-- example: FILE --> line before it" or next;
-    ok -f "$root/$file", "README line $start: $file exists" or next;
-    $shown{$file}++;
-    my $text = slurp("$root/$file");
-    ok $text eq $block, "README line $start: the block is $file, byte for byte" or diag first_difference($block, $text);
 }
-ok scalar(keys %shown) >= 5, 'the README shows its examples (' . join(', ', sort keys %shown) . ')';
+ok scalar(keys %shown) >= 5, 'the documents show their examples (' . join(', ', sort keys %shown) . ')';
 
 sub first_difference {
     my ($a, $b) = @_;
@@ -63,16 +67,15 @@ sub first_difference {
     my @b = split /\n/, $b, -1;
     for my $n (0 .. ($#a > $#b ? $#a : $#b)) {
         next if defined $a[$n] && defined $b[$n] && $a[$n] eq $b[$n];
-        return sprintf "line %d of the block: README %s, file %s", $n + 1,
+        return sprintf "line %d of the block: document %s, file %s", $n + 1,
             defined $a[$n] ? "'$a[$n]'" : '(none)', defined $b[$n] ? "'$b[$n]'" : '(none)';
     }
     return 'the same lines';
 }
 
-# ---------------------------------------------------------------- 2. every directive in the reference
-my ($reference) = $readme =~ /^### Directive reference\n(.*?)^#{2,3} /ms;
-ok defined $reference, 'the README has a directive reference (### Directive reference)';
-$reference //= '';
+# ---------------------------------------------------------------- 2. every directive in docs/directives.md
+my $reference = -f "$root/docs/directives.md" ? slurp("$root/docs/directives.md") : '';
+ok length $reference, 'docs/directives.md exists';
 my %context_name = (NGX_HTTP_MAIN_CONF => 'http', NGX_HTTP_SRV_CONF => 'server', NGX_HTTP_LOC_CONF => 'location',
                     'apiv::kGroupConf' => 'api_versions', 'apiv::kVersionConf' => 'version');
 my @order = qw(NGX_HTTP_MAIN_CONF NGX_HTTP_SRV_CONF NGX_HTTP_LOC_CONF apiv::kGroupConf apiv::kVersionConf);
@@ -85,13 +88,38 @@ for my $src (glob "$root/src/ngx/*.cpp") {
         $directives++;
         my %has = map { $_ => 1 } split /\s*\|\s*/, $flags;
         my $context = join ', ', map { $context_name{$_} } grep { $has{$_} } @order;
-        my ($row) = $reference =~ /^(\| `\Q$name\E[ `;].*)$/m;
-        ok defined $row, "the directive reference has $name" or next;
-        my @cells = map { s/^\s+|\s+$//gr } split /(?<!\\)\|/, $row;
-        is $cells[3], $context, "... with its context ($flags)";
+        my ($section) = $reference =~ /^### \Q$name\E\n\n(- \*\*Syntax:\*\* .*?\n- \*\*Default:\*\* .*?\n- \*\*Context:\*\* .*?)\n/m;
+        ok defined $section, "docs/directives.md has a section for $name with its Syntax, Default and Context" or next;
+        my ($syntax) = $section =~ /^- \*\*Syntax:\*\* (.*)$/m;
+        like $syntax, qr/^`\Q$name\E[ `;]/, "... whose syntax starts with $name";
+        my ($documented) = $section =~ /^- \*\*Context:\*\* (.*)$/m;
+        is $documented, $context, "... and whose context is what its flags allow ($flags)";
     }
 }
 ok $directives > 60, "the command tables were read ($directives directives)";
+
+# ---------------------------------------------------------------- 2b. every variable and endpoint in docs/
+# Every variable the module registers is in docs/variables.md, and every path of the sign-in API's
+# OpenAPI document ({name} written NAME) is named by a page of docs/.
+my $variables_doc = -f "$root/docs/variables.md" ? slurp("$root/docs/variables.md") : '';
+my $variables = 0;
+for my $src (glob "$root/src/ngx/*.cpp") {
+    my $code = slurp($src);
+    my @names = $code =~ /\{ngx_string\("(\w+)"\),\s*nullptr,\s*get_variable\b/g;
+    push @names, $1 =~ /ngx_string\("(\w+)"\)/g while $code =~ /static ngx_str_t names\[\] = \{([^;]*)\};/g;
+    for my $name (@names) {
+        $variables++;
+        like $variables_doc, qr/`\$\Q$name\E`/, "docs/variables.md has \$$name";
+    }
+}
+ok $variables >= 10, "the variables were read ($variables)";
+my $all_docs = join "\n", map { slurp($_) } grep { !/signin-api\.yaml$/ } glob "$root/docs/*.md";
+my @paths = slurp("$root/docs/signin-api.yaml") =~ m{^  (/\S*):$}mg;
+ok @paths > 30, 'the OpenAPI document lists its paths (' . scalar(@paths) . ')';
+for my $path (@paths) {
+    (my $shown = $path) =~ s/\{name\}/NAME/g;
+    ok index($all_docs, $shown) >= 0, "docs/ names the endpoint $path";
+}
 
 # ---------------------------------------------------------------- 3. nginx -t on every example
 my $nginx = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
