@@ -22,18 +22,8 @@ location /_echo/ { default_type text/plain; return 200 "mfa=$http_x_mfa\n"; }
 }));
 my $O = { origin => $t->origin };
 
-# A code of the secret at now + offset seconds, by oathtool.
-sub code_at {
-    my ($secret, $offset) = @_;
-    my $at = time + ($offset // 0);
-    my $c = `$oathtool --totp -b -N \@$at $secret 2>&1`;
-    chomp $c;
-    die "oathtool: $c" unless $c =~ /^\d{6}$/;
-    return $c;
-}
-# Waits until at least 3 seconds remain in the current 30 s step, so that "now" cannot move to
-# the next step between making a code and sending it.
-sub settle { my $left = 30 - time % 30; sleep $left + 1 if $left < 4; }
+sub code_at { SigninTest::totp_code(@_) }
+sub settle { SigninTest::totp_settle() }
 sub post { my ($path, $body, $cookie, %h) = @_; $t->req(POST => "/auth/$path", json => $body, headers => { %$O, ($cookie ? (cookie => $cookie) : ()), %h }) }
 sub cookie_named { my ($r, $name) = @_; my @sc = ref $r->{headers}{'set-cookie'} ? @{ $r->{headers}{'set-cookie'} } : ($r->{headers}{'set-cookie'} // ()); for (@sc) { return $1 if /^(\Q$name\E=[^;]*)/ } return undef }
 

@@ -17,15 +17,8 @@ $t->run(http => $t->signin_http(extra => q{
     signin_mfa_free_failures 2; signin_mfa_backoff 1s; signin_mfa_lock 5;
 }));
 my $O = { origin => $t->origin };
-sub code_at {
-    my ($secret, $offset) = @_;
-    my $at = time + ($offset // 0);
-    my $c = `$oathtool --totp -b -N \@$at $secret 2>&1`;
-    chomp $c;
-    die "oathtool: $c" unless $c =~ /^\d{6}$/;
-    return $c;
-}
-sub settle { my $left = 30 - time % 30; sleep $left + 1 if $left < 6; }
+sub code_at { SigninTest::totp_code(@_) }
+sub settle { SigninTest::totp_settle(6) }
 sub post { my ($path, $body, $cookie) = @_; $t->req(POST => "/auth/$path", json => $body, headers => { %$O, ($cookie ? (cookie => $cookie) : ()) }) }
 
 my $alice = 'alice@example.com';

@@ -335,7 +335,7 @@ Result<std::shared_ptr<const Blocklist>> Blocklist::open(const std::string &path
         if (std::memcmp(list->data_ + (i - 1) * 32, list->data_ + i * 32, 32) >= 0) {
             return Error{Code::InvalidRequest,
                          "\"" + path + "\" is not sorted (digest " + std::to_string(i) +
-                             "): make it with the command in the README"};
+                             "): make it with the command in docs/passwords.md"};
         }
     }
     return std::shared_ptr<const Blocklist>(std::move(list));

@@ -778,6 +778,25 @@ sub admin_text {
 # with the reason instead of failing or stopping the run.
 
 # The path of a command found in $PATH (or given with a slash and executable), or undef.
+# Second factors, made by another implementation than the module's: Debian's oathtool.
+# totp_code($secret_b32, $offset): the TOTP code of the secret at now + offset seconds.
+sub totp_code {
+    my ($secret, $offset) = @_;
+    my $oathtool = which('oathtool') or die "no oathtool\n";
+    my $at = int(time) + ($offset // 0);
+    my $c = `$oathtool --totp -b -N \@$at $secret 2>&1`;
+    chomp $c;
+    die "oathtool: $c" unless $c =~ /^\d{6}$/;
+    return $c;
+}
+# Waits until at least `margin` seconds (4) remain in the current 30 s step, so that "now" cannot
+# move to the next step between making a code and sending it.
+sub totp_settle {
+    my ($margin) = @_;
+    my $left = 30 - int(time) % 30;
+    sleep $left + 1 if $left < ($margin // 4);
+}
+
 sub which {
     my ($cmd) = @_;
     return -x $cmd ? $cmd : undef if $cmd =~ m{/};
