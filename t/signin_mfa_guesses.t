@@ -35,23 +35,26 @@ is post('password', { password => $password }, $cookie)->{status}, 204, 'and a p
 # each wrong code from a pending sign-in of its own, as an attacker who knows the password would
 sub pending { my $p = post('password/session', { email => $alice, password => $password }); return $p->{json}{mfa_token} // '' }
 my $wrong = 'AAAA-AAAA-AAAA-AAAA';
+# made before the timed part: a password sign-in's hash may take a while on a busy machine, and
+# the waits below are counted from each wrong code
+my @ready = map { pending() } 1 .. 7;
 for my $i (1 .. 2) {
-    $r = post('mfa/verify', { mfa_token => pending(), recovery_code => $wrong });
+    $r = post('mfa/verify', { mfa_token => shift @ready, recovery_code => $wrong });
     is $r->{status}, 401, "wrong code $i, from a new pending sign-in: 401";
 }
-$r = post('mfa/verify', { mfa_token => pending(), recovery_code => $recovery[0] });
+$r = post('mfa/verify', { mfa_token => shift @ready, recovery_code => $recovery[0] });
 is $r->{status}, 429, 'then every try waits, the right code too';
 is(($r->{json} || {})->{code}, 'rate_limited', '... rate_limited');
 is $r->{headers}{'retry-after'}, 1, '... Retry-After: the first wait (1 s)';
 sleep 1;
-is post('mfa/verify', { mfa_token => pending(), recovery_code => $wrong })->{status}, 401, 'after the wait: one more wrong code';
-$r = post('mfa/verify', { mfa_token => pending(), recovery_code => $wrong });
+is post('mfa/verify', { mfa_token => shift @ready, recovery_code => $wrong })->{status}, 401, 'after the wait: one more wrong code';
+$r = post('mfa/verify', { mfa_token => shift @ready, recovery_code => $wrong });
 is $r->{status}, 429, '... and the wait doubled';
 is $r->{headers}{'retry-after'}, 2, '... Retry-After: 2';
 sleep 2;
-is post('mfa/verify', { mfa_token => pending(), recovery_code => $wrong })->{status}, 401, 'wrong code 4';
+is post('mfa/verify', { mfa_token => shift @ready, recovery_code => $wrong })->{status}, 401, 'wrong code 4';
 sleep 4;
-$r = post('mfa/verify', { mfa_token => pending(), recovery_code => $wrong });
+$r = post('mfa/verify', { mfa_token => shift @ready, recovery_code => $wrong });
 is $r->{status}, 403, 'wrong code 5 locks the factor';
 is(($r->{json} || {})->{code}, 'mfa_locked', '... mfa_locked');
 like $r->{json}{error} // '', qr/sign in by email/, '... and says how to open it again';
