@@ -28,6 +28,9 @@ my $root = abs_path($ENV{SIGNIN_ROOT} || '.');
 # a plain build, also when the suite runs sanitized (config would read SIGNIN_SANITIZE)
 delete $ENV{SIGNIN_SANITIZE};
 my $tmp = tempdir('ngx_signin_plain.XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{TEST_KEEP});
+# searchable by nginx's worker user, as the harness's prefixes are: nginx -t refuses a store
+# that user cannot reach (a temporary directory is made 0700)
+chmod 0755, $tmp or die "chmod $tmp: $!";
 my ($tree, $checkout) = ("$tmp/nginx", "$tmp/ngx_signin");
 mkdir $_ or die "$_: $!" for $tree, $checkout;
 
