@@ -101,15 +101,11 @@ HttpError http_error(signin::Code code) {
     return HttpError{status, signin::code_name(code)};
 }
 
-// A browser opening a page: a GET or HEAD of the main request that accepts text/html, in a location
-// that shows browsers pages (signin_pages) or sends them to one (signin_login_url). Elsewhere the
-// caller is a script or an API client, which reads the JSON.
+// A browser navigation in a location that shows browsers pages (signin_pages) or sends them to
+// one (signin_login_url). Elsewhere the caller is a script or an API client, which reads the JSON.
 static bool browser_page(ngx_http_request_t *r) {
-    if (r != r->main || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
     const LocConf *l = loc_conf(r);
-    if (!l->pages && l->login_url.len == 0) return false;
-    auto accept = header_value(r, "Accept");
-    return accept && accept->find("text/html") != std::string_view::npos;
+    return (l->pages || l->login_url.len != 0) && browser_navigation(r);
 }
 
 ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &message) {

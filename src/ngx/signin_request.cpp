@@ -278,4 +278,10 @@ ngx_int_t give_subrequest_body(ngx_http_request_t *sr, std::string_view body, st
     return NGX_OK;
 }
 
+bool browser_navigation(ngx_http_request_t *r) {
+    if (r != r->main || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
+    auto accept = header_value(r, "Accept");
+    return accept && accept->find("text/html") != std::string_view::npos;
+}
+
 }  // namespace signin_ngx

@@ -42,6 +42,9 @@ struct RequestCtx {
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);
 
 std::optional<std::string_view> header_value(ngx_http_request_t *r, std::string_view name);
+// A browser navigation: a GET or HEAD of the main request that accepts text/html (a fetch() or
+// an API client asks for JSON).
+bool browser_navigation(ngx_http_request_t *r);
 std::string user_agent(ngx_http_request_t *r);
 // signin_client (default $remote_addr), at most 64 bytes; evaluated once per request.
 std::string client_of(ngx_http_request_t *r);

@@ -21,14 +21,6 @@ ngx_int_t finish_with(ngx_http_request_t *r, ngx_int_t rc) {
     return NGX_DONE;
 }
 
-// A browser navigation: a GET or HEAD of the main request that accepts text/html (a fetch() or
-// an API client asks for JSON and keeps its 401).
-bool browser_navigation(ngx_http_request_t *r) {
-    if (r != r->main || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
-    auto accept = header_value(r, "Accept");
-    return accept && accept->find("text/html") != std::string_view::npos;
-}
-
 // signin_login_url: 302 to the sign-in page with return_to = this path and query, escaped as a
 // query value. The page follows it only when it is a path of this site (is_same_origin_path).
 ngx_int_t redirect_to_login(ngx_http_request_t *r, const ngx_str_t &url) {
