@@ -123,12 +123,12 @@ build_module() {
         flags=("${NGX_CONF_FLAGS[@]}")
     fi
     local tree="$BUILD/nginx"
-    # configure records the module names (one per src/ngx/ngx_http_*_module.cpp) and the addon's
+    # configure records the module names (one per src/ngx/*/ngx_http_*_module.cpp) and the addon's
     # config: a change there means reconfigure. Sources, headers and CMakeLists.txt are tracked by
     # the CMake build that config.make runs.
     local stamp
     stamp="$( { echo "$src"; printf '%s\n' "${flags[@]}"; echo "sanitize=$SIGNIN_SANITIZE";
-                cat "$ROOT/config" "$ROOT/config.make"; ls "$ROOT"/src/ngx; } | sha256sum | cut -c1-16)"
+                cat "$ROOT/config" "$ROOT/config.make"; ls -R "$ROOT"/src/ngx; } | sha256sum | cut -c1-16)"
     if [ ! -f "$tree/.stamp" ] || [ "$(cat "$tree/.stamp")" != "$stamp" ]; then
         log "configuring nginx from $src"
         rm -rf "$tree"

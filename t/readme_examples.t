@@ -5,7 +5,7 @@
 #  1. each ```nginx block of README.md and of docs/*.md, the API versions example too (which
 #     t/versions_readme.t also serves requests with), follows a line
 #     <!-- example: examples/NAME.conf --> and is byte for byte that file;
-#  2. every directive of the module's ngx_command_t tables (src/ngx/*.cpp) has a section in
+#  2. every directive of the module's ngx_command_t tables (src/ngx/*/*.cpp) has a section in
 #     docs/directives.md (issue #35): a heading "### NAME", then its Syntax, Default and Context
 #     lines, the context being what its flags allow; every variable the module registers is in
 #     docs/variables.md, and every path of docs/signin-api.yaml is named by a page of docs/;
@@ -80,7 +80,7 @@ my %context_name = (NGX_HTTP_MAIN_CONF => 'http', NGX_HTTP_SRV_CONF => 'server',
                     'apiv::kGroupConf' => 'api_versions', 'apiv::kVersionConf' => 'version');
 my @order = qw(NGX_HTTP_MAIN_CONF NGX_HTTP_SRV_CONF NGX_HTTP_LOC_CONF apiv::kGroupConf apiv::kVersionConf);
 my $directives = 0;
-for my $src (glob "$root/src/ngx/*.cpp") {
+for my $src (glob "$root/src/ngx/*/*.cpp") {
     my $code = slurp($src);
     while ($code =~ /\{ngx_string\("(\w+)"\),\s*((?:[\w:]+\s*\|\s*)*[\w:]+),/g) {
         my ($name, $flags) = ($1, $2);
@@ -103,7 +103,7 @@ ok $directives > 60, "the command tables were read ($directives directives)";
 # OpenAPI document ({name} written NAME) is named by a page of docs/.
 my $variables_doc = -f "$root/docs/variables.md" ? slurp("$root/docs/variables.md") : '';
 my $variables = 0;
-for my $src (glob "$root/src/ngx/*.cpp") {
+for my $src (glob "$root/src/ngx/*/*.cpp") {
     my $code = slurp($src);
     my @names = $code =~ /\{ngx_string\("(\w+)"\),\s*nullptr,\s*get_variable\b/g;
     push @names, $1 =~ /ngx_string\("(\w+)"\)/g while $code =~ /static ngx_str_t names\[\] = \{([^;]*)\};/g;

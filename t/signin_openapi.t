@@ -2,7 +2,7 @@
 # three ways:
 #   1. redocly lint (its recommended rules, as a client generator's user runs it) and a
 #      structural validation by @seriousme/openapi-schema-validator;
-#   2. against the source: every route of the route table in src/ngx/signin_api.cpp (and the
+#   2. against the source: every route of the route table in src/ngx/signin/signin_api.cpp (and the
 #      provider navigations) is documented with its method, Origin rule and nothing more, and the
 #      Error schema's codes are exactly the codes the module can answer;
 #   3. against a running nginx with every feature on (passwords, second factors, passkeys, a
@@ -159,17 +159,17 @@ is $doc->{servers}[0]{variables}{origin}{default}, 'https://app.example.com', '.
 is $doc->{servers}[0]{variables}{mount}{default}, '/auth', '... /auth';
 
 sub slurp { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; local $/; return <$fh> }
-my $api_src = slurp("$root/src/ngx/signin_api.cpp");
+my $api_src = slurp("$root/src/ngx/signin/signin_api.cpp");
 my ($table) = $api_src =~ /kRoutes = \{\{(.*?)\n\}\};/s;
 $table //= '';
 my %routes;    # "METHOD /path" => the route's flags
 while ($table =~ /\{"([^"]+)",\s*NGX_HTTP_(GET|POST),\s*\w+,\s*Bucket::\w+,\s*([^}]*)\}/g) {
     $routes{"$2 /$1"} = $3;
 }
-cmp_ok scalar(keys %routes), '>=', 38, 'the route table of src/ngx/signin_api.cpp is read'
+cmp_ok scalar(keys %routes), '>=', 38, 'the route table of src/ngx/signin/signin_api.cpp is read'
     or diag 'the table\'s format changed: update this test\'s reading of it';
-# the provider flow's navigations (provider_flow in src/ngx/signin_providers.cpp), GET only
-like slurp("$root/src/ngx/signin_providers.cpp"), qr/step != "start" && step != "callback"/,
+# the provider flow's navigations (provider_flow in src/ngx/signin/signin_providers.cpp), GET only
+like slurp("$root/src/ngx/signin/signin_providers.cpp"), qr/step != "start" && step != "callback"/,
     'the provider navigations are start and callback';
 $routes{"GET /providers/{name}/$_"} = 'Navigation' for qw(start callback);
 is_deeply [sort keys %ops], [sort keys %routes], 'the document has every route of the module and its method, and nothing else';
@@ -217,7 +217,7 @@ is $schemes->{bearerAuth}{scheme}, 'bearer', 'bearer tokens: an http bearer sche
 
 # the Error schema's codes are exactly the module's: the engine's (code_name) and the transport's
 my %codes;
-my ($types_src, $reply_src) = map { slurp("$root/$_") } qw(src/core/types.cpp src/ngx/signin_reply.h);
+my ($types_src, $reply_src) = map { slurp("$root/$_") } qw(src/core/types.cpp src/ngx/signin/signin_reply.h);
 $codes{$1} = 1 while $types_src =~ /case Code::\w+: return "(\w+)";/g;
 $codes{$1} = 1 while $reply_src =~ /HttpError k\w+\{\d+, "(\w+)"\}/g;
 $codes{rate_limited} = 1;    # also written by the limits module

@@ -11,6 +11,7 @@ extern "C" {
 }
 
 #include <exception>
+#include <string>
 #include <string_view>
 
 namespace signin_ngx {
@@ -37,6 +38,18 @@ inline ngx_str_t pool_copy(ngx_pool_t *pool, std::string_view s) {
     }
     return r;
 }
+
+// Adds a response header (both strings copied into the request's pool); false when memory runs out.
+bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
+
+// Answers with a body, every one with Cache-Control: no-store (nothing the modules answer may be
+// cached). Each send_* returns the output filter's rc, for ngx_http_finalize_request.
+ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
+// 200 with Prometheus' text exposition format (the metrics endpoint).
+ngx_int_t send_prometheus(ngx_http_request_t *r, const std::string &text);
+ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
+// 200 text/html; charset=utf-8, cache-control: no-store.
+ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);
 
 // The body of a request handler: no exception reaches nginx. One is logged as "<what> failed:
 // <reason>" and the request gets 500 (every callback of the glue catches, DESIGN §3 rule 4).

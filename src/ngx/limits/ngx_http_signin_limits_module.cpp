@@ -16,7 +16,7 @@
 // so evicting the least recently used node always frees room for a new one: a full zone evicts
 // and keeps answering. The shared memory holds no code pointer.
 #include "signin_limits.h"
-#include "signin_metrics.h"
+#include "../signin/signin_metrics.h"
 
 #include <sodium.h>
 
@@ -27,10 +27,10 @@
 #include <type_traits>
 
 #include "signin/json.hpp"
-#include "signin_conf.h"
-#include "signin_jobs.h"
-#include "signin_reply.h"
-#include "signin_request.h"
+#include "../signin/signin_conf.h"
+#include "../signin/signin_jobs.h"
+#include "../signin/signin_reply.h"
+#include "../signin/signin_request.h"
 
 namespace throttle = signin::throttle;
 using namespace signin_ngx;

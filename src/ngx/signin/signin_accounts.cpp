@@ -4,7 +4,7 @@
 #include "signin_jobs.h"
 #include "signin_conf.h"
 #include "signin_delivery.h"
-#include "signin_limits.h"
+#include "../limits/signin_limits.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {

@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include "signin/types.hpp"
-#include "signin_limits.h"
+#include "../limits/signin_limits.h"
 
 namespace signin_ngx {
 

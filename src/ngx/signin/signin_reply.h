@@ -25,13 +25,6 @@ inline constexpr HttpError kPayloadTooLarge{413, "payload_too_large"};
 inline constexpr HttpError kUnsupportedMediaType{415, "unsupported_media_type"};
 inline constexpr HttpError kBusy{503, "busy"};  // the thread pools' queues are full (with Retry-After)
 
-// Each send_* returns the output filter's rc, for ngx_http_finalize_request.
-ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string &body);
-// 200 with Prometheus' text exposition format (signin_metrics).
-ngx_int_t send_prometheus(ngx_http_request_t *r, const std::string &text);
-ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
-// 200 text/html; charset=utf-8, cache-control: no-store.
-ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);
 // {"error": message, "code": ...} with the error's status; a 5xx is logged and its message hidden.
 ngx_int_t send_error(ngx_http_request_t *r, HttpError e, const std::string &message);
 ngx_int_t send_error(ngx_http_request_t *r, signin::Code code, const std::string &message);
@@ -44,7 +37,6 @@ ngx_int_t send_unauthenticated(ngx_http_request_t *r, const signin::Error &e, bo
 ngx_int_t reject(ngx_http_request_t *r, HttpError e, const std::string &message);
 ngx_int_t reject(ngx_http_request_t *r, signin::Code code, const std::string &message);
 
-bool add_header(ngx_http_request_t *r, std::string_view name, std::string_view value);
 // 302 to `location` (stored as given: a pool string), with Cache-Control: no-store; the rc for
 // ngx_http_finalize_request (nginx's special response writes the answer).
 ngx_int_t redirect_to(ngx_http_request_t *r, ngx_str_t location);

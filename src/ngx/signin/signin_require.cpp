@@ -6,7 +6,7 @@
 #include "signin_conf.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
-#include "signin_limits.h"
+#include "../limits/signin_limits.h"
 #include "signin_metrics.h"
 #include "signin_reply.h"
 

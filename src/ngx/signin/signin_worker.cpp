@@ -5,7 +5,7 @@
 #include "signin_delivery.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
-#include "signin_limits.h"
+#include "../limits/signin_limits.h"
 
 namespace signin_ngx {
 namespace {

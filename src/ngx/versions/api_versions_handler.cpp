@@ -5,7 +5,6 @@
 #include <string>
 
 #include "api_versions_glue.h"
-#include "signin_reply.h"
 #include "signin/version/openapi.hpp"
 
 using signin::version::Decision;
