@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace signin::pages {
 
@@ -56,5 +57,32 @@ constexpr std::string_view content_security_policy() {
 // The policy for a page whose assets come from `login_url` (an http(s) URL of another origin is
 // allowed for scripts and styles; a path changes nothing).
 std::string content_security_policy(std::string_view login_url);
+
+// ---------------------------------------------------------------- the dev mailbox
+// The page signin_dev_mailbox shows a browser: the emails it keeps, newest first, each with its
+// code large and selected by one click, its link, its text body and its HTML body in a sandboxed
+// iframe (loaded from `?body=N`). The page runs no script and loads nothing but the HTML bodies;
+// its one stylesheet is inline, allowed by its hash (mailbox_policy()).
+struct MailboxEmail {
+    unsigned long long seq = 0;  // the email's number: `?body=N` names it
+    long long received_ms = 0;   // when the mailbox stored it (Unix time, ms)
+    // the delivery's fields; "" when it has none (a POSTed delivery need only have an email)
+    std::string email, subject, purpose, code, link, text;
+    bool html = false;  // whether it has an HTML body
+};
+// The page; `emails` oldest first, as the mailbox keeps them.
+std::string render_mailbox(const std::vector<MailboxEmail> &emails);
+// When an email came, as the page and the mailbox's JSON show it: "2024-05-01T12:34:56.789Z".
+std::string mailbox_time(long long received_ms);
+// The page's Content-Security-Policy: nothing but its own style (by hash) and the HTML bodies it
+// frames from this origin.
+const std::string &mailbox_policy();
+// The policy of an HTML body served on its own (`?body=N`): its inline styles and images, as in
+// the email previews, no script, and `sandbox`, so that it is an opaque origin even when opened
+// outside the page's iframe (which is sandboxed as well).
+constexpr std::string_view mailbox_body_policy() {
+    return "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; sandbox; frame-ancestors 'self'; "
+           "base-uri 'none'; form-action 'none'";
+}
 
 }  // namespace signin::pages

@@ -1,7 +1,12 @@
 // The ready-made browser pages (signin/pages.hpp): templates and assets embedded from src/pages.
 #include "signin/pages.hpp"
 
+#include <sodium.h>
+
 #include <array>
+#include <cstdio>
+#include <ctime>
+#include <stdexcept>
 #include <vector>
 
 #include "core/encoding.hpp"
@@ -73,6 +78,40 @@ std::string_view url_origin(std::string_view url) {
     return url.substr(0, url.find_first_of("/?#", scheme + 3));
 }
 
+// Writes template `t` to `out`: every {{name}} replaced by what value(name, out) appends, and every
+// {{#name}}...{{/name}} section written only if shown(name) (a section does not hold another of
+// the same name). A name that value() does not know is written as it stands.
+template <class Value, class Shown>
+void expand(std::string_view t, const Value &value, const Shown &shown, std::string &out) {
+    for (std::size_t pos = 0;;) {
+        const std::size_t open = t.find("{{", pos);
+        if (open == std::string_view::npos) {
+            out.append(t.substr(pos));
+            return;
+        }
+        const std::size_t close = t.find("}}", open + 2);
+        out.append(t.substr(pos, open - pos));
+        const std::string_view name =
+            close == std::string_view::npos ? std::string_view() : t.substr(open + 2, close - open - 2);
+        if (!name.empty() && (name.front() == '#' || name.front() == '/')) {
+            pos = close + 2;
+            if (name.front() == '#' && !shown(name.substr(1))) {
+                const std::string end = "{{/" + std::string(name.substr(1)) + "}}";
+                const std::size_t at = t.find(end, pos);
+                pos = at == std::string_view::npos ? t.size() : at + end.size();
+            }
+            continue;
+        }
+        if (close == std::string_view::npos || !value(name, out)) {
+            // a template mistake shows up in the unit tests (no "{{" is left in a rendered page)
+            out.append(t.substr(open, 2));
+            pos = open + 2;
+            continue;
+        }
+        pos = close + 2;
+    }
+}
+
 // The value of one {{name}} of a page template; false for an unknown name.
 bool value_of(std::string_view name, const Settings &s, std::string &out) {
     if (name == "site_name") {
@@ -136,23 +175,9 @@ std::string render(Page page, const Settings &settings) {
     if (f == nullptr) return {};
     std::string out;
     out.reserve(f->body.size() + 256);
-    std::string_view t = f->body;
-    for (std::size_t pos = 0;;) {
-        const std::size_t open = t.find("{{", pos);
-        if (open == std::string_view::npos) {
-            out.append(t.substr(pos));
-            break;
-        }
-        const std::size_t close = t.find("}}", open + 2);
-        out.append(t.substr(pos, open - pos));
-        if (close == std::string_view::npos || !value_of(t.substr(open + 2, close - open - 2), settings, out)) {
-            // a template mistake shows up in the unit tests (no "{{" is left in a rendered page)
-            out.append(t.substr(open, 2));
-            pos = open + 2;
-            continue;
-        }
-        pos = close + 2;
-    }
+    expand(
+        f->body, [&](std::string_view name, std::string &o) { return value_of(name, settings, o); },
+        [](std::string_view) { return false; }, out);
     return out;
 }
 
@@ -165,6 +190,118 @@ std::string content_security_policy(std::string_view login_url) {
         csp.insert(at + directive.size(), " " + std::string(origin));
     }
     return csp;
+}
+
+// ---------------------------------------------------------------- the dev mailbox
+
+namespace {
+
+// The parts of a time the page shows: "2024-05-01", "12:34:56" and ".789".
+struct When {
+    std::string date, time, millis;
+};
+When when(long long ms) {
+    std::time_t sec = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&sec, &tm);
+    char date[32], hms[32], millis[8];
+    std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    std::strftime(hms, sizeof hms, "%H:%M:%S", &tm);
+    std::snprintf(millis, sizeof millis, ".%03d", static_cast<int>(ms % 1000));
+    return {date, hms, millis};
+}
+
+bool web_link(std::string_view link) { return link.substr(0, 7) == "http://" || link.substr(0, 8) == "https://"; }
+
+bool email_shows(const MailboxEmail &e, bool newest, std::string_view name) {
+    if (name == "open") return newest;  // the newest: its code at a glance
+    if (name == "purpose") return !e.purpose.empty();
+    if (name == "code") return !e.code.empty();
+    if (name == "link") return !e.link.empty();
+    if (name == "web_link") return web_link(e.link);  // a link only to a web page, never javascript:
+    if (name == "html") return e.html;
+    if (name == "text") return !e.text.empty();
+    return false;
+}
+
+bool email_value(const MailboxEmail &e, std::string_view name, std::string &out) {
+    const std::string_view subject = e.subject.empty() ? std::string_view("(no subject)") : e.subject;
+    if (name == "seq") {
+        out += std::to_string(e.seq);
+    } else if (name == "subject") {
+        append_html_escaped(out, subject);
+    } else if (name == "to") {
+        append_html_escaped(out, e.email);
+    } else if (name == "purpose") {
+        append_html_escaped(out, e.purpose);
+    } else if (name == "received_at") {
+        out += mailbox_time(e.received_ms);
+    } else if (name == "time") {
+        out += when(e.received_ms).time;
+    } else if (name == "date") {
+        out += when(e.received_ms).date;
+    } else if (name == "code") {
+        append_html_escaped(out, e.code);
+    } else if (name == "link") {
+        append_html_escaped(out, e.link);
+    } else if (name == "text") {
+        append_html_escaped(out, e.text);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string mailbox_time(long long received_ms) {
+    const When w = when(received_ms);
+    return w.date + "T" + w.time + w.millis + "Z";
+}
+
+std::string render_mailbox(const std::vector<MailboxEmail> &emails) {
+    const EmbeddedFile *page = embedded("mailbox.html");
+    const EmbeddedFile *email = embedded("mailbox_email.html");
+    if (page == nullptr || email == nullptr) return {};
+    std::string articles;
+    for (auto it = emails.rbegin(); it != emails.rend(); ++it) {
+        const bool newest = it == emails.rbegin();
+        expand(
+            email->body, [&](std::string_view name, std::string &o) { return email_value(*it, name, o); },
+            [&](std::string_view name) { return email_shows(*it, newest, name); }, articles);
+    }
+    std::string out;
+    expand(
+        page->body,
+        [&](std::string_view name, std::string &o) {
+            if (name != "emails") return false;
+            o += articles;
+            return true;
+        },
+        [&](std::string_view name) { return name == "empty" && emails.empty(); }, out);
+    return out;
+}
+
+// The hash of the page's <style> element: a policy that allowed inline styles in general
+// ('unsafe-inline') would also allow a style injected into the page.
+const std::string &mailbox_policy() {
+    static const std::string policy = [] {
+        const EmbeddedFile *page = embedded("mailbox.html");
+        std::string_view t = page ? page->body : std::string_view();
+        const std::size_t open = t.find("<style>"), close = t.find("</style>");
+        if (open == std::string_view::npos || close == std::string_view::npos) {
+            throw std::runtime_error("mailbox.html has no <style> element");
+        }
+        const std::string_view style = t.substr(open + 7, close - open - 7);
+        if (sodium_init() < 0) throw std::runtime_error("libsodium could not be initialised");
+        unsigned char hash[crypto_hash_sha256_BYTES];
+        crypto_hash_sha256(hash, reinterpret_cast<const unsigned char *>(style.data()), style.size());
+        char b64[sodium_base64_ENCODED_LEN(crypto_hash_sha256_BYTES, sodium_base64_VARIANT_ORIGINAL)];
+        sodium_bin2base64(b64, sizeof b64, hash, sizeof hash, sodium_base64_VARIANT_ORIGINAL);
+        return "default-src 'none'; style-src 'sha256-" + std::string(b64) +
+               "'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+    }();
+    return policy;
 }
 
 }  // namespace signin::pages

@@ -202,3 +202,77 @@ TEST(Pages, ForbiddenPolicyAllowsAnAbsoluteLoginUrlsOriginOnly) {
     }();
     EXPECT_NE(html.find("href=\"https://login.example/auth/assets/pages.css"), std::string::npos);
 }
+
+// ---------------------------------------------------------------- the dev mailbox
+
+namespace {
+
+MailboxEmail mail(unsigned long long seq, std::string code) {
+    MailboxEmail e;
+    e.seq = seq;
+    e.received_ms = 1714566896789LL + static_cast<long long>(seq) * 1000;  // 2024-05-01T12:34:56.789Z
+    e.email = "you@example.com";
+    e.subject = "Your code";
+    e.purpose = "Login";
+    e.code = std::move(code);
+    e.link = "https://app.example/in?t=1&u=2";
+    e.text = "Your code is <b>";
+    e.html = true;
+    return e;
+}
+
+}  // namespace
+
+TEST(Mailbox, EmptyMailboxSaysHowToFillIt) {
+    const std::string html = render_mailbox({});
+    EXPECT_EQ(html.rfind("<!doctype html>", 0), 0U);
+    EXPECT_NE(html.find("No email yet."), std::string::npos);
+    EXPECT_EQ(html.find("<article"), std::string::npos);
+    EXPECT_EQ(html.find("{{"), std::string::npos);
+    EXPECT_EQ(html.substr(html.size() - 15), "</body></html>\n");
+}
+
+TEST(Mailbox, NewestFirstOpenAndEscaped) {
+    const std::string html = render_mailbox({mail(3, "111111"), mail(4, "222<2>")});
+    EXPECT_EQ(html.find("No email yet."), std::string::npos);
+    EXPECT_EQ(html.find("{{"), std::string::npos);
+    EXPECT_EQ(html.find("}}"), std::string::npos);
+    const auto newest = html.find("<article id=\"email-4\"><details open>");
+    const auto older = html.find("<article id=\"email-3\"><details>");
+    ASSERT_NE(newest, std::string::npos);
+    ASSERT_NE(older, std::string::npos);
+    EXPECT_LT(newest, older);
+    EXPECT_NE(html.find("<p class=\"code\">222&lt;2&gt;</p>"), std::string::npos);
+    EXPECT_NE(html.find("<pre>Your code is &lt;b&gt;</pre>"), std::string::npos);
+    EXPECT_NE(html.find("<a href=\"https://app.example/in?t=1&amp;u=2\" rel=\"noreferrer\">"), std::string::npos);
+    EXPECT_NE(html.find("<iframe sandbox src=\"?body=4\""), std::string::npos);
+    EXPECT_NE(html.find("<time datetime=\"2024-05-01T12:35:00.789Z\">12:35:00 <small>2024-05-01</small></time>"),
+              std::string::npos);
+    EXPECT_NE(html.find("to you@example.com · <span class=\"purpose\">Login</span>"), std::string::npos);
+}
+
+TEST(Mailbox, OnlyWhatTheEmailHas) {
+    MailboxEmail e;
+    e.seq = 0;
+    e.email = "a@b.example";
+    e.link = "javascript:alert(1)";  // a delivery POSTed by hand: shown, never a link
+    const std::string html = render_mailbox({e});
+    EXPECT_NE(html.find("<span class=\"subject\">(no subject)</span>"), std::string::npos);
+    EXPECT_NE(html.find("<p class=\"link\">javascript:alert(1)</p>"), std::string::npos);
+    EXPECT_EQ(html.find("<a href=\"javascript"), std::string::npos);
+    for (const char *absent : {"<h2>Code</h2>", "<h2>HTML</h2>", "<h2>Text</h2>", "class=\"purpose\""}) {
+        EXPECT_EQ(html.find(absent), std::string::npos) << absent;
+    }
+    EXPECT_EQ(mailbox_time(7), "1970-01-01T00:00:00.007Z");
+}
+
+TEST(Mailbox, PolicyAllowsExactlyThePageStyle) {
+    const std::string &csp = mailbox_policy();
+    EXPECT_EQ(csp.rfind("default-src 'none'; style-src 'sha256-", 0), 0U);
+    EXPECT_NE(csp.find("'; frame-src 'self'; frame-ancestors 'none'"), std::string::npos);
+    EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos);
+    const std::string html = render_mailbox({});
+    EXPECT_EQ(html.find(" style=\""), std::string::npos);  // style attributes would need 'unsafe-inline'
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    EXPECT_NE(std::string(mailbox_body_policy()).find("sandbox"), std::string::npos);
+}

@@ -7,18 +7,15 @@
 #include "signin_reply.h"
 #include "signin_request.h"
 
-#include <cstdio>
-#include <ctime>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <cjson/cJSON.h>
-#include <sodium.h>
 
 #include "signin/json.hpp"
+#include "signin/pages.hpp"
 
 namespace signin_ngx {
 namespace {
@@ -171,60 +168,11 @@ void posted_email(ngx_http_request_t *r) {
 }
 
 // ---------------------------------------------------------------- the page
-// A browser gets a page: a list of the emails, newest first, each with its code large and
-// selected by one click, its link, its text body, and its HTML body in a sandboxed iframe. The
-// page runs no script and loads nothing but its own style and the HTML bodies.
-
-// The page's whole style; Content-Security-Policy allows it by its hash (style attributes would
-// need 'unsafe-inline', so the page has none).
-constexpr std::string_view kPageStyle =
-    ":root{color-scheme:light dark}"
-    "body{font:16px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:56rem;margin:0 auto;"
-    "padding:1rem}"
-    "h1{font-size:1.5rem;margin:0}"
-    ".intro{margin:.25rem 0 1.25rem;opacity:.8}"
-    "article{border:1px solid #8886;border-radius:8px;margin:0 0 1rem}"
-    "summary{cursor:pointer;padding:.75rem 1rem}"
-    ".subject{font-weight:600;overflow-wrap:anywhere}"
-    ".meta{display:block;font-size:.875rem;opacity:.85;overflow-wrap:anywhere}"
-    ".purpose{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
-    ".email{padding:0 1rem 1rem}"
-    "h2{font-size:.75rem;font-weight:600;text-transform:uppercase;letter-spacing:.06em;margin:1rem 0 .25rem;"
-    "opacity:.75}"
-    ".code{display:inline-block;margin:0;padding:.25rem .75rem;border:1px dashed #8888;border-radius:6px;"
-    "font:700 2rem/1.3 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.12em;"
-    "white-space:nowrap;-webkit-user-select:all;user-select:all}"
-    ".link{margin:0;overflow-wrap:anywhere}"
-    "pre{margin:0;padding:.75rem;border-radius:6px;background:#8882;white-space:pre-wrap;overflow-wrap:anywhere;"
-    "font:.875rem/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
-    "iframe{display:block;width:100%;height:28rem;border:1px solid #8886;border-radius:6px;background:#fff}"
-    "code{overflow-wrap:anywhere}";
-
-// The page's policy: nothing but its own style (by hash) and the HTML bodies it frames.
-// The HTML bodies come from `?body=N`, not from a srcdoc attribute: a srcdoc document inherits
-// the policy of the page that holds it (Chromium and Firefox both do, checked in Chromium), and
-// under this one every style="" of an email would be dropped, so the email would show unstyled;
-// 'unsafe-inline' beside the hash would not help, browsers ignore it once a hash is given. Served
-// on their own, the bodies get their own policy (body_policy below).
-const std::string &page_policy() {
-    static const std::string policy = [] {
-        if (sodium_init() < 0) throw std::runtime_error("libsodium could not be initialised");
-        unsigned char hash[crypto_hash_sha256_BYTES];
-        crypto_hash_sha256(hash, reinterpret_cast<const unsigned char *>(kPageStyle.data()), kPageStyle.size());
-        char b64[sodium_base64_ENCODED_LEN(crypto_hash_sha256_BYTES, sodium_base64_VARIANT_ORIGINAL)];
-        sodium_bin2base64(b64, sizeof b64, hash, sizeof hash, sodium_base64_VARIANT_ORIGINAL);
-        return "default-src 'none'; style-src 'sha256-" + std::string(b64) +
-               "'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
-    }();
-    return policy;
-}
-
-// An HTML body's policy: its inline styles and images (as in the email previews), no script,
-// and `sandbox` so that it is an opaque origin with no script even when opened on its own
-// rather than in the page's iframe (which is sandboxed as well, with no allow-* token).
-constexpr std::string_view kBodyPolicy =
-    "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; sandbox; frame-ancestors 'self'; "
-    "base-uri 'none'; form-action 'none'";
+// A browser gets the page of src/pages/mailbox.html (signin::pages::render_mailbox); an HTML body
+// is served on its own, from `?body=N`, rather than in a srcdoc attribute: a srcdoc document
+// inherits the policy of the page that holds it (Chromium and Firefox both do), and under the
+// page's policy every style="" of an email would be dropped; 'unsafe-inline' beside the style's
+// hash would not help, browsers ignore it once a hash is given.
 
 // Whether the query names `name` (`?html`, `?json`, `?body=3`); its value, "" when it has none.
 std::optional<std::string_view> query_arg(ngx_http_request_t *r, std::string_view name) {
@@ -251,21 +199,6 @@ bool wants_page(ngx_http_request_t *r) {
     return lower.find("text/html") != std::string::npos;
 }
 
-// Time as "2024-05-01T12:34:56.789Z", and its parts for the page.
-struct When {
-    std::string iso, date, time;
-};
-When when(int64_t ms) {
-    std::time_t sec = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&sec, &tm);
-    char date[32], hms[32], millis[8];
-    std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
-    std::strftime(hms, sizeof hms, "%H:%M:%S", &tm);
-    std::snprintf(millis, sizeof millis, ".%03d", static_cast<int>(ms % 1000));
-    return {std::string(date) + "T" + hms + millis + "Z", date, hms};
-}
-
 using Json = std::unique_ptr<cJSON, decltype(&cJSON_Delete)>;
 Json parse(const std::string &text) { return Json(cJSON_ParseWithLength(text.data(), text.size()), &cJSON_Delete); }
 
@@ -275,75 +208,25 @@ std::string_view field(const Json &root, const char *name) {
     return cJSON_IsString(item) && item->valuestring ? std::string_view(item->valuestring) : std::string_view();
 }
 
-void append_escaped(std::string &out, std::string_view s) { signin::append_html_escaped(out, s); }
-
-std::string mailbox_page(const std::vector<Stored> &emails) {
-    std::string page =
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<title>Dev mailbox</title>\n<style>";
-    page.append(kPageStyle);
-    page +=
-        "</style></head>\n<body>\n<h1>Dev mailbox</h1>\n<p class=\"intro\">The emails ngx_signin delivered here, "
-        "newest first (the last 64 are kept; times are UTC). Reload for new ones. "
-        "<a href=\"?json\">As JSON</a></p>\n";
-    if (emails.empty()) {
-        page +=
-            "<p>No email yet. Ask for a code on your sign-in page, or POST <code>{\"email\": "
-            "\"you@example.com\"}</code> to <code>login</code> (or <code>register</code>) below your "
-            "<code>signin_api</code> location, then reload this page.</p>\n";
+// What the page shows of each kept email.
+std::vector<signin::pages::MailboxEmail> page_emails(const std::vector<Stored> &emails) {
+    std::vector<signin::pages::MailboxEmail> out;
+    out.reserve(emails.size());
+    for (const Stored &s : emails) {
+        Json root = parse(s.json);
+        signin::pages::MailboxEmail e;
+        e.seq = s.seq;
+        e.received_ms = s.received_ms;
+        e.email = field(root, "email");
+        e.subject = field(root, "subject");
+        e.purpose = field(root, "purpose");
+        e.code = field(root, "code");
+        e.link = field(root, "link");
+        e.text = field(root, "text");
+        e.html = !field(root, "html").empty();
+        out.push_back(std::move(e));
     }
-    bool first = true;
-    for (auto it = emails.rbegin(); it != emails.rend(); ++it) {
-        Json root = parse(it->json);
-        const When at = when(it->received_ms);
-        std::string_view subject = field(root, "subject"), code = field(root, "code"), link = field(root, "link"),
-                         text = field(root, "text"), html = field(root, "html"), purpose = field(root, "purpose");
-        const std::string seq = std::to_string(it->seq);
-        page += "<article id=\"email-" + seq + "\"><details";
-        if (first) page += " open";  // the newest: its code at a glance
-        first = false;
-        page += "><summary><span class=\"subject\">";
-        append_escaped(page, subject.empty() ? std::string_view("(no subject)") : subject);
-        page += "</span><span class=\"meta\">to ";
-        append_escaped(page, field(root, "email"));
-        if (!purpose.empty()) {
-            page += " · <span class=\"purpose\">";
-            append_escaped(page, purpose);
-            page += "</span>";
-        }
-        page += " · <time datetime=\"" + at.iso + "\">" + at.time + " <small>" + at.date + "</small></time>";
-        page += "</span></summary>\n<div class=\"email\">\n";
-        if (!code.empty()) {
-            page += "<h2>Code</h2><p class=\"code\">";
-            append_escaped(page, code);
-            page += "</p>\n";
-        }
-        if (!link.empty()) {
-            page += "<h2>Link</h2><p class=\"link\">";
-            // a link only to a web page (a delivery POSTed by hand could say javascript:)
-            const bool web = link.substr(0, 7) == "http://" || link.substr(0, 8) == "https://";
-            if (web) {
-                page += "<a href=\"";
-                append_escaped(page, link);
-                page += "\" rel=\"noreferrer\">";
-            }
-            append_escaped(page, link);
-            page += web ? "</a></p>\n" : "</p>\n";
-        }
-        if (!html.empty()) {
-            page += "<h2>HTML</h2><iframe sandbox src=\"?body=" + seq + "\" loading=\"lazy\" title=\"The HTML body\">";
-            page += "</iframe>\n";
-        }
-        if (!text.empty()) {
-            page += "<h2>Text</h2><pre>";
-            append_escaped(page, text);
-            page += "</pre>\n";
-        }
-        page += "</div></details></article>\n";
-    }
-    page += "</body></html>\n";
-    return page;
+    return out;
 }
 
 bool add_page_headers(ngx_http_request_t *r, std::string_view policy) {
@@ -359,7 +242,7 @@ ngx_int_t html_body(ngx_http_request_t *r, std::string_view n) {
     Json root = one.empty() ? Json(nullptr, &cJSON_Delete) : parse(one.front().json);
     std::string_view html = root ? field(root, "html") : std::string_view();
     if (html.empty()) return send_error(r, signin::Code::NotFound, "no such email in the mailbox (any more)");
-    if (!add_page_headers(r, kBodyPolicy)) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (!add_page_headers(r, signin::pages::mailbox_body_policy())) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     return send_html(r, std::string(html));
 }
 
@@ -377,7 +260,7 @@ std::string mailbox_json(const std::vector<Stored> &emails) {
             continue;
         }
         body.append(json, 0, close);
-        body += ",\"received_at\":\"" + when(emails[i].received_ms).iso + "\"";
+        body += ",\"received_at\":\"" + signin::pages::mailbox_time(emails[i].received_ms) + "\"";
         body.append(json, close, std::string::npos);
     }
     body += "]}";
@@ -417,8 +300,8 @@ ngx_int_t mailbox(ngx_http_request_t *r) {
     if (!add_header(r, "Vary", "Accept")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     std::vector<Stored> emails = list_emails(r);
     if (wants_page(r)) {
-        if (!add_page_headers(r, page_policy())) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return send_html(r, mailbox_page(emails));
+        if (!add_page_headers(r, signin::pages::mailbox_policy())) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return send_html(r, signin::pages::render_mailbox(page_emails(emails)));
     }
     return send_json(r, 200, mailbox_json(emails));
 }
