@@ -51,18 +51,83 @@ ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
 // 200 text/html; charset=utf-8, cache-control: no-store.
 ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);
 
-// The body of a request handler: no exception reaches nginx. One is logged as "<what> failed:
-// <reason>" and the request gets 500 (every callback of the glue catches, DESIGN §3 rule 4).
-template <class F>
-ngx_int_t guard_request(ngx_http_request_t *r, const char *what, F &&body) noexcept {
+// ---------------------------------------------------------------- catching at nginx's door
+// nginx is C: an exception that left a function nginx called would unwind through its frames. So
+// every entry point of the glue (handlers, filters, variables, directive and init_* callbacks,
+// event and thread-task handlers) runs its body through guard(), which turns an exception into
+// the entry point's failure value; the wrappers below say how each kind of entry point fails.
+//
+// `fail(e)` logs and returns what the caller gets; `e` is the exception, nullptr for one that is
+// not a std::exception.
+template <class Body, class Fail>
+auto guard(Body &&body, Fail &&fail) noexcept -> decltype(body()) {
     try {
         return body();
     } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "%s failed: %s", what, e.what());
+        return fail(&e);
     } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "%s failed", what);
+        return fail(static_cast<const std::exception *>(nullptr));
     }
-    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+// Logs "<what> failed[: <reason>]" at `level` on `log`.
+inline void log_failure(ngx_log_t *log, ngx_uint_t level, const char *what, const std::exception *e) noexcept {
+    if (e) {
+        ngx_log_error(level, log, 0, "%s failed: %s", what, e->what());
+    } else {
+        ngx_log_error(level, log, 0, "%s failed", what);
+    }
+}
+
+// A request handler, body filter step or request callback: the request gets 500.
+template <class F>
+ngx_int_t guard_request(ngx_http_request_t *r, const char *what, F &&body) noexcept {
+    return guard(body, [r, what](const std::exception *e) -> ngx_int_t {
+        log_failure(r->connection->log, NGX_LOG_ERR, what, e);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    });
+}
+
+// A directive handler, create/merge/init of a conf: nginx -t says why, naming the file and line.
+template <class F>
+char *guard_conf(ngx_conf_t *cf, const char *what, F &&body) noexcept {
+    return guard(body, [cf, what](const std::exception *e) -> char * {
+        if (e) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s failed: %s", what, e->what());
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s failed", what);
+        }
+        return static_cast<char *>(NGX_CONF_ERROR);
+    });
+}
+
+// A directive's handler in a command table: guarded_directive<set_x> in place of set_x, so that
+// an exception fails nginx -t with the directive's name, file and line.
+template <char *(*Set)(ngx_conf_t *, ngx_command_t *, void *)>
+char *guarded_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) noexcept {
+    return guard([&] { return Set(cf, cmd, conf); },
+                 [&](const std::exception *e) -> char * {
+                     if (e) {
+                         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V failed: %s", &cmd->name, e->what());
+                     } else {
+                         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V failed", &cmd->name);
+                     }
+                     return static_cast<char *>(NGX_CONF_ERROR);
+                 });
+}
+
+// Anything else (init_module, init_process, postconfiguration, a variable, an event or a thread
+// task's completion): logged at `level`, and the caller gets `failed` (nothing for a void body).
+template <class F>
+void guard_log(ngx_log_t *log, ngx_uint_t level, const char *what, F &&body) noexcept {
+    guard(body, [log, level, what](const std::exception *e) { log_failure(log, level, what, e); });
+}
+template <class F, class R>
+R guard_log(ngx_log_t *log, ngx_uint_t level, const char *what, R failed, F &&body) noexcept {
+    return guard(body, [log, level, what, failed](const std::exception *e) -> R {
+        log_failure(log, level, what, e);
+        return failed;
+    });
 }
 
 }  // namespace signin_ngx

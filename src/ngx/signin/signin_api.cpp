@@ -147,6 +147,9 @@ void provider_resume(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, rc);  // our reference goes; a flow that waits holds its own
 }
 
+// One request of the API, its shared checks in the order they must run: pages, route, method,
+// the per-client limit, Origin, content type, body size, then the endpoint. Kept in one piece
+// (about 100 lines) so that the order, which is the security argument, reads top to bottom.
 ngx_int_t api(ngx_http_request_t *r) {
     // signin_pages: the pages work (and explain) even when the store is not open
     if (auto path = sub_path(r); path && serves_pages(r, *path)) return pages_handler(r, *path);

@@ -5,6 +5,7 @@
 #include "ngx_signin_nginx.h"
 
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -154,6 +155,28 @@ MainConf *cycle_main_conf(ngx_cycle_t *cycle);
 // nullptr when no server has one (nginx -t's checks of signin_delivery and signin_provider_fetch;
 // signin_delivery.cpp).
 ngx_http_core_loc_conf_t *find_location(ngx_conf_t *cf, const ngx_str_t &uri, ngx_http_conf_ctx_t **server = nullptr);
+
+// A C++ object in configuration memory: constructed in a pool cleanup that runs its destructor
+// (nginx-otel's habit). nullptr when memory runs out.
+template <class T>
+T *pool_object(ngx_pool_t *pool) noexcept {
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(pool, sizeof(T));
+    if (cln == nullptr) return nullptr;
+    return guard(
+        [cln] {
+            T *obj = new (cln->data) T();
+            cln->handler = [](void *p) { static_cast<T *>(p)->~T(); };
+            return obj;
+        },
+        [](const std::exception *) -> T * { return nullptr; });
+}
+
+// The http-level configuration once its block is read (signin_main_conf.cpp): defaults, the
+// engine's Policy, and the checks nginx -t makes on the whole block.
+char *finish_main_conf(ngx_conf_t *cf, MainConf *m);
+
+// The module's variables (signin_variables.cpp), added at preconfiguration.
+ngx_int_t add_variables(ngx_conf_t *cf);
 
 // The per-worker engine (signin_worker.cpp), opened in init_process; nullptr when the store
 // could not be opened (requests then answer 503).

@@ -186,9 +186,9 @@ private:
 void on_retry(ngx_event_t *ev) {
     Sending *s = sending_of(ev);
     if (remote_store()) {
-        try {
-            if (start_background_job(std::make_unique<WantedJob>(s)) == NGX_OK) return;
-        } catch (...) {
+        if (guard([&] { return start_background_job(std::make_unique<WantedJob>(s)) == NGX_OK; },
+                  [](const std::exception *) { return false; })) {
+            return;
         }
         drop(s);  // not asked: the email stays in the outbox, claimed again after its hold
         return;
@@ -390,17 +390,15 @@ bool start_subrequest(Sending *s) {
         ok = sctx != nullptr;
     }
     if (ok) {
-        try {
+        ok = guard([&] {
             sctx->delivery_json =
                 signin::json::delivery(s->item.delivery, m->emails->render(s->item.delivery, id().origin().text));
             // The delivery JSON is the subrequest's own request body, so that a plain `proxy_pass`
             // sends it to the mailer. No nginx variable carries it into proxy_set_body: nginx's
             // script engine writes the value of every variable it evaluates to a debug-level
             // error.log, token included. The JSON lives in the subrequest's ctx until the pool goes.
-            ok = give_subrequest_body(sr, sctx->delivery_json, "application/json") == NGX_OK;
-        } catch (...) {
-            ok = false;
-        }
+            return give_subrequest_body(sr, sctx->delivery_json, "application/json") == NGX_OK;
+        }, [](const std::exception *) { return false; });
     }
     if (!ok && sr == nullptr) {  // nothing runs: free it here
         s->fr = nullptr;
@@ -482,11 +480,8 @@ void check_outbox(ngx_event_t *ev) {
         // a store over the network is not read here: the claim (in the thread pool) finds out
         auto due = remote_store() ? signin::Result<bool>(true) : id().outbox().any_due();
         if (due && due.value()) {
-            try {
-                g_claiming = start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_in_flight)) == NGX_OK;
-            } catch (...) {
-                g_claiming = false;
-            }
+            g_claiming = guard([] { return start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_in_flight)) == NGX_OK; },
+                               [](const std::exception *) { return false; });
         }
     }
     ngx_add_timer(ev, kCheckEvery);

@@ -10,12 +10,14 @@
 
 namespace signin_ngx {
 
-ngx_int_t email_previews_handler(ngx_http_request_t *r) {
+namespace {
+
+ngx_int_t email_previews(ngx_http_request_t *r) {
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return NGX_HTTP_NOT_ALLOWED;
     ngx_int_t rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) return rc;
     MainConf *m = main_conf(r);
-    try {
+    {
         const std::string &origin = m->origin->text;
         ngx_str_t arg;
         if (ngx_http_arg(r, reinterpret_cast<u_char *>(const_cast<char *>("purpose")), 7, &arg) != NGX_OK) {
@@ -29,10 +31,13 @@ ngx_int_t email_previews_handler(ngx_http_request_t *r) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
         return send_html(r, m->emails->preview(*purpose, origin).html);
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: could not render the email previews");
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+}
+
+}  // namespace
+
+ngx_int_t email_previews_handler(ngx_http_request_t *r) {
+    return guard_request(r, "signin: rendering the email previews", [r] { return email_previews(r); });
 }
 
 }  // namespace signin_ngx

@@ -37,16 +37,11 @@ namespace signin_ngx {
 
 void Job::run_stage(ngx_log_t *log) {
     const Stage ran = stage_;
-    signin::Status st = [&]() -> signin::Status {
-        try {
-            return ran == Stage::Hash ? hash() : ran == Stage::Read ? read() : write();
-        } catch (const std::exception &e) {
-            ngx_log_error(NGX_LOG_ERR, log, 0, "signin: a job failed: %s", e.what());
-        } catch (...) {
-            ngx_log_error(NGX_LOG_ERR, log, 0, "signin: a job failed");
-        }
-        return signin::Error{signin::Code::Internal, "the request failed"};
-    }();
+    // runs in a thread of a pool: an exception becomes the job's failure
+    signin::Status st = guard_log(log, NGX_LOG_ERR, "signin: a job", signin::Status(signin::Error{signin::Code::Internal, "the request failed"}),
+                                  [&]() -> signin::Status {
+                                      return ran == Stage::Hash ? hash() : ran == Stage::Read ? read() : write();
+                                  });
     if (!st) {
         fail(st.error());
         return;
@@ -98,11 +93,8 @@ ngx_int_t start_stage(const Waiter &w);
 void complete(const Waiter &w) {
     if (w.r == nullptr) {
         auto *job = static_cast<BackgroundJob *>(w.job);
-        try {
-            job->done(job->failure());
-        } catch (...) {
-            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: a background job's completion failed");
-        }
+        guard_log(ngx_cycle->log, NGX_LOG_ERR, "signin: a background job's completion",
+                  [job] { job->done(job->failure()); });
         delete job;
         return;
     }
@@ -136,13 +128,7 @@ void next_stage(const Waiter &w) {
 // An event handler's body: nothing may reach nginx, so an exception is logged where it stops.
 template <class F>
 void guarded(const char *what, F &&f) noexcept {
-    try {
-        f();
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0, "signin: %s failed: %s", what, e.what());
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0, "signin: %s failed", what);
-    }
+    guard_log(ngx_cycle->log, NGX_LOG_ALERT, what, f);
 }
 
 // The task's timer went off before the task ended: nginx's alert, and the task keeps its event.
@@ -236,7 +222,7 @@ void hash_done(ngx_event_t *ev) {
     const Waiter w = t->w;
     delete_task(t);
     g_hashing--;
-    guarded("the end of a hashing job", [&w] {
+    guarded("signin: the end of a hashing job", [&w] {
         next_stage(w);
         next_hash();
     });
@@ -269,7 +255,7 @@ void read_done(ngx_event_t *ev) {
     auto *t = static_cast<ReadTask *>(ev->data);
     const Waiter w = t->w;
     delete_task(t);
-    guarded("the end of a read", [&w] { next_stage(w); });
+    guarded("signin: the end of a read", [&w] { next_stage(w); });
 }
 
 ngx_int_t post_read(const Waiter &w) {
@@ -383,13 +369,13 @@ void batch_done(ngx_event_t *ev) {
     delete_task(b);
     // still "running" while the members finish: jobs they start wait for the launch below
     for (const Waiter &w : members) {
-        guarded("the end of a write batch", [&] {
+        guarded("signin: the end of a write batch", [&] {
             if (failure) w.job->fail(*failure);
             complete(w);
         });
     }
     g_batch_running = false;
-    guarded("the next write batch", launch_waiting);
+    guarded("signin: the next write batch", launch_waiting);
 }
 
 ngx_int_t start_stage(const Waiter &w) {
@@ -442,20 +428,22 @@ struct AuthReadTask {
 void auth_read_thread(void *data, ngx_log_t *log) {
     auto *t = static_cast<AuthReadTask *>(data);
     signin::Identity *id = identity();
-    try {
-        if (t->take && g_shared_limits && id != nullptr) t->wait = g_shared_limits->take(t->take->key, t->take->rule, id->now());
-        if (!t->read_session || t->wait > 0) return;  // refused: nothing more is read
-        if (id == nullptr) {
-            t->result = signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
-        } else {
-            // records nothing about the client: the same call as authenticate() on the event loop
-            t->result = id->sessions().authenticate_shared(t->secret, t->kind, nullptr);
-            if (g_session_cache && *t->result) t->key = signin::record_key(t->secret.reveal());
-        }
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, log, 0, "signin: reading a session failed");
-        t->result = signin::Error{signin::Code::Internal, "the request failed"};
-    }
+    guard(
+        [&] {
+            if (t->take && g_shared_limits && id != nullptr) t->wait = g_shared_limits->take(t->take->key, t->take->rule, id->now());
+            if (!t->read_session || t->wait > 0) return;  // refused: nothing more is read
+            if (id == nullptr) {
+                t->result = signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
+            } else {
+                // records nothing about the client: the same call as authenticate() on the event loop
+                t->result = id->sessions().authenticate_shared(t->secret, t->kind, nullptr);
+                if (g_session_cache && *t->result) t->key = signin::record_key(t->secret.reveal());
+            }
+        },
+        [&](const std::exception *) {
+            ngx_log_error(NGX_LOG_ERR, log, 0, "signin: reading a session failed");
+            t->result = signin::Error{signin::Code::Internal, "the request failed"};
+        });
 }
 
 // As complete(): the request resumes through its write_event_handler.
@@ -466,7 +454,7 @@ void auth_read_done(ngx_event_t *ev) {
     std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> result = std::move(t->result);
     const signin::Millis wait = t->wait;
     if (g_session_cache && !t->key.empty() && result && *result) {
-        guarded("the session cache", [&] {
+        guarded("signin: the session cache", [&] {
             if (identity() != nullptr) g_session_cache->put(t->key, *result->value(), identity()->now());
         });
     }
@@ -485,7 +473,7 @@ void auth_read_done(ngx_event_t *ev) {
         return;
     }
 #endif
-    guarded("the end of a session read", [r] { r->write_event_handler(r); });
+    guarded("signin: the end of a session read", [r] { r->write_event_handler(r); });
     ngx_http_run_posted_requests(c);
 }
 
@@ -496,14 +484,7 @@ void job_resume(ngx_http_request_t *r) {
     std::unique_ptr<Job> job = std::move(ctx->job);
     ctx->job_answered = false;
     r->write_event_handler = ngx_http_request_empty_handler;
-    ngx_int_t rc;
-    try {
-        rc = job->finish(r);
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "signin: answering a request failed");
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    ngx_http_finalize_request(r, rc);
+    ngx_http_finalize_request(r, guard_request(r, "signin: answering a request", [&] { return job->finish(r); }));
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ void add(ngx_atomic_t &a, ngx_atomic_int_t n = 1) { (void)ngx_atomic_fetch_add(&
 
 double get(const ngx_atomic_t &a) { return static_cast<double>(a); }
 
-ngx_int_t handler(ngx_http_request_t *r) {
+ngx_int_t metrics(ngx_http_request_t *r) {
     if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) return NGX_HTTP_NOT_ALLOWED;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     Counters *c = g_counters;
@@ -122,7 +122,7 @@ ngx_int_t handler(ngx_http_request_t *r) {
 
 char *set_metrics(ngx_conf_t *cf, ngx_command_t *, void *) {
     auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-    clcf->handler = handler;
+    clcf->handler = [](ngx_http_request_t *r) { return guard_request(r, "signin_metrics", [r] { return metrics(r); }); };
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
     if (m->metrics_zone != nullptr) return NGX_CONF_OK;
     static ngx_str_t name = ngx_string("signin_metrics");

@@ -46,6 +46,9 @@ bool is_login_page(ngx_http_request_t *r, const ngx_str_t &url) {
     return r->uri.len == path_len && ngx_strncmp(r->uri.data, url.data, path_len) == 0;
 }
 
+// The gate's decision, in the order it must be made (the limit, the credentials, Origin, the
+// session, its access rules and second factor, then the answer for a refused browser or script). Kept in
+// one piece (about 90 lines) so that the order, which is the security argument, reads top to bottom.
 ngx_int_t gate(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, false);
     if (ctx && (ctx->principal || !ctx->delivery_json.empty())) return NGX_DECLINED;
@@ -73,9 +76,10 @@ ngx_int_t gate(ngx_http_request_t *r) {
         return finish_with(r, reject(r, kAmbiguousCredentials,
                                      "send one credential: a session cookie or a bearer token, not both"));
     }
-    // SPEC §5 rule 4 for the upstreams behind the gate: a cookie-carrying state change whose
-    // Origin is present and not the site's is refused (a same-site, cross-origin form POST
-    // carries a SameSite=Lax cookie; the legacy app may have no CSRF defence of its own).
+    // SPEC §5 rule 4 for the upstreams behind the gate: a cookie-carrying
+    // state change whose Origin is present and not the site's is refused (a same-site,
+    // cross-origin form POST carries a SameSite=Lax cookie; the legacy app may have no CSRF
+    // defence of its own).
     const bool unsafe = !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_OPTIONS));
     if (c.state == Credentials::Cookie && unsafe) {
         if (auto ok = engine->check_origin(header_value(r, "Origin"), false); !ok) {

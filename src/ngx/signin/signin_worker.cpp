@@ -77,10 +77,9 @@ private:
 void purge_tick(ngx_event_t *ev) {
     if (ngx_exiting || ngx_quit || ngx_terminate) return;
     const bool records = static_cast<ngx_msec_int_t>(ngx_current_msec - g_records_purge_at) >= 0;
-    try {
-        if (start_background_job(std::make_unique<PurgeJob>(records)) == NGX_OK) return;
-    } catch (...) {
-    }
+    const bool queued = guard([&] { return start_background_job(std::make_unique<PurgeJob>(records)) == NGX_OK; },
+                              [](const std::exception *) { return false; });
+    if (queued) return;
     ngx_log_error(NGX_LOG_ERR, ev->log, 0, "signin: could not queue the purge of expired records");
     schedule_purge(kPurgeEvery);
 }
@@ -147,29 +146,25 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
     metrics_attach(cycle);
     if (m == nullptr || !m->used) return NGX_OK;
-    try {
-        open_engine(cycle, m);
-    } catch (const std::exception &e) {
-        // a PostgreSQL URI may hold a password: it is not logged. (Not ngx_str_set under an if:
-        // the macro is two statements, and the path's length was given the literal's text.)
-        ngx_str_t shown = m->store_pg ? ngx_view("(PostgreSQL)") : m->store_path;
-        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &shown, e.what());
+    const bool opened = guard([&] { return open_engine(cycle, m), true; },
+                              [&](const std::exception *e) {
+                                  // a PostgreSQL URI may hold a password: it is not logged. (Not
+                                  // ngx_str_set under an if: the macro is two statements, and the
+                                  // path's length was given the literal's text.)
+                                  ngx_str_t shown = m->store_pg ? ngx_view("(PostgreSQL)") : m->store_path;
+                                  ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened%s%s",
+                                                &shown, e ? ": " : "", e ? e->what() : "");
+                                  return false;
+                              });
+    if (!opened) {
         g_identity.reset();
         return NGX_OK;  // requests answer 503 storage_unavailable; the worker keeps serving the rest
-    } catch (...) {
-        ngx_str_t shown = m->store_pg ? ngx_view("(PostgreSQL)") : m->store_path;
-        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened", &shown);
-        g_identity.reset();
-        return NGX_OK;
     }
     set_job_pools(m->thread_pool, m->password_pool);
-    try {
-        if (m->passwords && start_background_job(std::make_unique<WarmJob>(m->policy->password_hash)) != NGX_OK) {
-            ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
-        }
-    } catch (...) {
-        ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
-    }
+    const bool warming =
+        !m->passwords || guard([&] { return start_background_job(std::make_unique<WarmJob>(m->policy->password_hash)) == NGX_OK; },
+                               [](const std::exception *) { return false; });
+    if (!warming) ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
     if (g_identity->has_outbox()) start_outbox(cycle);
     if (ngx_worker == 0) {
         g_purge_dummy.fd = -1;
@@ -184,15 +179,11 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
 }
 
 void exit_worker(ngx_cycle_t *cycle) {
-    try {
+    guard_log(cycle->log, NGX_LOG_ALERT, "signin: closing the store", [] {
         set_principal_memo(nullptr);
         g_identity.reset();
         g_store.reset();
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "signin: closing the store failed: %s", e.what());
-    } catch (...) {
-        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "signin: closing the store failed");
-    }
+    });
 }
 
 }  // namespace signin_ngx

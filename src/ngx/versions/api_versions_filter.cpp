@@ -106,24 +106,28 @@ ngx_int_t header_filter(ngx_http_request_t *r) {
     if (!ctx) {
         return next_header_filter(r);
     }
-    try {
-        const State &s = *mcf->state;
-        bool ok = true;
-        if (mcf->vary.len) {
-            ok = add_vary(r, sv(mcf->vary));
-        }
-        ok = ok && set_header(r, "api-supported-versions", s.supported);
-        if (ctx->version_index != signin::version::npos) {
-            const std::string &dep = s.deprecation[ctx->version_index];
-            const std::string &sunset = s.sunset[ctx->version_index];
-            ok = ok && (dep.empty() || set_header(r, "Deprecation", dep));
-            ok = ok && (sunset.empty() || set_header(r, "Sunset", sunset));
-        }
-        if (!ok) {
-            return NGX_ERROR;
-        }
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions header filter: %s", e.what());
+    const bool headers_set = signin_ngx::guard(
+        [&] {
+            const State &s = *mcf->state;
+            bool ok = true;
+            if (mcf->vary.len) {
+                ok = add_vary(r, sv(mcf->vary));
+            }
+            ok = ok && set_header(r, "api-supported-versions", s.supported);
+            if (ctx->version_index != signin::version::npos) {
+                const std::string &dep = s.deprecation[ctx->version_index];
+                const std::string &sunset = s.sunset[ctx->version_index];
+                ok = ok && (dep.empty() || set_header(r, "Deprecation", dep));
+                ok = ok && (sunset.empty() || set_header(r, "Sunset", sunset));
+            }
+            return ok;
+        },
+        [r](const std::exception *e) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "api_versions header filter: %s",
+                          e ? e->what() : "unexpected error");
+            return false;
+        });
+    if (!headers_set) {
         return NGX_ERROR;
     }
     return next_header_filter(r);

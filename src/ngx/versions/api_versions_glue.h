@@ -116,6 +116,13 @@ ngx_int_t openapi_handler(ngx_http_request_t *r);
 ngx_int_t install_filter(ngx_conf_t *cf);
 ngx_int_t add_variables(ngx_conf_t *cf);
 
+// nginx -t's checks once the configuration is read (api_versions_checks.cpp): an error found
+// after parsing is reported at the line that caused it; every controller names a named location
+// of each routing server; a location whose access rules the path strategy would skip is named.
+char *late_error(ngx_conf_t *cf, const std::string &what, const Where &at);
+bool controllers_exist(ngx_conf_t *cf, const State &s);
+void warn_shadowed_locations(ngx_conf_t *cf, const ngx_http_api_versions_main_conf_t *mcf);
+
 // Sends {"error": ..., "code": ...} with content-type application/json and cache-control no-store.
 ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view error, std::string_view code,
                      std::string_view allow = {});

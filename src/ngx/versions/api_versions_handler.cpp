@@ -44,7 +44,9 @@ void each_header(ngx_http_request_t *r, ngx_str_t lowercase, F &&f) {
     }
 }
 
-
+// The rewrite-phase routing: which version the request asked for (by the group's strategy), the
+// route that answers it, and the rewrite or named-location jump to its controller. Kept in one
+// piece (about 100 lines) because each step's answer decides the error of the next one.
 ngx_int_t route(ngx_http_request_t *r) {
     auto *lcf = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_api_versions_module));
     if (!lcf->route) {

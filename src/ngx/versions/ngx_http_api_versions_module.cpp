@@ -28,25 +28,17 @@ char *conf_error(ngx_conf_t *cf, const char *what) {
     return static_cast<char *>(NGX_CONF_ERROR);
 }
 
-// An error found after parsing, reported at the line that caused it.
-char *late_error(ngx_conf_t *cf, const std::string &what, const apiv::Where &at) {
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s in %s:%ui", what.c_str(), at.file.c_str(), at.line);
-    return static_cast<char *>(NGX_CONF_ERROR);
-}
+using apiv::late_error;
 
-// Runs a directive body; configuration errors and allocation failures fail `nginx -t`.
+// Runs a directive body; configuration errors and allocation failures fail `nginx -t`. A
+// ConfigError is the message nginx -t shows as it stands; anything else is named as this module's.
 template <class F>
-char *guarded(ngx_conf_t *cf, F &&body) {
-    try {
-        return body();
-    } catch (const ConfigError &e) {
-        return conf_error(cf, e.what());
-    } catch (const std::exception &e) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "api_versions: %s", e.what());
-    } catch (...) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "api_versions: unexpected error");
-    }
-    return static_cast<char *>(NGX_CONF_ERROR);
+char *guarded(ngx_conf_t *cf, F &&body) noexcept {
+    return signin_ngx::guard(body, [cf](const std::exception *e) -> char * {
+        if (const auto *config = dynamic_cast<const ConfigError *>(e)) return conf_error(cf, config->what());
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "api_versions: %s", e ? e->what() : "unexpected error");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    });
 }
 
 void destroy_state(void *data) {
@@ -433,143 +425,24 @@ ngx_int_t preconfiguration(ngx_conf_t *cf) {
     return apiv::add_variables(cf);
 }
 
-// Every controller must be a named location of every server that routes through the group.
-bool controllers_exist(ngx_conf_t *cf, const apiv::State &s) {
-    for (const auto &use : s.routes) {
-        for (const auto &c : s.controllers) {
-            bool found = false;
-            if (use.server->named_locations) {
-                for (ngx_http_core_loc_conf_t **l = use.server->named_locations; *l; ++l) {
-                    found = found || sv((*l)->name) == c.name;
-                }
-            }
-            if (!found) {
-                late_error(cf,
-                           "controller \"" + c.name + "\" of version \"" + c.version +
-                               "\" names no named location of the server of \"api_versions_route\" at " +
-                               use.where.file + ":" + std::to_string(use.where.line),
-                           c.where);
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-// Whether a path that pattern `p` matches is `rest` (exact) or begins with it (prefix), the way
-// nginx compares a location's name with a URI: byte by byte, so "/admin" also begins
-// "/administrators". A parameter matches any non-empty segment.
-bool pattern_reaches(const signin::version::Pattern &p, std::string_view rest, bool exact) {
-    std::vector<std::string_view> parts;
-    if (rest != "/") {
-        signin::version::for_each_segment(rest, [&](std::string_view s) {
-            parts.push_back(s);
-            return true;
-        });
-    } else if (!exact) {
-        return true;  // every path begins with "/"
-    }
-    if (exact ? parts.size() != p.segments.size() : parts.size() > p.segments.size()) {
-        return false;
-    }
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-        const auto &seg = p.segments[i];
-        const bool last = i + 1 == parts.size();
-        if (!exact && last) {  // a partial segment: the route's may go on
-            return seg.param || std::string_view(seg.text).substr(0, parts[i].size()) == parts[i];
-        }
-        if (parts[i].empty() || (!seg.param && seg.text != parts[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
-// Every exact and prefix location of a server's tree, nested ones too.
-void static_locations(ngx_http_location_tree_node_t *node, std::vector<ngx_http_core_loc_conf_t *> &out) {
-    if (node == nullptr) {
-        return;
-    }
-    for (ngx_http_core_loc_conf_t *clcf : {node->exact, node->inclusive}) {
-        if (clcf != nullptr) {
-            out.push_back(clcf);
-            static_locations(clcf->static_locations, out);
-        }
-    }
-    static_locations(node->left, out);
-    static_locations(node->right, out);
-    static_locations(node->tree, out);
-}
-
-// With the path strategy, /api/v1/admin is found by nginx's location search as a URI of
-// "location /api/" (it does not begin with "/api/admin"), and goes from there to a controller:
-// the allow/deny, auth_basic or signin_require of "location /api/admin" never run for it. nginx
-// cannot tell which locations hold access rules, so every exact or prefix location under a
-// routing location is checked, and named when some route of some version reaches below it.
-void warn_shadowed_locations(ngx_conf_t *cf, const MainConf *mcf) {
-    if (mcf->strategy != apiv::StrategyKind::Path) {
-        return;  // the other strategies leave the URI alone: /api/admin stays /api/admin
-    }
-    const auto &group = mcf->state->group;
-    auto *cmcf = static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto **servers = static_cast<ngx_http_core_srv_conf_t **>(cmcf->servers.elts);
-    for (ngx_uint_t s = 0; s < cmcf->servers.nelts; ++s) {
-        auto *top = static_cast<ngx_http_core_loc_conf_t *>(servers[s]->ctx->loc_conf[ngx_http_core_module.ctx_index]);
-        std::vector<ngx_http_core_loc_conf_t *> locations;
-        static_locations(top->static_locations, locations);
-        for (ngx_http_core_loc_conf_t *routing : locations) {
-            auto *lcf = static_cast<LocConf *>(routing->loc_conf[ngx_http_api_versions_module.ctx_index]);
-            if (!lcf->route_written || routing->exact_match) {
-                continue;
-            }
-            std::string_view mount = sv(lcf->mount);
-            for (ngx_http_core_loc_conf_t *other : locations) {
-                std::string_view name = sv(other->name);
-                if (other == routing || name.size() <= routing->name.len || name.substr(0, routing->name.len) != sv(routing->name) ||
-                    name.size() <= mount.size() || name.substr(0, mount.size()) != mount || name[mount.size()] != '/') {
-                    continue;
-                }
-                std::string_view rest = name.substr(mount.size());
-                const bool exact = other->exact_match != 0;
-                for (std::size_t v = 0; v < group.versions().size(); ++v) {
-                    const signin::version::Endpoint *hit = nullptr;
-                    for (const auto &e : group.endpoints(v)) {
-                        if (pattern_reaches(e.route->pattern, rest, exact)) {
-                            hit = &e;
-                            break;
-                        }
-                    }
-                    if (hit == nullptr) {
-                        continue;
-                    }
-                    std::string example = std::string(mount) + "/" + group.versions()[v].name + std::string(rest);
-                    ngx_log_error(NGX_LOG_WARN, cf->log, 0,
-                                  "location \"%V\" is bypassed by versioned paths: \"%s\"%s is routed by "
-                                  "\"location %V\" to \"%s\", so the access rules of \"%V\" (allow/deny, "
-                                  "auth_basic, auth_request, signin_require) do not apply there; put them in "
-                                  "\"%s\" too, or in \"location %V\", whose api_versions_route is in %s:%ui",
-                                  &other->name, example.c_str(), exact ? "" : " (and below)", &routing->name,
-                                  hit->route->controller.c_str(), &other->name, hit->route->controller.c_str(),
-                                  &routing->name, lcf->route_file, lcf->route_line);
-                    break;
-                }
-            }
-        }
-    }
-}
-
 ngx_int_t postconfiguration(ngx_conf_t *cf) {
     auto *mcf = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_api_versions_module));
     if (!mcf->state) {
         return NGX_OK;
     }
-    try {
-        if (!controllers_exist(cf, *mcf->state)) {
-            return NGX_ERROR;
-        }
-        warn_shadowed_locations(cf, mcf);
-    } catch (const std::exception &e) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "api_versions: %s", e.what());
+    const bool checked = signin_ngx::guard(
+        [&] {
+            if (!apiv::controllers_exist(cf, *mcf->state)) {
+                return false;
+            }
+            apiv::warn_shadowed_locations(cf, mcf);
+            return true;
+        },
+        [cf](const std::exception *e) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "api_versions: %s", e ? e->what() : "unexpected error");
+            return false;
+        });
+    if (!checked) {
         return NGX_ERROR;
     }
     if (mcf->routing) {
