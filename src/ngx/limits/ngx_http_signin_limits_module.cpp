@@ -45,7 +45,7 @@ char *init_main_conf(ngx_conf_t *cf, void *conf) {
     init_rule(c->address, 5, 3600 * 1000);
     // off unless configured: a 256-bit token cannot be guessed, and this limit refused even a valid
     // token for everyone behind one address (a NAT, an office) for ten minutes, stricter than
-    // SPEC §8's 30 exchanges a minute per client, which always applies
+    // the 30 exchanges a minute per client of signin_limit_sensitive, which always applies
     init_rule(c->exchange_failures, 0, 10 * 60 * 1000);
     ngx_conf_init_value(c->off, 0);
     if (c->off || c->zone) return NGX_CONF_OK;

@@ -4,8 +4,8 @@
 // The zone follows ngx_http_limit_req_module: a slab pool holding the index and an LRU queue,
 // locked by the pool's shmtx, reused by init_zone across reloads. The index is a chained hash
 // table rather than limit_req's rbtree: lookups are exact matches on a uniform 128-bit digest,
-// and with tens of thousands of counters the rbtree walk's cache misses were the largest part of
-// the limits' cost on GET /me (about 5% of a worker's CPU); a bucket and a node are two.
+// and with tens of thousands of counters an rbtree walk costs a cache miss per level, where a
+// bucket and a node are two.
 // Every node has the same size (the key is kept as a keyed SipHash-128 digest, never as text),
 // so evicting the least recently used node always frees room for a new one: a full zone evicts
 // and keeps answering. The shared memory holds no code pointer.

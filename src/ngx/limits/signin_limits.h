@@ -1,4 +1,4 @@
-// The throttle of the sign-in glue (SPEC §8, DESIGN §4 `signin_limits`): counters in one nginx
+// The throttle of the sign-in glue (the `signin_limits` directives): counters in one nginx
 // shared-memory zone, shared by every worker and kept across `nginx -s reload`, keyed by bucket
 // kind and key. The rules are the core's (signin/throttle.hpp); this header is what the
 // endpoints and the require gate call. All calls run on the event loop.
@@ -21,7 +21,7 @@ namespace signin_ngx {
 enum class Bucket : std::uint8_t {
     Sensitive = 1,        // per client: endpoints that send email, exchange tokens or check passwords
     SignedIn = 2,         // per client: signed-in endpoints and signin_require
-    Address = 3,          // per address (group + email): token sends (SPEC §8 rule 1)
+    Address = 3,          // per address (group + email): token sends (the limit is the address's, whoever asks)
     ExchangeFailure = 4,  // per client: failed token exchanges (bounds token guessing)
     PasswordPair = 5,     // per address+client: password failures (backoff; the passwords issue)
     PasswordAddress = 6,  // per address: password attempts from any client (window)
@@ -63,7 +63,7 @@ Verdict backoff_check(ngx_http_request_t *r, Bucket b, std::string_view key,
 void backoff_fail(ngx_http_request_t *r, Bucket b, std::string_view key, const signin::throttle::BackoffRule &rule);
 void backoff_clear(ngx_http_request_t *r, Bucket b, std::string_view key);
 
-// The 429 answer (DESIGN §5): Retry-After, cache-control no-store and
+// The 429 answer, in the API's error shape: Retry-After, cache-control no-store and
 // {"error", "code": "rate_limited", "retry_after"}; the request body is discarded. When
 // v.audit, a `throttled` audit entry (client, bucket and `what`, never a secret) is written in
 // the thread pool. Returns the output filter's rc.

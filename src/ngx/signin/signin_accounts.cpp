@@ -1,4 +1,4 @@
-// Account changes (DESIGN §9.6): GET /account (what is held), POST /account/delete.
+// Account changes: GET /account (what is held), POST /account/delete.
 #include "signin/json.hpp"
 #include "signin_api.h"
 #include "signin_jobs.h"
@@ -98,7 +98,7 @@ ngx_int_t post_email_change(ApiCall &call) {
     auto f = signin::json::parse_object(call.body, {{"email", true}});
     if (!f) return send_failure(call.r, f.error());
     std::string email = f.value()["email"];
-    // SPEC §8 rule 1 for the new address: its send counter, as a token request's
+    // the limit of the new address: its send counter, as a token request's
     const std::string key = signin::mailbox_key(email);
     if (!key.empty() && limits_on(call.r) && !limit_take(call.r, Bucket::Address, key).allowed) {
         return send_json(call.r, 202, "{\"status\":\"sent\"}");  // the same answer, nothing sent

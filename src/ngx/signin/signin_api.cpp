@@ -1,4 +1,4 @@
-// The signin_api content handler: the route table of SPEC §4, the checks every endpoint shares,
+// The signin_api content handler: the route table of the API, the checks every endpoint shares,
 // and the request body. The endpoints themselves are in signin_tokens.cpp, signin_sessions.cpp
 // and signin_passwords.cpp (signin_api.h).
 #include "signin_api.h"
@@ -18,10 +18,10 @@ struct Route {
     std::string_view path;
     ngx_uint_t method;
     Endpoint endpoint;
-    Bucket bucket;  // SPEC §8: the per-client request limit it counts against
+    Bucket bucket;  // the per-client request limit it counts against
     enum Flags : unsigned {
         None = 0,
-        CookieWrite = 1,    // sets the session cookie: needs the configured Origin (SPEC §5 rule 3)
+        CookieWrite = 1,    // sets the session cookie: needs the configured Origin (cross-site forms cannot sign a browser in)
         Exchange = 2,       // exchanges a token: refused while the client's failed exchanges are over the limit
         NeedsPasswords = 4, // 403 passwords_disabled unless signin_passwords on
         SignedInWrite = 8,  // changes the caller's account or sessions: by cookie, a cookie write too
@@ -51,7 +51,7 @@ constexpr std::array<Route, 38> kRoutes = {{
     {"password/token", NGX_HTTP_POST, post_password_token, Bucket::Sensitive, Route::NeedsPasswords},
     {"password/change", NGX_HTTP_POST, post_password_change, Bucket::Sensitive,
      Route::NeedsPasswords | Route::SignedInWrite},
-    // second factors (DESIGN §9.3): "sensitive", they check secrets
+    // second factors: "sensitive", they check secrets
     {"mfa", NGX_HTTP_GET, get_mfa, Bucket::SignedIn, Route::None},
     {"mfa/totp/setup", NGX_HTTP_POST, post_mfa_totp_setup, Bucket::Sensitive, Route::SignedInWrite},
     {"mfa/totp/confirm", NGX_HTTP_POST, post_mfa_totp_confirm, Bucket::Sensitive, Route::SignedInWrite},
@@ -60,14 +60,14 @@ constexpr std::array<Route, 38> kRoutes = {{
     {"mfa/devices/forget", NGX_HTTP_POST, post_mfa_devices_forget, Bucket::Sensitive, Route::SignedInWrite},
     {"mfa/verify", NGX_HTTP_POST, post_mfa_verify, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
     {"mfa/token", NGX_HTTP_POST, post_mfa_token, Bucket::Sensitive, Route::Exchange},
-    // account changes (DESIGN §9.6)
+    // account changes
     {"account", NGX_HTTP_GET, get_account, Bucket::SignedIn, Route::None},
     {"account/delete", NGX_HTTP_POST, post_account_delete, Bucket::Sensitive, Route::SignedInWrite},
     {"email/change", NGX_HTTP_POST, post_email_change, Bucket::Sensitive, Route::SignedInWrite},
     {"email/confirm", NGX_HTTP_POST, post_email_confirm, Bucket::Sensitive, Route::Exchange},
     {"accounts", NGX_HTTP_GET, get_accounts, Bucket::SignedIn, Route::None},
     {"accounts/switch", NGX_HTTP_POST, post_accounts_switch, Bucket::SignedIn, Route::CookieWrite},
-    // passkeys (DESIGN §9.4): options cost a MAC and write nothing
+    // passkeys: options cost a MAC and write nothing
     {"passkeys/register/options", NGX_HTTP_POST, post_passkeys_register_options, Bucket::SignedIn, Route::SignedInWrite},
     {"passkeys/register", NGX_HTTP_POST, post_passkeys_register, Bucket::Sensitive, Route::SignedInWrite},
     {"passkeys", NGX_HTTP_GET, get_passkeys, Bucket::SignedIn, Route::None},
@@ -75,7 +75,7 @@ constexpr std::array<Route, 38> kRoutes = {{
     {"passkeys/login/options", NGX_HTTP_POST, post_passkeys_login_options, Bucket::SignedIn, Route::None},
     {"passkeys/session", NGX_HTTP_POST, post_passkeys_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
     {"passkeys/token", NGX_HTTP_POST, post_passkeys_token, Bucket::Sensitive, Route::Exchange},
-    // OpenID Connect providers (DESIGN §9.5); the flow's navigations are provider_flow's
+    // OpenID Connect providers; the flow's navigations are provider_flow's
     {"providers", NGX_HTTP_GET, get_providers, Bucket::SignedIn, Route::None},
     {"providers/linked", NGX_HTTP_GET, get_providers_linked, Bucket::SignedIn, Route::None},
     {"providers/unlink", NGX_HTTP_POST, post_providers_unlink, Bucket::Sensitive, Route::SignedInWrite},
@@ -188,7 +188,7 @@ ngx_int_t api(ngx_http_request_t *r) {
         }
         return reject(r, Code::NotFound, "not found");
     }
-    // SPEC §8 per-client request limits, before anything else (the client's key is worked out
+    // per-client request limits, before anything else (the client's key is worked out
     // only when there are counters to key)
     if (limits_on(r)) {
         if (Verdict v = limit_take(r, route->bucket, client_key(r)); !v.allowed) {
@@ -210,7 +210,7 @@ ngx_int_t api(ngx_http_request_t *r) {
         return reject(r, kMethodNotAllowed, "method not allowed");
     }
     Credentials credentials = read_credentials(r, engine->cookie_name());
-    // SPEC §5 rule 4: a present wrong origin is refused everywhere; rule 3: cookie writes need
+    // a present wrong origin is refused everywhere; cookie writes need
     // one. A state change authenticated by the cookie is a cookie write too (CSRF: a cross-site
     // form carries a SameSite=Lax cookie on a top-level POST in some browsers, and a same-site
     // one always), unless the browser says the request is same-origin (Sec-Fetch-Site).

@@ -1,4 +1,4 @@
-// The endpoints of signin_api (SPEC §4), one file per capability: signin_tokens.cpp (email
+// The endpoints of signin_api (docs/endpoints.md), one file per capability: signin_tokens.cpp (email
 // tokens), signin_sessions.cpp (who is signed in), signin_passwords.cpp. signin_api.cpp routes
 // a request to them once it passed the checks every endpoint shares (limits, method, origin,
 // content type, body size); a new capability is a new file and new rows in its route table.
@@ -24,7 +24,7 @@ struct ApiCall {
 
     ApiCall(ngx_http_request_t *req, std::string_view json, Credentials c)
         : r(req), body(json), credentials(std::move(c)) {}
-    // signin_client, evaluated when an endpoint first asks (GET /me never does; issue #20)
+    // signin_client, evaluated when an endpoint first asks (GET /me never does: the work is saved)
     const std::string &client() {
         if (!client_) client_ = client_of(r);
         return *client_;
@@ -48,7 +48,7 @@ ngx_int_t get_jwks(ApiCall &call);
 ngx_int_t get_sessions(ApiCall &call);
 ngx_int_t post_sessions_revoke(ApiCall &call);
 ngx_int_t post_logout(ApiCall &call);
-// Several accounts in one browser (DESIGN §9.6).
+// Several accounts in one browser.
 ngx_int_t get_accounts(ApiCall &call);
 ngx_int_t post_accounts_switch(ApiCall &call);
 
@@ -71,7 +71,7 @@ ngx_int_t post_mfa_token(ApiCall &call);
 
 // signin_accounts.cpp
 ngx_int_t get_account(ApiCall &call);
-// Passkeys (DESIGN §9.4).
+// Passkeys (WebAuthn).
 ngx_int_t post_passkeys_register_options(ApiCall &call);
 ngx_int_t post_passkeys_register(ApiCall &call);
 ngx_int_t get_passkeys(ApiCall &call);
@@ -79,7 +79,7 @@ ngx_int_t post_passkeys_remove(ApiCall &call);
 ngx_int_t post_passkeys_login_options(ApiCall &call);
 ngx_int_t post_passkeys_session(ApiCall &call);
 ngx_int_t post_passkeys_token(ApiCall &call);
-// OpenID Connect providers (DESIGN §9.5, signin_providers.cpp).
+// OpenID Connect providers (signin_providers.cpp).
 ngx_int_t get_providers(ApiCall &call);
 ngx_int_t get_providers_linked(ApiCall &call);
 ngx_int_t post_providers_unlink(ApiCall &call);
@@ -90,7 +90,7 @@ ngx_int_t post_email_confirm(ApiCall &call);
 // Shared by the capabilities (signin_sessions.cpp).
 
 // The principal behind the request's credentials, kept in ctx->principal ($signin_user_*) for
-// the rest of the request: the result points there (no copy per request; issue #20). Has
+// the rest of the request: the result points there (no copy per request). Has
 // last_seen_at written in the background when it is due.
 signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, const Credentials &c);
 
@@ -98,12 +98,12 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
 // Origin (printable bytes only, at most 100) and signin_origin: the usual TLS or host name mistake.
 void log_origin_refusal(ngx_http_request_t *r, std::string_view site_origin);
 // A body that spends a token: {token}, or its short code with its address {email, code, group?}
-// (DESIGN §9.1): POST /session, /token and /email/confirm. nullopt with the 400 answer's rc in `rc`.
+// (its link or its short code): POST /session, /token and /email/confirm. nullopt with the 400 answer's rc in `rc`.
 struct TokenOrCode {
     signin::Secret token;  // empty when by code
     std::string email, group;
     signin::Secret code;
-    bool add = false;  // POST /session {"add": true}: another account in this browser (DESIGN §9.6)
+    bool add = false;  // POST /session {"add": true}: another account in this browser
     bool by_code() const { return !email.empty(); }
 };
 // with_add: the body may also say {"add": true|false} (POST /session).
@@ -116,7 +116,7 @@ const signin::Principal *signed_in(ApiCall &call, ngx_int_t &rc, bool *by_cookie
 ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s);
 // The session cookie of s, and its browser's cookie when it has one.
 void set_session_cookies(ngx_http_request_t *r, const signin::Session &s);
-// A way in's answer: send_session, or 202 {"mfa_required": true, "mfa_token", ...} (DESIGN §9.3).
+// A way in's answer: send_session, or 202 {"mfa_required": true, "mfa_token", ...} when the account has a second factor.
 ngx_int_t send_step(ngx_http_request_t *r, const signin::SignInStep &step);
 
 // A way in that spends what it is given (a token, a code, a passkey's challenge) and opens a
@@ -141,10 +141,10 @@ private:
 signin::BrowserCookies browser_of(ngx_http_request_t *r, signin::SessionKind kind, bool add = false);
 
 // A token request (POST /register, /login, /password/register): the token's write in a write
-// batch, then the delivery in the background and the same 202 for every address (DESIGN §5).
+// batch, then the delivery in the background and the same 202 for every address (the answer never tells whether an account exists).
 class TokenRequestJob : public Job {
 public:
-    // SPEC §8 rule 1: the address's send counter (signin_limit_address).
+    // the address's send counter (signin_limit_address): the limit is the address's, whoever asks.
     struct Send {
         std::string address;  // the counter's key: the mailbox, whatever the group (signin::mailbox_key)
         bool may_send = true;  // false: over the limit; the same answer, nothing sent

@@ -30,12 +30,12 @@ struct DirectiveAt {
     ngx_uint_t line;
 };
 
-// http level. Settings that are the engine's (SPEC §8 limits, lifetimes) are gathered into
+// http level. Settings that are the engine's (limits, lifetimes) are gathered into
 // `policy` by init_main_conf; the glue reads them there, never from the raw fields.
 struct MainConf {
     // the store and the site
     ngx_str_t store_path;     // an LMDB directory, or a PostgreSQL URI (store_pg)
-    ngx_flag_t store_pg;      // signin_store postgresql://... (DESIGN §9.7)
+    ngx_flag_t store_pg;      // signin_store postgresql://...: a database several nodes share
     size_t store_size;
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
     signin::Policy *policy;  // every engine setting, built by init_main_conf
@@ -45,16 +45,16 @@ struct MainConf {
     signin::People *join;  // signin_registration on domain=... file=...: who may join (nullptr: anyone)
     ngx_flag_t passwords;
     ngx_flag_t email;
-    ngx_flag_t mfa;            // signin_mfa: second factors (DESIGN §9.3)
+    ngx_flag_t mfa;            // signin_mfa: second factors
     ngx_msec_t mfa_remember;   // signin_mfa_remember: how long a device is remembered (0: never)
     ngx_uint_t mfa_free_failures;  // signin_mfa_free_failures: an account's wrong codes in a row before waits
     ngx_msec_t mfa_backoff;        // signin_mfa_backoff: the first wait, doubling
     ngx_uint_t mfa_lock;           // signin_mfa_lock: wrong codes in a row that lock the factor (0: never)
-    ngx_uint_t browser_accounts;  // signin_browser_accounts: accounts per browser (DESIGN §9.6)
-    ngx_flag_t passkeys;          // signin_passkeys (DESIGN §9.4)
+    ngx_uint_t browser_accounts;  // signin_browser_accounts: accounts per browser
+    ngx_flag_t passkeys;          // signin_passkeys
     ngx_str_t passkey_rp_id;      // signin_passkey_rp_id ("" = the origin's host)
     ngx_shm_zone_t *metrics_zone;  // signin_metrics' counters, when some location has signin_metrics
-    std::vector<signin::oidc::ProviderConfig> *providers;  // signin_provider, in order (DESIGN §9.5)
+    std::vector<signin::oidc::ProviderConfig> *providers;  // signin_provider, in order
     ngx_str_t provider_fetch_uri;  // signin_provider_fetch: the internal location of provider calls
 
     // requests

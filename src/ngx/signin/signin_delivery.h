@@ -1,4 +1,4 @@
-// Delivery of emails (SPEC §2 auth.Delivery; DESIGN §10.3 signin_delivery_retries): every email
+// Delivery of emails (the Delivery JSON; signin_delivery_retries): every email
 // is written to the outbox (signin/outbox.hpp) in its token's own transaction, then sent by this
 // worker apart from the visitor's request, as a subrequest to the signin_delivery location made
 // from a request of the module's own (no visitor connection waits for the mailer). A refused

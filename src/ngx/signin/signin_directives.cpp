@@ -184,13 +184,13 @@ char *set_blocklist(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     });
 }
 
-// signin_password_hash [t=N] [m=SIZE]: Argon2id settings (default t=2 m=19456k, SPEC §8). Lower
+// signin_password_hash [t=N] [m=SIZE]: Argon2id settings (default t=2 m=19456k, the engine's). Lower
 // values exist for tests of the rehash on sign-in; nginx -t warns about them.
 char *set_hash(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     auto *m = static_cast<MainConf *>(conf);
     if (m->password_hash_t != NGX_CONF_UNSET_UINT) return const_cast<char *>("is duplicate");
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
-    const signin::password::HashParams spec;  // SPEC §8: Argon2id, 19 MiB, 2 iterations
+    const signin::password::HashParams spec;  // the engine's: Argon2id, 19 MiB, 2 iterations
     m->password_hash_t = static_cast<ngx_uint_t>(spec.opslimit);
     m->password_hash_m = spec.memlimit;
     for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {

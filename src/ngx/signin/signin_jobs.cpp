@@ -298,10 +298,9 @@ void take_waiting(WriteBatch *b) {
     set_queue_depth(0);
 }
 
-// A measured cost (issue #20): an exchange's batch waited ~1 ms for the other worker's commit to
-// release the store's write lock, and the exchanges that arrived meanwhile waited for the next
-// batch, another lock wait and commit later. Taking the list only once the lock is held lets them
-// share this commit.
+// The list of waiting writes is taken only once the store's write lock is held: while a batch
+// waits for another worker's commit to release the lock, the exchanges that arrive meanwhile join
+// this commit instead of waiting for the next batch, another lock wait and commit later.
 void batch_thread(void *data, ngx_log_t *log) {
     auto *b = static_cast<WriteBatch *>(data);
     signin::Identity *id = identity();
@@ -380,9 +379,9 @@ void batch_done(ngx_event_t *ev) {
 
 ngx_int_t start_stage(const Waiter &w) {
     if (g_write_pool == nullptr || g_hash_pool == nullptr) return NGX_ERROR;
-    // (A store over the network runs its writes in the batch too, one transaction per job: with
-    // a task per job, measured on PostgreSQL 15, the exchanges were no faster and lost many more
-    // serialization races.)
+    // (A store over the network runs its writes in the batch too, one transaction per job: a
+    // thread task per job would make the exchanges no faster and lose many more serialization
+    // races.)
     if (w.job->stage() == Job::Stage::Read) return post_read(w);
     if (w.job->stage() == Job::Stage::Hash) {
         if (g_hashing < hash_slots()) return post_hash(w);

@@ -1,4 +1,4 @@
-// Work off the event loop (DESIGN §3 rule 1): a job runs in explicit stages,
+// Work off the event loop, which never waits for a hash or an fsync: a job runs in explicit stages,
 //
 //   Hash    Argon2id in the hashing pool (signin_password_thread_pool); it writes nothing.
 //   Write   in this worker's write batch: one thread task runs every waiting job's write in one
@@ -7,8 +7,9 @@
 //           (failed(), then the error's answer).
 //
 // A stage that returns an error ends the job with that error, and so does a batch whose commit
-// failed: nothing acknowledged is lost (DESIGN §3 rule 2). A job is a request's (its answer is
-// the request's) or a background job's (its outcome concerns nobody; it is deleted when done).
+// failed: a 2xx goes out only once its write is durable, so nothing acknowledged is lost. A job
+// is a request's (its answer is the request's) or a background job's (its outcome concerns
+// nobody; it is deleted when done).
 #pragma once
 
 #include "ngx_signin_nginx.h"
@@ -100,7 +101,7 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
 ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job);
 
 // A store over the network (signin_store postgresql://...): what the event loop would read from
-// LMDB's map is read in the thread pool instead (DESIGN §3 rule 1), since a round trip to a
+// LMDB's map is read in the thread pool instead (the event loop must not wait), since a round trip to a
 // database would stall every request of the worker.
 void set_remote_store(bool remote);
 extern bool g_remote_store;  // set once per worker, at init_process (set_remote_store)

@@ -77,7 +77,7 @@ bool loopback_authority(std::string_view a) {
 
 // DNS rebinding: a page of another site whose name resolves to 127.0.0.1 reaches the mailbox
 // with its own Host, and a cross-site form or fetch carries its own Origin. Only loopback names
-// are answered (issue #19 item 11).
+// are answered.
 bool loopback_request(ngx_http_request_t *r) {
     if (r->headers_in.host == nullptr || r->headers_in.host->value.len == 0) return false;
     if (!loopback_authority(sv(r->headers_in.host->value))) return false;

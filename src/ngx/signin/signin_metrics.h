@@ -1,4 +1,4 @@
-// signin_metrics (DESIGN §10.2): counters in one shared-memory zone, summed over workers and kept
+// signin_metrics (Prometheus' text format): counters in one shared-memory zone, summed over workers and kept
 // across reloads like limit_req's zone, and the location that answers them in Prometheus' text
 // format (the core renders it: signin/metrics.hpp). Counting is a few atomic adds; without a
 // signin_metrics location there is no zone and nothing is counted.

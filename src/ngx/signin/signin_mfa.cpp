@@ -1,4 +1,4 @@
-// Second factors (DESIGN §9.3): GET /mfa; POST /mfa/totp/setup, /mfa/totp/confirm,
+// Second factors (TOTP, recovery codes, remembered devices): GET /mfa; POST /mfa/totp/setup, /mfa/totp/confirm,
 // /mfa/recovery-codes, /mfa/disable, /mfa/devices/forget (the caller's own account); POST
 // /mfa/verify and /mfa/token (the second step of a sign-in). Every write is a job of the write
 // batch; the rules are the core's (signin/mfa.hpp).

@@ -1,4 +1,4 @@
-// signin_pages: the ready-made sign-in and account pages (DESIGN §9.2), served by the signin_api
+// signin_pages: the ready-made sign-in and account pages, served by the signin_api
 // location itself: GET {auth_path}/ and {auth_path}/account, and their assets under
 // {auth_path}/assets/. The pages and assets are the core's (signin/pages.hpp); this file only
 // adds what HTTP needs: the security headers, and conditional GETs of the assets.
@@ -129,7 +129,7 @@ bool serves_pages(ngx_http_request_t *r, std::string_view path) {
     const LocConf *l = loc_conf(r);
     if (!l->pages || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
     if (path == "account") {
-        // GET {auth_path}/account is two things (DESIGN §9.2 and §9.6): the account page for a
+        // GET {auth_path}/account is two things: the account page for a
         // browser's navigation, what is held about the account (JSON) for a script
         auto accept = header_value(r, "Accept");
         return accept && accept->find("text/html") != std::string_view::npos;

@@ -1,4 +1,4 @@
-// Passkeys (DESIGN §9.4): POST /passkeys/register/options, /passkeys/register, GET /passkeys,
+// Passkeys (WebAuthn, JSON forms): POST /passkeys/register/options, /passkeys/register, GET /passkeys,
 // POST /passkeys/remove (the caller's own), POST /passkeys/login/options, /passkeys/session,
 // /passkeys/token (a way in). The ceremonies are the core's (passkeys.hpp); the bodies, nested
 // JSON, go to it whole.

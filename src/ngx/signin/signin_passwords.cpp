@@ -1,4 +1,4 @@
-// Passwords (SPEC §4 "Password endpoints", §5 rules 7-10, §8): POST /password/register,
+// Passwords (only when signin_passwords is on): POST /password/register,
 // /password/session, /password/token, /password, /password/change. Each Argon2id runs in the
 // hashing pool (the job's Hash stage), its write in a write batch; the attempt limits live in
 // the signin_limits zone.
@@ -20,12 +20,12 @@ signin::Identity &id() { return *identity(); }
 // Passwords may be up to 1024 bytes after NFC; longer ones reach the policy's message.
 constexpr std::size_t kPasswordBodyField = 8192;
 
-// SPEC §8 password limits: the engine's rules (signin_password_* directives), kept in the zone.
+// The password attempt limits: the engine's rules (signin_password_* directives), kept in the zone.
 signin::PasswordRules rules() { return signin::password_rules(id().policy().attempts); }
 
 // The key of the (address, client) password backoff. It also names the address's password
 // epoch, so that a reset (a new hash) starts every client's history of that address afresh
-// (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe (LMDB only: see
+// (a success clears only its own pair's history) without visiting them. A read transaction: event-loop safe (LMDB only: see
 // attempt_allowed).
 std::string pair_key(const std::string &address, std::string_view email, std::string_view group,
                      const std::string &client) {
@@ -33,7 +33,7 @@ std::string pair_key(const std::string &address, std::string_view email, std::st
 }
 
 // The limits that come before a password is checked: the pair's backoff and the address's
-// window (SPEC §8). `pair` is set when the zone is on; a refusal's 429 rc goes to `rc`. A store
+// window. `pair` is set when the zone is on; a refusal's 429 rc goes to `rc`. A store
 // that several nodes share counts password attempts itself, in the database, where every node
 // sees them (StoreAttemptLimiter, in the thread pool): not in this node's zone.
 bool attempt_allowed(ApiCall &call, const std::string &address, std::string_view email, std::string_view group,
@@ -54,7 +54,7 @@ bool attempt_allowed(ApiCall &call, const std::string &address, std::string_view
 }
 
 // POST /password/register: the hash first; then, as any token request, the token's write, which
-// keeps only the hash until the exchange (SPEC §3 "Registration").
+// keeps only the hash until the token is exchanged (no account exists before).
 class PasswordRegistrationJob final : public TokenRequestJob {
 public:
     PasswordRegistrationJob(std::string email, std::string group, std::string client, Send send,
@@ -142,7 +142,7 @@ private:
     std::optional<signin::SignInStep> step_;
 };
 
-// POST /password: set, change or reset from a fresh session (no current password, SPEC §5 rule 7).
+// POST /password: set, change or reset from a fresh session (no current password: the fresh email sign-in proves the owner).
 class PasswordSetJob final : public Job {
 public:
     PasswordSetJob(signin::Principal p, signin::Secret password, std::string client)
@@ -166,7 +166,7 @@ private:
 };
 
 // POST /password/change: `current` verified and `password` hashed, then the write and the
-// PasswordChanged notice (SPEC §3 "Session").
+// PasswordChanged notice (the owner hears of every change).
 class PasswordChangeJob final : public Job {
 public:
     PasswordChangeJob(signin::Principal p, signin::Secret current, signin::Secret password, std::string client,
@@ -214,7 +214,7 @@ private:
 using signin::json::Fields;
 
 // {email, password, group?} of the three sign-in-less password endpoints.
-// with_add: a cookie sign-in's body may also say {"add": true|false} (DESIGN §9.6).
+// with_add: a cookie sign-in's body may also say {"add": true|false}: another account in this browser.
 std::optional<Fields> credentials_body(ApiCall &call, ngx_int_t &rc, bool with_add = false) {
     auto f = with_add ? signin::json::parse_object(
                             call.body, {{"email", true}, {"password", true}, {"group", false}, {"add", false, true}},
@@ -262,7 +262,7 @@ ngx_int_t post_password_register(ApiCall &call) {
                 return send_rate_limited(call.r, Bucket::PasswordRegistration, verdict, "password/register");
             }
         }
-        // SPEC §8 rule 1 as for /register: over the address's send limit, nothing is sent
+        // as for /register: over the address's send limit, nothing is sent
         send.may_send = limit_take(call.r, Bucket::Address, send.address).allowed;
         send.counted = send.may_send;
         if (shared_limits() != nullptr) send.shared = limit_rule(call.r, Bucket::Address);

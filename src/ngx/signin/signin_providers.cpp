@@ -1,4 +1,4 @@
-// OpenID Connect providers (DESIGN §9.5): GET /providers, /providers/NAME/start and
+// OpenID Connect providers: GET /providers, /providers/NAME/start and
 // /providers/NAME/callback, GET /providers/linked and POST /providers/unlink.
 //
 // Every call to a provider (its discovery document, its keys, the token request) is a subrequest

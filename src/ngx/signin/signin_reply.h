@@ -1,5 +1,5 @@
-// Answers of the sign-in glue: JSON bodies with cache-control: no-store (SPEC §4), the error
-// shape {"error", "code"} of DESIGN §5, and the session cookie.
+// Answers of the sign-in glue: JSON bodies with cache-control: no-store (nothing of the API may be cached), the error
+// shape {"error", "code"} (a message a person can read, and a stable code), and the session cookie.
 #pragma once
 
 #include "ngx_signin_nginx.h"
@@ -11,7 +11,7 @@
 
 namespace signin_ngx {
 
-// What an error answer is made of: its HTTP status and its stable code (DESIGN §5).
+// What an error answer is made of: its HTTP status and its stable code.
 struct HttpError {
     ngx_uint_t status;
     std::string_view code;
@@ -43,7 +43,7 @@ ngx_int_t redirect_to(ngx_http_request_t *r, ngx_str_t location);
 // `s` escaped as a query argument's value the way nginx escapes arguments (NGX_ESCAPE_ARGS), in
 // the request's pool; its data is nullptr when memory runs out.
 ngx_str_t escaped_arg(ngx_http_request_t *r, std::string_view s);
-// The Set-Cookie value of the session cookie (SPEC §5 rule 1); max_age 0 clears it.
+// The Set-Cookie value of the session cookie (__Host- on HTTPS, HttpOnly, SameSite=Lax); max_age 0 clears it.
 std::string cookie_header(std::string_view name, std::string_view value, long long max_age);
 
 }  // namespace signin_ngx

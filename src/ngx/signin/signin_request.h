@@ -1,4 +1,4 @@
-// What the sign-in glue reads from a request: its context, headers, credentials (SPEC §5), the
+// What the sign-in glue reads from a request: its context, headers, credentials (cookie or bearer), the
 // client (signin_client), and its JSON body.
 #pragma once
 
@@ -51,7 +51,8 @@ std::string client_of(ngx_http_request_t *r);
 // The client as the per-client counters know it: an IPv6 client is its signin_client_ipv6_prefix.
 std::string client_key(ngx_http_request_t *r);
 
-// Credentials of a request (SPEC §5 rules 2, 4; DESIGN §5 cookie tossing).
+// Credentials of a request: a session cookie or a bearer token, never both, and never two
+// session cookies (cookie tossing).
 struct Credentials {
     enum State { None, Cookie, Bearer, Ambiguous, Malformed } state = None;
     signin::Secret secret;
@@ -60,8 +61,8 @@ Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name
 // The value of the one cookie of this name (empty when there is none, or more than one).
 signin::Secret read_cookie(ngx_http_request_t *r, std::string_view name);
 
-// Takes the module's credentials out of what the request passes on (DESIGN §10.3
-// signin_pass_credentials off): the session, remembered-device and browser cookies (cookie_names)
+// Takes the module's credentials out of what the request passes on (with
+// signin_pass_credentials off, the default): the session, remembered-device and browser cookies (cookie_names)
 // from every Cookie line (a line left empty is dropped) and a bearer Authorization. Other
 // headers, and their pointers in headers_in, stay.
 bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_view> cookie_names);

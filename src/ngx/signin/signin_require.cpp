@@ -1,4 +1,4 @@
-// signin_require: the gate in front of any location (DESIGN §4). Access phase: a live session
+// signin_require: the gate in front of any location. Access phase: a live session
 // or bearer token, or 401 JSON (unless the location has error_page, which then decides what the
 // visitor sees). nginx skips the access phase for subrequests, so the same check also runs in
 // the precontent phase for them: an SSI include or auth_request cannot bypass the gate.
@@ -71,12 +71,12 @@ ngx_int_t gate(ngx_http_request_t *r) {
         }
     }
     Credentials c = read_credentials(r, engine->cookie_name());
-    if (c.state == Credentials::Ambiguous) {  // DESIGN §5: cookie tossing, or a cookie and a bearer
+    if (c.state == Credentials::Ambiguous) {  // cookie tossing, or a cookie and a bearer: neither is trusted
         if (sub) return NGX_HTTP_BAD_REQUEST;
         return finish_with(r, reject(r, kAmbiguousCredentials,
                                      "send one credential: a session cookie or a bearer token, not both"));
     }
-    // SPEC §5 rule 4 for the upstreams behind the gate: a cookie-carrying
+    // a present, wrong Origin is refused for the upstreams behind the gate too: a cookie-carrying
     // state change whose Origin is present and not the site's is refused (a same-site,
     // cross-origin form POST carries a SameSite=Lax cookie; the legacy app may have no CSRF
     // defence of its own).
@@ -101,7 +101,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
     LocConf *l = loc_conf(r);
     // signed in, and this location's rules are not for this account
     const bool refused = p && l->rules && !l->rules->allows(p.value()->user);
-    // signin_require mfa: only a session that passed a second factor (DESIGN §9.3)
+    // signin_require mfa: only a session that passed a second factor
     const bool needs_factor = p && !refused && l->require == 2 && !p.value()->session.mfa;
     if (p && !refused && !needs_factor) {
         // the upstream gets the user ($signin_user_*), not the credential that proves it

@@ -1,5 +1,5 @@
-// Who is signed in: GET /me, GET /sessions, POST /sessions/revoke, POST /logout (SPEC §4), and
-// the authentication every signed-in endpoint and the gate share (SPEC §5).
+// Who is signed in: GET /me, GET /sessions, POST /sessions/revoke, POST /logout, and
+// the authentication every signed-in endpoint and the gate share (cookie or bearer, never both).
 #include "signin/json.hpp"
 #include "signin_api.h"
 #include "signin_metrics.h"
@@ -38,7 +38,7 @@ private:
 };
 
 // POST /logout: the caller's session; with {"all": true} also every session of this browser
-// (DESIGN §9.6), then no cookie of the module's but the remembered device stays.
+// (several accounts in one browser), then no cookie of the module's but the remembered device stays.
 class LogoutJob final : public Job {
 public:
     LogoutJob(std::optional<signin::Principal> p, std::string client, bool by_cookie, bool all, signin::Secret browser)
@@ -210,7 +210,7 @@ ngx_int_t post_logout(ApiCall &call) {
     std::optional<signin::Principal> p;  // none: the browser cookie alone ends its accounts
     if (all && !browser.empty() && call.credentials.state == Credentials::None) {
         // the browser's accounts without an active one: the browser cookie is the credential,
-        // and ending sessions with it is a cookie write (SPEC §5 rule 3)
+        // and ending sessions with it is a cookie write (it needs the configured Origin)
         auto ok = id().check_origin(header_value(call.r, "Origin"), true);
         if (!ok) return send_failure(call.r, ok.error());
     } else {

@@ -1,5 +1,5 @@
 // Email tokens: POST /register, /login (a token request), POST /session, /token (its exchange)
-// (SPEC §3 "Email token", §4).
+// (a token is single-use, short-lived, and only ever spent by a POST).
 #include "signin/json.hpp"
 #include "signin_api.h"
 #include "signin_conf.h"
@@ -16,7 +16,8 @@ signin::Identity &id() { return *identity(); }
 
 // POST /session and /token: spends the token and opens a session, in one write (one token
 // exchanged by many connections through several workers yields one session).
-// With {email, code, group?} instead of {token}: the token's short code (DESIGN §9.1).
+// With {email, code, group?} instead of {token}: the token's short code, the
+// form an email shows beside its link; spending either spends both.
 class ExchangeJob final : public SignInJob {
 public:
     ExchangeJob(TokenOrCode spent, std::string client, std::string user_agent, signin::SessionKind kind,
@@ -117,7 +118,7 @@ void TokenRequestJob::take_shared_send() {
     signin::SharedLimits *shared = shared_limits();
     if (!send_.may_send || shared_taken_ || send_.shared.limit == 0 || shared == nullptr) return;
     if (shared->take("address\n" + send_.address, send_.shared, id().now()) > 0) {
-        send_.may_send = false;  // the same answer, nothing sent (SPEC §8 rule 1)
+        send_.may_send = false;  // the same answer, nothing sent: a usable token is already waiting
     } else {
         shared_taken_ = true;
     }

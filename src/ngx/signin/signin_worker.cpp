@@ -1,4 +1,4 @@
-// The per-worker engine: the store opened after fork (DESIGN §3 rule 7), the job pools, the
+// The per-worker engine: the store opened after fork (a store's handles are not shared across fork), the job pools, the
 // purge of expired records, and the warm-up of the dummy hash.
 #include "signin_conf.h"
 #include "signin_metrics.h"
@@ -19,8 +19,8 @@ ngx_connection_t g_purge_dummy;
 // (Store::WriteTxn::purge_index) in between. A round deletes at most kPurgeRound entries (and as
 // many old audit entries): each deletion dirties a page of its batch's transaction, and LMDB keeps
 // the page buffers of the largest transaction a worker ever made until the worker exits
-// (measured 2026-11-27: rounds of 10 000 grew the purging worker's heap by 6 to 8 MB in the
-// bench's exchanges, and held the write lock meanwhile). A round that used its whole budget is
+// (much larger rounds would grow the purging worker's heap by megabytes, and hold the write lock
+// meanwhile). A round that used its whole budget is
 // followed by the next one a second later, so the purge keeps up with 256 exchanges a second.
 constexpr ngx_msec_t kFirstPurge = 5000, kPurgeEvery = 60000, kPurgeAgain = 1000;
 constexpr std::size_t kPurgeRound = 256;
@@ -122,7 +122,7 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     }
     if (m->blocklist) g_identity->passwords().with_password_check(signin::password::blocklist_checker(*m->blocklist));
     // Password attempt counters live in the signin_limits zone (signin_passwords.cpp), shared by
-    // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
+    // every worker. Without a zone (nginx -t warned) each worker still applies the
     // attempt limits in its own memory, so password guessing is never unlimited unless
     // "signin_limits off" says so.
     if (m->store_pg && limits_mode(cycle) != LimitsMode::Off) {
