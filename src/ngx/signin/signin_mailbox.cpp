@@ -137,7 +137,8 @@ void clear_emails(ngx_http_request_t *r) {
     ngx_shmtx_unlock(&pool->mutex);
 }
 
-void posted_email(ngx_http_request_t *r) {
+// A delivery POSTed by hand (or by a proxy): a JSON object with a string "email", kept as it is.
+ngx_int_t store_posted(ngx_http_request_t *r) {
     std::string body;
     bool ok = r->request_body && !r->request_body->temp_file;
     for (ngx_chain_t *cl = ok ? r->request_body->bufs : nullptr; cl; cl = cl->next) {
@@ -148,23 +149,19 @@ void posted_email(ngx_http_request_t *r) {
         }
         body.append(reinterpret_cast<const char *>(cl->buf->pos), static_cast<size_t>(cl->buf->last - cl->buf->pos));
     }
-    ngx_int_t rc;
-    try {
-        // a delivery: a JSON object with a string "email" (other fields are kept as they are)
-        cJSON *root = cJSON_ParseWithLength(body.data(), body.size());
-        const cJSON *email = root ? cJSON_GetObjectItemCaseSensitive(root, "email") : nullptr;
-        const bool parsed = cJSON_IsObject(root) && cJSON_IsString(email) && signin::json::valid_utf8(body) &&
-                            body.size() <= kSlotBytes;
-        cJSON_Delete(root);
-        if (!ok || !parsed || !store_email(r, body)) {
-            rc = send_error(r, signin::Code::InvalidRequest, "a delivery is a JSON object with an email");
-        } else {
-            rc = send_empty(r, NGX_HTTP_NO_CONTENT);
-        }
-    } catch (...) {
-        rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+    cJSON *root = cJSON_ParseWithLength(body.data(), body.size());
+    const cJSON *email = root ? cJSON_GetObjectItemCaseSensitive(root, "email") : nullptr;
+    const bool parsed = cJSON_IsObject(root) && cJSON_IsString(email);
+    cJSON_Delete(root);
+    if (!ok || !parsed || !signin::json::valid_utf8(body) || body.size() > kSlotBytes || !store_email(r, body)) {
+        return send_error(r, signin::Code::InvalidRequest, "a delivery is a JSON object with an email");
     }
-    ngx_http_finalize_request(r, rc);
+    return send_empty(r, NGX_HTTP_NO_CONTENT);
+}
+
+// The request body's handler: nginx calls it once the body is read.
+void posted_email(ngx_http_request_t *r) {
+    ngx_http_finalize_request(r, guard_request(r, "signin_dev_mailbox", [r] { return store_posted(r); }));
 }
 
 // ---------------------------------------------------------------- the page
