@@ -27,7 +27,7 @@ public:
     virtual Millis now() const = 0;
 };
 
-// Every limit, with its usual value as default; each is a directive, so tests can shorten a
+// Every limit, with its documented value as default; each is a directive, so tests can shorten a
 // window instead of sleeping through it.
 struct Policy {
     Millis token_ttl = 10 * 60 * 1000;          // a token is valid ten minutes

@@ -47,10 +47,10 @@ public:
         return request_token_from(intent, email, group, {});
     }
 
-    // The two halves of request_token_from, for transports that deliver asynchronously. may_send =
-    // false: the address is over its send limit (the address's limit, not the asker's; decided by
-    // the transport's throttle): the same reads, writes and answer as a send, but no token is made,
-    // nothing is delivered, and the audit trail records `throttled`.
+    // The two halves of request_token_from, for transports that deliver asynchronously.
+    // may_send = false: the address is over its send limit (the address's, not the asker's;
+    // decided by the transport's throttle): the same reads, writes and answer as a send, but no
+    // token is made, nothing is delivered, and the audit trail records `throttled`.
     Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
                                    std::string_view client, bool may_send = true);
     Status cancel_token(const Secret &token, std::string_view client);
