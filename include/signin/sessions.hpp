@@ -1,4 +1,4 @@
-// Sessions (SPEC §3 "Session", §4, §5): who is behind a session token, last_seen_at, the
+// Sessions: who is behind a session token (cookie or bearer), last_seen_at, the
 // session list, revocation and logout. Valid C++17: the glue includes it.
 #pragma once
 
@@ -32,9 +32,9 @@ public:
     Status revoke_session(const Principal &p, std::string_view session_id, std::string_view client);
     Status logout(const Principal &p, std::string_view client);
 
-    // Several accounts in one browser (DESIGN §9.6), by its browser cookie. The accounts: its
-    // live cookie sessions, oldest sign-in first, the one `current` (the session cookie) names
-    // marked active, and listed even when another browser made it.
+    // Several accounts in one browser (signin_browser_accounts), by its browser cookie. The
+    // accounts: its live cookie sessions, oldest sign-in first, the one `current` (the session
+    // cookie) names marked active, and listed even when another browser made it.
     Result<std::vector<BrowserAccount>> accounts(const Secret &browser, const Secret &current);
     // Another session of this browser becomes the one the browser uses: the session with its
     // secret, to be set as the session cookie. Code::NotFound unless session_id names a live

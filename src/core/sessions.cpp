@@ -1,5 +1,5 @@
 // Sessions: the principal behind a session token, last_seen_at, the list, revocation and logout
-// (SPEC §3 "Session", §5).
+// (a session lives until logout, revocation or a password change ends it).
 #include "signin/sessions.hpp"
 
 #include <sodium.h>
