@@ -32,6 +32,10 @@ struct Family {
     std::string label;  // the label's name, "" for none
     std::vector<Sample> samples;
     Histogram histogram;  // Type::Histogram
+    // A second label, written before `label` ("" for none), and its value for each sample (in
+    // the order of `samples`).
+    std::string outer_label;
+    std::vector<std::string> outer_values;
 };
 
 // The text of every family, in order, newline-terminated.

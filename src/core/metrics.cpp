@@ -71,9 +71,17 @@ std::string render(const std::vector<Family> &families) {
             out += f.name + "_count " + std::to_string(cumulative) + "\n";
             continue;
         }
-        for (const Sample &s : f.samples) {
+        for (std::size_t i = 0; i < f.samples.size(); ++i) {
+            const Sample &s = f.samples[i];
             out += f.name;
-            if (!f.label.empty()) out += "{" + f.label + "=\"" + escaped(s.label_value) + "\"}";
+            if (!f.outer_label.empty()) {
+                const std::string outer = i < f.outer_values.size() ? f.outer_values[i] : std::string();
+                out += "{" + f.outer_label + "=\"" + escaped(outer) + "\"";
+                if (!f.label.empty()) out += "," + f.label + "=\"" + escaped(s.label_value) + "\"";
+                out += "}";
+            } else if (!f.label.empty()) {
+                out += "{" + f.label + "=\"" + escaped(s.label_value) + "\"}";
+            }
             out += " " + number(s.value) + "\n";
         }
     }

@@ -43,6 +43,23 @@ TEST(Metrics, CountersGaugesAndHistogramsInTheTextFormat) {
               "signin_commit_seconds_count 7\n");
 }
 
+// A family with two labels (signin_deliveries_total{transport,result}): the outer one first, both
+// escaped.
+TEST(Metrics, TwoLabels) {
+    std::vector<Family> f(1);
+    f[0].name = "signin_deliveries_total";
+    f[0].help = "Sends.";
+    f[0].outer_label = "transport";
+    f[0].label = "result";
+    f[0].samples = {{"sent", 2}, {"failed", 1}};
+    f[0].outer_values = {"smtp", "ht\"tp"};
+    EXPECT_EQ(render(f),
+              "# HELP signin_deliveries_total Sends.\n"
+              "# TYPE signin_deliveries_total counter\n"
+              "signin_deliveries_total{transport=\"smtp\",result=\"sent\"} 2\n"
+              "signin_deliveries_total{transport=\"ht\\\"tp\",result=\"failed\"} 1\n");
+}
+
 // Bucket bounds and sums print in the fewest digits that read back as the same double: 0.0025,
 // not 0.0025000000000000001 (%.17g). Each le is checked to parse back to its bound.
 TEST(Metrics, NumbersInTheirShortestRoundTripForm) {
