@@ -34,7 +34,8 @@ like $r->{content}, qr/^# TYPE signin_signins_total counter$/m, 'TYPE lines';
 like $r->{content}, qr/^# HELP signin_commit_seconds /m, 'HELP lines';
 for my $name (qw(signin_signins_total{method="email"} signin_signin_failures_total{reason="invalid_token"}
                  signin_tokens_issued_total{purpose="sign_in"} signin_tokens_issued_total{purpose="mfa_locked"}
-                 signin_deliveries_total{result="sent"}
+                 signin_deliveries_total{transport="http",result="sent"} signin_deliveries_total{transport="http",result="retried"}
+                 signin_deliveries_total{transport="http",result="failed"} signin_deliveries_total{transport="smtp",result="sent"}
                  signin_rate_limited_total{limit="sensitive"} signin_write_batches_total
                  signin_write_batch_size_count signin_commit_seconds_count signin_thread_queue_depth
                  signin_store_used_bytes signin_store_map_bytes)) {
@@ -58,7 +59,7 @@ is $m1->{'signin_signins_total{method="email"}'} - $m0->{'signin_signins_total{m
     'two email sign-ins counted (over both workers)';
 is $m1->{'signin_tokens_issued_total{purpose="registration"}'} - $m0->{'signin_tokens_issued_total{purpose="registration"}'}, 2,
     'two Registration emails counted';
-ok $m1->{'signin_deliveries_total{result="sent"}'} - $m0->{'signin_deliveries_total{result="sent"}'} >= 1,
+ok $m1->{'signin_deliveries_total{transport="http",result="sent"}'} - $m0->{'signin_deliveries_total{transport="http",result="sent"}'} >= 1,
     'deliveries counted';
 is $m1->{'signin_signin_failures_total{reason="invalid_token"}'} - $m0->{'signin_signin_failures_total{reason="invalid_token"}'}, 1,
     'a failed exchange counted by its code';

@@ -6,6 +6,9 @@
 // registered (nothing is ever added to epoll for it), and whatever the subrequest would write to
 // a client is discarded (the mailer's answer is only read for its status). The request lives
 // until its subrequest is over, then is freed the way nginx frees a finished request.
+//
+// With signin_smtp the outbox is the same, but a send is signin_smtp.cpp's (a batch in the
+// thread pool), whose results come back here (record_send).
 #include "signin_delivery.h"
 #include "signin_metrics.h"
 
@@ -24,6 +27,7 @@
 #include "signin_conf.h"
 #include "signin_jobs.h"
 #include "signin_request.h"
+#include "signin_smtp.h"
 
 namespace signin_ngx {
 namespace {
@@ -85,6 +89,10 @@ void on_begin(ngx_event_t *ev) { begin(sending_of(ev)); }
 
 // Starts a send now, or queues it when this worker has kMaxSending in flight.
 void enqueue(signin::OutboxItem item) {
+    if (smtp_on()) {
+        send_by_smtp(std::move(item));
+        return;
+    }
     if (g_in_flight >= kMaxSending) {
         if (g_waiting.size() < kMaxWaiting) {
             g_waiting.push_back(std::move(item));
@@ -128,7 +136,8 @@ private:
 // worker's, on a timer that keeps a worker that is shutting down until it is made.
 class FailedJob final : public BackgroundJob {
 public:
-    explicit FailedJob(signin::OutboxItem item) : BackgroundJob(Stage::Write), sent_(std::move(item)) {}
+    FailedJob(signin::OutboxItem item, Transport transport)
+        : BackgroundJob(Stage::Write), sent_(std::move(item)), transport_(transport) {}
 
 private:
     // failed() moves the entry to a new key: from the item as it was sent each time it runs
@@ -143,6 +152,7 @@ private:
     void done(const signin::Error *failure) override;
 
     const signin::OutboxItem sent_;
+    const Transport transport_;
     signin::OutboxItem item_;  // held again: its next try
     std::optional<signin::Millis> delay_;
 };
@@ -153,7 +163,7 @@ void retry_if(Sending *s, bool wanted) {
         drop(s);
         return;
     }
-    if (g_in_flight >= kMaxSending) {
+    if (g_in_flight >= kMaxSending || smtp_on()) {  // queued (SMTP: in the next batch)
         signin::OutboxItem item = std::move(s->item);
         drop(s);
         enqueue(std::move(item));
@@ -198,6 +208,8 @@ void on_retry(ngx_event_t *ev) {
 }
 
 void FailedJob::done(const signin::Error *failure) {
+    // a failure to record it leaves the entry in the outbox, claimed again after its hold
+    count_delivery(transport_, failure != nullptr || delay_ ? DeliveryResult::Retried : DeliveryResult::Failed);
     if (failure != nullptr) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "signin: could not record a failed delivery (%s); it is tried again after "
@@ -218,21 +230,48 @@ void FailedJob::done(const signin::Error *failure) {
 // The send is over: record it, and let the next waiting one go.
 void settle(Sending *s, bool ok) {
     --g_in_flight;
-    count_delivery(ok);
     signin::OutboxItem item = std::move(s->item);
     drop(s);
+    record_send(std::move(item), Transport::Http, ok ? SendEnd::Sent : SendEnd::Retry);
+    next_waiting();
+}
+
+// A send refused for good (an SMTP 5xx): no retry, the token cancelled, delivery.failed audited.
+class RefusedJob final : public BackgroundJob {
+public:
+    RefusedJob(signin::OutboxItem item, std::string why)
+        : BackgroundJob(Stage::Write), item_(std::move(item)), why_(std::move(why)) {}
+
+private:
+    signin::Status write() override { return id().outbox().refused(item_, why_); }
+    signin::OutboxItem item_;
+    std::string why_;
+};
+
+}  // namespace
+
+void record_send(signin::OutboxItem item, Transport transport, SendEnd end, std::string why) {
     std::unique_ptr<BackgroundJob> job;
-    if (ok) {
-        job = std::make_unique<SentJob>(std::move(item));
-    } else {
-        job = std::make_unique<FailedJob>(std::move(item));
+    switch (end) {
+        case SendEnd::Sent:
+            count_delivery(transport, DeliveryResult::Sent);
+            job = std::make_unique<SentJob>(std::move(item));
+            break;
+        case SendEnd::Retry:  // counted once the outbox says whether it is tried again
+            job = std::make_unique<FailedJob>(std::move(item), transport);
+            break;
+        case SendEnd::Refused:
+            count_delivery(transport, DeliveryResult::Failed);
+            job = std::make_unique<RefusedJob>(std::move(item), std::move(why));
+            break;
     }
     if (start_background_job(std::move(job)) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "signin: could not record a delivery; the outbox sends it again after signin_delivery_timeout");
     }
-    next_waiting();
 }
+
+namespace {
 
 // ---------------------------------------------------------------- the module's own request
 
@@ -480,7 +519,7 @@ void ClaimJob::done(const signin::Error *failure) {
 
 void check_outbox(ngx_event_t *ev) {
     if (ngx_exiting || ngx_quit || ngx_terminate || identity() == nullptr) return;
-    if (!g_claiming && g_in_flight < kMaxSending && g_waiting.empty()) {
+    if (!g_claiming && g_in_flight < kMaxSending && g_waiting.empty() && smtp_queued() == 0) {
         // a store over the network is not read here: the claim (in the thread pool) finds out
         auto due = remote_store() ? signin::Result<bool>(true) : id().outbox().any_due();
         if (due && due.value()) {

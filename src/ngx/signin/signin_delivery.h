@@ -11,7 +11,9 @@
 
 #include <string>
 
+#include "signin/outbox.hpp"
 #include "signin/types.hpp"
+#include "signin_metrics.h"
 
 namespace signin_ngx {
 
@@ -21,6 +23,13 @@ struct MainConf;
 // once the current event is over (the visitor's answer goes first). The delivery moves out of d.
 // An empty key (no outbox) sends nothing.
 void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client);
+
+// What became of one send (the HTTP subrequest's, or an SMTP batch's): sent; refused for now
+// (tried again after its delay, for as long as its code lives); refused for good (`why`, e.g.
+// "smtp 550": no retry, the token cancelled, delivery.failed audited). Recorded in the outbox in
+// the thread pool, and counted in signin_deliveries_total.
+enum class SendEnd : std::uint8_t { Sent, Retry, Refused };
+void record_send(signin::OutboxItem item, Transport transport, SendEnd end, std::string why = {});
 
 // postconfiguration: the server whose locations serve signin_delivery (requests of the module's
 // own are made in it). NGX_ERROR when no server has an exact or prefix location that matches.

@@ -3,6 +3,7 @@
 #include "signin_conf.h"
 #include "signin_delivery.h"
 #include "signin_providers.h"
+#include "signin_smtp.h"
 
 #include <grp.h>
 #include <pwd.h>
@@ -154,9 +155,10 @@ static char *check_required(ngx_conf_t *cf, MainConf *m) {
                            "provider go through (proxy_pass $signin_provider_url;)");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (m->delivery_uri.len == 0 && m->email) {
+    if (m->delivery_uri.len == 0 && m->email && !smtp_written(cf)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "email sign-in needs \"signin_delivery\" (or \"signin_email off\")");
+                           "email sign-in needs \"signin_smtp\" (a mail relay) or \"signin_delivery\" (an HTTP mail "
+                           "API), or \"signin_email off\"");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     // a zero here is written by hand (no default is 0): its own line is named

@@ -28,7 +28,7 @@ struct Counters {
     ngx_atomic_t signins[kWays];
     ngx_atomic_t failures[kReasons];
     ngx_atomic_t tokens[kPurposes];
-    ngx_atomic_t deliveries[2];  // sent, failed
+    ngx_atomic_t deliveries[2][3];  // [Transport][DeliveryResult]
     ngx_atomic_t limited[kBuckets];
     ngx_atomic_t batch_sizes[kBatchBounds + 1];
     ngx_atomic_t batch_jobs;
@@ -69,7 +69,7 @@ ngx_int_t metrics(ngx_http_request_t *r) {
     using Type = mx::Family::Type;
     std::vector<mx::Family> f;
     auto family = [&](const char *name, const char *help, Type type, const char *label) -> mx::Family & {
-        f.push_back({name, help, type, label, {}, {}});
+        f.push_back({name, help, type, label, {}, {}, {}, {}});
         return f.back();
     };
     auto &signins = family("signin_signins_total", "Sign-ins (sessions and bearer tokens made), by way in.", Type::Counter, "method");
@@ -84,8 +84,18 @@ ngx_int_t metrics(ngx_http_request_t *r) {
     for (std::size_t i = 0; i < kPurposes; ++i) {
         tokens.samples.push_back({std::string(signin::purpose_tag(static_cast<signin::Purpose>(i + 1))), get(c->tokens[i])});
     }
-    family("signin_deliveries_total", "Delivery attempts (a refused one is tried again), by result.", Type::Counter, "result")
-        .samples = {{"sent", get(c->deliveries[0])}, {"failed", get(c->deliveries[1])}};
+    auto &deliveries = family("signin_deliveries_total",
+                              "Sends of emails by transport and result: sent, retried (refused, tried again), failed "
+                              "(refused for the last time).",
+                              Type::Counter, "result");
+    deliveries.outer_label = "transport";
+    for (std::size_t t = 0; t < 2; ++t) {
+        for (std::size_t i = 0; i < 3; ++i) {
+            static const char *const transports[] = {"http", "smtp"}, *const results[] = {"sent", "retried", "failed"};
+            deliveries.samples.push_back({results[i], get(c->deliveries[t][i])});
+            deliveries.outer_values.emplace_back(transports[t]);
+        }
+    }
     auto &limited = family("signin_rate_limited_total", "Requests answered 429, by limit.", Type::Counter, "limit");
     for (std::size_t i = 0; i < kBuckets; ++i) {
         limited.samples.push_back({bucket_name(static_cast<Bucket>(i + 1)), get(c->limited[i])});
@@ -164,8 +174,8 @@ void count_token(signin::Purpose purpose) {
     if (g_counters && i >= 1 && i <= kPurposes) add(g_counters->tokens[i - 1]);
 }
 
-void count_delivery(bool sent) {
-    if (g_counters) add(g_counters->deliveries[sent ? 0 : 1]);
+void count_delivery(Transport transport, DeliveryResult result) {
+    if (g_counters) add(g_counters->deliveries[static_cast<std::size_t>(transport)][static_cast<std::size_t>(result)]);
 }
 
 void count_limited(Bucket bucket) {

@@ -23,7 +23,10 @@ void count_signin(Way way);
 void count_signin(signin::SignInMethod method);
 void count_failure(signin::Code code);
 void count_token(signin::Purpose purpose);
-void count_delivery(bool sent);
+// A send's end, by transport: sent, refused and tried again, refused for the last time.
+enum class Transport : std::uint8_t { Http, Smtp };
+enum class DeliveryResult : std::uint8_t { Sent, Retried, Failed };
+void count_delivery(Transport transport, DeliveryResult result);
 void count_limited(Bucket bucket);
 // A write batch of `size` jobs whose durable commit took `seconds` (a pool thread calls it).
 void count_batch(std::size_t size, double seconds);

@@ -5,6 +5,7 @@
 #include "signin_delivery.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
+#include "signin_smtp.h"
 #include "../limits/signin_limits.h"
 
 namespace signin_ngx {
@@ -112,7 +113,8 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     }
     g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
     if (m->secret_key != nullptr) g_identity->use_secret_key(*m->secret_key);  // seals second-factor secrets
-    if (m->secret_key != nullptr && m->delivery_ctx != nullptr) {  // every email leaves through the outbox
+    // every email leaves through the outbox
+    if (m->secret_key != nullptr && (m->delivery_ctx != nullptr || smtp_settings(cycle) != nullptr)) {
         signin::OutboxSettings outbox;
         outbox.key = *m->secret_key;
         outbox.hold = static_cast<signin::Millis>(m->delivery_timeout);
