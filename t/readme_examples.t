@@ -18,15 +18,15 @@
 #  - a whole file gets, inside http { }, the access log and temporary paths of the test's prefix
 #    (never the system's /var/log/nginx or /var/lib/nginx), and -e / -g "pid" put its error log
 #    and pid file there;
-#  - /var/lib/nginx-signin/ -> the prefix (the store and its key); client_secret_file= paths ->
-#    a file in the prefix holding a made-up secret; every ssl_certificate(_key) -> a self-signed
-#    P-256 certificate made here; a missing proxy_ssl_trusted_certificate file -> that certificate;
+#  - /var/lib/nginx-signin/ -> the prefix (the store and its key); client_secret_file= and
+#    signin_smtp_auth_file paths -> a file in the prefix holding a made-up secret; every
+#    ssl_certificate(_key) -> a self-signed P-256 certificate made here; a missing proxy_ssl_trusted_certificate file -> that certificate;
 #  - a proxy_pass host that is neither an address nor an upstream of the file gets an
 #    "upstream HOST { server 127.0.0.1:PORT; }" (nginx -t would ask DNS for it);
 #  - fragments run with examples/thread-pool.conf in the main context, and an http or server
 #    fragment gets the lines a site needs that it does not set itself: signin_store (the
 #    prefix), signin_origin https://app.example.com, signin_limits, and signin_email off when it
-#    has no signin_delivery;
+#    has neither signin_delivery nor signin_smtp;
 #  - on nginx 1.25.1 and later "listen ... http2;" becomes "listen ...;" and "http2 on;", as the
 #    README says to write it there.
 use strict; use warnings;
@@ -158,6 +158,7 @@ sub nginx_t {
     mkdir "$p/var";
     $text =~ s{/var/lib/nginx-signin/}{$p/var/}g;
     $text =~ s{\bclient_secret_file=\S*?([\w.-]+)(?=[\s;])}{write_file("$p/$1", "s3cret\n"); "client_secret_file=$p/$1"}ge;
+    $text =~ s{(\bsignin_smtp_auth_file)\s+\S*?([\w.-]+);}{write_file("$p/$2", "mailer:s3cret\n"); "$1 $p/$2;"}ge;
     if ($text =~ /\bssl_certificate\b/) {
         my $out = `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost -keyout '$p/tls.key' -out '$p/tls.crt' 2>&1`;
         die "openssl: $out" if $?;
@@ -191,7 +192,7 @@ sub nginx_t {
         signin_limits => 'signin_limits zone=signin:1m;',
         signin_email  => 'signin_email off;',
     );
-    delete $base{signin_email} if $text =~ /^\s*signin_delivery\s/m;
+    delete $base{signin_email} if $text =~ /^\s*signin_(delivery|smtp)\s/m;
     my $base = join "\n", map { $base{$_} } grep { $text !~ /^\s*\Q$_\E\s/m } sort keys %base;
     my $body = $context eq 'server' ? "server {\n    listen 127.0.0.1:%%PORT%%;\n$text\n}" : $text;
     return $t->nginx_t(main => $main_lines, http => "$upstreams$base\n$body");
