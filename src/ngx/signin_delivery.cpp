@@ -208,6 +208,10 @@ void FailedJob::done(const signin::Error *failure) {
     if (!delay_) return;  // given up (the token is cancelled), or another worker holds it
     Sending *s = new_sending(std::move(item_));
     s->ev.handler = on_retry;
+    // Retries go on for as long as the code lives: a worker that is shutting down does not wait
+    // for them. The entry stays in the outbox, held until its retry time plus the hold, and the
+    // workers that remain (or the next nginx) send it then.
+    s->ev.cancelable = 1;
     ngx_add_timer(&s->ev, static_cast<ngx_msec_t>(*delay_));
 }
 
