@@ -1,4 +1,4 @@
-// The outbox (DESIGN §10.3 signin_delivery_retries): a transport that delivers apart from the
+// The outbox (signin_delivery_retries): a transport that delivers apart from the
 // visitor's request writes each delivery here, in the same transaction as its token, and sends
 // it afterwards; a refused delivery is tried again with a doubling delay, and one that finally
 // fails cancels its token. A sender that vanished (a crashed worker, a stopped server) leaves its

@@ -1,5 +1,5 @@
 // Email tokens: the request (issue and deliver, or cancel) and the exchange for a session
-// (SPEC §3 "Email token", §4).
+// (a token is spent by its first exchange, even one that then fails).
 #include "signin/tokens.hpp"
 
 #include <algorithm>
@@ -146,7 +146,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
                 return TokenIssue{};
             }
         }
-        // Over the address's send limit: the same answer, nothing sent (SPEC §8 rule 1).
+        // Over the address's send limit: the same answer, nothing sent (the limit is the address's).
         if (!may_send) {
             decoy_issue(*txn, *group, *email, client, now);
             txn->append_audit(detail::audit(now, "throttled", *email, client, uid,
@@ -390,7 +390,7 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
     return out;
 }
 
-// ---- email change (DESIGN §9.6) --------------------------------------------------------------
+// ---- email change: a token to the new address, a notice to the old ----------------------------
 
 Result<EmailChangeIssue> Tokens::request_email_change(const Principal &p, std::string_view new_email_in,
                                                       std::string_view client) {
