@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "signin/engine.hpp"
-#include "signin/principal_memo.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -19,10 +18,9 @@ public:
     // auth.authenticate_from: the principal behind a live session token of `kind`. Read-only.
     Result<Principal> authenticate_from(const Secret &token, std::string_view client,
                                         SessionKind kind = SessionKind::Cookie);
-    // The same, shared: with a memo (one event loop's, principal_memo.hpp) a store that reads in
-    // place hands back the principal it decoded before from the same bytes.
-    Result<std::shared_ptr<const Principal>> authenticate_shared(const Secret &token, SessionKind kind,
-                                                                 PrincipalMemo *memo);
+    // The same, shared: a store that reads in place may hand back a principal it decoded before
+    // from the same bytes (ReadTxn::principal), to this caller and to later ones.
+    Result<std::shared_ptr<const Principal>> authenticate_shared(const Secret &token, SessionKind kind);
     // Whether last_seen_at is old enough to be written again, and the write itself.
     bool needs_touch(const Principal &p) const;
     Status touch(const Principal &p);

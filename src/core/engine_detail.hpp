@@ -82,7 +82,7 @@ void retry_pause(int attempt);
 inline constexpr int kTransactionTries = 10;
 
 // Runs f and maps every exception to an Error: nothing escapes the API. A transaction that lost a
-// race with another (only a database with serializable transactions says so: PostgreSQL) runs
+// race with another (only a database with serializable transactions says so) runs
 // again from the start, so f reads what the winner wrote: f's effects outside the store are only
 // its result, which the last try makes.
 template <class F>

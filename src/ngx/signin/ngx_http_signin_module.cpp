@@ -377,32 +377,29 @@ MainConf *signin_ngx::cycle_main_conf(ngx_cycle_t *cycle) {
     return static_cast<MainConf *>(hc->main_conf[ngx_http_signin_module.ctx_index]);
 }
 
-// In the master: create the store directory and give it to the worker user, as nginx does for
-// its temp paths, so that workers (not root) can open it.
+// In the master: the store readied for the workers (as nginx does for its temp paths, so that
+// workers, not root, can open it: a store in a directory has it made and given to the worker
+// user), and the secret key read or made.
 static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
     if (m == nullptr || !m->used || m->store_path.len == 0) return NGX_OK;
-    std::string path(m->store_pg ? std::string() : std::string(sv(m->store_path)));  // no directory for PostgreSQL
-    while (path.size() > 1 && path.back() == '/') path.pop_back();
-    for (std::size_t i = 1; i <= path.size(); i++) {
-        if (i == path.size() || path[i] == '/') {
-            std::string part = path.substr(0, i);
-            // the store itself is the workers' alone (chowned below); a directory made on the way
-            // to it must let them through, whatever the umask
-            const bool store = i == path.size();
-            if (mkdir(part.c_str(), store ? 0700 : 0755) == 0) {
-                if (!store && chmod(part.c_str(), 0755) != 0) {
-                    ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chmod \"%s\" failed",
-                                  part.c_str());
-                    return NGX_ERROR;
-                }
-            } else if (errno != EEXIST) {
-                ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: mkdir \"%s\" failed",
-                              part.c_str());
-                return NGX_ERROR;
+    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
+    const bool root = geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT);
+    const bool prepared = guard(
+        [&] {
+            signin::prepare_store(sv(m->store_path), root ? std::optional<unsigned>(ccf->user) : std::nullopt);
+            return true;
+        },
+        [&](const std::exception *e) {
+            if (dynamic_cast<const signin::StoreError *>(e)) {
+                ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "signin_store: %s", e->what());
+            } else {
+                ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "signin_store could not be prepared%s%s", e ? ": " : "",
+                              e ? e->what() : "");
             }
-        }
-    }
+            return false;
+        });
+    if (!prepared) return NGX_ERROR;
     // The secret key (never in the store): read, or made at the first start. Workers inherit it.
     std::string key_path(sv(m->secret_key_path));
     auto key = signin::load_key_file(key_path, true);
@@ -420,16 +417,7 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     cln->handler = [](void *p) { static_cast<signin::AssertionKeys *>(p)->~AssertionKeys(); };
     key.value().key.fill(0);
 
-    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
-    if (geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {
-        for (const char *f : {"", "/data.mdb", "/lock.mdb"}) {
-            if (m->store_pg) break;
-            std::string p = path + f;
-            if (chown(p.c_str(), ccf->user, static_cast<gid_t>(-1)) != 0 && errno != ENOENT) {
-                ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chown \"%s\" failed", p.c_str());
-                return NGX_ERROR;
-            }
-        }
+    if (root) {
         // the key too, so that signin-admin run as the worker user can seal an invitation
         if (chown(key_path.c_str(), ccf->user, static_cast<gid_t>(-1)) != 0) {
             ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_secret_key: chown \"%s\" failed",

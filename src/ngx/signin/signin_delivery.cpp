@@ -173,7 +173,7 @@ void retry_if(Sending *s, bool wanted) {
     begin(s);
 }
 
-// Whether a send is still wanted, asked in the thread pool (a store over the network). The send
+// Whether a send is still wanted, asked in the thread pool (a store whose reads may block). The send
 // waits meanwhile: nothing else refers to it until retry_if.
 class WantedJob final : public BackgroundJob {
 public:
@@ -195,7 +195,7 @@ private:
 
 void on_retry(ngx_event_t *ev) {
     Sending *s = sending_of(ev);
-    if (remote_store()) {
+    if (reads_block()) {
         if (guard([&] { return start_background_job(std::make_unique<WantedJob>(s)) == NGX_OK; },
                   [](const std::exception *) { return false; })) {
             return;
@@ -520,8 +520,8 @@ void ClaimJob::done(const signin::Error *failure) {
 void check_outbox(ngx_event_t *ev) {
     if (ngx_exiting || ngx_quit || ngx_terminate || identity() == nullptr) return;
     if (!g_claiming && g_in_flight < kMaxSending && g_waiting.empty() && smtp_queued() == 0) {
-        // a store over the network is not read here: the claim (in the thread pool) finds out
-        auto due = remote_store() ? signin::Result<bool>(true) : id().outbox().any_due();
+        // a store whose reads may block is not read here: the claim (in the thread pool) finds out
+        auto due = reads_block() ? signin::Result<bool>(true) : id().outbox().any_due();
         if (due && due.value()) {
             g_claiming = guard([] { return start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_in_flight)) == NGX_OK; },
                                [](const std::exception *) { return false; });

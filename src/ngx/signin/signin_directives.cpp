@@ -94,13 +94,13 @@ char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     if (!note_line(cf, m, cmd)) return static_cast<char *>(NGX_CONF_ERROR);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
     m->store_path = value[1];
-    // postgresql://... or postgres://...: a database several nodes share (libpq's URI)
-    if (signin::is_pg_url(sv(value[1]))) {
+    // a database's URI: taken as written, without a size
+    if (!signin::store_traits(sv(value[1])).in_directory) {
         if (cf->args->nelts > 2) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": size= is for an LMDB store, not PostgreSQL", &value[2]);
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": size= is for a store in a directory, not a database",
+                               &value[2]);
             return static_cast<char *>(NGX_CONF_ERROR);
         }
-        m->store_pg = 1;
         return NGX_CONF_OK;
     }
     if (ngx_conf_full_name(cf->cycle, &m->store_path, 0) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);

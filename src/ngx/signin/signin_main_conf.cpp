@@ -132,9 +132,10 @@ static char *check_required(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_origin\"");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    const signin::StoreTraits store = signin::store_traits(sv(m->store_path));
     // A store the workers cannot reach answers every sign-in and gated request 503: refused now,
     // before the master makes its directory (init_module).
-    if (!m->store_pg) {
+    if (store.in_directory) {
         if (auto u = worker_user(cf)) {
             const std::string path(sv(m->store_path));
             const std::string dir = unsearchable_parent(path, *u);
@@ -182,19 +183,22 @@ static char *check_settings(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "signin_require is used but no location has \"signin_api\": nobody can sign in");
     }
-    if (m->session_cache != 0 && !m->store_pg) {
+    const signin::StoreTraits store = signin::store_traits(sv(m->store_path));
+    if (m->session_cache != 0 && !store.reads_may_block) {
         log_at(cf, NGX_LOG_WARN, m, "signin_session_cache",
-               "\"signin_session_cache\" is for a postgresql:// store (LMDB is read in memory): ignored");
+               "\"signin_session_cache\" is for a store whose reads go over the network (this one is read in "
+               "memory): ignored");
     }
     if (m->delivery_timeout == 0) {
         log_at(cf, NGX_LOG_EMERG, m, "signin_delivery_timeout", "\"signin_delivery_timeout\" must be longer than 0");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (m->secret_key_path.len == 0 && m->store_pg) {
-        // the nodes that share a database share the key (it seals what the store keeps): a file
+    if (m->secret_key_path.len == 0 && store.shared_by_nodes) {
+        // the nodes that share a store share the key (it seals what the store keeps): a file
         // each node would make for itself by default would differ
         log_at(cf, NGX_LOG_EMERG, m, "signin_store",
-               "signin_store postgresql://... needs \"signin_secret_key FILE\", the same file on every node");
+               "a signin_store that several nodes share needs \"signin_secret_key FILE\", the same file on every "
+               "node");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     if (m->secret_key_path.len == 0) {  // beside the store, never in it: "<store>.key"
