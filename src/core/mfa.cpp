@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 #include "signin/codes.hpp"
 #include "signin/totp.hpp"
 

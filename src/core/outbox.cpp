@@ -6,8 +6,8 @@
 
 #include <stdexcept>
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 #include "signin/engine.hpp"
 
 namespace signin {

@@ -4,8 +4,8 @@
 #include <array>
 #include <vector>
 
-#include "core/encoding.hpp"
-#include "core/pages_data.hpp"
+#include "encoding.hpp"
+#include "pages_data.hpp"
 #include "signin/emails.hpp"
 
 namespace signin::pages {

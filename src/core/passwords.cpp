@@ -1,7 +1,7 @@
 // The password operations of the engine (SPEC §3 password rows, §4, §5 rules 7-10, §8).
 #include "signin/passwords.hpp"
 
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 
 namespace signin {
 namespace {

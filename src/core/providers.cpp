@@ -1,8 +1,8 @@
 // OpenID Connect providers' accounts (providers.hpp).
 #include "signin/providers.hpp"
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 
 namespace signin {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <sodium.h>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 #include "signin/codes.hpp"
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 #include "signin/access.hpp"
 
 namespace signin {

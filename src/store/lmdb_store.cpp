@@ -62,10 +62,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/encoding.hpp"
 #include "signin/principal_memo.hpp"
 #include "signin/store.hpp"
-#include "store/records.hpp"
+#include "records.hpp"
 
 namespace signin {
 using namespace records;

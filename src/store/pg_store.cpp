@@ -55,7 +55,7 @@
 #include <vector>
 
 #include "signin/store.hpp"
-#include "store/records.hpp"
+#include "records.hpp"
 
 namespace signin {
 using namespace records;

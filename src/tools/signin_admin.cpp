@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/encoding.hpp"
+#include "signin/encoding.hpp"
 #include "signin/auth.hpp"
 #include "signin/json.hpp"
 #include "signin/secret_key.hpp"

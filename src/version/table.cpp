@@ -1,4 +1,4 @@
-#include "version/table.hpp"
+#include "table.hpp"
 
 #include <array>
 #include <cstdint>
