@@ -48,6 +48,7 @@ BUILD_PACKAGES=(
     liboath-dev libqrencode-dev           # second factors: TOTP checks, the enrollment QR code
     libcbor-dev                           # passkeys: WebAuthn's CBOR (signatures by OpenSSL: libssl-dev)
     libpq-dev                             # signin_store postgresql://... (DESIGN §9.7)
+    libcurl4-openssl-dev                  # signin_smtp: SMTP, STARTTLS and SASL by libcurl (OpenSSL, as nginx)
     libcli11-dev                          # signin-admin's command line (header-only)
     libgtest-dev                          # core unit tests (built with the core)
     libpcre2-dev libssl-dev zlib1g-dev    # needed by nginx's configure for Debian's flags
@@ -60,6 +61,7 @@ TEST_PACKAGES=(
     perl                                  # prove and the t/*.t harness (core modules only)
     python3 python3-argon2                # cross-checks of password hashes by another implementation
     python3-jwt python3-cryptography      # an independent JOSE library verifies $signin_assertion
+    python3-aiosmtpd openssl              # t/smtp-server: a real SMTP server, its throw-away CA made by openssl
     chromium                              # the browser tests of the pages (t/signin_pages_browser.t)
     clang libclang-rt-dev                 # fuzz/ (libFuzzer, ASan, UBSan): ./build.sh fuzz, and a short run in test
     curl ca-certificates procps

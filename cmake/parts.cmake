@@ -19,7 +19,7 @@ cmake_path(NORMAL_PATH SIGNIN_ROOT)
 
 find_package(PkgConfig REQUIRED)
 foreach(_pkg IN ITEMS sodium:libsodium cjson:libcjson lmdb:lmdb icu:icu-uc oath:liboath cbor:libcbor
-                      crypto:libcrypto qrencode:libqrencode pq:libpq)
+                      crypto:libcrypto qrencode:libqrencode pq:libpq curl:libcurl)
   string(REPLACE ":" ";" _pkg ${_pkg})
   list(GET _pkg 0 _name)
   list(GET _pkg 1 _module)
@@ -56,8 +56,9 @@ add_custom_command(OUTPUT ${_pages_cpp}
 # one raw string literal per page file: longer than the standard's minimum string length
 set_source_files_properties(${_pages_cpp} PROPERTIES COMPILE_OPTIONS -Wno-overlength-strings)
 
+# signin_smtp sends through libcurl (SMTP, STARTTLS, SASL; Debian's libcurl4-openssl-dev)
 signin_part(signin_core core SOURCES ${_pages_cpp}
-  PACKAGES SODIUM CJSON ICU OATH CBOR CRYPTO QRENCODE)
+  PACKAGES SODIUM CJSON ICU OATH CBOR CRYPTO QRENCODE CURL)
 # the store's records carry audit entries in the engine's JSON (signin/json.hpp)
 signin_part(signin_store store PACKAGES SODIUM CJSON LMDB PQ USES signin_core)
 signin_part(signin_version version)

@@ -28,7 +28,7 @@ sub audit {
     is $r->{status}, 200, 'account created';
     my $cookie = SigninTest::set_cookie_pair($r);
     my $tok = $t->request_token($e, login => 1);
-    # each worker that answers holds the decoded session afterwards (its PrincipalMemo): the
+    # each worker that answers holds the decoded session afterwards (the store's memo of it): the
     # suspension must still be seen at the next request, whichever worker takes it
     my @before = map { $t->req(GET => '/auth/me', headers => { cookie => $cookie })->{status} } 1 .. 8;
     is_deeply \@before, [(200) x 8], 'signed in';

@@ -1,6 +1,6 @@
-// Who may pass a gate, and who may join (DESIGN §10.1): rules evaluated in order, first match
-// wins, like nginx's allow/deny; lists of people read from a file; roles. Valid C++17: the glue
-// includes it.
+// Who may pass a gate, and who may join (signin_allow, signin_deny): rules evaluated in order,
+// first match wins, like nginx's allow/deny; lists of people read from a file; roles. Valid C++17:
+// the glue includes it.
 #pragma once
 
 #include <memory>
@@ -14,9 +14,9 @@
 
 namespace signin {
 
-// Whether a return_to (signin_login_url, DESIGN §9.2), once decoded, is a path of this site that a
-// page may send the browser to: "/x...", never "//host", "/\\host" (browsers read "\\" as "/"), a
-// scheme, or a control character, space or backslash anywhere.
+// Whether a return_to (the page signin_login_url sends a browser back to), once decoded, is a
+// path of this site that a page may send the browser to: "/x...", never "//host", "/\\host"
+// (browsers read "\\" as "/"), a scheme, or a control character, space or backslash anywhere.
 bool is_same_origin_path(std::string_view path);
 
 // A role name: [a-z0-9_-]{1,32}, or nullopt.

@@ -1,4 +1,4 @@
-// Account changes (SPEC "account changes", DESIGN §9.6): what is held about a user, and deleting
+// Account changes: what is held about a user, and deleting
 // the account. Valid C++17: the glue includes it.
 #pragma once
 
@@ -18,8 +18,8 @@ struct AccountInfo {
     std::vector<SessionInfo> sessions; // the live ones
     MfaStatus mfa;
     unsigned outstanding_tokens = 0;   // codes sent to the address and not yet used or expired
-    unsigned passkeys = 0;             // passkeys registered (DESIGN §9.4)
-    std::vector<ProviderLinkInfo> providers;  // linked OpenID Connect identities (DESIGN §9.5)
+    unsigned passkeys = 0;             // passkeys registered
+    std::vector<ProviderLinkInfo> providers;  // linked OpenID Connect identities
 };
 
 class Accounts {

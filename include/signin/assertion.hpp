@@ -1,4 +1,4 @@
-// $signin_assertion (DESIGN §10.1): who the gate let in, as a compact JWS that an upstream can
+// $signin_assertion: who the gate let in, as a compact JWS that an upstream can
 // verify (RFC 7515, EdDSA with Ed25519 per RFC 8037), and the public keys at
 // {auth_path}/.well-known/jwks.json. The signing keys are derived from the secret key file
 // (secret_key.hpp), one per generation: `signin-admin key rotate` moves to the next, and the JWKS

@@ -1,5 +1,6 @@
-// The sign-in engine: SPEC §4 "Operations without HTTP". No exceptions cross this API; every
-// operation returns a Result. Thread-safe: one Identity serves every thread of a process.
+// The sign-in engine: every operation as a call, with no HTTP, for any transport. No exceptions
+// cross this API; every operation returns a Result. Thread-safe: one Identity serves every thread
+// of a process.
 #pragma once
 
 #include <memory>
@@ -55,7 +56,7 @@ private:
     Providers providers_;
 };
 
-// SPEC-named free functions (auth.*), for callers who prefer the spec's spelling.
+// The same operations as free functions named auth.*, for callers who prefer that spelling.
 namespace auth {
 inline Status request_token_from(Identity &id, std::string_view email, Intent intent,
                                  std::string_view client, std::string_view group = {}) {

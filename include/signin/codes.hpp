@@ -1,7 +1,8 @@
-// The short code of a token (DESIGN §9.1): 8 characters of Crockford's base32 (no I, L, O, U),
-// shown XXXX-XXXX, read case-insensitively with hyphens and spaces ignored (and I, L as 1, O as 0,
-// as Crockford decodes them). A code is 40 bits: it is only accepted with its address, for the
-// token's ten minutes, and five wrong codes for an address cancel its tokens.
+// The short code of a token, the form of an email's link that a person types: 8 characters of
+// Crockford's base32 (no I, L, O, U), shown XXXX-XXXX, read case-insensitively with hyphens and
+// spaces ignored (and I, L as 1, O as 0, as Crockford decodes them). A code is 40 bits: it is
+// only accepted with its address, for the token's ten minutes, and five wrong codes for an address
+// cancel its tokens.
 #pragma once
 
 #include <optional>

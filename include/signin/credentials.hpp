@@ -1,4 +1,4 @@
-// Credentials as a request carries them (SPEC §5 rules 1-2): the session cookie in Cookie header
+// Credentials as a request carries them: the session cookie in Cookie header
 // lines, and a bearer token in an Authorization header. Pure text parsing, for any transport.
 // Valid C++17: the glue includes this header.
 #pragma once

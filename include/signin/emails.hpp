@@ -1,4 +1,4 @@
-// The ready-made emails (SPEC §2, Delivery record): a subject, a plain text and an HTML body for
+// The ready-made emails (one per Delivery purpose): a subject, a plain text and an HTML body for
 // every purpose, tagged `auth.<purpose>`; any purpose's email can be replaced with a custom
 // template, and a preview of every email can be listed for an admin area. Valid C++17: the glue
 // includes it.
@@ -90,7 +90,7 @@ private:
 // Appends s to out with & < > " ' as HTML entities.
 void append_html_escaped(std::string &out, std::string_view s);
 
-// Every purpose, in the SPEC's order; and a purpose by its name (SignIn) or tag (sign_in, or
+// Every purpose, in the order of Purpose; and a purpose by its name (SignIn) or tag (sign_in, or
 // auth.sign_in).
 const std::array<Purpose, 9> &all_purposes();
 std::optional<Purpose> purpose_from_text(std::string_view text);

@@ -27,7 +27,8 @@ public:
     virtual Millis now() const = 0;
 };
 
-// Every limit of SPEC §8 with the spec's value as default (DESIGN §3 rule 8).
+// Every limit, with its documented value as default; each is a directive, so tests can shorten a
+// window instead of sleeping through it.
 struct Policy {
     Millis token_ttl = 10 * 60 * 1000;          // a token is valid ten minutes
     unsigned tokens_per_address = 3;            // the three most recent stay valid
@@ -46,8 +47,8 @@ struct Policy {
     bool with_passwords = false;                // auth.with_passwords
     unsigned password_min_length = password::kDefaultMinLength;  // code points; not below 8
     password::HashParams password_hash;         // Argon2id 19 MiB, 2 iterations
-    AttemptLimits attempts;                     // the default limiter's numbers (SPEC §8)
-    // Second factors (DESIGN §9.3). Off: the mfa operations answer MfaDisabled and no way in asks
+    AttemptLimits attempts;                     // the default limiter's numbers
+    // Second factors (signin_mfa). Off: the mfa operations answer MfaDisabled and no way in asks
     // for a factor.
     bool with_mfa = false;
     Millis mfa_pending_ttl = 5 * 60 * 1000;      // a sign-in waits this long for its factor
@@ -62,10 +63,10 @@ struct Policy {
     Millis mfa_backoff = 60 * 1000;
     unsigned mfa_lock_failures = 100;
     std::string mfa_issuer;                      // the otpauth issuer (signin_site_name); "" = the origin's host
-    // Several accounts in one browser (DESIGN §9.6, signin_browser_accounts): at most this many
+    // Several accounts in one browser (signin_browser_accounts): at most this many
     // cookie sessions per browser; one more ends the one used least recently. At least 1.
     unsigned browser_accounts = 5;
-    // Passkeys (DESIGN §9.4, signin_passkeys). Off: every passkey operation answers PasskeysDisabled.
+    // Passkeys (signin_passkeys). Off: every passkey operation answers PasskeysDisabled.
     bool with_passkeys = false;
     std::string passkey_rp_id;  // signin_passkey_rp_id; "" = the origin's host
 };
@@ -133,9 +134,10 @@ public:
     Status check_origin(std::optional<std::string_view> origin, bool cookie_write) const;
     // auth.cookie_name: __Host-svc_session on https, svc_dev_session on a loopback origin.
     std::string_view cookie_name() const;
-    // The remembered device's cookie (DESIGN §9.3): __Host-svc_device, or svc_dev_device on loopback.
+    // The remembered device's cookie (signin_mfa_remember): __Host-svc_device, or svc_dev_device on
+    // loopback.
     std::string_view device_cookie_name() const { return origin_.https ? "__Host-svc_device" : "svc_dev_device"; }
-    // The browser cookie (DESIGN §9.6): __Host-svc_browser, or svc_dev_browser on loopback.
+    // The browser cookie (browser accounts): __Host-svc_browser, or svc_dev_browser on loopback.
     std::string_view browser_cookie_name() const { return origin_.https ? "__Host-svc_browser" : "svc_dev_browser"; }
 
     // Administration (signin-admin): suspend or restore an account.
@@ -203,7 +205,7 @@ private:
     SignInStep sign_in(WriteTxn &txn, const User &user, SessionKind kind, SignInMethod method,
                        std::string_view client, std::string_view user_agent, Millis now, std::string detail,
                        const BrowserCookies *browser, bool two_factors = false) const;
-    // A new cookie session's place in its browser (DESIGN §9.6): ends the session the browser
+    // A new cookie session's place in its browser: ends the session the browser
     // signed in with unless `add`, an older session of the same user in this browser, and the
     // least recently used ones beyond policy().browser_accounts; returns the browser's new
     // cookie (a new one at every sign-in; the sessions the old cookie opens move to it). The

@@ -79,7 +79,7 @@ private:
 
 void append_escaped(std::string &out, std::string_view s);
 
-// {"id", "email", "group_id", "created_at", "updated_at"} (SPEC §2 User).
+// {"id", "email", "group_id", "created_at", "updated_at"}: what the API shows of a user.
 void write_user(Writer &w, const User &u);
 std::string user(const User &u);
 // GET /me: the user and its roles.
@@ -89,10 +89,10 @@ std::string me(const User &u);
 std::string audit_entry(const AuditEntry &e);
 // {"error": message, "code": code_name(c)}
 std::string error(Code c, std::string_view message);
-// The same with a transport's own code (DESIGN §5 shape).
+// The same shape with a code of the transport's own (not a Code).
 std::string error(std::string_view code, std::string_view message);
 std::string sessions(const std::vector<SessionInfo> &list);
-// GET /accounts (DESIGN §9.6): {"accounts": [{"user": {...}, "session_id", "active"}]}
+// GET /accounts, this browser's accounts: {"accounts": [{"user": {...}, "session_id", "active"}]}
 std::string accounts(const std::vector<BrowserAccount> &list);
 // {"access_token", "token_type": "Bearer", "expires_in", "user"}
 std::string bearer(const Session &s, Millis now);
@@ -110,7 +110,7 @@ std::string account(const AccountInfo &a);
 // GET /providers/linked: {"providers": [{id, provider, email, created_at, last_used_at}]}
 std::string provider_links(const std::vector<ProviderLinkInfo> &links);
 void provider_links(Writer &w, const std::vector<ProviderLinkInfo> &links);
-// Second factors (DESIGN §9.3).
+// Second factors (signin_mfa).
 // GET /mfa: {"totp": bool, "recovery_codes_left": N, "remembered_devices": N}
 std::string mfa_status(const MfaStatus &s);
 // POST /mfa/totp/setup: {"secret", "otpauth_uri", "qr_svg"}

@@ -1,4 +1,4 @@
-// The Prometheus text exposition format (version 0.0.4) of the module's metrics (DESIGN §10.2,
+// The Prometheus text exposition format (version 0.0.4) of the module's metrics (see
 // signin_metrics): families of counters, gauges and histograms, rendered with their HELP and TYPE
 // lines. The glue counts (a shared-memory zone summed over workers) and hands a snapshot here.
 // Valid C++17: the glue includes it.

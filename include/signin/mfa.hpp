@@ -1,4 +1,4 @@
-// Second factors (SPEC §3 "Sign-in with a second factor", DESIGN §9.3): TOTP enrollment from a
+// Second factors (signin_mfa): TOTP enrollment from a
 // fresh session, 10 single-use recovery codes, the second step of a sign-in (mfa_token and a
 // code), remembered devices. Valid C++17: the glue includes it.
 //

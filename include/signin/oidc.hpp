@@ -1,4 +1,4 @@
-// OpenID Connect, the relying party's side (DESIGN §9.5): the pieces of the authorization code
+// OpenID Connect, the relying party's side (signin_provider): the pieces of the authorization code
 // flow with PKCE that need no network and no store. The transport fetches the provider's
 // documents (discovery, JWKS, the token answer) and hands them here; providers.hpp links the
 // verified identity to an account.
@@ -119,7 +119,7 @@ struct Flow {
     Secret nonce;           // the same for the ID token's nonce
     Secret verifier;        // PKCE code_verifier (RFC 7636), 43 characters
     std::string return_to;  // a same-origin path, or "" (the pages decide)
-    bool add = false;       // another account in this browser (DESIGN §9.6)
+    bool add = false;       // sign in as another account, keeping this browser's others
     std::string link_user;  // started from a signed-in account to link the provider to it ("" = sign in)
     Millis expires_at = 0;
 };

@@ -1,4 +1,4 @@
-// The outbox (DESIGN §10.3 signin_delivery_retries): a transport that delivers apart from the
+// The outbox (signin_delivery_retries): a transport that delivers apart from the
 // visitor's request writes each delivery here, in the same transaction as its token, and sends
 // it afterwards; a refused delivery is tried again with a doubling delay, and one that finally
 // fails cancels its token. A sender that vanished (a crashed worker, a stopped server) leaves its
@@ -26,8 +26,18 @@ class Engine;
 struct OutboxSettings {
     SecretKey key{};       // the secret key (the outbox uses a subkey derived from it)
     Millis hold = 60000;   // how long a sender holds an entry before another may send it again
-    unsigned retries = 3;  // sends after the first failure
+    // Sends after the first failure, at most. The default has no count: an email is tried again
+    // for as long as what it carries could still be used (its token's lifetime; a notice,
+    // kNoticeLifetime), so a mail relay that is down for a while delays a sign-in, it does not
+    // lose it.
+    unsigned retries = kUntilExpiry;
+    static constexpr unsigned kUntilExpiry = ~0u;
 };
+
+// How long a notice (an email with no token: a new sign-in, a changed address) is tried again.
+inline constexpr Millis kNoticeLifetime = 24 * 3600 * 1000LL;
+// The longest wait between two sends of one email (the delay doubles from 1 s up to this).
+inline constexpr Millis kMaxRetryDelay = 60000;
 
 // One email waiting to be sent, as a sender holds it.
 struct OutboxItem {
@@ -51,7 +61,14 @@ public:
     // the entry held until then), or nullopt when its holder stops: it was the last try (the
     // entry goes, the token is cancelled, the audit trail records delivery.failed), or another
     // sender claimed the entry meanwhile.
+    // It is also the last try when the next one would come after the token (or a notice's
+    // kNoticeLifetime) expired.
     Result<std::optional<Millis>> failed(OutboxItem &item);
+    // The mailer refused it for good (an SMTP 5xx: a mailbox that does not exist, a message the
+    // relay will never take): no retry; the entry goes, the token is cancelled and
+    // delivery.failed audited with `why` (the reply code; no secret). Nothing when another
+    // sender claimed the entry meanwhile.
+    Status refused(const OutboxItem &item, std::string_view why);
     // Whether the item is still to be sent by its holder: its entry is still under item.key and
     // its token (if any) is still usable.
     Result<bool> wanted(const OutboxItem &item);
@@ -60,7 +77,7 @@ public:
     // Whether claim_due would find something (a read: cheap enough to ask every second).
     Result<bool> any_due();
 
-    // The delay after the n-th failed send (1 s, doubling).
+    // The delay after the n-th failed send (1 s, doubling, at most kMaxRetryDelay).
     static Millis backoff(std::uint32_t failures);
 
 private:

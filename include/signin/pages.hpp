@@ -1,4 +1,4 @@
-// The ready-made browser pages of `signin_pages on` (DESIGN §9.2): the sign-in page and the
+// The ready-made browser pages of `signin_pages on`: the sign-in page and the
 // account page, rendered from the templates of src/pages, and the stylesheet and scripts they
 // load, which the module serves itself (no third-party asset). The pages run no inline script,
 // so they work under content_security_policy(). Valid C++17: the glue includes it.

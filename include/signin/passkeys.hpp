@@ -1,4 +1,4 @@
-// Passkeys (DESIGN §9.4): WebAuthn registration from a fresh session and sign-in with a
+// Passkeys (signin_passkeys): WebAuthn registration from a fresh session and sign-in with a
 // discoverable credential, over the store's passkey records. The ceremonies' rules (WebAuthn
 // Level 3 §7.1, §7.2) are applied here; webauthn.hpp reads the structures and checks signatures.
 //

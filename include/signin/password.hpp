@@ -1,4 +1,4 @@
-// Passwords (SPEC §2 password policy, §8): NFC normalization, the policy, Argon2id hashing, the
+// Passwords (signin_passwords): NFC normalization, the policy, Argon2id hashing, the
 // breached-password blocklist, and the attempt-limit rules. Valid C++17: the glue includes it.
 #pragma once
 
@@ -27,11 +27,11 @@ using PasswordChecker = std::function<Status(std::string_view nfc_password)>;
 
 namespace password {
 
-inline constexpr std::size_t kMaxBytes = 1024;        // SPEC §8: at most 1024 bytes
+inline constexpr std::size_t kMaxBytes = 1024;        // longer is refused: nobody types more
 inline constexpr unsigned kDefaultMinLength = 15;     // code points, after NFC
 inline constexpr unsigned kLowestMinLength = 8;       // password_min_length cannot go below
 
-// Argon2id settings (SPEC §8): 19 MiB, 2 iterations, parallelism 1, 16-byte salt.
+// Argon2id settings (OWASP's minimum): 19 MiB, 2 iterations, parallelism 1, 16-byte salt.
 struct HashParams {
     unsigned long long opslimit = 2;
     std::size_t memlimit = 19456 * 1024;  // bytes; m=19456 in the PHC string
@@ -50,12 +50,13 @@ bool verify(std::string_view phc, std::string_view nfc_password);
 // Whether a PHC string was made with settings other than `params` (or is not Argon2id).
 bool needs_rehash(std::string_view phc, const HashParams &params = {});
 // A hash of a random password with `params`, made once per settings: sign-in attempts that have
-// no real hash to check verify against it, so every failure costs the same work (SPEC §5 rule 9).
+// no real hash to check verify against it, so every failure costs the same work (the time of an
+// answer does not tell whether the account exists or has a password).
 const std::string &dummy_hash(const HashParams &params = {});
 
-// The built-in policy (SPEC §8 rules 3-4): length in code points, at most kMaxBytes, the common
-// list and the obvious shapes. `nfc` must already be normalized. Code::WeakPassword with a
-// sentence a person can act on.
+// The built-in policy, applied when a password is set, never at sign-in: length in code points,
+// at most kMaxBytes, the common list and the obvious shapes. `nfc` must already be normalized.
+// Code::WeakPassword with a sentence a person can act on.
 Status check_policy(std::string_view nfc, unsigned min_length = kDefaultMinLength);
 // Whether a lowercase ASCII word is on the built-in list (Debian's john-data and wamerican).
 bool is_common(std::string_view lowercase_word);
@@ -88,7 +89,7 @@ PasswordChecker blocklist_checker(std::shared_ptr<const Blocklist> list);
 
 }  // namespace password
 
-// ------------------------------------------------------------------ attempt limits (SPEC §8)
+// ------------------------------------------------------------------------- attempt limits
 
 struct AttemptLimits {
     unsigned free_attempts = 5;                 // per (address, client) before the backoff
@@ -101,9 +102,9 @@ struct AttemptLimits {
     unsigned client_ipv6_prefix = 64;           // IPv6 clients are counted by this prefix
 };
 
-// SPEC §8's password attempt limits in the throttle vocabulary (signin/throttle.hpp), built from
-// the policy's numbers: every limiter applies these same rules, in this process's memory
-// (MemoryAttemptLimiter) or in the nginx glue's shared zone.
+// The password attempt limits in the throttle vocabulary (signin/throttle.hpp), built from the
+// policy's numbers: every limiter applies these same rules, in this process's memory
+// (MemoryAttemptLimiter), in the store (StoreAttemptLimiter) or in the nginx glue's shared zone.
 struct PasswordRules {
     throttle::BackoffRule pair;          // per (address, client): free failures, then the doubling wait
     throttle::WindowRule address;        // per address, any client

@@ -1,4 +1,4 @@
-// The password operations of the engine (SPEC §3 password rows, §4, §5 rules 7-10, §8):
+// The password operations of the engine (signin_passwords):
 // registration, sign-in, set and change, each also in two halves so that a transport can run
 // Argon2id apart from the write. The policy, hashing, blocklist and attempt limits they use are
 // password.hpp. Valid C++17: the glue includes it.
@@ -68,7 +68,7 @@ public:
     // auth.with_password_check: an extra check of every new password (a breached list, a
     // function). Install checkers before serving; they run in order after the built-in policy.
     void with_password_check(PasswordChecker checker);
-    // Where attempt counters live (default: this process's memory, SPEC §8 defaults).
+    // Where attempt counters live (default: this process's memory, the policy's numbers).
     void with_attempt_limiter(std::shared_ptr<AttemptLimiter> limiter);
     // NFC, then the built-in policy and every checker: the NFC form, or Code::WeakPassword.
     Result<std::string> check_new_password(std::string_view password) const;
@@ -91,16 +91,16 @@ public:
     Status register_password_from(std::string_view email, const Secret &password, std::string_view client,
                                   std::string_view group = {});
 
-    // A short value that changes whenever the address's password is set, changed or reset
-    // ("" for an unknown address or an account without a password): a transport's attempt
-    // counters keyed with it start afresh after a reset (SPEC §8 rule 2). A read.
+    // A short value that changes whenever the address's password is set, changed or reset ("" for
+    // an unknown address or an account without a password): a transport's attempt counters keyed
+    // with it start afresh after a reset (a reset clears the address's history). A read.
     std::string password_epoch(std::string_view email, std::string_view group);
 
     // auth.login_password_step: a wrong password, an unknown address, an account without a
     // password and a suspended account all give Code::InvalidCredentials after the same work.
     // A user with a second factor gets SecondFactorPending unless the browser's device cookie is
-    // one of their remembered devices (DESIGN §9.3); a cookie session with `browser` joins that
-    // browser's accounts (DESIGN §9.6).
+    // one of their remembered devices; a cookie session with `browser` joins that browser's
+    // accounts.
     Result<SignInStep> login_password_step(std::string_view email, const Secret &password,
                                            std::string_view client, SessionKind kind = SessionKind::Cookie,
                                            std::string_view user_agent = {}, std::string_view group = {},

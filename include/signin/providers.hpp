@@ -1,12 +1,13 @@
-// OpenID Connect providers (DESIGN §9.5): the identity an ID token proved (oidc.hpp verifies it)
+// OpenID Connect providers (signin_provider): the identity an ID token proved (oidc.hpp checks it)
 // becomes an account's. (issuer, subject) is the identity, never the address: a first sign-in
 // links to the account of its address only when the provider is declared trust_email=on and the
 // token says email_verified: true; otherwise it makes an account when registration is on, and
 // never when another account has that address (a provider's unverified claim to an address must
 // not open, nor take, somebody's account). A new account gets the provider's address only under
 // the same two conditions: an untrusted provider's accounts have no address, so they match no
-// address or domain rule and an email sign-in to that address never lands in them. A signed-in person links more providers from the
-// account page; unlinking keeps at least one way in. Valid C++17: the glue includes it.
+// address or domain rule and an email sign-in to that address never lands in them. A signed-in
+// person links more providers from the account page; unlinking keeps at least one way in.
+// Valid C++17: the glue includes it.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// A per-process cache of who a session belongs to (signin_session_cache, DESIGN §9.7), for a
+// A per-process cache of who a session belongs to (signin_session_cache), for a
 // store over the network: a request whose session was read less than `ttl` ago is answered
 // without reading it again. Off unless configured: a sign-out, a revocation, a suspension or a
 // role change made elsewhere (another node, another worker) reaches requests answered from here

@@ -1,4 +1,4 @@
-// Sessions (SPEC §3 "Session", §4, §5): who is behind a session token, last_seen_at, the
+// Sessions: who is behind a session token (cookie or bearer), last_seen_at, the
 // session list, revocation and logout. Valid C++17: the glue includes it.
 #pragma once
 
@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "signin/engine.hpp"
-#include "signin/principal_memo.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -19,10 +18,9 @@ public:
     // auth.authenticate_from: the principal behind a live session token of `kind`. Read-only.
     Result<Principal> authenticate_from(const Secret &token, std::string_view client,
                                         SessionKind kind = SessionKind::Cookie);
-    // The same, shared: with a memo (one event loop's, principal_memo.hpp) a store that reads in
-    // place hands back the principal it decoded before from the same bytes.
-    Result<std::shared_ptr<const Principal>> authenticate_shared(const Secret &token, SessionKind kind,
-                                                                 PrincipalMemo *memo);
+    // The same, shared: a store that reads in place may hand back a principal it decoded before
+    // from the same bytes (ReadTxn::principal), to this caller and to later ones.
+    Result<std::shared_ptr<const Principal>> authenticate_shared(const Secret &token, SessionKind kind);
     // Whether last_seen_at is old enough to be written again, and the write itself.
     bool needs_touch(const Principal &p) const;
     Status touch(const Principal &p);
@@ -32,9 +30,9 @@ public:
     Status revoke_session(const Principal &p, std::string_view session_id, std::string_view client);
     Status logout(const Principal &p, std::string_view client);
 
-    // Several accounts in one browser (DESIGN §9.6), by its browser cookie. The accounts: its
-    // live cookie sessions, oldest sign-in first, the one `current` (the session cookie) names
-    // marked active, and listed even when another browser made it.
+    // Several accounts in one browser (signin_browser_accounts), by its browser cookie. The
+    // accounts: its live cookie sessions, oldest sign-in first, the one `current` (the session
+    // cookie) names marked active, and listed even when another browser made it.
     Result<std::vector<BrowserAccount>> accounts(const Secret &browser, const Secret &current);
     // Another session of this browser becomes the one the browser uses: the session with its
     // secret, to be set as the session cookie. Code::NotFound unless session_id names a live

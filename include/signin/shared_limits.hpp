@@ -1,4 +1,4 @@
-// Request limits counted in the store (signin_store postgresql://..., DESIGN §9.7): the sliding
+// Request limits counted in the store (signin_store postgresql://...): the sliding
 // windows of signin/throttle.hpp over states the store keeps, so that every nginx node sees every
 // request of a client. Each call is a write transaction of its own (retried when it loses a race
 // with another node's); a store that fails lets the request go ahead (what it does next fails with

@@ -1,5 +1,7 @@
-// The one persistence interface of the engine. LMDB implements it (src/store); another backend
-// (a distributed one) can implement it without touching the engine or the nginx glue.
+// The one persistence interface of the engine. Two backends implement it (src/store): files in a
+// directory of this machine (LMDB, the default), and a PostgreSQL database that several nginx nodes
+// share. The engine and the nginx glue never ask which one they run on: what they plan by is a
+// property of the store (StoreTraits), and open_store is the one place a backend is chosen.
 //
 // Every method may throw signin::StoreError; the engine maps it to a Code at its API boundary.
 #pragma once
@@ -17,8 +19,6 @@
 
 namespace signin {
 
-class PrincipalMemo;
-
 class StoreError : public std::runtime_error {
 public:
     StoreError(Code code, const std::string &what, bool retry = false)
@@ -33,7 +33,7 @@ private:
     bool retry_;
 };
 
-// One email waiting to be delivered (DESIGN §10.3 signin_delivery_retries). The delivery itself,
+// One email waiting to be delivered, and sent again after a failure (signin_delivery_retries). The delivery itself,
 // token included, is sealed by the engine with a key that is not in the store: the store never
 // holds a usable token in clear.
 struct OutboxRecord {
@@ -58,14 +58,16 @@ public:
     // Every token recorded for an address, oldest first.
     virtual std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) = 0;
     virtual std::optional<SessionRecord> session(std::string_view hash) = 0;
-    // The session stored under `key` with its user, as authentication reads them; nullptr when
-    // either is missing. A store that reads its records in place (LMDB) hands back the principal
-    // `memo` (one thread's, may be null) holds while both records' bytes are unchanged; the
-    // default decodes them anew (session, then user_by_id).
-    virtual std::shared_ptr<const Principal> principal(std::string_view key, PrincipalMemo *memo);
+    // The session stored under `key` with its user, as authentication reads them on every
+    // request; nullptr when either is missing. The default decodes them anew (session, then
+    // user_by_id). A store that reads its records in place may hand back, instead, a principal it
+    // decoded before from exactly the bytes both records still hold (LMDB keeps one memo of them
+    // per thread): nothing it hands back is ever stale.
+    virtual std::shared_ptr<const Principal> principal(std::string_view key);
     virtual std::optional<SessionRecord> session_by_id(std::string_view id) = 0;
     virtual std::vector<SessionRecord> sessions_of(std::string_view user_id) = 0;
-    // The cookie sessions made in one browser (DESIGN §9.6), by the digest of its browser cookie.
+    // The cookie sessions made in one browser (several accounts signed in side by side), by the
+    // digest of its browser cookie.
     virtual std::vector<SessionRecord> sessions_of_browser(std::string_view browser) = 0;
     // The newest `limit` audit entries, newest first.
     virtual std::vector<AuditEntry> audit(std::size_t limit) = 0;
@@ -89,12 +91,12 @@ public:
     // A user's second factors; nullopt when the user never had one.
     virtual std::optional<MfaRecord> mfa(std::string_view user_id) = 0;
     virtual std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) = 0;
-    // Passkeys (DESIGN §9.4), by the digest of the credential id, and a user's.
+    // Passkeys (WebAuthn credentials), by the digest of the credential id, and a user's.
     virtual std::optional<PasskeyRecord> passkey(std::string_view key) = 0;
     virtual std::vector<PasskeyRecord> passkeys_of(std::string_view user_id) = 0;
     // Whether a WebAuthn challenge (by its digest) was spent.
     virtual bool challenge_spent(std::string_view hash) = 0;
-    // OpenID Connect identities (DESIGN §9.5), by the digest of (issuer, subject), and a user's.
+    // Identities at OpenID Connect providers, by the digest of (issuer, subject), and a user's.
     virtual std::optional<ProviderLinkRecord> provider_link(std::string_view key) = 0;
     virtual std::vector<ProviderLinkRecord> provider_links_of(std::string_view user_id) = 0;
     // A limit's counter (StoreAttemptLimiter: password attempts counted across nginx nodes): its
@@ -161,11 +163,34 @@ public:
     virtual void commit() = 0;
 };
 
+// What a caller plans by, as properties of a store rather than the name of its backend. The same
+// whether asked of where a store is (store_traits, before anything opens it: configuration
+// checks, the preparation before workers start) or of the open store (Store::traits).
+struct StoreTraits {
+    // A read may wait on another machine (a database over the network), for as long as that
+    // machine takes: a thread that must never stall, such as an event loop serving many requests,
+    // has its reads made elsewhere. False: a read is a look into this process's memory, quick
+    // enough for any thread.
+    bool reads_may_block = false;
+    // Several machines use the store at once. What every one of them must see alike is kept in
+    // the store (request and password-attempt limits) or given to each of them (the key that
+    // seals what the store keeps), not made or counted by one machine for itself.
+    bool shared_by_nodes = false;
+    // The store is files in a directory of this machine, which `where` names: a path (relative to
+    // a prefix when not absolute) that may be given the most the files may grow to (map_size);
+    // the directory is made and handed to the user the store's processes run as before they
+    // start (prepare_store), so that user must be able to reach it; other files (a key) may sit
+    // beside it.
+    bool in_directory = false;
+};
+
 class Store {
 public:
     virtual ~Store() = default;
     virtual std::unique_ptr<ReadTxn> read() = 0;
     virtual std::unique_ptr<WriteTxn> write() = 0;
+    // What this store is, for a caller that plans by it (StoreTraits).
+    virtual StoreTraits traits() const = 0;
 
     // Group commit: runs fn, during which every write() on this thread is part of one batch
     // (its commit() keeps its writes in the batch, its abort leaves the rest of the batch
@@ -198,6 +223,38 @@ public:
     virtual void copy_into(WriteTxn &to) const = 0;
 };
 
+// Where a store is and how to open it: what signin_store (and signin-admin --store) say.
+struct StoreOptions {
+    // A PostgreSQL connection URI (postgresql://... or postgres://...), or else a directory.
+    std::string where;
+    // A store in a directory: the most its file may grow to, in bytes (0: 1 GiB).
+    std::size_t map_size = 0;
+    // The most audit entries kept (0: the store's own bound, see LmdbOptions and PgOptions).
+    std::size_t audit_max = 0;
+    // A database that cannot be reached at open is not an error: transactions fail with
+    // StorageError until it is back (see PgOptions).
+    bool wait_for_server = false;
+};
+
+// What the store `where` names is, known without opening it.
+StoreTraits store_traits(std::string_view where);
+
+// Opens (creating if needed) the store `where` names: the one place a backend is chosen. Throws
+// StoreError. Open it after fork, once per process.
+std::unique_ptr<Store> open_store(const StoreOptions &opts);
+
+// Readies the store `where` names for processes that will open it as another user, from a
+// process that may do more (nginx's master, as root, before its workers start): a store in a
+// directory has the directory made (with the directories above it, which others may search) and,
+// when `owner` is given, the directory and its files given to that user. A database needs
+// nothing. Throws StoreError saying what failed.
+void prepare_store(std::string_view where, std::optional<unsigned> owner);
+
+// How a log line names the store `where` names: the directory, or what kind of database it is
+// (never the URI, which may hold a password).
+std::string describe_store(std::string_view where);
+
+// The two backends, each opened by itself (tests, and copying one store into another).
 struct LmdbOptions {
     std::string path;                     // a directory; created if missing
     std::size_t map_size = 1ull << 30;    // bytes (the file grows sparsely up to this)
@@ -214,7 +271,7 @@ inline constexpr std::size_t kMapBytesPerAuditEntry = 4096;
 // Throws StoreError. Open it after fork, once per process.
 std::unique_ptr<Store> open_lmdb_store(const LmdbOptions &opts);
 
-// signin_store postgresql://... (DESIGN §9.7): a libpq connection string (a URI or key=value
+// A database that several nginx nodes share: a libpq connection string (a URI or key=value
 // words). Transactions are SERIALIZABLE; one that loses a race throws StoreError with retry().
 struct PgOptions {
     std::string conninfo;
@@ -233,7 +290,7 @@ inline constexpr std::size_t kDefaultPgAuditMax = 262144;  // as an LMDB store o
 // store may be opened before fork only if nothing uses it there.
 std::unique_ptr<Store> open_pg_store(const PgOptions &opts);
 
-// Whether a signin_store argument names PostgreSQL (postgresql:// or postgres://).
+// Whether a store's `where` names a PostgreSQL database (postgresql:// or postgres://).
 inline bool is_pg_url(std::string_view s) {
     return s.substr(0, 13) == "postgresql://" || s.substr(0, 11) == "postgres://";
 }

@@ -1,6 +1,6 @@
-// Throttle rules (SPEC §8): pure arithmetic on small fixed-size states, no clock, no storage,
-// no nginx. The nginx glue keeps the states in a shared-memory zone (one per bucket kind and key)
-// and calls these functions under the zone's lock; tests call them directly.
+// Throttle rules (request, send and attempt limits): pure arithmetic on small fixed-size states, no
+// clock, no storage, no nginx. The nginx glue keeps the states in a shared-memory zone (one per
+// bucket kind and key) and calls these functions under the zone's lock; tests call them directly.
 // Valid C++17: the glue includes this header.
 #pragma once
 
@@ -48,7 +48,7 @@ void refund(WindowState &s, const WindowRule &rule, Millis now);
 Millis window_expiry(const WindowState &s, const WindowRule &rule);
 
 // ---------------------------------------------------------------- backoff
-// "`free_failures` free, then each failure must wait `base`, doubling up to `max`" (SPEC §8):
+// "`free_failures` free, then each failure must wait `base`, doubling up to `max`":
 // after the n-th counted failure the next attempt waits 0 while n < free_failures, then
 // base * 2^(n - free_failures), at most max. Password attempts per address+client: free 5, 60 s,
 // 1 h. Repeated password registration ("wait 60 seconds after the first, doubling up to 1 hour"):

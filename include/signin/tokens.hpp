@@ -1,4 +1,4 @@
-// Email tokens (SPEC §3 "Email token", §4): a token request, its delivery or cancellation, and
+// Email tokens (single use, short-lived): a token request, its delivery or cancellation, and
 // the exchange of a token for a session. Valid C++17: the glue includes it.
 #pragma once
 
@@ -20,7 +20,7 @@ struct TokenIssue {
     std::string outbox_key;
 };
 
-// POST /email/change: the two emails to send (DESIGN §9.6).
+// POST /email/change: the two emails to send (the new address confirms, the old approves).
 struct EmailChangeIssue {
     TokenIssue to_new;  // EmailChange, to the new address
     TokenIssue to_old;  // EmailChangeApproval, to the current address
@@ -48,14 +48,14 @@ public:
     }
 
     // The two halves of request_token_from, for transports that deliver asynchronously.
-    // may_send = false: the address is over its send limit (SPEC §8 rule 1, decided by the
-    // transport's throttle): the same reads, writes and answer as a send, but no token is made,
-    // nothing is delivered, and the audit trail records `throttled`.
+    // may_send = false: the address is over its send limit (the address's, not the asker's;
+    // decided by the transport's throttle): the same reads, writes and answer as a send, but no
+    // token is made, nothing is delivered, and the audit trail records `throttled`.
     Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
                                    std::string_view client, bool may_send = true);
     Status cancel_token(const Secret &token, std::string_view client);
 
-    // signin-admin invite (DESIGN §10.1): the account is made now if it does not exist (so its
+    // signin-admin invite: the account is made now if it does not exist (so its
     // sign-in works with registration off), with `roles` added; with `send`, an Invitation token
     // whose email signs the person in is issued (and written to the outbox when there is one).
     Result<TokenIssue> invite(std::string_view email, std::string_view group, const std::vector<std::string> &roles,
@@ -69,13 +69,13 @@ public:
     Result<Session> exchange(const Secret &token, SessionKind kind = SessionKind::Cookie) {
         return exchange_from(token, {}, kind, {});
     }
-    // The same with the token's short code and its address (DESIGN §9.1): spending either form
+    // The same with the token's short code and its address (codes.hpp): spending either form
     // spends the token. A wrong code counts against the address: the fifth cancels every token
     // waiting for it.
     Result<Session> exchange_code_from(std::string_view email, std::string_view code, std::string_view group,
                                        std::string_view client, SessionKind kind = SessionKind::Cookie,
                                        std::string_view user_agent = {});
-    // auth.exchange_step (DESIGN §9.3): the same, for sites with second factors. A user with one
+    // auth.exchange_step: the same, for sites with second factors (signin_mfa). A user with one
     // gets SecondFactorPending (no session) unless the browser's device cookie is one of their
     // remembered devices; a cookie session with `browser` joins that browser's accounts;
     // exchange_from and exchange_code_from answer Code::MfaRequired for such a user instead.
@@ -86,7 +86,7 @@ public:
                                                std::string_view client, SessionKind kind = SessionKind::Cookie,
                                                std::string_view user_agent = {}, const BrowserCookies *browser = nullptr);
 
-    // Email change (DESIGN §9.6), from a live session: an EmailChange token to the new address and
+    // Email change, from a live session: an EmailChange token to the new address and
     // an EmailChangeApproval token to the current one, both sent whatever the new address is (a
     // third party learns nothing of whether it has an account). These tokens never sign in. The
     // caller delivers both (with an outbox they are written there in the same transaction).

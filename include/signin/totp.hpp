@@ -1,4 +1,4 @@
-// TOTP (RFC 6238) for second factors (DESIGN §9.3): SHA-1, 6 digits, 30-second steps, checked
+// TOTP (RFC 6238) for second factors (signin_mfa): SHA-1, 6 digits, 30-second steps, checked
 // by liboath (oath-toolkit) with a window of ±1 step, and what an authenticator app is given to
 // enroll: the secret in base32, the otpauth:// URI, and that URI as a QR code in SVG (libqrencode).
 // Valid C++17: the glue includes it.

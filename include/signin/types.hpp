@@ -1,4 +1,4 @@
-// Value types shared by the core's API (SPEC §2): users, deliveries, sessions, results.
+// Value types shared by the core's API: users, deliveries, sessions, results.
 // Valid C++17: the nginx glue includes these headers.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace signin {
 
 using Millis = std::int64_t;  // milliseconds since the Unix epoch, or a duration in milliseconds
 
-// Why an email is sent (SPEC §2 "Delivery").
+// Why an email is sent (a Delivery's purpose).
 enum class Purpose : std::uint8_t {
     SignIn = 1,
     Registration = 2,
@@ -26,10 +26,10 @@ enum class Purpose : std::uint8_t {
     EmailChangeApproval = 5,
     EmailChanged = 6,
     PasswordChanged = 7,
-    Invitation = 8,  // DESIGN §10.1: signin-admin invite --send; its token signs the person in
+    Invitation = 8,  // signin-admin invite --send; its token signs the person in
     MfaLocked = 9,   // a notice: too many wrong second-factor codes locked the account's factor
 };
-// "SignIn", "Registration", ... as SPEC names them.
+// "SignIn", "Registration", ...: a delivery's "purpose" in JSON.
 std::string_view purpose_name(Purpose p);
 // "sign_in", "registration", ...: the suffix of the email tag auth.<purpose>.
 std::string_view purpose_tag(Purpose p);
@@ -54,7 +54,7 @@ struct User {
     bool suspended = false;
     std::string password_hash;  // PHC string, empty when the account has no password
     std::vector<std::string> roles;  // sorted, each [a-z0-9_-]{1,32} (access.hpp)
-    bool pending = false;  // made by an invitation and never signed in yet (DESIGN §10.1)
+    bool pending = false;  // made by an invitation and never signed in yet
 };
 
 // What the delivery function is given: the token is revealed only where the email is written.
@@ -79,7 +79,7 @@ struct TokenRecord {
     std::string code_hash;      // the short code's digest with its address (codes.hpp), 32 raw bytes
     std::uint8_t code_failures = 0;  // wrong codes for the address while this token waited
     // An email change's two tokens (EmailChange to the new address, EmailChangeApproval to the
-    // old one; DESIGN §9.6) name their account, both addresses and each other.
+    // old one; the change needs both) name their account, both addresses and each other.
     std::string user_id;
     std::string old_email, new_email;
     std::string pair_hash;        // the other half
@@ -99,8 +99,8 @@ struct SessionRecord {
     Millis expires_at = 0;  // absolute expiry
     std::string client;
     std::string user_agent;
-    bool mfa = false;  // the sign-in passed a second factor (DESIGN §9.3: $signin_mfa, signin_require mfa)
-    // Several accounts in one browser (DESIGN §9.6): the store key of the browser cookie of the
+    bool mfa = false;  // the sign-in passed a second factor ($signin_mfa, signin_require mfa)
+    // Several accounts in one browser: the store key of the browser cookie of the
     // browser that made this cookie session (record_key, 38 bytes, or 32 when an earlier build
     // of 0.1.0 made it: the digest alone; empty: none), and this session's
     // secret sealed under a key only that cookie gives, so that the browser can switch back to
@@ -109,7 +109,7 @@ struct SessionRecord {
     std::string browser_sealed;
 };
 
-// A user's second factors (DESIGN §9.3), one record per user, keyed by the user id. The TOTP
+// A user's second factors (signin_mfa), one record per user, keyed by the user id. The TOTP
 // secrets are sealed under the key file (signin_secret_key), never in clear in the store.
 struct MfaRecord {
     std::string user_id;
@@ -144,10 +144,10 @@ struct MfaPendingRecord {
     Millis created_at = 0;
     Millis expires_at = 0;
     std::uint8_t failures = 0;
-    bool add = false;  // the first step asked to add an account to its browser (DESIGN §9.6)
+    bool add = false;  // the first step asked to add an account to its browser
 };
 
-// A passkey (DESIGN §9.4): a WebAuthn credential of a user, keyed by the digest of its id. Only
+// A passkey (signin_passkeys): a WebAuthn credential of a user, keyed by the digest of its id. Only
 // public data: the authenticator keeps the private key.
 struct PasskeyRecord {
     std::string key;            // BLAKE2b-256 of credential_id (32 raw bytes)
@@ -163,7 +163,7 @@ struct PasskeyRecord {
     Millis last_used_at = 0;    // 0: never
 };
 
-// An OpenID Connect identity (issuer, subject) linked to an account (DESIGN §9.5), keyed by the
+// An OpenID Connect identity (issuer, subject) linked to an account (signin_provider), keyed by the
 // digest of both: the provider's word for who signed in, never its tokens.
 struct ProviderLinkRecord {
     std::string key;        // BLAKE2b-256 of issuer '\0' subject (32 raw bytes)
@@ -194,7 +194,7 @@ struct PasskeyInfo {
     bool synced = false;  // backup eligible: the passkey may live on several devices
 };
 
-// What a browser brings to a cookie sign-in (DESIGN §9.3, §9.6): its cookies, and whether the new
+// What a browser brings to a cookie sign-in: its cookies (device, browser), and whether the new
 // session joins the browser's accounts (add) or replaces the session it signed in with.
 struct BrowserCookies {
     Secret device;   // the remembered-device cookie (second factors)
@@ -210,19 +210,19 @@ struct Session {
     Millis expires_at = 0;
     std::string id;
     SessionKind kind = SessionKind::Cookie;
-    Secret browser;  // a browser sign-in's browser cookie, to set again (DESIGN §9.6); else empty
+    Secret browser;  // a browser sign-in's browser cookie, to set again; else empty
     SignInMethod method = SignInMethod::EmailToken;  // the way in (signin_metrics counts by it)
 };
 
-// One account of this browser (GET /accounts, DESIGN §9.6).
+// One account of this browser (GET /accounts).
 struct BrowserAccount {
     User user;
     std::string session_id;
     bool active = false;  // the session the request's cookie names
 };
 
-// Where a sign-in stands (SPEC auth.exchange_step, auth.login_password_step): signed in, or,
-// for a user with a second factor, waiting for it (DESIGN §9.3): then mfa_token is the secret
+// Where a sign-in stands (auth.exchange_step, auth.login_password_step): signed in, or, for a
+// user with a second factor, waiting for it (no way in skips it): then mfa_token is the secret
 // that POST /mfa/verify or /mfa/token finishes it with, within 5 minutes.
 struct SignInStep {
     enum class State : std::uint8_t { SignedIn = 1, SecondFactorPending = 2 };
@@ -241,7 +241,7 @@ struct Principal {
     SessionRecord session;
 };
 
-// One entry of GET /sessions (DESIGN §5).
+// One entry of GET /sessions.
 struct SessionInfo {
     std::string id;
     Millis created_at = 0;
@@ -264,7 +264,7 @@ struct AuditEntry {
     std::string detail;
 };
 
-// Why an engine operation failed: a stable code (DESIGN §5 `code`, by code_name) that a
+// Why an engine operation failed: a stable code (the error body's `code`, by code_name) that a
 // transport maps to its own answer (the nginx glue: an HTTP status).
 enum class Code : std::uint8_t {
     InvalidRequest = 1,    // invalid_request: malformed or missing input

@@ -1,4 +1,4 @@
-// WebAuthn Level 3 parsing and signature checks (DESIGN §9.4): what a browser sends when it
+// WebAuthn Level 3 parsing and signature checks (signin_passkeys): what a browser sends when it
 // makes a passkey (attestation object, §6.5) and when it uses one (authenticator data, §6.1, and
 // a signature), with the client data (§5.8.1) of both. CBOR is read by libcbor, the JSON by
 // cJSON, the signatures checked by OpenSSL (ES256 on P-256, EdDSA on Ed25519, RS256 of at least
@@ -63,7 +63,7 @@ bool verify_signature(std::string_view cose_key, std::string_view data, std::str
 std::string sha256(std::string_view data);
 
 // A request body {"credential": PublicKeyCredential, "name"?: string} (name: registration only;
-// a sign-in may say "add"?: bool, DESIGN §9.6),
+// a sign-in may say "add"?: bool, to keep the browser's other accounts),
 // the credential in its JSON form (what PublicKeyCredential.toJSON() gives): {id, rawId, type:
 // "public-key", response: {clientDataJSON, attestationObject} (registration) or {clientDataJSON,
 // authenticatorData, signature, userHandle} (sign-in)}, every binary member base64url. Other
@@ -77,7 +77,7 @@ struct Credential {
     std::string signature;           // sign-in
     std::string user_handle;         // sign-in: required for a discoverable credential
     std::string name;                // registration: the name the person gave it (at most 64 bytes)
-    bool add = false;                // sign-in: add the account to the browser's (DESIGN §9.6)
+    bool add = false;                // sign-in: add the account to the browser's
 };
 Result<Credential> parse_credential_body(std::string_view body, bool registration);
 

@@ -1,5 +1,5 @@
-// Password attempt limits (SPEC §8): the rules in the throttle vocabulary, and counters kept in
-// this process's memory, or in the store (several nginx nodes on one PostgreSQL). The nginx glue keeps the same states under the same rules in its
+// Password attempt limits (per address and client, and per address): the rules in the throttle vocabulary, and counters kept in
+// this process's memory, or in the store (a store that several nginx nodes share). The nginx glue keeps the same states under the same rules in its
 // shared-memory zone (ngx_http_signin_limits_module.cpp).
 #include <arpa/inet.h>
 

@@ -27,8 +27,9 @@ std::string random_secret(std::size_t bytes = 32);
 // A token or session secret: 32 bytes, the first 6 the creation time (ms since the epoch, big
 // endian, as in a UUIDv7), the other 26 (208 bits) random; base64url text, 43 characters. Its
 // store key starts with that time (signin::record_key), so the records of new secrets join the
-// right edge of their B-trees instead of a random leaf each (issue #20: half the write lock's time
-// per sign-in). Whoever holds the secret learns when it was made, nothing more.
+// right edge of their B-trees instead of a random leaf each (fewer pages touched per sign-in, in
+// LMDB under its one write lock, and in PostgreSQL's indexes). Whoever holds the secret learns when
+// it was made, nothing more.
 std::string ordered_secret(std::int64_t unix_ms);
 
 }  // namespace signin::enc

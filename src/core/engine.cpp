@@ -1,5 +1,5 @@
 // The engine's shared context: secrets' digests, the one place a session is opened, origin
-// rules, and the operations that belong to no capability (SPEC §4, §5).
+// rules, and the operations that belong to no capability.
 #include "signin/engine.hpp"
 
 #include <sodium.h>
@@ -26,7 +26,7 @@ void detail::retry_pause(int attempt) {
 namespace {
 
 // The value of a base64url digit, or -1. A table: plausible_secret and record_key run for every
-// signed-in request (issue #20), and neither looks at anything secret character by character in
+// signed-in request, and neither looks at anything secret character by character in
 // a way that matters (the length and alphabet of a secret are public; the 8 characters decoded
 // by record_key are its creation time).
 constexpr std::array<signed char, 256> kBase64urlDigit = [] {

@@ -37,9 +37,10 @@ inline ProviderLinkInfo link_info(const ProviderLinkRecord &l) {
             l.created_at, l.last_used_at};
 }
 
-// DESIGN §9 "fresh": a session made within policy.fresh_window by an email-code exchange, or by
-// an OpenID Connect provider (the person proved an outside identity just now, as an email code
-// proves an inbox: on a providers-only site it is the only proof there is).
+// "Fresh" (enough to set a password or delete the account): a session made within
+// policy.fresh_window by an email-code exchange, or by an OpenID Connect provider (the person
+// proved an outside identity just now, as an email code proves an inbox: on a providers-only site
+// it is the only proof there is).
 inline bool is_fresh(const Policy &policy, const SessionRecord &s, Millis now) {
     return (s.method == SignInMethod::EmailToken || s.method == SignInMethod::Provider) &&
            now - s.created_at < policy.fresh_window;
@@ -65,7 +66,7 @@ inline bool is_live(const Policy &policy, const SessionRecord &s, Millis now) {
 }
 
 // A session secret sealed under a key derived from its browser's cookie, bound to the session
-// id (DESIGN §9.6), and opened again; nullopt when it does not open (sessions.cpp).
+// id (so only sessions made in this browser can be switched to), and opened again; nullopt when it does not open (sessions.cpp).
 std::string seal_for_browser(const Secret &browser, std::string_view session_secret, std::string_view session_id);
 std::optional<Secret> open_for_browser(const Secret &browser, std::string_view sealed, std::string_view session_id);
 
@@ -81,7 +82,7 @@ void retry_pause(int attempt);
 inline constexpr int kTransactionTries = 10;
 
 // Runs f and maps every exception to an Error: nothing escapes the API. A transaction that lost a
-// race with another (only a database with serializable transactions says so: PostgreSQL) runs
+// race with another (only a database with serializable transactions says so) runs
 // again from the start, so f reads what the winner wrote: f's effects outside the store are only
 // its result, which the last try makes.
 template <class F>

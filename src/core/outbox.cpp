@@ -125,6 +125,13 @@ void give_up(WriteTxn &txn, const OutboxRecord &r, std::string_view email, std::
     txn.append_audit(detail::audit(now, "delivery.failed", email, r.client, {}, detail_text));
 }
 
+// Until when an entry is worth sending: its token's expiry, or a notice's lifetime.
+Millis worth_until(ReadTxn &txn, const OutboxRecord &r) {
+    if (r.token_hash.empty()) return r.created_at + kNoticeLifetime;
+    auto t = txn.token(r.token_hash);
+    return t ? t->expires_at : 0;
+}
+
 bool token_usable(ReadTxn &txn, const std::string &token_hash, Millis now) {
     if (token_hash.empty()) return true;  // a notice
     auto t = txn.token(token_hash);
@@ -136,7 +143,8 @@ bool token_usable(ReadTxn &txn, const std::string &token_hash, Millis now) {
 Millis Outbox::backoff(std::uint32_t failures) {
     if (failures == 0) return 0;
     const std::uint32_t shift = failures - 1 < 20 ? failures - 1 : 20;
-    return Millis{1000} << shift;
+    const Millis delay = Millis{1000} << shift;
+    return delay < kMaxRetryDelay ? delay : kMaxRetryDelay;
 }
 
 Result<std::vector<OutboxItem>> Outbox::claim_due(std::size_t budget) {
@@ -157,7 +165,8 @@ Result<std::vector<OutboxItem>> Outbox::claim_due(std::size_t budget) {
                 txn->del_outbox(r.key);  // spent, expired or cancelled meanwhile: nothing to send
                 continue;
             }
-            if (r.attempts >= 1 + st.retries) {
+            if ((st.retries != OutboxSettings::kUntilExpiry && r.attempts >= 1 + st.retries) ||
+                now >= worth_until(*txn, r)) {
                 give_up(*txn, r, d->email, tag, now);
                 continue;
             }
@@ -191,12 +200,13 @@ Result<std::optional<Millis>> Outbox::failed(OutboxItem &item) {
             txn->commit();
             return std::optional<Millis>{};
         }
-        if (r->attempts >= 1 + st.retries) {
+        const Millis delay = backoff(r->attempts);
+        const bool out_of_tries = st.retries != OutboxSettings::kUntilExpiry && r->attempts >= 1 + st.retries;
+        if (out_of_tries || now + delay >= worth_until(*txn, *r)) {
             give_up(*txn, *r, item.delivery.email, purpose_tag(item.delivery.purpose), now);
             txn->commit();
             return std::optional<Millis>{};
         }
-        const Millis delay = backoff(r->attempts);
         txn->del_outbox(r->key);
         r->attempts += 1;
         r->due_at = now + delay + st.hold;
@@ -205,6 +215,20 @@ Result<std::optional<Millis>> Outbox::failed(OutboxItem &item) {
         item.key = r->key;
         item.attempts = r->attempts;
         return std::optional<Millis>{delay};
+    });
+}
+
+Status Outbox::refused(const OutboxItem &item, std::string_view why) {
+    return detail::guarded("outbox refusal", [&]() -> Status {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        if (auto r = txn->outbox(item.key)) {
+            std::string detail_text(purpose_tag(item.delivery.purpose));
+            if (!why.empty()) detail_text.append(": ").append(why.substr(0, 120));
+            give_up(*txn, *r, item.delivery.email, detail_text, now);
+        }
+        txn->commit();
+        return ok_status();
     });
 }
 

@@ -1,4 +1,4 @@
-// The password operations of the engine (SPEC §3 password rows, §4, §5 rules 7-10, §8).
+// The password operations of the engine: set (fresh session), change, sign-in, attempt limits.
 #include "signin/passwords.hpp"
 
 #include "engine_detail.hpp"
@@ -13,7 +13,7 @@ Error rate_limited(Millis wait) {
     return e;
 }
 
-// The one answer of every failed password sign-in (SPEC §5 rule 9).
+// The one answer of every failed password sign-in, whatever the cause (no account probing).
 Error invalid_credentials() {
     return Error{Code::InvalidCredentials, "the email address or the password is not right"};
 }
@@ -236,7 +236,7 @@ Status Passwords::store_set_password(const Principal &p, const PasswordUpdate &u
         user->updated_at = engine_.now();
         txn->put_user(*user);
         detail::end_sessions_except(*txn, user->id, p.session.hash);
-        engine_.forget_devices(*txn, *user, client, user->updated_at);  // SPEC §3: every remembered device
+        engine_.forget_devices(*txn, *user, client, user->updated_at);  // a new password ends every remembered device
         txn->append_audit(detail::audit(user->updated_at, had ? "password.reset" : "password.set", user->email,
                                         client, user->id));
         txn->commit();
@@ -309,7 +309,7 @@ Result<PasswordChange> Passwords::store_password_change(const Principal &p, cons
         fresh->updated_at = now;
         txn->put_user(*fresh);
         detail::end_sessions_except(*txn, fresh->id, p.session.hash);
-        engine_.forget_devices(*txn, *fresh, client, now);  // SPEC §3: every remembered device
+        engine_.forget_devices(*txn, *fresh, client, now);  // a new password ends every remembered device
         txn->append_audit(detail::audit(fresh->updated_at, "password.changed", fresh->email, client, fresh->id));
         PasswordChange out;
         out.notice.email = fresh->email;

@@ -1,5 +1,5 @@
 // Sessions: the principal behind a session token, last_seen_at, the list, revocation and logout
-// (SPEC §3 "Session", §5).
+// (a session lives until logout, revocation or a password change ends it).
 #include "signin/sessions.hpp"
 
 #include <sodium.h>
@@ -11,18 +11,17 @@
 namespace signin {
 
 Result<Principal> Sessions::authenticate_from(const Secret &token, std::string_view, SessionKind kind) {
-    auto p = authenticate_shared(token, kind, nullptr);
+    auto p = authenticate_shared(token, kind);
     if (!p) return p.error();
     return Principal(*p.value());
 }
 
-Result<std::shared_ptr<const Principal>> Sessions::authenticate_shared(const Secret &token, SessionKind kind,
-                                                                       PrincipalMemo *memo) {
+Result<std::shared_ptr<const Principal>> Sessions::authenticate_shared(const Secret &token, SessionKind kind) {
     if (!plausible_secret(token.reveal())) return Error{Code::Unauthenticated, "not signed in"};
     return detail::guarded("authenticate", [&]() -> Result<std::shared_ptr<const Principal>> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
-        auto p = txn->principal(RecordKey(token.reveal()).view(), memo);
+        auto p = txn->principal(RecordKey(token.reveal()).view());
         // the same checks whether the principal was decoded now or before: the clock moves
         if (!p || p->session.kind != kind || !detail::is_live(engine_.policy(), p->session, now) ||
             p->user.suspended) {

@@ -1,5 +1,5 @@
 // Email tokens: the request (issue and deliver, or cancel) and the exchange for a session
-// (SPEC §3 "Email token", §4).
+// (a token is spent by its first exchange, even one that then fails).
 #include "signin/tokens.hpp"
 
 #include <algorithm>
@@ -148,7 +148,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         if (user && user->suspended) return nothing_sent("token.requested", intent_tag + ":suspended");
         std::vector<TokenRecord> live = live_tokens(*txn, *group, *email, now);
         if (recently_sent(live, password_hash, policy, now)) return nothing_sent("token.requested", intent_tag + ":waiting");
-        // Over the address's send limit: the same answer, nothing sent (SPEC §8 rule 1).
+        // Over the address's send limit: the same answer, nothing sent (the limit is the address's).
         if (!may_send) return nothing_sent("throttled", "address:" + intent_tag);
         // The newest tokens stay valid: keep room for this one among tokens_per_address.
         const std::size_t keep = policy.tokens_per_address > 0 ? policy.tokens_per_address - 1 : 0;
@@ -386,7 +386,7 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
     return out;
 }
 
-// ---- email change (DESIGN §9.6) --------------------------------------------------------------
+// ---- email change: a token to the new address, a notice to the old ----------------------------
 
 Result<EmailChangeIssue> Tokens::request_email_change(const Principal &p, std::string_view new_email_in,
                                                       std::string_view client) {

@@ -424,9 +424,10 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_origin\"");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
+    const signin::StoreTraits store = signin::store_traits(sv(m->store_path));
     // A store the workers cannot reach answers every sign-in and gated request 503: refused now,
     // before the master makes its directory (init_module).
-    if (!m->store_pg) {
+    if (store.in_directory) {
         if (auto u = worker_user(cf)) {
             const std::string path(sv(m->store_path));
             const std::string dir = unsearchable_parent(path, *u);
@@ -468,19 +469,21 @@ static char *init_main_conf_checked(ngx_conf_t *cf, MainConf *m) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "signin_require is used but no location has \"signin_api\": nobody can sign in");
     }
-    if (m->session_cache != 0 && !m->store_pg) {
+    if (m->session_cache != 0 && !store.reads_may_block) {
         log_at(cf, NGX_LOG_WARN, m, "signin_session_cache",
-               "\"signin_session_cache\" is for a postgresql:// store (LMDB is read in memory): ignored");
+               "\"signin_session_cache\" is for a store whose reads go over the network (this one is read in "
+               "memory): ignored");
     }
     if (m->delivery_timeout == 0) {
         log_at(cf, NGX_LOG_EMERG, m, "signin_delivery_timeout", "\"signin_delivery_timeout\" must be longer than 0");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (m->secret_key_path.len == 0 && m->store_pg) {
-        // the nodes that share a database share the key (it seals what the store keeps): a file
+    if (m->secret_key_path.len == 0 && store.shared_by_nodes) {
+        // the nodes that share a store share the key (it seals what the store keeps): a file
         // each node would make for itself by default would differ
         log_at(cf, NGX_LOG_EMERG, m, "signin_store",
-               "signin_store postgresql://... needs \"signin_secret_key FILE\", the same file on every node");
+               "a signin_store that several nodes share needs \"signin_secret_key FILE\", the same file on every "
+               "node");
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     if (m->secret_key_path.len == 0) {  // beside the store, never in it: "<store>.key"
@@ -720,13 +723,13 @@ static char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     if (!note_line(cf, m, cmd)) return static_cast<char *>(NGX_CONF_ERROR);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
     m->store_path = value[1];
-    // postgresql://... or postgres://...: a database several nodes share (libpq's URI)
-    if (signin::is_pg_url(sv(value[1]))) {
+    // a database's URI: taken as written, without a size
+    if (!signin::store_traits(sv(value[1])).in_directory) {
         if (cf->args->nelts > 2) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": size= is for an LMDB store, not PostgreSQL", &value[2]);
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": size= is for a store in a directory, not a database",
+                               &value[2]);
             return static_cast<char *>(NGX_CONF_ERROR);
         }
-        m->store_pg = 1;
         return NGX_CONF_OK;
     }
     if (ngx_conf_full_name(cf->cycle, &m->store_path, 0) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
@@ -1242,31 +1245,19 @@ MainConf *signin_ngx::cycle_main_conf(ngx_cycle_t *cycle) {
     return static_cast<MainConf *>(hc->main_conf[ngx_http_signin_module.ctx_index]);
 }
 
-// In the master: create the store directory and give it to the worker user, as nginx does for
-// its temp paths, so that workers (not root) can open it.
+// In the master: the store readied for the workers (as nginx does for its temp paths, so that
+// workers, not root, can open it: a store in a directory has it made and given to the worker
+// user), and the secret key read or made.
 static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     MainConf *m = cycle_main_conf(cycle);
     if (m == nullptr || !m->used || m->store_path.len == 0) return NGX_OK;
-    std::string path(m->store_pg ? std::string() : std::string(sv(m->store_path)));  // no directory for PostgreSQL
-    while (path.size() > 1 && path.back() == '/') path.pop_back();
-    for (std::size_t i = 1; i <= path.size(); i++) {
-        if (i == path.size() || path[i] == '/') {
-            std::string part = path.substr(0, i);
-            // the store itself is the workers' alone (chowned below); a directory made on the way
-            // to it must let them through, whatever the umask
-            const bool store = i == path.size();
-            if (mkdir(part.c_str(), store ? 0700 : 0755) == 0) {
-                if (!store && chmod(part.c_str(), 0755) != 0) {
-                    ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chmod \"%s\" failed",
-                                  part.c_str());
-                    return NGX_ERROR;
-                }
-            } else if (errno != EEXIST) {
-                ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: mkdir \"%s\" failed",
-                              part.c_str());
-                return NGX_ERROR;
-            }
-        }
+    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
+    const bool root = geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT);
+    try {
+        signin::prepare_store(sv(m->store_path), root ? std::optional<unsigned>(ccf->user) : std::nullopt);
+    } catch (const signin::StoreError &e) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "signin_store: %s", e.what());
+        return NGX_ERROR;
     }
     // The secret key (never in the store): read, or made at the first start. Workers inherit it.
     std::string key_path(sv(m->secret_key_path));
@@ -1285,16 +1276,7 @@ static ngx_int_t init_module_checked(ngx_cycle_t *cycle) {
     cln->handler = [](void *p) { static_cast<signin::AssertionKeys *>(p)->~AssertionKeys(); };
     key.value().key.fill(0);
 
-    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cycle->conf_ctx, ngx_core_module));
-    if (geteuid() == 0 && ccf && ccf->user != static_cast<ngx_uid_t>(NGX_CONF_UNSET_UINT)) {
-        for (const char *f : {"", "/data.mdb", "/lock.mdb"}) {
-            if (m->store_pg) break;
-            std::string p = path + f;
-            if (chown(p.c_str(), ccf->user, static_cast<gid_t>(-1)) != 0 && errno != ENOENT) {
-                ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_store: chown \"%s\" failed", p.c_str());
-                return NGX_ERROR;
-            }
-        }
+    if (root) {
         // the key too, so that signin-admin run as the worker user can seal an invitation
         if (chown(key_path.c_str(), ccf->user, static_cast<gid_t>(-1)) != 0) {
             ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno, "signin_secret_key: chown \"%s\" failed",

@@ -164,9 +164,9 @@ ngx_int_t api(ngx_http_request_t *r) {
                 if (Verdict v = limit_take(r, Bucket::Sensitive, client_key(r)); !v.allowed) {
                     return send_rate_limited(r, Bucket::Sensitive, v, *path);
                 }
-                // a store over the network: the session cookie (linking a provider) is read in
-                // the thread pool first
-                if (remote_store()) {
+                // a store whose reads may block: the session cookie (linking a provider) is read
+                // in the thread pool first
+                if (reads_block()) {
                     Credentials c = read_credentials(r, engine->cookie_name());
                     RequestCtx *ctx = get_ctx(r, true);
                     if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -222,9 +222,10 @@ ngx_int_t api(ngx_http_request_t *r) {
     if (credentials.state == Credentials::Ambiguous) {
         return reject(r, kAmbiguousCredentials, "send one credential: a session cookie or a bearer token, not both");
     }
-    // a store over the network: who the credentials belong to is read in the thread pool first,
-    // and a sensitive request is counted there against the limit every node shares
-    if (remote_store()) {
+    // a store whose reads may block: who the credentials belong to is read in the thread pool
+    // first, and a sensitive request is counted there against the limit every node shares (when
+    // the store is shared)
+    if (reads_block()) {
         RequestCtx *ctx = get_ctx(r, true);
         if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         std::optional<SharedTake> take;
@@ -248,7 +249,7 @@ ngx_int_t api(ngx_http_request_t *r) {
 }
 
 // The rest of api(), once every check passed (and the caller's session was read, for a store
-// over the network): a GET's endpoint, or the body's reading.
+// whose reads may block): a GET's endpoint, or the body's reading.
 ngx_int_t api_continue(ngx_http_request_t *r, const Route &route_ref, Credentials &&credentials) {
     const Route *route = &route_ref;
     if (route->method == NGX_HTTP_GET) {

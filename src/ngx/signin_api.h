@@ -149,7 +149,7 @@ public:
         std::string address;  // the counter's key: the mailbox, whatever the group (signin::mailbox_key)
         bool may_send = true;  // false: over the limit; the same answer, nothing sent
         bool counted = false;  // one send was taken: given back when nothing turns out to be sent
-        // a PostgreSQL store's nodes: the limit counted in the store too (none: limit 0)
+        // a store that several nodes share: the limit counted in the store too (none: limit 0)
         signin::throttle::WindowRule shared{};
     };
     TokenRequestJob(Stage first, signin::Intent intent, std::string email, std::string group, std::string client,

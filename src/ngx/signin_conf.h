@@ -33,9 +33,8 @@ struct DirectiveAt {
 // `policy` by init_main_conf; the glue reads them there, never from the raw fields.
 struct MainConf {
     // the store and the site
-    ngx_str_t store_path;     // an LMDB directory, or a PostgreSQL URI (store_pg)
-    ngx_flag_t store_pg;      // signin_store postgresql://... (DESIGN §9.7)
-    size_t store_size;
+    ngx_str_t store_path;     // signin_store: a directory, or a database's URI (signin::store_traits says which)
+    size_t store_size;        // ... size=: a store in a directory, the most its file may grow to
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
     signin::Policy *policy;  // every engine setting, built by init_main_conf
 
@@ -75,7 +74,7 @@ struct MainConf {
     ngx_msec_t session_idle;
     ngx_msec_t bearer_ttl;
     ngx_msec_t audit_keep;
-    ngx_uint_t audit_max;  // signin_audit_max: the most audit entries an LMDB store keeps (0: by its size)
+    ngx_uint_t audit_max;  // signin_audit_max: the most audit entries the store keeps (0: the store's own bound)
 
     // passwords (raw directive values; see policy)
     ngx_uint_t password_min_length;
@@ -96,7 +95,7 @@ struct MainConf {
     ngx_http_conf_ctx_t *delivery_ctx;  // the server whose locations serve delivery_uri
     ngx_uint_t delivery_retries;        // signin_delivery_retries
     ngx_msec_t delivery_timeout;        // signin_delivery_timeout: how long a send holds its email
-    ngx_msec_t session_cache;           // signin_session_cache: 0 = off (a PostgreSQL store only)
+    ngx_msec_t session_cache;           // signin_session_cache: 0 = off (a store whose reads may block only)
     ngx_str_t secret_key_path;          // signin_secret_key (default: the store's path + ".key")
     signin::SecretKey *secret_key;      // read (or made) by the master in init_module
     signin::AssertionKeys *assertions;  // $signin_assertion's keys, from the same file

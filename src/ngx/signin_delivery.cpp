@@ -163,7 +163,7 @@ void retry_if(Sending *s, bool wanted) {
     begin(s);
 }
 
-// Whether a send is still wanted, asked in the thread pool (a store over the network). The send
+// Whether a send is still wanted, asked in the thread pool (a store whose reads may block). The send
 // waits meanwhile: nothing else refers to it until retry_if.
 class WantedJob final : public BackgroundJob {
 public:
@@ -185,7 +185,7 @@ private:
 
 void on_retry(ngx_event_t *ev) {
     Sending *s = sending_of(ev);
-    if (remote_store()) {
+    if (reads_block()) {
         try {
             if (start_background_job(std::make_unique<WantedJob>(s)) == NGX_OK) return;
         } catch (...) {
@@ -208,6 +208,10 @@ void FailedJob::done(const signin::Error *failure) {
     if (!delay_) return;  // given up (the token is cancelled), or another worker holds it
     Sending *s = new_sending(std::move(item_));
     s->ev.handler = on_retry;
+    // Retries go on for as long as the code lives: a worker that is shutting down does not wait
+    // for them. The entry stays in the outbox, held until its retry time plus the hold, and the
+    // workers that remain (or the next nginx) send it then.
+    s->ev.cancelable = 1;
     ngx_add_timer(&s->ev, static_cast<ngx_msec_t>(*delay_));
 }
 
@@ -479,8 +483,8 @@ void ClaimJob::done(const signin::Error *failure) {
 void check_outbox(ngx_event_t *ev) {
     if (ngx_exiting || ngx_quit || ngx_terminate || identity() == nullptr) return;
     if (!g_claiming && g_in_flight < kMaxSending && g_waiting.empty()) {
-        // a store over the network is not read here: the claim (in the thread pool) finds out
-        auto due = remote_store() ? signin::Result<bool>(true) : id().outbox().any_due();
+        // a store whose reads may block is not read here: the claim (in the thread pool) finds out
+        auto due = reads_block() ? signin::Result<bool>(true) : id().outbox().any_due();
         if (due && due.value()) {
             try {
                 g_claiming = start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_in_flight)) == NGX_OK;

@@ -394,9 +394,8 @@ void batch_done(ngx_event_t *ev) {
 
 ngx_int_t start_stage(const Waiter &w) {
     if (g_write_pool == nullptr || g_hash_pool == nullptr) return NGX_ERROR;
-    // (A store over the network runs its writes in the batch too, one transaction per job: with
-    // a task per job, measured on PostgreSQL 15, the exchanges were no faster and lost many more
-    // serialization races.)
+    // (A store whose reads may block runs its writes in the batch too, one transaction per job:
+    // with a task per job the exchanges were no faster and lost many more races to each other.)
     if (w.job->stage() == Job::Stage::Read) return post_read(w);
     if (w.job->stage() == Job::Stage::Hash) {
         if (g_hashing < hash_slots()) return post_hash(w);
@@ -449,7 +448,7 @@ void auth_read_thread(void *data, ngx_log_t *log) {
             t->result = signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
         } else {
             // records nothing about the client: the same call as authenticate() on the event loop
-            t->result = id->sessions().authenticate_shared(t->secret, t->kind, nullptr);
+            t->result = id->sessions().authenticate_shared(t->secret, t->kind);
             if (g_session_cache && *t->result) t->key = signin::record_key(t->secret.reveal());
         }
     } catch (...) {
@@ -535,15 +534,11 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     return NGX_DONE;
 }
 
-bool g_remote_store = false;  // signin_store postgresql://...
-void set_remote_store(bool remote) { g_remote_store = remote; }
+signin::StoreTraits g_store_traits;
+void set_store_traits(const signin::StoreTraits &traits) { g_store_traits = traits; }
 
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_cache = std::move(cache); }
 signin::SessionCache *session_cache() { return g_session_cache.get(); }
-
-std::unique_ptr<signin::PrincipalMemo> g_principal_memo;
-void set_principal_memo(std::unique_ptr<signin::PrincipalMemo> memo) { g_principal_memo = std::move(memo); }
-signin::PrincipalMemo *principal_memo() { return g_principal_memo.get(); }
 
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
     if (!g_session_cache || identity() == nullptr) return false;

@@ -18,9 +18,9 @@
 #include <memory>
 #include <optional>
 
-#include "signin/principal_memo.hpp"
 #include "signin/session_cache.hpp"
 #include "signin/shared_limits.hpp"
+#include "signin/store.hpp"
 #include "signin/types.hpp"
 #include "signin_reply.h"
 
@@ -55,7 +55,7 @@ protected:
 
     // Hash stage (only for a job that starts there): verify or hash, write nothing.
     virtual signin::Status hash() { return signin::ok_status(); }
-    // Read stage (only for a job that starts there): reads of a store over the network, in
+    // Read stage (only for a job that starts there): reads of a store whose reads may block, in
     // signin_thread_pool (a task of its own, not a write batch); the Answer follows.
     virtual signin::Status read() { return signin::ok_status(); }
     // Whether a Write stage follows the Hash stage.
@@ -99,12 +99,16 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job);
 // Starts a job that may outlive any request. NGX_ERROR when it could not be queued.
 ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job);
 
-// A store over the network (signin_store postgresql://...): what the event loop would read from
-// LMDB's map is read in the thread pool instead (DESIGN §3 rule 1), since a round trip to a
-// database would stall every request of the worker.
-void set_remote_store(bool remote);
-extern bool g_remote_store;  // set once per worker, at init_process (set_remote_store)
-inline bool remote_store() { return g_remote_store; }  // asked on every request: inline
+// What this worker's store says of itself (Store::traits), set once per worker at init_process
+// and asked on every request (inline).
+void set_store_traits(const signin::StoreTraits &traits);
+extern signin::StoreTraits g_store_traits;
+// A read may wait on another machine: what the event loop would read is read in the thread pool
+// instead, since the event loop never waits (a round trip would stall every request of the
+// worker). Otherwise a read is a memory read, made on the event loop at once.
+inline bool reads_block() { return g_store_traits.reads_may_block; }
+// Several nodes share the store: limits that must hold across them are counted in it.
+inline bool store_shared() { return g_store_traits.shared_by_nodes; }
 
 struct Credentials;
 // Reads, in signin_thread_pool, who the credentials (a cookie or bearer token) belong to; the
@@ -126,13 +130,10 @@ signin::SharedLimits *shared_limits();
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache);
 signin::SessionCache *session_cache();
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c);
-// The worker's PrincipalMemo (an LMDB store; nullptr otherwise): authenticate() passes it.
-void set_principal_memo(std::unique_ptr<signin::PrincipalMemo> memo);
-signin::PrincipalMemo *principal_memo();
 
 // An endpoint's read of the store, then its answer: `fetch` (an engine call; it must not use the
-// request) runs at once on the event loop for LMDB, whose reads are memory reads, and in the
-// thread pool for a store over the network, the request waiting (a GET: our own reference); `reply`
+// request) runs at once on the event loop for a store whose reads are memory reads, and in the
+// thread pool for one whose reads may block, the request waiting (a GET: our own reference); `reply`
 // answers with its outcome on the event loop. Returns the handler's rc.
 template <class T>
 class ReadJob final : public Job {
@@ -157,7 +158,7 @@ private:
 template <class T>
 ngx_int_t with_read(ngx_http_request_t *r, std::function<signin::Result<T>()> fetch,
                     std::function<ngx_int_t(ngx_http_request_t *, T &)> reply) {
-    if (!remote_store()) {
+    if (!reads_block()) {
         auto v = fetch();
         if (!v) return send_failure(r, v.error());
         return reply(r, v.value());

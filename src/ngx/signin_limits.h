@@ -50,7 +50,7 @@ Verdict limit_peek(ngx_http_request_t *r, Bucket b, std::string_view key);
 void limit_refund(ngx_http_request_t *r, Bucket b, std::string_view key);
 void limit_note_failure(ngx_http_request_t *r, Bucket b, std::string_view key);
 // The configured rule of a window bucket (none without a zone): what a store-kept counter of the
-// same bucket applies (SharedLimits, a PostgreSQL store).
+// same bucket applies (SharedLimits, a store that several nodes share).
 signin::throttle::WindowRule limit_rule(ngx_http_request_t *r, Bucket b);
 // The same with an explicit rule (buckets whose rule lives elsewhere, e.g. PasswordAddress).
 Verdict limit_take_rule(ngx_http_request_t *r, Bucket b, std::string_view key,

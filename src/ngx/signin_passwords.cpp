@@ -25,8 +25,8 @@ signin::PasswordRules rules() { return signin::password_rules(id().policy().atte
 
 // The key of the (address, client) password backoff. It also names the address's password
 // epoch, so that a reset (a new hash) starts every client's history of that address afresh
-// (SPEC §8 rule 2) without visiting them. A read transaction: event-loop safe (LMDB only: see
-// attempt_allowed).
+// (SPEC §8 rule 2) without visiting them. A read transaction on the event loop: made only when
+// the zone counts the attempts (see attempt_allowed), for a store of one machine.
 std::string pair_key(const std::string &address, std::string_view email, std::string_view group,
                      const std::string &client) {
     return address + "\n" + client + "\n" + id().passwords().password_epoch(email, group);
@@ -38,7 +38,7 @@ std::string pair_key(const std::string &address, std::string_view email, std::st
 // sees them (StoreAttemptLimiter, in the thread pool): not in this node's zone.
 bool attempt_allowed(ApiCall &call, const std::string &address, std::string_view email, std::string_view group,
                      std::string &pair, std::string_view what, ngx_int_t &rc) {
-    if (!limits_on(call.r) || address.empty() || remote_store()) return true;
+    if (!limits_on(call.r) || address.empty() || store_shared()) return true;
     pair = pair_key(address, email, group, client_key(call.r));
     Verdict v = backoff_check(call.r, Bucket::PasswordPair, pair, rules().pair);
     if (!v.allowed) {
@@ -254,7 +254,7 @@ ngx_int_t post_password_register(ApiCall &call) {
     const bool limited = limits_on(call.r) && !send.address.empty();
     // repeated password registration of one address: 60 s after the first, doubling (in the
     // database for a store that several nodes share, as attempt_allowed)
-    const bool backoff = limited && !remote_store();
+    const bool backoff = limited && !store_shared();
     if (limited) {
         if (backoff) {
             Verdict verdict = backoff_check(call.r, Bucket::PasswordRegistration, send.address, rules().registration);

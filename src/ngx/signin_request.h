@@ -20,8 +20,8 @@ struct Route;
 // Per-request state: owns C++ members, so it lives in a pool cleanup that runs its destructor.
 struct RequestCtx {
     ngx_http_request_t *owner = nullptr;          // the request (subrequests share their parent's pool)
-    // who is signed in, for $signin_user_*: shared with the worker's PrincipalMemo (LMDB), which
-    // may hand the same principal to later requests of the same session
+    // who is signed in, for $signin_user_*: a store that reads in place may hand the same
+    // principal to later requests of the same session
     std::shared_ptr<const signin::Principal> principal;
     std::string delivery_json;                    // the body of a delivery subrequest (holds a token)
     std::optional<std::string> client;            // the evaluated signin_client value
@@ -33,7 +33,7 @@ struct RequestCtx {
     std::string provider_url;                     // a provider subrequest: $signin_provider_url
     signin::Secret provider_body;                 // ... and its request body (a code, maybe the client secret)
     std::shared_ptr<struct ProviderCall> provider_call;  // a request waiting for a provider (signin_providers.cpp)
-    // A store over the network (PostgreSQL): who the credentials belong to, read in the thread
+    // A store whose reads may block: who the credentials belong to, read in the thread
     // pool (start_auth_read) for authenticate() to take, and whether that read is under way.
     std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> pre_auth;
     bool auth_reading = false;

@@ -50,9 +50,9 @@ ngx_int_t gate(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, false);
     if (ctx && (ctx->principal || !ctx->delivery_json.empty())) return NGX_DECLINED;
     if (ctx && ctx->auth_reading) return NGX_AGAIN;  // a stray event while the store is read
-    // back from reading the store in the thread pool (a store over the network): the checks
-    // below run again, but the request was counted once
-    const bool resumed = remote_store() && ctx && ctx->pre_auth;
+    // back from reading the store in the thread pool (a store whose reads may block): the
+    // checks below run again, but the request was counted once
+    const bool resumed = reads_block() && ctx && ctx->pre_auth;
     // A subrequest (SSI include, auth_request, ...) carries the client's headers and is
     // checked the same way; it fails with a bare status for its parent to act on.
     const bool sub = r != r->main;
@@ -85,7 +85,7 @@ ngx_int_t gate(ngx_http_request_t *r) {
             return finish_with(r, reject(r, http_error(ok.error().code), ok.error().message));
         }
     }
-    if (!resumed && remote_store() && (c.state == Credentials::Cookie || c.state == Credentials::Bearer) &&
+    if (!resumed && reads_block() && (c.state == Credentials::Cookie || c.state == Credentials::Bearer) &&
         !from_session_cache(r, c)) {
         if (start_auth_read(r, c) != NGX_OK) {
             if (sub) return NGX_HTTP_SERVICE_UNAVAILABLE;

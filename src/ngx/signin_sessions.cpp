@@ -102,7 +102,7 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
     if (ctx == nullptr) return signin::Error{Code::Internal, "no memory for the request's state"};
     auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
     // authenticate_from records nothing about the client (no audit entry, no counter): the
-    // signin_client value is not evaluated for it. A store over the network was read in the
+    // signin_client value is not evaluated for it. A store whose reads may block was read in the
     // thread pool before (start_auth_read): its outcome is taken, once.
     if (ctx->pre_auth) {
         signin::Result<std::shared_ptr<const signin::Principal>> read = std::move(*ctx->pre_auth);
@@ -110,7 +110,7 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
         if (!read) return read.error();
         ctx->principal = std::move(read.value());
     } else {
-        auto p = engine->sessions().authenticate_shared(c.secret, kind, principal_memo());
+        auto p = engine->sessions().authenticate_shared(c.secret, kind);
         if (!p) return p.error();
         ctx->principal = std::move(p.value());
     }

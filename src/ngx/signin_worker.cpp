@@ -1,4 +1,4 @@
-// The per-worker engine: the store opened after fork (DESIGN §3 rule 7), the job pools, the
+// The per-worker engine: the store opened after fork (each worker opens its own), the job pools, the
 // purge of expired records, and the warm-up of the dummy hash.
 #include "signin_conf.h"
 #include "signin_metrics.h"
@@ -17,15 +17,13 @@ ngx_connection_t g_purge_dummy;
 
 // The purge (worker 0): expired records every minute, and the index entries that exchanges leave
 // (Store::WriteTxn::purge_index) in between. A round deletes at most kPurgeRound entries (and as
-// many old audit entries): each deletion dirties a page of its batch's transaction, and LMDB keeps
-// the page buffers of the largest transaction a worker ever made until the worker exits
-// (measured 2026-11-27: rounds of 10 000 grew the purging worker's heap by 6 to 8 MB in the
-// bench's exchanges, and held the write lock meanwhile). A round that used its whole budget is
+// many old audit entries): each deletion dirties a page of its batch's transaction, and a store
+// may keep the page buffers of the largest transaction a worker ever made until the worker exits
+// (rounds of 10 000 grew the purging worker's heap by megabytes, and held the write lock
+// meanwhile). A round that used its whole budget is
 // followed by the next one a second later, so the purge keeps up with 256 exchanges a second.
 constexpr ngx_msec_t kFirstPurge = 5000, kPurgeEvery = 60000, kPurgeAgain = 1000;
 constexpr std::size_t kPurgeRound = 256;
-// A worker's PrincipalMemo: sessions in use at once beyond this share slots (a miss decodes again).
-constexpr std::size_t kPrincipalMemoSlots = 1024;
 
 ngx_msec_t g_records_purge_at = 0;  // when the next round purges expired records (else: the index)
 
@@ -86,30 +84,20 @@ void purge_tick(ngx_event_t *ev) {
 }
 
 void open_engine(ngx_cycle_t *cycle, MainConf *m) {
-    if (m->store_pg) {
-        // a database several nodes share; its reads leave the event loop (start_auth_read)
-        signin::PgOptions opts;
-        opts.conninfo = std::string(sv(m->store_path));
-        opts.wait_for_server = true;  // a database that is down at start: 503 until it is back
-        opts.audit_max = m->audit_max;
-        g_store = signin::open_pg_store(opts);
-        set_remote_store(true);
-        if (limits_mode(cycle) == LimitsMode::Zone) {  // the sensitive requests, counted for every node
-            set_shared_limits(std::make_unique<signin::SharedLimits>(g_store));
-        }
-        if (m->session_cache > 0) {  // per worker, bounded
-            set_session_cache(std::make_unique<signin::SessionCache>(static_cast<signin::Millis>(m->session_cache), 100000));
-        }
-    } else {
-        signin::LmdbOptions opts;
-        opts.path = std::string(sv(m->store_path));
-        opts.map_size = m->store_size;
-        opts.audit_max = m->audit_max;
-        g_store = signin::open_lmdb_store(opts);
-        set_remote_store(false);
-        // who the recent sessions are, decoded once while their records stay byte for byte the
-        // same (about 1 KiB a slot when used)
-        set_principal_memo(std::make_unique<signin::PrincipalMemo>(kPrincipalMemoSlots));
+    signin::StoreOptions opts;
+    opts.where = std::string(sv(m->store_path));
+    opts.map_size = m->store_size;
+    opts.audit_max = m->audit_max;
+    opts.wait_for_server = true;  // a database that is down at start: 503 until it is back
+    g_store = signin::open_store(opts);
+    const signin::StoreTraits traits = g_store->traits();
+    set_store_traits(traits);  // reads that may block leave the event loop (start_auth_read)
+    if (traits.shared_by_nodes && limits_mode(cycle) == LimitsMode::Zone) {
+        // the sensitive requests, counted for every node
+        set_shared_limits(std::make_unique<signin::SharedLimits>(g_store));
+    }
+    if (traits.reads_may_block && m->session_cache > 0) {  // per worker, bounded
+        set_session_cache(std::make_unique<signin::SessionCache>(static_cast<signin::Millis>(m->session_cache), 100000));
     }
     g_identity = std::make_unique<signin::Identity>(g_store, *m->origin, *m->policy);
     if (m->secret_key != nullptr) g_identity->use_secret_key(*m->secret_key);  // seals second-factor secrets
@@ -126,7 +114,7 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     // every worker. Without a zone (nginx -t warned) each worker still applies SPEC §8's
     // attempt limits in its own memory, so password guessing is never unlimited unless
     // "signin_limits off" says so.
-    if (m->store_pg && limits_mode(cycle) != LimitsMode::Off) {
+    if (traits.shared_by_nodes && limits_mode(cycle) != LimitsMode::Off) {
         // several nodes: the counters are in the database, so that every node sees every attempt
         // (in the thread pool, where the engine checks passwords); a zone still counts per node
         g_identity->passwords().with_attempt_limiter(
@@ -136,6 +124,18 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
             std::make_shared<signin::MemoryAttemptLimiter>(m->policy->attempts));
     } else {
         g_identity->passwords().with_attempt_limiter(std::make_shared<signin::UnlimitedAttempts>());
+    }
+}
+
+// Says which store could not be opened, as the store describes itself (a URI may hold a
+// password, which is never logged), and why when that is known.
+void log_unopened(ngx_cycle_t *cycle, const MainConf *m, const char *why) {
+    try {
+        const std::string shown = signin::describe_store(sv(m->store_path));
+        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%s\" could not be opened%s%s", shown.c_str(),
+                      why != nullptr ? ": " : "", why != nullptr ? why : "");
+    } catch (...) {
+        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store could not be opened");
     }
 }
 
@@ -150,15 +150,11 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
     try {
         open_engine(cycle, m);
     } catch (const std::exception &e) {
-        // a PostgreSQL URI may hold a password: it is not logged. (Not ngx_str_set under an if:
-        // the macro is two statements, and the path's length was given the literal's text.)
-        ngx_str_t shown = m->store_pg ? ngx_view("(PostgreSQL)") : m->store_path;
-        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened: %s", &shown, e.what());
+        log_unopened(cycle, m, e.what());
         g_identity.reset();
         return NGX_OK;  // requests answer 503 storage_unavailable; the worker keeps serving the rest
     } catch (...) {
-        ngx_str_t shown = m->store_pg ? ngx_view("(PostgreSQL)") : m->store_path;
-        ngx_log_error(NGX_LOG_CRIT, cycle->log, 0, "signin_store \"%V\" could not be opened", &shown);
+        log_unopened(cycle, m, nullptr);
         g_identity.reset();
         return NGX_OK;
     }
@@ -185,7 +181,6 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
 
 void exit_worker(ngx_cycle_t *cycle) {
     try {
-        set_principal_memo(nullptr);
         g_identity.reset();
         g_store.reset();
     } catch (const std::exception &e) {

@@ -77,7 +77,7 @@ function listItem({ name, nameClass, nameTitle, badge, hint, button }) {
   return item;
 }
 
-// ---- the accounts of this browser (DESIGN §9.6)
+// ---- the accounts of this browser (signin_browser_accounts): switch to one, sign all out
 async function loadAccounts() {
   const answer = await call("accounts");
   if (answer.status !== 200) return msg.error(explain(answer));

@@ -1,7 +1,7 @@
 // The sign-in page (signin_pages): email then code, a link from an email, password sign-in when
 // signin_passwords is on. Each way in is one <section id="step-..."> of signin.html and one
 // show*() here; a new way in (a second factor, a passkey, a provider) is a new pair. With ?add=1
-// (or "Add another account"), the sign-in adds an account to this browser (DESIGN §9.6).
+// (or "Add another account"), the sign-in adds an account to this browser, keeping the others.
 import {
   accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerLink,
   providerTrouble, publicKeyOptions, safeReturnTo,

@@ -1,4 +1,6 @@
-// The LMDB backend of signin::Store (DESIGN §3 rules 2, 3, 7).
+// The LMDB backend of signin::Store: one file under a directory, opened by each process (each
+// nginx worker after the fork), durable when a commit returns, holding digests of tokens and
+// session secrets, never the secrets themselves.
 //
 // Layout: one environment (a directory), named databases opened once at open_lmdb_store():
 //   meta           "schema_version" -> decimal text
@@ -11,16 +13,16 @@
 //   sessions       session key (as a token's) -> session record
 //   session_ids    session id -> session key
 //   user_sessions  (DUPSORT) user id -> session id
-//   browser_sessions (DUPSORT) browser cookie's record_key (38 bytes; 32 from earlier builds) -> session id (DESIGN §9.6)
+//   browser_sessions (DUPSORT) browser cookie's record_key (38 bytes; 32 from earlier builds) -> session id (several accounts in one browser)
 //   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
 //   outbox         due_at (8 bytes BE ms) + 8 random bytes -> outbox record (the delivery sealed)
 //   mfa            user id -> second-factor record (TOTP secret sealed, recovery digests, devices)
 //   mfa_pending    mfa_token hash (32 bytes) -> a sign-in waiting for its second factor
-//   passkeys       credential id digest (32 bytes) -> passkey record (DESIGN §9.4)
+//   passkeys       credential id digest (32 bytes) -> passkey record (WebAuthn)
 //   user_passkeys  (DUPSORT) user id -> credential id digest
 //   spent_challenges WebAuthn challenge or OpenID Connect state digest (32 bytes) -> when it expires
 //                  (8 bytes BE ms)
-//   provider_links (issuer, subject) digest (32 bytes) -> provider link record (DESIGN §9.5)
+//   provider_links (issuer, subject) digest (32 bytes) -> provider link record (OpenID Connect)
 //   user_provider_links (DUPSORT) user id -> (issuer, subject) digest
 //   counters       a limit's key -> expires_at (8 bytes BE ms) + its state (StoreAttemptLimiter)
 //
@@ -38,7 +40,8 @@
 // (durable() below) before it returns: LMDB's commit fdatasyncs the data pages and writes the
 // meta page that names them, both inside the write lock, and by default waits for that meta page
 // too (an O_DSYNC write); here that second wait happens after the lock is released, so the other
-// worker's batch runs meanwhile (issue #20: the lock's time per batch was the exchanges' bound).
+// worker's batch runs meanwhile (under load, the lock's time per batch bounds how many sign-ins a
+// second the store takes).
 // When commit() returns, the meta page of this transaction (or of a later one, which holds its
 // data) is on disk: nothing acknowledged is lost. LMDB keeps the file consistent in this mode
 // (a crash before the sync may only undo the last transaction, which nobody was told about).
@@ -62,9 +65,10 @@
 #include <string_view>
 #include <vector>
 
-#include "signin/principal_memo.hpp"
-#include "signin/store.hpp"
+#include "backends.hpp"
+#include "principal_memo.hpp"
 #include "records.hpp"
+#include "signin/store.hpp"
 
 namespace signin {
 using namespace records;
@@ -127,6 +131,8 @@ struct Env {
     // The most audit entries kept (LmdbOptions::audit_max): past it each new entry takes the
     // place of the oldest.
     std::size_t audit_max = 0;
+    // Each reading thread's principals of recent sessions (ReadTxn::principal).
+    mutable ThreadMemos memos;
 };
 
 // Begins a transaction; a full reader table is first cleared of dead processes' slots, once.
@@ -197,22 +203,21 @@ public:
         return decode_session(r->key, r->value);
     }
 
-    // In place: the two records are compared with the bytes `memo` decoded before, as slices of
-    // the map, and decoded only when they differ.
-    std::shared_ptr<const Principal> principal(std::string_view key, PrincipalMemo *memo) override {
+    // In place: the two records are compared, as slices of the map, with the bytes this
+    // thread's memo decoded before, and decoded only when they differ.
+    std::shared_ptr<const Principal> principal(std::string_view key) override {
         auto r = keyed(env_.dbi.sessions, key, "read session");
         if (!r) return nullptr;
-        if (memo != nullptr) {
-            if (const auto *hit = memo->find(key, r->value)) {
-                auto u = get(env_.dbi.users, (*hit)->session.user_id, "read user");
-                if (u && memo->user_matches(key, *u)) return *hit;
-            }
+        PrincipalMemo &memo = env_.memos.mine();
+        if (const auto *hit = memo.find(key, r->value)) {
+            auto u = get(env_.dbi.users, (*hit)->session.user_id, "read user");
+            if (u && memo.user_matches(key, *u)) return *hit;
         }
         SessionRecord s = decode_session(r->key, r->value);
         auto u = get(env_.dbi.users, s.user_id, "read user");
         if (!u) return nullptr;
         auto p = std::make_shared<const Principal>(Principal{decode_user(*u), std::move(s)});
-        if (memo != nullptr) memo->put(key, r->value, *u, p);
+        memo.put(key, r->value, *u, p);
         return p;
     }
 
@@ -448,7 +453,7 @@ protected:
 // Read transactions ended by a reader are kept reset (their reader slot held, no snapshot pinned)
 // and renewed by the next: mdb_txn_begin would allocate the transaction and, with MDB_NOTLS, take
 // the environment's shared reader-table mutex to find a slot, on every GET /me and every gated
-// request (issue #20's profile of GET /me). Two are kept, for the event loop and a thread that
+// request. Two are kept, for the event loop and a thread that
 // reads. (Like the environment, they belong to the process that opened the store: each worker
 // opens its own after the fork, as LMDB requires.)
 class IdleReads {
@@ -558,9 +563,9 @@ public:
     }
 
     // The token goes; its address's index entry stays (tokens_for skips an entry whose token is
-    // gone) until that address's next token or the purge removes it. Issue #20: an exchange
-    // spends a token of an address it writes nothing else for, and that entry's leaf (with its
-    // branch pages) was a third of the pages a batch of exchanges wrote (15.6 -> 10.6 KiB each).
+    // gone) until that address's next token or the purge removes it: an exchange spends a token of
+    // an address it writes nothing else for, and deleting that entry would dirty its leaf and
+    // branch pages, a large part of what a batch of exchanges writes.
     void del_token(std::string_view hash) override {
         if (del(env_.dbi.tokens, hash, nullptr, "delete token")) return;
         if (const std::string_view legacy = legacy_key(hash); !legacy.empty()) {
@@ -1008,6 +1013,7 @@ public:
         mdb_txn_abort(txn);
     }
 
+    StoreTraits traits() const override { return backends::kLmdb; }
     std::size_t audit_bound() const override { return env_.audit_max; }
     Space space() const override {
         MDB_envinfo info{};
@@ -1046,9 +1052,9 @@ public:
         }
     }
 
-    // Issue #20: first every write() of the batch is the batch's own transaction (no nested
-    // one: LMDB allocates a nested transaction 3 MB of page lists and merges its pages into the
-    // parent's on commit, ~10 us and the heap's growth per job). That is only right while no
+    // First every write() of the batch is the batch's own transaction (no nested one: LMDB
+    // allocates a nested transaction megabytes of page lists and merges its pages into the
+    // parent's on commit, time and heap for every job). That is only right while no
     // write() is abandoned after it wrote, the one thing a nested transaction is for: if one is
     // (the batch is spoiled), or the commit fails, nothing of that run is kept and fn runs again
     // with a nested transaction per write(), which is what decides.
@@ -1123,7 +1129,7 @@ LmdbStore::LmdbStore(const LmdbOptions &opts) {
         check(e, mdb_env_set_maxreaders(e, opts.max_readers), "set the reader count");
         check(e, mdb_env_set_maxdbs(e, 32), "set the table count");
         // Never MDB_NOSYNC. MDB_NOMETASYNC with durable() after each commit: a commit is durable
-        // when it returns (DESIGN §3 rule 2), its last flush outside the write lock (see the top).
+        // when it returns (nothing acknowledged is lost), its last flush outside the write lock (see the top).
         check(e, mdb_env_open(e, opts.path.c_str(), MDB_NOTLS | MDB_NOMETASYNC, 0600),
               "open the store at " + opts.path);
         int dead = 0;
@@ -1192,6 +1198,40 @@ void LmdbStore::open_tables() {
 
 std::unique_ptr<Store> open_lmdb_store(const LmdbOptions &opts) {
     return std::make_unique<LmdbStore>(opts);
+}
+
+namespace {
+[[noreturn]] void prepare_failed(const char *what, const std::string &path) {
+    const int err = errno;
+    throw StoreError(Code::StorageError, std::string(what) + " \"" + path + "\" failed (" + std::to_string(err) +
+                                             ": " + std::strerror(err) + ")");
+}
+}  // namespace
+
+// The directory is the owner's alone (0700); one made on the way to it must let every user
+// through (0755, whatever the umask), as the owner may not be the one who makes it. The files are
+// those mdb_env_open makes: given now when they exist (a store opened before), or made by the
+// owner itself.
+void backends::prepare_lmdb(const std::string &where, std::optional<unsigned> owner) {
+    std::string path = where;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    for (std::size_t i = 1; i <= path.size(); i++) {
+        if (i != path.size() && path[i] != '/') continue;
+        const std::string part = path.substr(0, i);
+        const bool store = i == path.size();
+        if (mkdir(part.c_str(), store ? 0700 : 0755) == 0) {
+            if (!store && chmod(part.c_str(), 0755) != 0) prepare_failed("chmod", part);
+        } else if (errno != EEXIST) {
+            prepare_failed("mkdir", part);
+        }
+    }
+    if (!owner) return;
+    for (const char *f : {"", "/data.mdb", "/lock.mdb"}) {
+        const std::string p = path + f;
+        if (chown(p.c_str(), static_cast<uid_t>(*owner), static_cast<gid_t>(-1)) != 0 && errno != ENOENT) {
+            prepare_failed("chown", p);
+        }
+    }
 }
 
 }  // namespace signin

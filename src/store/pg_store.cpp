@@ -1,4 +1,4 @@
-// The PostgreSQL backend of signin::Store (DESIGN §9.7): several nginx nodes share one set of
+// The PostgreSQL backend of signin::Store: several nginx nodes share one set of
 // users, tokens and sessions.
 //
 // Layout: the records are the LMDB backend's (store/records.hpp: the same binary encoding, the
@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "signin/store.hpp"
+#include "backends.hpp"
 #include "records.hpp"
 
 namespace signin {
@@ -753,6 +754,7 @@ public:
         ensure_ready();
         return std::make_unique<PgReadTxn>(pool_);
     }
+    StoreTraits traits() const override { return backends::kPg; }
     std::size_t audit_bound() const override { return audit_max_; }
     std::unique_ptr<WriteTxn> write() override {
         ensure_ready();

@@ -1,11 +1,8 @@
-// PrincipalMemo (principal_memo.hpp), and a ReadTxn's principal() for stores that have no
-// in-place read of their own.
-#include "signin/principal_memo.hpp"
+// PrincipalMemo and ThreadMemos (principal_memo.hpp).
+#include "principal_memo.hpp"
 
-#include <cstdint>
+#include <atomic>
 #include <cstring>
-
-#include "signin/store.hpp"
 
 namespace signin {
 
@@ -47,12 +44,27 @@ void PrincipalMemo::put(std::string_view key, std::string_view session_bytes, st
     s.principal = std::move(p);
 }
 
-std::shared_ptr<const Principal> ReadTxn::principal(std::string_view key, PrincipalMemo *) {
-    auto s = session(key);
-    if (!s) return nullptr;
-    auto u = user_by_id(s->user_id);
-    if (!u) return nullptr;
-    return std::make_shared<const Principal>(Principal{std::move(*u), std::move(*s)});
+namespace {
+std::atomic<std::uint64_t> g_memos_made{0};
+}  // namespace
+
+ThreadMemos::ThreadMemos(std::size_t slots) : serial_(++g_memos_made), slots_(slots) {}
+
+// A thread that reads through this store for the first time, or again after reading through
+// another one: its memo of this store, made when it has none yet.
+PrincipalMemo &ThreadMemos::find_or_make() {
+    const std::thread::id me = std::this_thread::get_id();
+    std::lock_guard<std::mutex> hold(lock_);
+    PrincipalMemo *memo = nullptr;
+    for (auto &[thread, m] : memos_) {
+        if (thread == me) memo = m.get();
+    }
+    if (memo == nullptr) {
+        memos_.emplace_back(me, std::make_unique<PrincipalMemo>(slots_));
+        memo = memos_.back().second.get();
+    }
+    t_last = {serial_, memo};
+    return *memo;
 }
 
 }  // namespace signin

@@ -451,8 +451,8 @@ using Json = std::unique_ptr<cJSON, JsonDeleter>;
 
 }  // namespace
 
-// Written with the engine's JSON writer (two entries per exchange, inside the write lock: issue
-// #20 measured 10,000 instructions an entry through cJSON's tree and printer), read with cJSON.
+// Written with the engine's JSON writer (two entries per exchange, inside the write lock, where
+// cJSON's tree and printer would cost many times more), read with cJSON.
 std::string encode_audit(const AuditEntry &e) { return json::audit_entry(e); }
 
 AuditEntry decode_audit(std::string_view key, std::string_view data) {

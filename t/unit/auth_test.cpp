@@ -16,8 +16,8 @@
 
 #include "core/encoding.hpp"
 #include "signin/auth.hpp"
-#include "signin/principal_memo.hpp"
 #include "signin/store.hpp"
+#include "store/principal_memo.hpp"
 #include "engine_fixtures.hpp"
 
 using namespace signin;
@@ -782,31 +782,42 @@ TEST_F(AuthTest, SuspendedUserIsUnauthenticated) {
     EXPECT_TRUE(sessions().authenticate_from(c.token, "x"));
 }
 
-// A worker's memo of decoded principals (principal_memo.hpp): the same principal while the
-// session's and the user's stored bytes stay the same, and every change the store holds seen at
-// the next request, as without it.
+// The LMDB store's memo of decoded principals (store/principal_memo.hpp), one per thread: the same
+// principal while the session's and the user's stored bytes stay the same, and every change the
+// store holds seen at the next request, as without it.
 TEST_F(AuthTest, PrincipalMemoHandsBackOnlyWhatTheStoreStillSays) {
     add_user("alice@example.com");
     Session c = sign_in("alice@example.com");
     clock_->advance(policy_.token_resend);
     Session b = sign_in("alice@example.com", SessionKind::Bearer);
-    PrincipalMemo memo(8);
-    auto first = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    auto first = sessions().authenticate_shared(c.token, SessionKind::Cookie);
     ASSERT_TRUE(first);
-    auto again = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    auto again = sessions().authenticate_shared(c.token, SessionKind::Cookie);
     ASSERT_TRUE(again);
     EXPECT_EQ(first.value().get(), again.value().get()) << "unchanged records: the memo's principal";
     EXPECT_EQ(again.value()->user.email, "alice@example.com");
     EXPECT_EQ(again.value()->session.hash, record_key(c.token.reveal()));
+    // another thread has a memo of its own: decoded there once, then handed back there
+    std::shared_ptr<const Principal> other1, other2;
+    std::thread([&] {
+        auto r1 = sessions().authenticate_shared(c.token, SessionKind::Cookie);
+        auto r2 = sessions().authenticate_shared(c.token, SessionKind::Cookie);
+        if (r1 && r2) other1 = r1.value(), other2 = r2.value();
+    }).join();
+    ASSERT_TRUE(other1 && other2);
+    EXPECT_NE(other1.get(), first.value().get()) << "not this thread's memo";
+    EXPECT_EQ(other1.get(), other2.get()) << "its own memo";
+    EXPECT_EQ(first.value().get(), sessions().authenticate_shared(c.token, SessionKind::Cookie).value().get())
+        << "this thread's memo kept its entry";
 
     // the kind and the clock are checked on a hit too
-    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Bearer, &memo));
-    ASSERT_TRUE(sessions().authenticate_shared(b.token, SessionKind::Bearer, &memo));
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Bearer));
+    ASSERT_TRUE(sessions().authenticate_shared(b.token, SessionKind::Bearer));
 
     // a touch rewrites the session: decoded again, with the new last_seen_at
     clock_->advance(policy_.session_touch);
     ASSERT_TRUE(sessions().touch(*again.value()));
-    auto touched = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    auto touched = sessions().authenticate_shared(c.token, SessionKind::Cookie);
     ASSERT_TRUE(touched);
     EXPECT_NE(touched.value().get(), first.value().get());
     EXPECT_EQ(touched.value()->session.last_seen_at, clock_->now());
@@ -820,26 +831,26 @@ TEST_F(AuthTest, PrincipalMemoHandsBackOnlyWhatTheStoreStillSays) {
         txn->put_user(*u);
         txn->commit();
     }
-    auto roles = sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo);
+    auto roles = sessions().authenticate_shared(c.token, SessionKind::Cookie);
     ASSERT_TRUE(roles);
     EXPECT_EQ(roles.value()->user.roles, std::vector<std::string>{"admin"});
     ASSERT_TRUE(id_->set_suspended("", "alice@example.com", true));
-    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie));
     ASSERT_TRUE(id_->set_suspended("", "alice@example.com", false));
-    ASSERT_TRUE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+    ASSERT_TRUE(sessions().authenticate_shared(c.token, SessionKind::Cookie));
 
     // the idle limit passes while the entry is in the memo
     clock_->advance(policy_.session_idle);
-    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie));
     clock_->advance(-policy_.session_idle);
-    ASSERT_TRUE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
+    ASSERT_TRUE(sessions().authenticate_shared(c.token, SessionKind::Cookie));
 
     // signed out: the record is gone, whatever the memo holds
     auto p = sessions().authenticate_from(c.token, "x");
     ASSERT_TRUE(p);
     ASSERT_TRUE(sessions().logout(p.value(), "x"));
-    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie, &memo));
-    EXPECT_TRUE(sessions().authenticate_shared(b.token, SessionKind::Bearer, &memo));
+    EXPECT_FALSE(sessions().authenticate_shared(c.token, SessionKind::Cookie));
+    EXPECT_TRUE(sessions().authenticate_shared(b.token, SessionKind::Bearer));
 }
 
 TEST(PrincipalMemo, EntriesAreKeyedByKeyAndExactBytes) {
@@ -866,6 +877,21 @@ TEST(PrincipalMemo, EntriesAreKeyedByKeyAndExactBytes) {
     PrincipalMemo empty(0);
     EXPECT_EQ(empty.slots(), 1u);
     EXPECT_EQ(empty.find(key, ""), nullptr);
+}
+
+// Each thread that reads through a store has its memo of that store, the same one every time,
+// however often it reads through another store in between.
+TEST(PrincipalMemo, OnePerThreadOfEachStore) {
+    ThreadMemos a(2), b(2);
+    PrincipalMemo &mine = a.mine();
+    EXPECT_EQ(mine.slots(), 2u);
+    EXPECT_EQ(&a.mine(), &mine);
+    EXPECT_NE(&b.mine(), &mine);
+    EXPECT_EQ(&a.mine(), &mine) << "back to the first store: its memo again, not a new one";
+    PrincipalMemo *theirs = nullptr;
+    std::thread([&] { theirs = &a.mine(); }).join();
+    EXPECT_NE(theirs, nullptr);
+    EXPECT_NE(theirs, &mine);
 }
 
 TEST_F(AuthTest, SetSuspendedUnknownAccount) {

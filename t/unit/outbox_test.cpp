@@ -172,6 +172,68 @@ TEST_F(OutboxTest, RefusedSendsAreTriedAgainWithADoublingDelayThenGivenUp) {
     EXPECT_FALSE(id_->tokens().exchange(token)) << "the cancelled token does not sign in";
 }
 
+TEST_F(OutboxTest, ByDefaultARefusedSendIsTriedAgainForAsLongAsItsCodeLives) {
+    settings_.retries = OutboxSettings::kUntilExpiry;
+    id_ = make_identity(settings_);
+    add_user("abe@example.com");
+    OutboxItem item = request("abe@example.com");
+    const Secret token = item.delivery.token;
+    Millis waited = 0;
+    std::vector<Millis> delays;
+    for (int i = 0; i < 1000; ++i) {
+        auto d = id_->outbox().failed(item);
+        ASSERT_TRUE(d) << d.error().message;
+        if (!d.value()) break;
+        delays.push_back(*d.value());
+        EXPECT_LE(*d.value(), kMaxRetryDelay);
+        waited += *d.value();
+        clock_->advance(*d.value());
+    }
+    ASSERT_GE(delays.size(), 8u);
+    EXPECT_EQ(delays[0], 1000);
+    EXPECT_EQ(delays[1], 2000);
+    EXPECT_EQ(delays.back(), kMaxRetryDelay) << "the doubling stops at a minute";
+    // tried again until the next try would come after the code expired (ten minutes)
+    EXPECT_GT(waited, policy_.token_ttl - kMaxRetryDelay - 1);
+    EXPECT_LE(waited, policy_.token_ttl);
+    EXPECT_EQ(pending(), 0u);
+    EXPECT_FALSE(token_live(token)) << "given up once the code could no longer be used";
+    EXPECT_EQ(store_->read()->audit(1).at(0).kind, "delivery.failed");
+}
+
+TEST_F(OutboxTest, ARelayThatWasDownForAMinuteStillDeliversTheCode) {
+    settings_.retries = OutboxSettings::kUntilExpiry;
+    id_ = make_identity(settings_);
+    add_user("ada@example.com");
+    OutboxItem item = request("ada@example.com");
+    Millis waited = 0;
+    while (waited < 60000) {
+        auto d = id_->outbox().failed(item);
+        ASSERT_TRUE(d && d.value()) << "still tried after " << waited << " ms";
+        waited += *d.value();
+        clock_->advance(*d.value());
+    }
+    ASSERT_TRUE(id_->outbox().wanted(item).value());
+    ASSERT_TRUE(id_->outbox().sent(item));
+    EXPECT_TRUE(id_->tokens().exchange(item.delivery.token)) << "the code that finally arrived signs in";
+}
+
+TEST_F(OutboxTest, APermanentRefusalGivesUpAtOnceAndSaysWhy) {
+    add_user("ann@example.com");
+    OutboxItem item = request("ann@example.com");
+    ASSERT_TRUE(id_->outbox().refused(item, "smtp 550"));
+    EXPECT_EQ(pending(), 0u);
+    EXPECT_FALSE(token_live(item.delivery.token)) << "no retry: the token is cancelled";
+    auto audit = store_->read()->audit(1);
+    ASSERT_EQ(audit.size(), 1u);
+    EXPECT_EQ(audit[0].kind, "delivery.failed");
+    EXPECT_EQ(audit[0].detail, "sign_in: smtp 550");
+    EXPECT_FALSE(id_->outbox().failed(item).value()) << "nothing left to try again";
+    const std::size_t entries = store_->read()->audit_count();
+    ASSERT_TRUE(id_->outbox().refused(item, "smtp 550")) << "a second refusal finds nothing";
+    EXPECT_EQ(store_->read()->audit_count(), entries) << "and audits nothing";
+}
+
 TEST_F(OutboxTest, ASuccessAfterAFailureKeepsTheToken) {
     add_user("cy@example.com");
     OutboxItem item = request("cy@example.com");

@@ -1,4 +1,4 @@
-// A version group (SPEC §4 "Version group configuration", §9): versions declared oldest first,
+// A version group (an api_versions block): versions declared oldest first,
 // one strategy, a default, per-route fallback flattened into one route table per version.
 // Valid C++17 (the nginx glue includes it); no nginx header.
 #pragma once

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates common_list.inc, the built-in list of common passwords and words compiled into the
-# module (SPEC §8 rule 4). Sources, both shipped by Debian 12:
+# module (a new password must not be on it). Sources, both shipped by Debian 12:
 #   /usr/share/john/password.lst        (john-data 1.9.0-2: Openwall's list of common passwords)
 #   /usr/share/dict/american-english    (wamerican 2020.12.07-2: English words)
 # Entries are lowercased, 4 characters or longer (shorter ones would make every password a
