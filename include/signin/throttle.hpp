@@ -1,6 +1,7 @@
 // Throttle rules (request, send and attempt limits): pure arithmetic on small fixed-size states, no
 // clock, no storage, no nginx. The nginx glue keeps the states in a shared-memory zone (one per
-// bucket kind and key) and calls these functions under the zone's lock; tests call them directly.
+// bucket kind and key) and calls these functions under the zone's lock; the limiters that count
+// in the store or in process memory (password.hpp, shared_limits.hpp) call them too, as tests do.
 // Valid C++17: the glue includes this header.
 #pragma once
 
