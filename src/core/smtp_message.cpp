@@ -5,7 +5,7 @@
 #include <ctime>
 #include <string>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 #include "signin/emails.hpp"
 #include "signin/smtp.hpp"
 
