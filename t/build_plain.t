@@ -84,14 +84,15 @@ my $so = "$tree/objs/ngx_http_signin_module.so";
 ok -f $so, 'the module is built: objs/ngx_http_signin_module.so'
     or SigninTest::skip_rest();
 
-# CMake's flags for the core (signin_core_objects) and the glue (ngx_signin) of that build
+# CMake's flags for the engine's parts (cmake/parts.cmake) and the glue (ngx_signin) of that build
 my %flags;
-for my $target (qw(signin_core_objects ngx_signin)) {
+my @parts = qw(signin_core signin_store signin_version);
+for my $target (@parts, 'ngx_signin') {
     my $file = "$tree/objs/addon/ngx_signin/CMakeFiles/$target.dir/flags.make";
     open my $fh, '<', $file or do { fail "$file: $!"; next };
     ($flags{$target}) = map { /^CXX_FLAGS = (.*)$/ ? $1 : () } <$fh>;
 }
-is $flags{ngx_signin}, $flags{signin_core_objects}, 'glue and core compile with the same flags';
+is $flags{$_}, $flags{ngx_signin}, "glue and $_ compile with the same flags" for @parts;
 like $flags{ngx_signin} // '', qr/(?=.*-std=c\+\+20)(?=.*-Wconversion)(?=.*-Wshadow)(?=.*-Werror)(?=.*-fvisibility=hidden)/,
     '... C++20, our warnings as errors, hidden symbols';
 

@@ -85,6 +85,10 @@ std::string origin_host(std::string_view origin);
 // "localhost", "[::1]" or a dotted 127.x.y.z address (lower case, no port): a name only this
 // machine has.
 bool is_loopback_host(std::string_view host);
+// A host as a URI names it (RFC 3986), lower case: a DNS name of LDH labels (an IDN in its xn--
+// form), a dotted IPv4 address, or an IPv6 address in brackets. Nothing else: no other
+// punctuation, no control or non-ASCII byte. Both the site's origin and the mail relay's URL.
+bool valid_host(std::string_view host);
 
 // Lowercased, validated address, or nullopt.
 std::optional<std::string> normalize_email(std::string_view email);

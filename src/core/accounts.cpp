@@ -1,7 +1,7 @@
 // Account changes (accounts.hpp).
 #include "signin/accounts.hpp"
 
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 
 namespace signin {
 

@@ -95,10 +95,8 @@ std::optional<std::string> normalize_group(std::string_view group) {
     return out;
 }
 
-// RFC 3986's host as a browser would send it in Origin: a DNS name of LDH labels (lowercased
-// already), a dotted IPv4 address, or an IPv6 address in brackets. Nothing else: no other
-// punctuation, no control or non-ASCII byte (an IDN is written in its xn-- form).
-static bool valid_origin_host(std::string_view host) {
+bool valid_host(std::string_view host) {
+    if (host.empty()) return false;
     if (host.front() == '[') {
         if (host.size() < 4 || host.back() != ']') return false;
         std::string_view v6 = host.substr(1, host.size() - 2);
@@ -167,7 +165,7 @@ std::optional<Origin> parse_origin(std::string_view text, std::string *why) {
         port_text = std::to_string(n);  // no leading zeros: the form a browser sends
     }
     if (host.empty()) return fail("an origin needs a host");
-    if (!valid_origin_host(host)) {
+    if (!valid_host(host)) {
         return fail("the host of an origin is a DNS name (letters, digits, '-' and '.'), an IPv4 address or a "
                     "bracketed IPv6 address");
     }

@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 #include "signin/json.hpp"
 
 namespace signin {

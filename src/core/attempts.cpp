@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 #include "signin/engine.hpp"
 #include "signin/password.hpp"
 #include "signin/shared_limits.hpp"

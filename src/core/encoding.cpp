@@ -1,4 +1,4 @@
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 
 #include <sodium.h>
 

@@ -6,15 +6,13 @@
 #include <string>
 #include <string_view>
 
+#include "signin/encoding.hpp"  // base64url, rfc3339: shared with the engine's neighbours
+
 namespace signin::enc {
 
-std::string base64url(const unsigned char *data, std::size_t len);
-std::optional<std::string> base64url_decode(std::string_view text);
 std::string hex(const unsigned char *data, std::size_t len);
 
-// Milliseconds since the Unix epoch as RFC 3339 UTC with millisecond precision.
-std::string rfc3339(std::int64_t unix_ms);
-// The same 24 characters into buf (no allocation: the JSON writer's times).
+// rfc3339's 24 characters into buf (no allocation: the JSON writer's times).
 void rfc3339(std::int64_t unix_ms, char (&buf)[24]);
 
 // A UUIDv7 (time-ordered, random) in its 36-character text form.

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 #include "signin/access.hpp"
 
 namespace signin {

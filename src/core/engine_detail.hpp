@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 #include "signin/engine.hpp"
 #include "signin/mfa.hpp"
 #include "signin/store.hpp"

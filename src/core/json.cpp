@@ -9,7 +9,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 
 namespace signin::json {
 

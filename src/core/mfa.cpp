@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 #include "signin/codes.hpp"
 #include "signin/totp.hpp"
 
@@ -107,6 +107,79 @@ Error locked_error() {
 
 bool locked(const Policy &policy, const MfaRecord &m) {
     return policy.mfa_lock_failures > 0 && m.failures >= policy.mfa_lock_failures;
+}
+
+// Why the account's factor takes no code now, if it does not: locked, or waiting after wrong
+// codes (the refusal is audited; the caller commits). The account's wrong codes count over every
+// pending sign-in and client: many pending sign-ins (one password or email each) would otherwise
+// give many guesses each.
+std::optional<Error> refusal(const Policy &policy, WriteTxn &txn, const MfaRecord &m, const User &user,
+                             std::string_view client, Millis now) {
+    if (locked(policy, m)) {
+        txn.append_audit(detail::audit(now, "mfa.refused", user.email, client, user.id, "locked"));
+        return locked_error();
+    }
+    if (m.wait_until > now) {
+        txn.append_audit(detail::audit(now, "mfa.refused", user.email, client, user.id, "waiting"));
+        Error e{Code::RateLimited, "too many wrong codes: wait before trying again"};
+        e.retry_after = m.wait_until - now;
+        return e;
+    }
+    return std::nullopt;
+}
+
+// The email that tells an account's owner its second factor locked: a notice, no token in it.
+Delivery lock_notice_to(const User &user) {
+    Delivery d;
+    d.email = user.email;
+    d.purpose = Purpose::MfaLocked;
+    d.group_id = user.group_id;
+    return d;
+}
+
+// A wrong code (`what`: "totp" or "recovery_code") for the pending sign-in `hash`, counted twice:
+// on the pending sign-in, which ends after the policy's limit, and, for an account with a factor,
+// on the account, whose wrong codes in a row set a wait and then the lock (every sign-in waiting
+// for the factor ends). True when this code locked the factor: its owner is to be told.
+bool count_wrong_code(const Policy &policy, WriteTxn &txn, MfaPendingRecord &pending, const std::string &hash,
+                      MfaRecord &m, const User &user, const char *what, std::string_view client, Millis now) {
+    pending.failures = static_cast<std::uint8_t>(pending.failures + 1);
+    const bool dead = pending.failures >= policy.mfa_pending_failures;
+    if (dead) {
+        txn.del_mfa_pending(hash);
+    } else {
+        txn.put_mfa_pending(pending);
+    }
+    txn.append_audit(detail::audit(now, dead ? "mfa.locked" : "mfa.failed", user.email, client, user.id, what));
+    if (!m.has_factor()) return false;
+    m.failures = m.failures == UINT32_MAX ? m.failures : m.failures + 1;
+    const Millis wait = failure_wait(policy, m.failures);
+    m.wait_until = wait > 0 ? now + wait : 0;
+    m.updated_at = now;
+    txn.put_mfa(m);
+    if (locked(policy, m)) {
+        txn.append_audit(detail::audit(now, "mfa.account_locked", user.email, client, user.id,
+                                       std::to_string(m.failures) + " wrong codes in a row"));
+        txn.del_mfa_pending_of(user.id);  // every sign-in waiting for the factor ends
+        return true;
+    }
+    if (wait > 0) {
+        txn.append_audit(detail::audit(now, "mfa.backoff", user.email, client, user.id,
+                                       std::to_string(m.failures) + " wrong codes in a row"));
+    }
+    return false;
+}
+
+// A new remembered device in m, valid until expires_at (expired ones go, and the oldest beyond
+// Mfa::kMaxDevices): the secret for the browser's cookie, only its digest kept.
+Secret remember_device(MfaRecord &m, Millis now, Millis expires_at) {
+    std::string device = enc::random_secret(32);
+    m.devices.erase(std::remove_if(m.devices.begin(), m.devices.end(),
+                                   [now](const MfaRecord::Device &d) { return d.expires_at <= now; }),
+                    m.devices.end());
+    if (m.devices.size() >= Mfa::kMaxDevices) m.devices.erase(m.devices.begin());
+    m.devices.push_back({secret_hash(device), expires_at});
+    return Secret(std::move(device));
 }
 
 }  // namespace
@@ -300,54 +373,19 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
         MfaRecord m = txn->mfa(user->id).value_or(MfaRecord{});
         m.user_id = user->id;
         const Policy &policy = engine_.policy();
-        // The account's wrong codes count over every pending sign-in and client: many pending
-        // sign-ins (one password or email each) would otherwise give many guesses each.
-        if (locked(policy, m)) {
-            txn->append_audit(detail::audit(now, "mfa.refused", user->email, client, user->id, "locked"));
+        if (auto refused = refusal(policy, *txn, m, *user, client, now)) {
             txn->commit();
-            return locked_error();
-        }
-        if (m.wait_until > now) {
-            txn->append_audit(detail::audit(now, "mfa.refused", user->email, client, user->id, "waiting"));
-            txn->commit();
-            Error e{Code::RateLimited, "too many wrong codes: wait before trying again"};
-            e.retry_after = m.wait_until - now;
-            return e;
+            return *refused;
         }
         const std::string how = pass(*engine_.mfa_key_, m, code, recovery_code, now);
         if (how.empty()) {
-            pending->failures = static_cast<std::uint8_t>(pending->failures + 1);
-            const bool dead = pending->failures >= policy.mfa_pending_failures;
-            if (dead) {
-                txn->del_mfa_pending(hash);
-            } else {
-                txn->put_mfa_pending(*pending);
-            }
-            const char *what = recovery_code.empty() ? "totp" : "recovery_code";
             TokenIssue notice;
-            txn->append_audit(detail::audit(now, dead ? "mfa.locked" : "mfa.failed", user->email, client,
-                                            user->id, what));
-            if (m.has_factor()) {
-                m.failures = m.failures == UINT32_MAX ? m.failures : m.failures + 1;
-                const Millis wait = failure_wait(policy, m.failures);
-                m.wait_until = wait > 0 ? now + wait : 0;
-                m.updated_at = now;
-                txn->put_mfa(m);
-                if (locked(policy, m)) {
-                    txn->append_audit(detail::audit(now, "mfa.account_locked", user->email, client, user->id,
-                                                    std::to_string(m.failures) + " wrong codes in a row"));
-                    txn->del_mfa_pending_of(user->id);  // every sign-in waiting for the factor ends
-                    // the owner hears of it from this transaction on: a lock nobody is told of
-                    // would only show at their next sign-in, long after whoever guessed
-                    notice.delivery = Delivery{};
-                    notice.delivery->email = user->email;
-                    notice.delivery->purpose = Purpose::MfaLocked;  // a notice: no token
-                    notice.delivery->group_id = user->group_id;
-                    notice.outbox_key = engine_.enqueue(*txn, *notice.delivery, client, now);
-                } else if (wait > 0) {
-                    txn->append_audit(detail::audit(now, "mfa.backoff", user->email, client, user->id,
-                                                    std::to_string(m.failures) + " wrong codes in a row"));
-                }
+            if (count_wrong_code(policy, *txn, *pending, hash, m, *user, recovery_code.empty() ? "totp" : "recovery_code",
+                                 client, now)) {
+                // the owner hears of it from this transaction on: a lock nobody is told of
+                // would only show at their next sign-in, long after whoever guessed
+                notice.delivery = lock_notice_to(*user);
+                notice.outbox_key = engine_.enqueue(*txn, *notice.delivery, client, now);
             }
             txn->commit();
             if (notice.delivery) {
@@ -357,10 +395,7 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
                     (void)engine_.deliver(*notice.delivery);  // the factor is locked whether or not it arrives
                 }
             }
-            if (locked(policy, m)) {
-                return locked_error();
-            }
-            return wrong_code();
+            return locked(policy, m) ? locked_error() : wrong_code();
         }
         m.failures = 0;
         m.wait_until = 0;
@@ -372,14 +407,8 @@ Result<MfaVerified> Mfa::verify(const Secret &mfa_token, std::string_view code, 
         }
         MfaVerified out;
         if (remember && kind == SessionKind::Cookie && engine_.policy().mfa_remember > 0) {
-            std::string device = enc::random_secret(32);
-            m.devices.erase(std::remove_if(m.devices.begin(), m.devices.end(),
-                                           [now](const MfaRecord::Device &d) { return d.expires_at <= now; }),
-                            m.devices.end());
-            if (m.devices.size() >= kMaxDevices) m.devices.erase(m.devices.begin());
             out.device_expires_at = now + engine_.policy().mfa_remember;
-            m.devices.push_back({secret_hash(device), out.device_expires_at});
-            out.device = Secret(std::move(device));
+            out.device = remember_device(m, now, out.device_expires_at);
             txn->append_audit(detail::audit(now, "mfa.device_remembered", user->email, client, user->id));
         }
         m.updated_at = now;

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/encoding.hpp"
-#include "core/public_key.hpp"
+#include "encoding.hpp"
+#include "public_key.hpp"
 #include "signin/engine.hpp"
 #include "signin/json.hpp"
 

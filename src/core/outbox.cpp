@@ -6,8 +6,8 @@
 
 #include <stdexcept>
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 #include "signin/engine.hpp"
 
 namespace signin {
@@ -132,10 +132,15 @@ Millis worth_until(ReadTxn &txn, const OutboxRecord &r) {
     return t ? t->expires_at : 0;
 }
 
-bool token_usable(ReadTxn &txn, const std::string &token_hash, Millis now) {
-    if (token_hash.empty()) return true;  // a notice
-    auto t = txn.token(token_hash);
-    return t && t->expires_at > now;
+// Whether an entry's token (if any: a notice has none) can still be used.
+bool token_usable(ReadTxn &txn, const OutboxRecord &r, Millis now) {
+    return r.token_hash.empty() || worth_until(txn, r) > now;
+}
+
+// Whether an entry that made `attempts` sends has had all signin_delivery_retries allows (none
+// when it is unset: then only the token's lifetime ends the tries).
+bool out_of_tries(unsigned retries, std::uint32_t attempts) {
+    return retries != OutboxSettings::kUntilExpiry && attempts >= 1 + retries;
 }
 
 }  // namespace
@@ -161,12 +166,12 @@ Result<std::vector<OutboxItem>> Outbox::claim_due(std::size_t budget) {
                 continue;
             }
             const std::string tag(purpose_tag(d->purpose));
-            if (!token_usable(*txn, r.token_hash, now)) {
+            const Millis until = worth_until(*txn, r);
+            if (!r.token_hash.empty() && until <= now) {
                 txn->del_outbox(r.key);  // spent, expired or cancelled meanwhile: nothing to send
                 continue;
             }
-            if ((st.retries != OutboxSettings::kUntilExpiry && r.attempts >= 1 + st.retries) ||
-                now >= worth_until(*txn, r)) {
+            if (out_of_tries(st.retries, r.attempts) || now >= until) {
                 give_up(*txn, r, d->email, tag, now);
                 continue;
             }
@@ -201,8 +206,7 @@ Result<std::optional<Millis>> Outbox::failed(OutboxItem &item) {
             return std::optional<Millis>{};
         }
         const Millis delay = backoff(r->attempts);
-        const bool out_of_tries = st.retries != OutboxSettings::kUntilExpiry && r->attempts >= 1 + st.retries;
-        if (out_of_tries || now + delay >= worth_until(*txn, *r)) {
+        if (out_of_tries(st.retries, r->attempts) || now + delay >= worth_until(*txn, *r)) {
             give_up(*txn, *r, item.delivery.email, purpose_tag(item.delivery.purpose), now);
             txn->commit();
             return std::optional<Millis>{};
@@ -236,7 +240,7 @@ Result<bool> Outbox::wanted(const OutboxItem &item) {
     return detail::guarded("outbox read", [&]() -> Result<bool> {
         auto txn = engine_.store_->read();
         auto r = txn->outbox(item.key);
-        return r.has_value() && token_usable(*txn, r->token_hash, engine_.now());
+        return r.has_value() && token_usable(*txn, *r, engine_.now());
     });
 }
 

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/encoding.hpp"
-#include "core/pages_data.hpp"
+#include "encoding.hpp"
+#include "pages_data.hpp"
 #include "signin/emails.hpp"
 
 namespace signin::pages {

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <array>
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 #include "signin/json.hpp"
 #include "signin/webauthn.hpp"
 

@@ -20,7 +20,7 @@
 namespace signin::password {
 namespace {
 
-#include "core/data/common_list.inc"
+#include "data/common_list.inc"
 
 // The list as sorted views into the compiled-in chunks, built once.
 const std::vector<std::string_view> &common_index() {

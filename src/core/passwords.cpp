@@ -1,7 +1,7 @@
 // The password operations of the engine: set (fresh session), change, sign-in, attempt limits.
 #include "signin/passwords.hpp"
 
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 
 namespace signin {
 namespace {

@@ -1,8 +1,8 @@
 // OpenID Connect providers' accounts (providers.hpp).
 #include "signin/providers.hpp"
 
-#include "core/encoding.hpp"
-#include "core/engine_detail.hpp"
+#include "encoding.hpp"
+#include "engine_detail.hpp"
 
 namespace signin {
 namespace {
@@ -38,6 +38,37 @@ std::string who(const oidc::ProviderConfig &provider, const std::string &key) {
     return provider.name + ":" + enc::hex(reinterpret_cast<const unsigned char *>(key.data()), 8);
 }
 
+// The account a provider's identity is linked to, if any; the link's last use is now.
+std::optional<User> linked_account(WriteTxn &txn, const std::string &key, Millis now) {
+    auto link = txn.provider_link(key);
+    if (!link) return std::nullopt;
+    auto user = txn.user_by_id(link->user_id);
+    if (user) {
+        link->last_used_at = now;
+        txn.put_provider_link(*link);
+    } else {
+        txn.del_provider_link(key);  // its account went without taking it (never: delete takes it)
+    }
+    return user;
+}
+
+// A new account of the default group, linked to the provider's identity (`named` in the audit
+// trail); `email` is empty unless the provider may give the account its address.
+User new_account(WriteTxn &txn, const oidc::ProviderConfig &provider, const oidc::IdClaims &claims,
+                 const std::string &key, std::string email, const std::string &named, std::string_view client,
+                 Millis now) {
+    User u;
+    u.id = enc::uuid7(now);
+    u.email = std::move(email);
+    u.group_id = std::string(kDefaultGroup);
+    u.created_at = now;
+    u.updated_at = now;
+    txn.put_user(u);
+    txn.put_provider_link(new_link(key, u, provider, claims, now));
+    txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id, named));
+    return u;
+}
+
 }  // namespace
 
 std::string Providers::link_key(std::string_view issuer, std::string_view subject) {
@@ -65,17 +96,8 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
         if (!spend_state(*txn, flow)) {
             return refuse(Code::ProviderRefused, "state spent", "this sign-in was already used; start again");
         }
-        std::optional<User> user;
+        std::optional<User> user = linked_account(*txn, key, now);
         std::string how = "linked";
-        if (auto link = txn->provider_link(key)) {
-            user = txn->user_by_id(link->user_id);
-            if (user) {
-                link->last_used_at = now;
-                txn->put_provider_link(*link);
-            } else {
-                txn->del_provider_link(key);  // its account went without taking it (never: delete takes it)
-            }
-        }
         const bool verified = claims.email_verified && !claims.email.empty();
         // Only a provider declared trust_email=on may give an account its address: any other
         // provider's "verified" is the word of whoever controls the identity there, and an
@@ -111,16 +133,7 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
                 return refuse(Code::RegistrationDisabled, "may not join", "there is no account for this sign-in",
                               claims.email);
             }
-            User u;
-            u.id = enc::uuid7(now);
-            u.email = owns_address ? claims.email : std::string();
-            u.group_id = std::string(kDefaultGroup);
-            u.created_at = now;
-            u.updated_at = now;
-            txn->put_user(u);
-            txn->put_provider_link(new_link(key, u, provider, claims, now));
-            txn->append_audit(detail::audit(now, "user.created", u.email, client, u.id, named));
-            user = std::move(u);
+            user = new_account(*txn, provider, claims, key, owns_address ? claims.email : std::string(), named, client, now);
             how = "new";
         }
         if (user->suspended) return refuse(Code::Suspended, "suspended", "this account is suspended", user->email, user->id);

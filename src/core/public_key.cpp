@@ -1,5 +1,5 @@
 // OpenSSL public keys made from their parameters (public_key.hpp).
-#include "core/public_key.hpp"
+#include "public_key.hpp"
 
 namespace signin::pkey {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 
 namespace signin {
 namespace {

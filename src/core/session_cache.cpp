@@ -1,7 +1,7 @@
 // The per-process session cache of signin_session_cache (session_cache.hpp).
 #include "signin/session_cache.hpp"
 
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 
 namespace signin {
 

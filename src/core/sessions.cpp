@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 
 namespace signin {
 

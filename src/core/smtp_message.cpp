@@ -5,6 +5,7 @@
 #include <ctime>
 #include <string>
 
+#include "encoding.hpp"
 #include "signin/emails.hpp"
 #include "signin/smtp.hpp"
 
@@ -120,15 +121,12 @@ void append_part(std::string &out, std::string_view boundary, std::string_view t
     out.append(quoted_printable(body)).append("\r\n");
 }
 
+// Fresh random text for a Message-ID or a MIME boundary (at most 32 bytes of randomness).
 std::string random_hex(std::size_t bytes) {
     unsigned char raw[32];
+    bytes = bytes < sizeof raw ? bytes : sizeof raw;
     randombytes_buf(raw, bytes);
-    std::string out;
-    for (std::size_t i = 0; i < bytes; ++i) {
-        out += kHex[raw[i] >> 4];
-        out += kHex[raw[i] & 15];
-    }
-    return out;
+    return enc::hex(raw, bytes);
 }
 
 }  // namespace

@@ -260,6 +260,26 @@ struct Session::State {
         return t.empty() ? std::string(curl_easy_strerror(rc)) : t;
     }
 
+    // The relay's error reply to a command of the message's own (MAIL, RCPT, DATA), into r: this
+    // message's failure (permanent for a 5xx), unless the reply is about the relay itself.
+    SendResult refused_message(SendResult r) const {
+        const std::string step(errbuf, std::min<std::size_t>(4, std::strlen(errbuf)));
+        const char *what = step == "MAIL" ? "the relay refused the sender"
+                           : step == "RCPT" ? "the relay refused the recipient"
+                                            : "the relay refused the message";
+        r.error = with_reply(what);
+        if (reply == 421) {
+            r.error = with_reply("the relay is closing the connection");
+        } else if (reply == 530) {
+            // "authentication required": the relay's configuration, not this message
+            r.error = with_reply("the relay wants a login (signin_smtp_auth_file)");
+        } else {
+            r.relay_failure = false;
+            if (reply >= 500) r.outcome = Outcome::Permanent;
+        }
+        return r;
+    }
+
     SendResult failure(CURLcode rc) const {
         SendResult r;
         r.reply = reply;
@@ -267,25 +287,9 @@ struct Session::State {
         r.relay_failure = true;
         const Relay &relay = settings.relay;
         const std::string where = relay.host + ":" + std::to_string(relay.port);
-        const std::string step(errbuf, std::min<std::size_t>(4, std::strlen(errbuf)));
         const bool message_step = (rc == CURLE_SEND_ERROR && reply >= 400) ||
                                   (rc == CURLE_WEIRD_SERVER_REPLY && data_accepted && reply >= 400);
-        if (message_step) {
-            const char *what = step == "MAIL" ? "the relay refused the sender"
-                               : step == "RCPT" ? "the relay refused the recipient"
-                                                : "the relay refused the message";
-            r.error = with_reply(what);
-            if (reply == 421) {
-                r.error = with_reply("the relay is closing the connection");
-            } else if (reply == 530) {
-                // "authentication required": the relay's configuration, not this message
-                r.error = with_reply("the relay wants a login (signin_smtp_auth_file)");
-            } else {
-                r.relay_failure = false;
-                if (reply >= 500) r.outcome = Outcome::Permanent;
-            }
-            return r;
-        }
+        if (message_step) return refused_message(std::move(r));
         switch (rc) {
         case CURLE_COULDNT_RESOLVE_HOST:
             r.error = "cannot resolve the relay's name " + relay.host + " (" + curl_text(rc) + ")";

@@ -15,43 +15,8 @@ namespace signin::smtp {
 namespace {
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
 
 Error invalid(std::string message) { return Error{Code::InvalidRequest, std::move(message)}; }
-
-// A DNS name of LDH labels, a dotted IPv4 address (also LDH), or a bracketed IPv6 address.
-bool valid_host(std::string_view host) {
-    if (host.empty()) return false;
-    if (host.front() == '[') {
-        if (host.size() < 4 || host.size() > 47 || host.back() != ']') return false;
-        std::string_view v6 = host.substr(1, host.size() - 2);
-        std::size_t colons = 0;
-        for (char c : v6) {
-            if (c == ':') {
-                ++colons;
-            } else if (!is_hex(c) && c != '.') {
-                return false;
-            }
-        }
-        return colons >= 2;
-    }
-    if (host.size() > 253) return false;
-    std::size_t label = 0;
-    char prev = '.';
-    for (char c : host) {
-        if (c == '.') {
-            if (label == 0 || prev == '-') return false;
-            label = 0;
-        } else if ((c >= 'a' && c <= 'z') || is_digit(c) || (c == '-' && label > 0)) {
-            if (++label > 63) return false;
-        } else {
-            return false;
-        }
-        prev = c;
-    }
-    return label > 0 && prev != '-';
-}
 
 bool has_control(std::string_view s) {
     for (unsigned char c : s) {

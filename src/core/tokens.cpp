@@ -7,9 +7,9 @@
 
 #include <sodium.h>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 #include "signin/codes.hpp"
-#include "core/engine_detail.hpp"
+#include "engine_detail.hpp"
 #include "signin/access.hpp"
 
 namespace signin {
@@ -69,6 +69,41 @@ std::string address_lock(const std::string &group, const std::string &email) {
     return k;
 }
 
+// What a token request for this address means: a sign-in for an account, a registration for a
+// new address, an "already registered" notice for a registration of a known one; none for a
+// sign-in without an account.
+std::optional<Purpose> purpose_of(Intent intent, bool has_account) {
+    if (intent == Intent::Login) return has_account ? std::optional(Purpose::SignIn) : std::nullopt;
+    return has_account ? Purpose::AlreadyRegistered : Purpose::Registration;
+}
+
+// The address's tokens still usable, oldest first; expired ones are deleted on the way.
+std::vector<TokenRecord> live_tokens(WriteTxn &txn, const std::string &group, const std::string &email, Millis now) {
+    std::vector<TokenRecord> live;
+    for (auto &t : txn.tokens_for(group, email)) {
+        if (t.expires_at <= now) {
+            txn.del_token(t.hash);
+        } else {
+            live.push_back(std::move(t));
+        }
+    }
+    return live;
+}
+
+// Whether a usable token issued within the resend window stands in for a new one (then nothing
+// is sent). A waiting registration token that carries a password someone chose does not stand in
+// for a registration without one (or with another): the owner of the inbox would only get the
+// email that creates the account with that password.
+bool recently_sent(const std::vector<TokenRecord> &live, const std::string *password_hash, const Policy &policy,
+                   Millis now) {
+    for (const auto &t : live) {
+        const bool carries_password = !t.password_hash.empty();
+        if (carries_password && (password_hash == nullptr || *password_hash != t.password_hash)) continue;
+        if (purpose_signs_in(t.purpose) && now - t.created_at < policy.token_resend) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 Result<TokenIssue> Tokens::issue_token(Intent intent, std::string_view email, std::string_view group,
@@ -93,67 +128,28 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         auto txn = engine_.store_->write();
         txn->serialize_on(address_lock(*group, *email));
         auto user = txn->user_by_email(*group, *email);
-        std::optional<Purpose> purpose;
-        if (intent == Intent::Login) {
-            if (user) purpose = Purpose::SignIn;
-        } else {
-            purpose = user ? Purpose::AlreadyRegistered : Purpose::Registration;
-        }
+        const std::optional<Purpose> purpose = purpose_of(intent, user.has_value());
         const std::string uid = user ? user->id : std::string();
-        // a new account outside who may join: the same answer and the same writes as any request
-        // that sends nothing, and no email (the address's owner is not told either)
+        // A request that sends nothing writes what one that sends does (a decoy token) and
+        // answers the same; only its audit entry tells why.
+        auto nothing_sent = [&](const char *kind, const std::string &why) {
+            decoy_issue(*txn, *group, *email, client, now);
+            txn->append_audit(detail::audit(now, kind, *email, client, uid, why));
+            txn->commit();
+            return TokenIssue{};
+        };
+        const std::string intent_tag(intent_name(intent));
+        // a new account outside who may join: no email (the address's owner is not told either)
         if (purpose == Purpose::Registration && policy.may_join && !policy.may_join->contains(*email)) {
-            decoy_issue(*txn, *group, *email, client, now);
-            txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
-                                            std::string(password_hash ? "password_" : "") + "register:not_allowed"));
-            txn->commit();
-            return TokenIssue{};
+            return nothing_sent("token.requested", std::string(password_hash ? "password_" : "") + "register:not_allowed");
         }
-        if (!purpose) {
-            decoy_issue(*txn, *group, *email, client, now);
-            txn->append_audit(detail::audit(now, "token.requested", *email, client, uid, "login:no_account"));
-            txn->commit();
-            return TokenIssue{};
-        }
-        // a suspended account gets no email at all (its code would not sign in): the same answer
-        if (user && user->suspended) {
-            decoy_issue(*txn, *group, *email, client, now);
-            txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
-                                            std::string(intent_name(intent)) + ":suspended"));
-            txn->commit();
-            return TokenIssue{};
-        }
-        // Expired tokens go; a usable one issued within the resend window means nothing is sent.
-        std::vector<TokenRecord> live;
-        for (auto &t : txn->tokens_for(*group, *email)) {
-            if (t.expires_at <= now) {
-                txn->del_token(t.hash);
-            } else {
-                live.push_back(std::move(t));
-            }
-        }
-        for (const auto &t : live) {
-            // A waiting registration token that carries a password someone chose does not stand in
-            // for a registration without one (or with another): the owner of the inbox would only
-            // get the email that creates the account with that password.
-            const bool carries_password = !t.password_hash.empty();
-            if (carries_password && (password_hash == nullptr || *password_hash != t.password_hash)) continue;
-            if (purpose_signs_in(t.purpose) && now - t.created_at < policy.token_resend) {
-                decoy_issue(*txn, *group, *email, client, now);
-                txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
-                                        std::string(intent_name(intent)) + ":waiting"));
-                txn->commit();
-                return TokenIssue{};
-            }
-        }
+        if (!purpose) return nothing_sent("token.requested", "login:no_account");
+        // a suspended account gets no email at all (its code would not sign in)
+        if (user && user->suspended) return nothing_sent("token.requested", intent_tag + ":suspended");
+        std::vector<TokenRecord> live = live_tokens(*txn, *group, *email, now);
+        if (recently_sent(live, password_hash, policy, now)) return nothing_sent("token.requested", intent_tag + ":waiting");
         // Over the address's send limit: the same answer, nothing sent (the limit is the address's).
-        if (!may_send) {
-            decoy_issue(*txn, *group, *email, client, now);
-            txn->append_audit(detail::audit(now, "throttled", *email, client, uid,
-                                    "address:" + std::string(intent_name(intent))));
-            txn->commit();
-            return TokenIssue{};
-        }
+        if (!may_send) return nothing_sent("throttled", "address:" + intent_tag);
         // The newest tokens stay valid: keep room for this one among tokens_per_address.
         const std::size_t keep = policy.tokens_per_address > 0 ? policy.tokens_per_address - 1 : 0;
         for (std::size_t i = 0; i + keep < live.size(); ++i) txn->del_token(live[i].hash);

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 
 namespace signin::totp {
 namespace {

@@ -12,9 +12,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/encoding.hpp"
+#include "encoding.hpp"
 #include "signin/json.hpp"
-#include "core/public_key.hpp"
+#include "public_key.hpp"
 
 namespace signin::webauthn {
 namespace {

@@ -65,11 +65,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/encoding.hpp"
+#include "backends.hpp"
+#include "principal_memo.hpp"
+#include "records.hpp"
 #include "signin/store.hpp"
-#include "store/backends.hpp"
-#include "store/principal_memo.hpp"
-#include "store/records.hpp"
 
 namespace signin {
 using namespace records;

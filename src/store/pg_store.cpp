@@ -55,8 +55,8 @@
 #include <vector>
 
 #include "signin/store.hpp"
-#include "store/backends.hpp"
-#include "store/records.hpp"
+#include "backends.hpp"
+#include "records.hpp"
 
 namespace signin {
 using namespace records;

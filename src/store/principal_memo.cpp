@@ -1,5 +1,5 @@
 // PrincipalMemo and ThreadMemos (principal_memo.hpp).
-#include "store/principal_memo.hpp"
+#include "principal_memo.hpp"
 
 #include <atomic>
 #include <cstring>

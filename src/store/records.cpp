@@ -1,12 +1,11 @@
 // The encoding of the store's records (records.hpp).
-#include "store/records.hpp"
+#include "records.hpp"
 
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
 #include <memory>
 
-#include "core/encoding.hpp"
 #include "signin/json.hpp"
 
 namespace signin::records {

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "signin/store.hpp"
-#include "store/backends.hpp"
+#include "backends.hpp"
 
 namespace signin {
 

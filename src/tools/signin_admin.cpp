@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/encoding.hpp"
+#include "signin/encoding.hpp"
 #include "signin/auth.hpp"
 #include "signin/json.hpp"
 #include "signin/secret_key.hpp"
@@ -24,11 +24,6 @@ namespace {
 
 using signin::Code;
 using signin::Error;
-
-struct Options {
-    std::string store, group;
-    bool create = false, json = false;
-};
 
 int fail(const Error &e) {
     std::fprintf(stderr, "signin-admin: %s (%s)\n", e.message.c_str(), std::string(signin::code_name(e.code)).c_str());
@@ -170,92 +165,98 @@ std::optional<std::string> wrong_user(const std::string &dir) {
            owner + " signin-admin ...";
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
-    Options o;
-    CLI::App app{"signin-admin: operate on an ngx_signin store, also while nginx runs"};
-    app.require_subcommand(1);
-    app.fallthrough();  // --store, --group, --json and --create anywhere on the line
-    app.add_option("--store", o.store, "the store: its directory, or a postgresql:// URI (signin_store)")->required();
-    app.add_option("--group", o.group, "the group of the account named (default: default)");
-    app.add_flag("--create", o.create, "make the store if it does not exist");
-    app.add_flag("--json", o.json, "JSON lines instead of tables");
-    app.set_version_flag("--version", std::string("signin-admin (ngx_signin) ") + SIGNIN_VERSION);
-
-    int status = 0;
-    std::shared_ptr<signin::Store> store;
-    std::unique_ptr<signin::Identity> id;
-    // Opens the store (after the arguments parsed): not for `key rotate`, which needs only the key file.
-    auto open = [&]() -> bool {
-        std::string why;
-        if (signin::is_pg_url(o.store)) {  // the schema is made at the first open, as nginx does
-            signin::PgOptions po;
-            po.conninfo = o.store;
-            store = signin::open_pg_store(po);
-            id = std::make_unique<signin::Identity>(store, *signin::parse_origin("http://127.0.0.1", &why), signin::Policy{});
-            return true;
-        }
-        if (auto why_not = wrong_user(o.store)) {
-            std::fprintf(stderr, "signin-admin: %s\n", why_not->c_str());
-            status = 1;
-            return false;
-        }
-        struct stat data {};
-        if (!o.create && stat((o.store + "/data.mdb").c_str(), &data) != 0) {
-            std::fprintf(stderr, "signin-admin: no store at %s (give --create to make one)\n", o.store.c_str());
-            status = 1;
-            return false;
-        }
-        signin::LmdbOptions lo;
-        lo.path = o.store;
-        store = signin::open_lmdb_store(lo);
-        id = std::make_unique<signin::Identity>(store, *signin::parse_origin("http://127.0.0.1", &why), signin::Policy{});
-        return true;
-    };
-    // A command: opens the store, runs f for its exit status.
-    auto command = [&](CLI::App *sub, std::function<int()> f, bool needs_store = true) {
-        sub->callback([&, f, needs_store] {
-            if (needs_store && !open()) return;
-            status = f();
-        });
-    };
-    std::string who, group_arg, role_action, role, session_id, revoke_user, key_file, passkey_id, since, until, kind, email;
+// What the commands share: the options of the whole line, the words of the one command the line
+// names (each command binds the fields it reads), the store it opened and the exit status.
+struct Admin {
+    std::string store_arg, group;  // --store, --group
+    bool create = false, json = false;
+    std::string who, group_arg;  // the account named, and its group given as a word
+    std::string email, kind, since, until, session_id, revoke_user, role_action, role, key_file, passkey_id, file, copy_to;
     std::vector<std::string> roles;
     bool send = false;
     std::size_t count = 20;
-    auto group = [&] { return !o.group.empty() ? o.group : group_arg; };
 
-    auto *users = app.add_subcommand("users", "every account (or those whose address contains --email TEXT)");
-    users->add_option("--email", email, "a part of the address");
-    command(users, [&] {
-        auto txn = store->read();
+    std::shared_ptr<signin::Store> store;
+    std::unique_ptr<signin::Identity> id;
+    int status = 0;
+
+    // the group of the account named: --group, else the word after the address
+    std::string group_of() const { return !group.empty() ? group : group_arg; }
+
+    // Opens the store once the line is parsed; false (status 1, the reason printed) when this
+    // process may not or there is none.
+    bool open() {
+        std::string why;
+        if (signin::is_pg_url(store_arg)) {  // the schema is made at the first open, as nginx does
+            signin::PgOptions po;
+            po.conninfo = store_arg;
+            store = signin::open_pg_store(po);
+        } else {
+            if (auto why_not = wrong_user(store_arg)) {
+                std::fprintf(stderr, "signin-admin: %s\n", why_not->c_str());
+                status = 1;
+                return false;
+            }
+            struct stat data {};
+            if (!create && stat((store_arg + "/data.mdb").c_str(), &data) != 0) {
+                std::fprintf(stderr, "signin-admin: no store at %s (give --create to make one)\n", store_arg.c_str());
+                status = 1;
+                return false;
+            }
+            signin::LmdbOptions lo;
+            lo.path = store_arg;
+            store = signin::open_lmdb_store(lo);
+        }
+        id = std::make_unique<signin::Identity>(store, *signin::parse_origin("http://127.0.0.1", &why), signin::Policy{});
+        return true;
+    }
+
+    // What `sub` does when the line names it: open the store (unless the command needs only the
+    // key file), then run for the exit status.
+    void on(CLI::App *sub, std::function<int()> run, bool needs_store = true) {
+        sub->callback([this, run = std::move(run), needs_store] {
+            if (needs_store && !open()) return;
+            status = run();
+        });
+    }
+};
+
+// One function per command: its words on the line, then what it does.
+
+void users_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("users", "every account (or those whose address contains --email TEXT)");
+    sub->add_option("--email", a.email, "a part of the address");
+    a.on(sub, [&a] {
+        auto txn = a.store->read();
         Table t({"EMAIL", "GROUP", "STATE", "ROLES", "CREATED", "ID"});
         std::string after;
         for (;;) {
             auto page = txn->users(after, 1000);
             for (const auto &u : page) {
-                if ((!email.empty() && u.email.find(email) == std::string::npos) || (!o.group.empty() && u.group_id != o.group)) {
+                if ((!a.email.empty() && u.email.find(a.email) == std::string::npos) ||
+                    (!a.group.empty() && u.group_id != a.group)) {
                     continue;
                 }
-                if (o.json) std::printf("%s\n", account_json(u).c_str());
+                if (a.json) std::printf("%s\n", account_json(u).c_str());
                 t.add({u.email, u.group_id, state_of(u), joined(u.roles), when(u.created_at), u.id});
             }
             if (page.size() < 1000) break;
             after = page.back().id;
         }
-        if (!o.json) t.print();
+        if (!a.json) t.print();
         return 0;
     });
+}
 
-    auto *user = app.add_subcommand("user", "one account, by address or id");
-    user->add_option("who", who, "EMAIL or ID")->required();
-    user->add_option("group", group_arg, "its group (or --group)");
-    command(user, [&] {
-        auto txn = store->read();
-        auto u = find_account(*txn, who, group());
+void user_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("user", "one account, by address or id");
+    sub->add_option("who", a.who, "EMAIL or ID")->required();
+    sub->add_option("group", a.group_arg, "its group (or --group)");
+    a.on(sub, [&a] {
+        auto txn = a.store->read();
+        auto u = find_account(*txn, a.who, a.group_of());
         if (!u) return fail(u.error());
-        if (o.json) {
+        if (a.json) {
             std::printf("%s\n", account_json(*u).c_str());
             return 0;
         }
@@ -278,31 +279,36 @@ int main(int argc, char **argv) {
         t.print();
         return 0;
     });
+}
 
+// suspend, and its opposite under two names: unsuspend, restore
+void suspend_commands(CLI::App &app, Admin &a) {
     for (const char *name : {"suspend", "unsuspend", "restore"}) {
         const bool suspend = std::string(name) == "suspend";
         auto *sub = app.add_subcommand(name, suspend ? "suspend an account (its sessions stop working, no email is sent to it)"
                                                      : "lift a suspension");
-        sub->add_option("email", who, "EMAIL")->required();
-        sub->add_option("group", group_arg, "its group (or --group)");
-        command(sub, [&, suspend] {
-            auto r = id->set_suspended(group(), who, suspend);
+        sub->add_option("email", a.who, "EMAIL")->required();
+        sub->add_option("group", a.group_arg, "its group (or --group)");
+        a.on(sub, [&a, suspend] {
+            auto r = a.id->set_suspended(a.group_of(), a.who, suspend);
             if (!r) return fail(r.error());
-            std::printf("%s: %s\n", who.c_str(), suspend ? "suspended" : "restored");
+            std::printf("%s: %s\n", a.who.c_str(), suspend ? "suspended" : "restored");
             return 0;
         });
     }
+}
 
-    auto *sessions = app.add_subcommand("sessions", "an account's sessions");
-    sessions->add_option("email", who, "EMAIL or ID")->required();
-    sessions->add_option("group", group_arg, "its group (or --group)");
-    command(sessions, [&] {
-        auto txn = store->read();
-        auto u = find_account(*txn, who, group());
+void sessions_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("sessions", "an account's sessions");
+    sub->add_option("email", a.who, "EMAIL or ID")->required();
+    sub->add_option("group", a.group_arg, "its group (or --group)");
+    a.on(sub, [&a] {
+        auto txn = a.store->read();
+        auto u = find_account(*txn, a.who, a.group_of());
         if (!u) return fail(u.error());
         Table t({"ID", "KIND", "CREATED", "LAST SEEN", "EXPIRES", "CLIENT", "USER AGENT"});
         for (const auto &s : txn->sessions_of(u->id)) {
-            if (o.json) {
+            if (a.json) {
                 signin::json::Writer w;
                 w.begin_object()
                     .key("id").value(s.id)
@@ -318,74 +324,83 @@ int main(int argc, char **argv) {
             t.add({s.id, std::string(signin::kind_name(s.kind)), when(s.created_at), when(s.last_seen_at), when(s.expires_at),
                    s.client, s.user_agent.substr(0, 40)});
         }
-        if (!o.json) t.print();
+        if (!a.json) t.print();
         return 0;
     });
+}
 
-    auto *revoke = app.add_subcommand("revoke", "end a session (SESSION_ID), or every session of an account (--user EMAIL)");
-    revoke->add_option("session", session_id, "SESSION_ID (as `sessions` and GET /sessions show it)");
-    revoke->add_option("--user", revoke_user, "every session of this account");
-    command(revoke, [&] {
-        if (session_id.empty() == revoke_user.empty()) {
+void revoke_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("revoke", "end a session (SESSION_ID), or every session of an account (--user EMAIL)");
+    sub->add_option("session", a.session_id, "SESSION_ID (as `sessions` and GET /sessions show it)");
+    sub->add_option("--user", a.revoke_user, "every session of this account");
+    a.on(sub, [&a] {
+        if (a.session_id.empty() == a.revoke_user.empty()) {
             std::fprintf(stderr, "signin-admin revoke: give a SESSION_ID or --user EMAIL\n");
             return 2;
         }
-        auto txn = store->write();
+        auto txn = a.store->write();
         std::vector<signin::SessionRecord> ending;
-        if (!session_id.empty()) {
-            auto s = txn->session_by_id(session_id);
+        if (!a.session_id.empty()) {
+            auto s = txn->session_by_id(a.session_id);
             if (!s) return fail({Code::NotFound, "no such session"});
             ending.push_back(*s);
         } else {
-            auto u = find_account(*txn, revoke_user, group());
+            auto u = find_account(*txn, a.revoke_user, a.group_of());
             if (!u) return fail(u.error());
             ending = txn->sessions_of(u->id);
         }
         for (const auto &s : ending) {
             txn->del_session(s.hash);
-            audit_admin(*txn, id->now(), "session.revoked", s.user_id, s.id);
+            audit_admin(*txn, a.id->now(), "session.revoked", s.user_id, s.id);
         }
         txn->commit();
         std::printf("%zu session%s revoked\n", ending.size(), ending.size() == 1 ? "" : "s");
         return 0;
     });
+}
 
-    auto *role_cmd = app.add_subcommand("role", "give or take a role (signin_allow role ROLE)");
-    role_cmd->add_option("action", role_action, "add or remove")->required()->check(CLI::IsMember({"add", "remove"}));
-    role_cmd->add_option("email", who, "EMAIL")->required();
-    role_cmd->add_option("role", role, "ROLE")->required();
-    role_cmd->add_option("group", group_arg, "its group (or --group)");
-    command(role_cmd, [&] {
-        auto r = id->set_role(group(), who, role, role_action == "add");
+void role_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("role", "give or take a role (signin_allow role ROLE)");
+    sub->add_option("action", a.role_action, "add or remove")->required()->check(CLI::IsMember({"add", "remove"}));
+    sub->add_option("email", a.who, "EMAIL")->required();
+    sub->add_option("role", a.role, "ROLE")->required();
+    sub->add_option("group", a.group_arg, "its group (or --group)");
+    a.on(sub, [&a] {
+        const bool add = a.role_action == "add";
+        auto r = a.id->set_role(a.group_of(), a.who, a.role, add);
         if (!r) return fail(r.error());
-        std::printf("%s: role %s %s\n", who.c_str(), role.c_str(), role_action == "add" ? "added" : "removed");
+        std::printf("%s: role %s %s\n", a.who.c_str(), a.role.c_str(), add ? "added" : "removed");
         return 0;
     });
+}
 
+void mfa_command(CLI::App &app, Admin &a) {
     auto *mfa = app.add_subcommand("mfa", "second factors");
-    auto *mfa_reset = mfa->add_subcommand("reset", "remove an account's second factor, recovery codes and remembered "
-                                                   "devices, and end its sessions (a lost phone)");
+    auto *reset = mfa->add_subcommand("reset", "remove an account's second factor, recovery codes and remembered "
+                                               "devices, and end its sessions (a lost phone)");
     mfa->require_subcommand(1);
-    mfa_reset->add_option("email", who, "EMAIL")->required();
-    mfa_reset->add_option("group", group_arg, "its group (or --group)");
-    command(mfa_reset, [&] {
-        auto r = id->mfa().reset(group(), who);
+    reset->add_option("email", a.who, "EMAIL")->required();
+    reset->add_option("group", a.group_arg, "its group (or --group)");
+    a.on(reset, [&a] {
+        auto r = a.id->mfa().reset(a.group_of(), a.who);
         if (!r) return fail(r.error());
-        std::printf("%s: second factor reset, sessions ended\n", who.c_str());
+        std::printf("%s: second factor reset, sessions ended\n", a.who.c_str());
         return 0;
     });
+}
 
-    auto *passkeys = app.add_subcommand("passkeys", "an account's passkeys");
-    passkeys->add_option("email", who, "EMAIL or ID")->required();
-    command(passkeys, [&] {
-        auto txn = store->read();
-        auto u = find_account(*txn, who, group());
+void passkeys_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("passkeys", "an account's passkeys");
+    sub->add_option("email", a.who, "EMAIL or ID")->required();
+    a.on(sub, [&a] {
+        auto txn = a.store->read();
+        auto u = find_account(*txn, a.who, a.group_of());
         if (!u) return fail(u.error());
         Table t({"ID", "NAME", "CREATED", "LAST USED", "SYNCED"});
         for (const auto &p : txn->passkeys_of(u->id)) {
             const std::string pid = signin::enc::base64url(reinterpret_cast<const unsigned char *>(p.credential_id.data()),
                                                            p.credential_id.size());
-            if (o.json) {
+            if (a.json) {
                 signin::json::Writer w;
                 w.begin_object().key("id").value(pid).key("name").value(p.name).key("created_at").time(p.created_at);
                 w.key("synced").value(p.backup_eligible).end_object();
@@ -393,110 +408,124 @@ int main(int argc, char **argv) {
             }
             t.add({pid, p.name, when(p.created_at), when(p.last_used_at), p.backup_eligible ? "yes" : "no"});
         }
-        if (!o.json) t.print();
+        if (!a.json) t.print();
         return 0;
     });
+}
+
+void passkey_command(CLI::App &app, Admin &a) {
     auto *passkey = app.add_subcommand("passkey", "one passkey");
-    auto *passkey_remove = passkey->add_subcommand("remove", "remove a passkey (its id as `passkeys` shows it)");
+    auto *remove = passkey->add_subcommand("remove", "remove a passkey (its id as `passkeys` shows it)");
     passkey->require_subcommand(1);
-    passkey_remove->add_option("id", passkey_id, "ID")->required();
-    command(passkey_remove, [&] {
-        auto raw = signin::enc::base64url_decode(passkey_id);
+    remove->add_option("id", a.passkey_id, "ID")->required();
+    a.on(remove, [&a] {
+        auto raw = signin::enc::base64url_decode(a.passkey_id);
         if (!raw || raw->empty()) return fail({Code::NotFound, "no such passkey"});
-        auto txn = store->write();
+        auto txn = a.store->write();
         auto p = txn->passkey(signin::secret_hash(*raw));
         if (!p) return fail({Code::NotFound, "no such passkey"});
         txn->del_passkey(p->key);
-        audit_admin(*txn, id->now(), "passkey.removed", p->user_id, p->name);
+        audit_admin(*txn, a.id->now(), "passkey.removed", p->user_id, p->name);
         txn->commit();
         std::printf("passkey %s removed\n", p->name.c_str());
         return 0;
     });
+}
 
-    auto *invite = app.add_subcommand("invite", "make an account (its sign-in works with registration off)");
-    invite->add_option("email", who, "EMAIL")->required();
-    invite->add_option("--role", roles, "a role it holds (repeatable)");
-    invite->add_flag("--send", send, "write an invitation email to the outbox (nginx sends it within a second)");
-    invite->add_option("--key", key_file, "signin_secret_key (default: the store's path + .key)");
-    command(invite, [&] {
-        if (send) {  // the email goes through nginx's outbox: sealed with the same key
-            auto key = signin::load_secret_key(key_file.empty() ? default_key_file(o.store) : key_file, false);
+void invite_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("invite", "make an account (its sign-in works with registration off)");
+    sub->add_option("email", a.who, "EMAIL")->required();
+    sub->add_option("--role", a.roles, "a role it holds (repeatable)");
+    sub->add_flag("--send", a.send, "write an invitation email to the outbox (nginx sends it within a second)");
+    sub->add_option("--key", a.key_file, "signin_secret_key (default: the store's path + .key)");
+    a.on(sub, [&a] {
+        if (a.send) {  // the email goes through nginx's outbox: sealed with the same key
+            auto key = signin::load_secret_key(a.key_file.empty() ? default_key_file(a.store_arg) : a.key_file, false);
             if (!key) return fail(key.error());
             signin::OutboxSettings outbox;
             outbox.key = key.value();
             outbox.hold = 0;  // due now: the next outbox check of any nginx worker sends it
-            id->use_outbox(outbox);
+            a.id->use_outbox(outbox);
             outbox.key.fill(0);
         }
-        auto r = id->tokens().invite(who, o.group, roles, send);
+        auto r = a.id->tokens().invite(a.who, a.group, a.roles, a.send);
         if (!r) return fail(r.error());
-        std::printf("%s: invited%s\n", who.c_str(), send ? "; the invitation email waits in the outbox" : "");
+        std::printf("%s: invited%s\n", a.who.c_str(), a.send ? "; the invitation email waits in the outbox" : "");
         return 0;
     });
+}
 
+void key_command(CLI::App &app, Admin &a) {
     auto *key = app.add_subcommand("key", "the key file (signin_secret_key)");
     auto *rotate = key->add_subcommand("rotate", "the next $signin_assertion signing key; nginx signs with it after its next reload");
     key->require_subcommand(1);
-    rotate->add_option("file", key_file, "KEYFILE (default: the store's path + .key)");
-    command(rotate, [&] {
-        const std::string path = key_file.empty() ? default_key_file(o.store) : key_file;
+    rotate->add_option("file", a.key_file, "KEYFILE (default: the store's path + .key)");
+    a.on(rotate, [&a] {
+        const std::string path = a.key_file.empty() ? default_key_file(a.store_arg) : a.key_file;
         auto g = signin::rotate_assertion_key(path);
         if (!g) return fail(g.error());
         std::printf("%s: assertion key generation %llu (reload nginx to sign with it)\n", path.c_str(),
                     static_cast<unsigned long long>(g.value()));
         return 0;
     }, false);
+}
 
-    auto *hash = app.add_subcommand("password-hash", "an account's Argon2id PHC string (a one-way hash; empty: no password)");
-    hash->add_option("email", who, "EMAIL")->required();
-    hash->add_option("group", group_arg, "its group (or --group)");
-    command(hash, [&] {
-        auto u = find_account(*store->read(), who, group());
+void password_hash_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("password-hash", "an account's Argon2id PHC string (a one-way hash; empty: no password)");
+    sub->add_option("email", a.who, "EMAIL")->required();
+    sub->add_option("group", a.group_arg, "its group (or --group)");
+    a.on(sub, [&a] {
+        auto u = find_account(*a.store->read(), a.who, a.group_of());
         if (!u) return fail(u.error());
         std::printf("%s\n", u->password_hash.c_str());
         return 0;
     });
+}
 
-    auto *audit = app.add_subcommand("audit", "the newest audit entries that match");
-    audit->add_option("count", count, "how many (default 20)")->check(CLI::Range(1, 1000000));
-    audit->add_option("--email", email, "of this address");
-    audit->add_option("--kind", kind, "of this kind (session.created, passkey.refused, ...)");
-    audit->add_option("--since", since, "at or after: 2026-11-24, 2026-11-24T10:00:00Z, or ago: 30m, 12h, 7d")->check(kTime);
-    audit->add_option("--until", until, "before (the same forms)")->check(kTime);
-    command(audit, [&] {
-        const signin::Millis now = id->now();
+void audit_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("audit", "the newest audit entries that match");
+    sub->add_option("count", a.count, "how many (default 20)")->check(CLI::Range(1, 1000000));
+    sub->add_option("--email", a.email, "of this address");
+    sub->add_option("--kind", a.kind, "of this kind (session.created, passkey.refused, ...)");
+    sub->add_option("--since", a.since, "at or after: 2026-11-24, 2026-11-24T10:00:00Z, or ago: 30m, 12h, 7d")->check(kTime);
+    sub->add_option("--until", a.until, "before (the same forms)")->check(kTime);
+    a.on(sub, [&a] {
+        const signin::Millis now = a.id->now();
         std::optional<signin::Millis> from, to;
-        if (!since.empty() && !(from = parse_time(since, now))) return fail({Code::InvalidRequest, "--since: not a time"});
-        if (!until.empty() && !(to = parse_time(until, now))) return fail({Code::InvalidRequest, "--until: not a time"});
+        if (!a.since.empty() && !(from = parse_time(a.since, now))) return fail({Code::InvalidRequest, "--since: not a time"});
+        if (!a.until.empty() && !(to = parse_time(a.until, now))) return fail({Code::InvalidRequest, "--until: not a time"});
+        std::string email = a.email;
         if (!email.empty()) {
             auto normalized = signin::normalize_email(email);
             if (!normalized) return fail({Code::InvalidEmail, "that is not an email address"});
             email = *normalized;
         }
-        auto txn = store->read();
-        const bool filtered = !email.empty() || !kind.empty() || from || to;
+        auto txn = a.store->read();
+        const bool filtered = !email.empty() || !a.kind.empty() || from || to;
         std::size_t shown = 0;
         Table t({"AT", "KIND", "EMAIL", "CLIENT", "DETAIL"});
-        for (const auto &e : txn->audit(filtered ? txn->audit_count() : count)) {
-            if (shown == count) break;
-            if ((!email.empty() && e.email != email) || (!kind.empty() && e.kind != kind) || (from && e.at < *from) ||
+        for (const auto &e : txn->audit(filtered ? txn->audit_count() : a.count)) {
+            if (shown == a.count) break;
+            if ((!email.empty() && e.email != email) || (!a.kind.empty() && e.kind != a.kind) || (from && e.at < *from) ||
                 (to && e.at >= *to)) {
                 continue;
             }
-            if (o.json) std::printf("%s\n", signin::json::audit_entry(e).c_str());
+            if (a.json) std::printf("%s\n", signin::json::audit_entry(e).c_str());
             t.add({signin::enc::rfc3339(e.at), e.kind, e.email.empty() ? "-" : e.email, e.client, e.detail});
             ++shown;
         }
-        if (!o.json) t.print();
+        if (!a.json) t.print();
         return 0;
     });
+}
 
-    auto *stats = app.add_subcommand("stats", "what the store holds, and how full it is");
-    command(stats, [&] {
-        auto c = store->read()->counts();
-        auto space = store->space();
+void stats_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("stats", "what the store holds, and how full it is");
+    a.on(sub, [&a] {
+        auto c = a.store->read()->counts();
+        auto space = a.store->space();
         const double used = space.map_bytes ? 100.0 * static_cast<double>(space.used_bytes) / static_cast<double>(space.map_bytes) : 0;
-        if (o.json) {
+        if (a.json) {
             std::printf("{\"users\":%zu,\"sessions\":%zu,\"tokens\":%zu,\"passkeys\":%zu,\"provider_links\":%zu,"
                         "\"audit_entries\":%zu,\"outbox\":%zu,\"used_bytes\":%llu,\"map_bytes\":%llu,\"used_percent\":%.1f}\n",
                         c.users, c.sessions, c.tokens, c.passkeys, c.provider_links, c.audit, c.outbox,
@@ -517,26 +546,28 @@ int main(int argc, char **argv) {
         t.print();
         return 0;
     });
+}
 
-    std::string backup_file;
-    auto *backup = app.add_subcommand("backup", "a consistent, compacted copy of the store into FILE (a new file), while nginx runs");
-    backup->add_option("file", backup_file, "FILE (restore: stop nginx, copy it to the store's data.mdb)")->required();
-    command(backup, [&] {
-        store->backup(backup_file);
-        std::printf("%s: written\n", backup_file.c_str());
+void backup_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("backup", "a consistent, compacted copy of the store into FILE (a new file), while nginx runs");
+    sub->add_option("file", a.file, "FILE (restore: stop nginx, copy it to the store's data.mdb)")->required();
+    a.on(sub, [&a] {
+        a.store->backup(a.file);
+        std::printf("%s: written\n", a.file.c_str());
         return 0;
     });
+}
 
-    std::string copy_to;
-    auto *copy = app.add_subcommand("copy", "copy every record of this store into an empty PostgreSQL store (signin_store postgresql://...)");
-    copy->add_option("to", copy_to, "the PostgreSQL store's URI")->required();
-    command(copy, [&] {
-        if (!signin::is_pg_url(copy_to)) {
+void copy_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("copy", "copy every record of this store into an empty PostgreSQL store (signin_store postgresql://...)");
+    sub->add_option("to", a.copy_to, "the PostgreSQL store's URI")->required();
+    a.on(sub, [&a] {
+        if (!signin::is_pg_url(a.copy_to)) {
             std::fprintf(stderr, "signin-admin: copy goes into a postgresql:// store\n");
             return 2;
         }
         signin::PgOptions po;
-        po.conninfo = copy_to;
+        po.conninfo = a.copy_to;
         auto target = signin::open_pg_store(po);
         auto txn = target->write();
         const auto held = txn->counts();
@@ -544,7 +575,7 @@ int main(int argc, char **argv) {
             std::fprintf(stderr, "signin-admin: the PostgreSQL store is not empty (%zu accounts): nothing copied\n", held.users);
             return 1;
         }
-        store->copy_into(*txn);
+        a.store->copy_into(*txn);
         const auto copied = txn->counts();
         txn->commit();  // one transaction: all of it, or nothing
         std::printf("copied %zu accounts, %zu sessions, %zu tokens, %zu passkeys, %zu provider links, %zu audit entries, %zu emails waiting\n",
@@ -552,23 +583,31 @@ int main(int argc, char **argv) {
                     copied.outbox);
         return 0;
     });
+}
 
-    auto *check = app.add_subcommand("check", "decode every record and check every index");
-    command(check, [&] {
-        auto problems = store->check_integrity();
+void check_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("check", "decode every record and check every index");
+    a.on(sub, [&a] {
+        auto problems = a.store->check_integrity();
         for (const auto &p : problems) std::printf("%s\n", p.c_str());
         if (problems.empty()) std::printf("the store is sound\n");
         return problems.empty() ? 0 : 1;
     });
+}
 
-    auto *purge = app.add_subcommand("purge", "delete expired tokens and sessions, and old audit entries, now");
-    command(purge, [&] {
-        auto n = id->purge_expired(static_cast<std::size_t>(-1));
+void purge_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("purge", "delete expired tokens and sessions, and old audit entries, now");
+    a.on(sub, [&a] {
+        auto n = a.id->purge_expired(static_cast<std::size_t>(-1));
         if (!n) return fail(n.error());
         std::printf("purged %zu expired records\n", n.value());
         return 0;
     });
+}
 
+// Parses the line and runs the command it names. Exit status: the command's; 2 for a line that
+// is no command (with the usage); 1 for a store that failed under it.
+int run(CLI::App &app, const Admin &a, int argc, char **argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &e) {
@@ -589,5 +628,26 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "signin-admin: %s\n", e.what());
         return 1;
     }
-    return status;
+    return a.status;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Admin a;
+    CLI::App app{"signin-admin: operate on an ngx_signin store, also while nginx runs"};
+    app.require_subcommand(1);
+    app.fallthrough();  // --store, --group, --json and --create anywhere on the line
+    app.add_option("--store", a.store_arg, "the store: its directory, or a postgresql:// URI (signin_store)")->required();
+    app.add_option("--group", a.group, "the group of the account named (default: default)");
+    app.add_flag("--create", a.create, "make the store if it does not exist");
+    app.add_flag("--json", a.json, "JSON lines instead of tables");
+    app.set_version_flag("--version", std::string("signin-admin (ngx_signin) ") + SIGNIN_VERSION);
+    // in the order --help lists them
+    for (auto add : {users_command, user_command, suspend_commands, sessions_command, revoke_command, role_command,
+                     mfa_command, passkeys_command, passkey_command, invite_command, key_command, password_hash_command,
+                     audit_command, stats_command, backup_command, copy_command, check_command, purge_command}) {
+        add(app, a);
+    }
+    return run(app, a, argc, argv);
 }

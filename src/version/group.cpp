@@ -4,7 +4,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "version/table.hpp"
+#include "table.hpp"
 
 namespace signin::version {
 

@@ -100,14 +100,12 @@ std::string operation_id(std::string_view method, std::string_view templated) {
     return id;
 }
 
-}  // namespace
-
-std::string openapi_document(const Group &group, std::size_t v, std::string_view title,
-                             const OpenApiOptions &options) {
+// The document's opening up to its paths: info (the version, its deprecation and sunset), the
+// servers it is reached at, no security of its own, and the router's error schema.
+void append_head(std::string &j, const Group &group, std::size_t v, std::string_view title,
+                 const OpenApiOptions &options) {
     const VersionDecl &version = group.versions().at(v);
-    const Strategy strategy = group.strategy();
     const std::string root = options.mount.empty() ? "/" : options.mount;
-    std::string j;
     j += "{\"openapi\":\"3.1.0\",\"info\":{\"title\":";
     j += json_quote(title);
     j += ",\"version\":";
@@ -119,7 +117,7 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
         j += ",\"x-sunset\":" + json_quote(http_date(*version.sunset));
     }
     j += "},\"servers\":[";
-    if (strategy == Strategy::Path) {
+    if (group.strategy() == Strategy::Path) {
         j += "{\"url\":" + json_quote(options.mount + "/" + version.name) + ",\"description\":" +
              json_quote("version " + version.name) + "}";
         if (group.default_version() == v) {
@@ -134,16 +132,72 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
          "\"description\":\"an answer of the version router itself (unknown or missing version, no route, "
          "method not allowed)\",\"properties\":{\"error\":{\"type\":\"string\"},\"code\":{\"type\":\"string\"}},"
          "\"required\":[\"error\",\"code\"]}}},\"paths\":{";
-    // the header of the header strategy: optional for the default version, else required
-    std::string header_param;
-    if (strategy == Strategy::Header) {
-        header_param = "{\"name\":" + json_quote(group.strategy_argument()) + ",\"in\":\"header\",\"required\":" +
-                       (group.default_version() == v ? "false" : "true") +
-                       ",\"description\":\"the API version\",\"schema\":{\"type\":\"string\",\"enum\":[" +
-                       json_quote(version.name) + "]}}";
+}
+
+// What every operation of version v says of how the version is chosen: the header of the header
+// strategy as a parameter (optional for the default version, else required), the media type of
+// the Accept strategy.
+struct VersionChoice {
+    std::string header_param, media;
+};
+
+VersionChoice version_choice(const Group &group, std::size_t v) {
+    const VersionDecl &version = group.versions().at(v);
+    VersionChoice c;
+    if (group.strategy() == Strategy::Header) {
+        c.header_param = "{\"name\":" + json_quote(group.strategy_argument()) + ",\"in\":\"header\",\"required\":" +
+                         (group.default_version() == v ? "false" : "true") +
+                         ",\"description\":\"the API version\",\"schema\":{\"type\":\"string\",\"enum\":[" +
+                         json_quote(version.name) + "]}}";
     }
-    const std::string media =
-        strategy == Strategy::Accept ? "application/vnd." + group.strategy_argument() + "." + version.name + "+json" : "";
+    if (group.strategy() == Strategy::Accept) {
+        c.media = "application/vnd." + group.strategy_argument() + "." + version.name + "+json";
+    }
+    return c;
+}
+
+// One operation object, of endpoint e of version v, in the path item that `key` templates (its
+// parameter names are the path's).
+void append_operation(std::string &j, const Group &group, std::size_t v, const Endpoint &e, const Pattern &key,
+                      const VersionChoice &choice, const OpenApiOptions &options) {
+    const RouteDecl &r = *e.route;
+    j += json_quote(lower(r.method));
+    j += ":{\"summary\":";
+    j += json_quote(r.method + " " + key.templated());
+    j += ",\"operationId\":" + json_quote(operation_id(r.method, key.templated()));
+    j += ",\"parameters\":[";
+    bool first = true;
+    for (const Segment &seg : key.segments) {
+        if (!seg.param) continue;
+        if (!first) j += ',';
+        first = false;
+        j += "{\"name\":" + json_quote(seg.text) +
+             ",\"in\":\"path\",\"required\":true,\"schema\":{\"type\":\"string\"}}";
+    }
+    if (!choice.header_param.empty()) j += (first ? "" : ",") + choice.header_param;
+    j += "],\"responses\":{\"default\":{\"description\":\"the controller's answer\"";
+    if (!choice.media.empty()) j += ",\"content\":{" + json_quote(choice.media) + ":{}}";
+    j += "},\"4XX\":{\"description\":\"the router's refusal\",\"content\":{\"application/json\":"
+         "{\"schema\":{\"$ref\":\"#/components/schemas/RouterError\"}}}}}";
+    if (group.versions().at(v).deprecated) {
+        j += ",\"deprecated\":true";
+    }
+    j += ",\"x-answered-by-version\":";
+    j += json_quote(group.versions()[e.answered_by].name);
+    if (options.controllers) {
+        j += ",\"x-controller\":";
+        j += json_quote(r.controller);
+    }
+    j += '}';
+}
+
+}  // namespace
+
+std::string openapi_document(const Group &group, std::size_t v, std::string_view title,
+                             const OpenApiOptions &options) {
+    std::string j;
+    append_head(j, group, v, title, options);
+    const VersionChoice choice = version_choice(group, v);
     // by path, then method, so that one shape is one path item
     struct Row {
         std::string shape;
@@ -160,46 +214,18 @@ std::string openapi_document(const Group &group, std::size_t v, std::string_view
     std::string shape;
     const Pattern *key = nullptr;  // the path item's template (its parameter names are used)
     for (const Row &row : rows) {
-        const RouteDecl &r = *row.e->route;
         if (!key || row.shape != shape) {
             if (key) {
                 j += "},";
             }
             shape = row.shape;
-            key = &r.pattern;
+            key = &row.e->route->pattern;
             j += json_quote(key->templated());
             j += ":{";
         } else {
             j += ',';
         }
-        j += json_quote(lower(r.method));
-        j += ":{\"summary\":";
-        j += json_quote(r.method + " " + key->templated());
-        j += ",\"operationId\":" + json_quote(operation_id(r.method, key->templated()));
-        j += ",\"parameters\":[";
-        bool first = true;
-        for (const Segment &seg : key->segments) {
-            if (!seg.param) continue;
-            if (!first) j += ',';
-            first = false;
-            j += "{\"name\":" + json_quote(seg.text) +
-                 ",\"in\":\"path\",\"required\":true,\"schema\":{\"type\":\"string\"}}";
-        }
-        if (!header_param.empty()) j += (first ? "" : ",") + header_param;
-        j += "],\"responses\":{\"default\":{\"description\":\"the controller's answer\"";
-        if (!media.empty()) j += ",\"content\":{" + json_quote(media) + ":{}}";
-        j += "},\"4XX\":{\"description\":\"the router's refusal\",\"content\":{\"application/json\":"
-             "{\"schema\":{\"$ref\":\"#/components/schemas/RouterError\"}}}}}";
-        if (version.deprecated) {
-            j += ",\"deprecated\":true";
-        }
-        j += ",\"x-answered-by-version\":";
-        j += json_quote(group.versions()[row.e->answered_by].name);
-        if (options.controllers) {
-            j += ",\"x-controller\":";
-            j += json_quote(r.controller);
-        }
-        j += '}';
+        append_operation(j, group, v, *row.e, *key, choice, options);
     }
     if (key) {
         j += '}';

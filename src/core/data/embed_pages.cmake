@@ -4,7 +4,7 @@
 file(GLOB _files RELATIVE ${DIR} ${DIR}/*)
 list(SORT _files)
 set(_body "// Generated from src/pages by src/core/data/embed_pages.cmake: do not edit.\n")
-string(APPEND _body "#include \"core/pages_data.hpp\"\n\nnamespace signin::pages_data {\n\n")
+string(APPEND _body "#include \"pages_data.hpp\"\n\nnamespace signin::pages_data {\n\n")
 string(APPEND _body "const EmbeddedFile kFiles[] = {\n")
 set(_count 0)
 foreach(_f IN LISTS _files)
