@@ -334,6 +334,14 @@ TEST(SmtpSettings, AuthFile) {
         EXPECT_FALSE(has(b.error().message, "sEc")) << "the file's contents never appear: " << b.error().message;
         EXPECT_TRUE(has(b.error().message, "signin_smtp_auth_file")) << b.error().message;
     }
+    // one line of up to 4 KB is read whole; a longer file is refused, never cut to a shorter password
+    const std::string longest = "mailer:" + std::string(4096 - 7, 'p');
+    auto whole = smtp::read_auth_file(auth_file(d, longest));
+    ASSERT_TRUE(whole.ok());
+    EXPECT_EQ(whole->password.reveal().size(), 4096u - 7);
+    auto longer = smtp::read_auth_file(auth_file(d, longest + "p"));
+    ASSERT_FALSE(longer.ok());
+    EXPECT_TRUE(has(longer.error().message, "longer than one line")) << longer.error().message;
     auto missing = smtp::read_auth_file((d.path / "none").string());
     ASSERT_FALSE(missing.ok());
     EXPECT_TRUE(has(missing.error().message, "cannot be read")) << missing.error().message;
@@ -378,6 +386,14 @@ TEST(SmtpSettings, CheckNamesEveryProblemOnItsOwn) {
     EXPECT_TRUE(has(checked.problems[4], "signin_smtp_trusted_certificate")) << checked.problems[4];
     EXPECT_TRUE(has(checked.problems[5], "signin_smtp_timeout")) << checked.problems[5];
     for (const auto &p : checked.problems) EXPECT_EQ(p.find('\n'), std::string::npos) << "one line each: " << p;
+
+    // the CA file is read whole with the configuration; an empty one is refused
+    c.trusted_certificate = (d.path / "empty-ca.pem").string();
+    std::ofstream(c.trusted_certificate).close();
+    auto empty = smtp::check(c);
+    ASSERT_EQ(empty.problems.size(), 1u);
+    EXPECT_TRUE(has(empty.problems[0], "signin_smtp_trusted_certificate")) << empty.problems[0];
+    EXPECT_TRUE(has(empty.problems[0], "is empty")) << empty.problems[0];
 }
 
 // ---------------------------------------------------------------- composing
