@@ -32,8 +32,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     try {
         // the outbox key is 16 bytes; the record follows it in the input
         if (in.size() >= 16) {
-            signin::OutboxRecord o = r::decode_outbox(key, in.substr(16));
-            if (r::encode_outbox(o) != in.substr(16)) __builtin_trap();
+            const std::string_view record = in.substr(16);
+            signin::OutboxRecord o = r::decode_outbox(key, record);
+            if (!record.empty() && record[0] == static_cast<char>(r::kOutboxFormat) && r::encode_outbox(o) != record) {
+                __builtin_trap();
+            }
         }
     } catch (const signin::StoreError &) {
     }
