@@ -4,6 +4,7 @@
 #include "signin_directives.h"
 #include "signin_metrics.h"
 #include "signin_delivery.h"
+#include "signin_events.h"
 #include "signin_handlers.h"
 #include "signin_providers.h"
 #include "signin_request.h"
@@ -39,6 +40,7 @@ static char *noted(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
 static ngx_conf_num_bounds_t tokens_bounds = {ngx_conf_check_num_bounds, 1, 16};
 static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1, 128};
 static ngx_conf_num_bounds_t retries_bounds = {ngx_conf_check_num_bounds, 0, 10};
+static ngx_conf_num_bounds_t events_retries_bounds = {ngx_conf_check_num_bounds, 0, 100};
 static ngx_conf_num_bounds_t browser_accounts_bounds = {ngx_conf_check_num_bounds, 1, 100};
 
 // signin_require on | off | mfa
@@ -87,6 +89,14 @@ static ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_retries), &retries_bounds},
     {ngx_string("signin_delivery_timeout"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, delivery_timeout), nullptr},
+    {ngx_string("signin_events"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_uri), nullptr},
+    {ngx_string("signin_events_secret_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_secret_path), nullptr},
+    {ngx_string("signin_events_retries"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_retries), &events_retries_bounds},
+    {ngx_string("signin_events_types"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, noted<ngx_conf_set_str_array_slot>,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_types), nullptr},
     {ngx_string("signin_session_cache"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_msec_slot>,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, session_cache), nullptr},
     {ngx_string("signin_secret_key"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
@@ -255,6 +265,8 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->body_max = NGX_CONF_UNSET_SIZE;
     m->delivery_retries = NGX_CONF_UNSET_UINT;
     m->delivery_timeout = NGX_CONF_UNSET_MSEC;
+    m->events_retries = NGX_CONF_UNSET_UINT;
+    m->events_types = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     m->session_cache = NGX_CONF_UNSET_MSEC;
     m->client_ipv6_prefix = NGX_CONF_UNSET_UINT;
     m->password_min_length = NGX_CONF_UNSET_UINT;
@@ -360,6 +372,7 @@ static ngx_int_t postconfiguration_checked(ngx_conf_t *cf) {
         m->emails->set_link_base(std::move(base));
     }
     if (check_provider_fetch(cf, m) != NGX_OK) return NGX_ERROR;
+    if (find_events_server(cf, m) != NGX_OK) return NGX_ERROR;
     if (m->email) return find_delivery_server(cf, m);
     return NGX_OK;
 }

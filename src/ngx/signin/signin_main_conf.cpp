@@ -2,6 +2,7 @@
 // defaults of what was not written, the engine's Policy, and the checks that need the whole block.
 #include "signin_conf.h"
 #include "signin_delivery.h"
+#include "signin_events.h"
 #include "signin_providers.h"
 #include "signin_smtp.h"
 
@@ -304,6 +305,7 @@ char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
 
     if (char *rv = check_required(cf, m); rv != NGX_CONF_OK) return rv;
     if (char *rv = check_settings(cf, m); rv != NGX_CONF_OK) return rv;
+    if (check_events_conf(cf, m) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
     m->thread_pool = ngx_thread_pool_add(cf, &m->thread_pool_name);
     if (m->thread_pool == nullptr) return static_cast<char *>(NGX_CONF_ERROR);
     // Argon2id jobs: signin_thread_pool unless a pool of their own is named
