@@ -290,13 +290,14 @@ ssize_t discard_send(ngx_connection_t *c, u_char *, size_t size) {
 }
 ssize_t nothing_to_read(ngx_connection_t *, u_char *, size_t) { return 0; }
 
-// Error lines of a send say so, then what nginx says of a request (server, subrequest, upstream).
 // The log context of a connection of the module's own: nginx's, and what the connection is for.
 struct OwnLogCtx {
     ngx_http_log_ctx_t http;  // first: nginx reads log->data as this
     const char *doing;
 };
 
+// Error lines of a send say what it was doing, then what nginx says of a request (server,
+// subrequest, upstream).
 u_char *log_context(ngx_log_t *log, u_char *buf, size_t len) {
     auto *own = static_cast<OwnLogCtx *>(log->data);
     u_char *p = ngx_snprintf(buf, len, " while %s", own->doing);
@@ -431,8 +432,7 @@ bool start_own_post(OwnPost *p, ngx_http_conf_ctx_t *server, const ngx_str_t &ur
     if (ok) {
         ps->handler = own_post_done;
         ps->data = p;
-        ngx_str_t *u = &r->uri;
-        ok = ngx_http_subrequest(r, u, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) == NGX_OK;
+        ok = ngx_http_subrequest(r, &r->uri, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) == NGX_OK;
     }
     if (ok) {
         sr->header_only = 1;  // the answer's body is not needed, only its status
