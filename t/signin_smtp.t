@@ -9,65 +9,16 @@ use File::Temp qw(tempdir);
 use IO::Select;
 use POSIX ();
 use Time::HiRes qw(time sleep);
-use lib 't/lib'; use SigninTest;
+use lib 't/lib'; use SigninTest; use SigninSmtp;
 
 my $ROOT = $ENV{SIGNIN_ROOT} || '.';
-my $PY = SigninTest::python_with('aiosmtpd');
+my $PY = $SigninSmtp::PY;
 plan skip_all => 'python3-aiosmtpd is not installed (apt-get install python3-aiosmtpd): no SMTP server to send to'
     unless $PY;
 
-# ---------------------------------------------------------------- the SMTP server
-{
-    package Relay;
-    sub new {
-        my ($class, %o) = @_;
-        my $dir = $o{dir} // File::Temp::tempdir(CLEANUP => 1);
-        my @cmd = ($PY, "$ROOT/t/smtp-server", 'serve', '--dir', $dir, '--port', $o{port},
-            map { ("--$_", $o{$_}) } grep { defined $o{$_} } qw(tls cert-dir auth rcpt data));
-        my $pid = open(my $out, '-|') // die "fork: $!";
-        if ($pid == 0) {
-            open STDERR, '>>', "$dir/server.err";
-            $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP PIPE);
-            exec @cmd or POSIX::_exit(127);
-        }
-        my $self = bless { dir => $dir, pid => $pid, out => $out, owner => $$ }, $class;
-        my ($line, $sel, $deadline) = ('', IO::Select->new($out), time + 20);
-        while (time < $deadline && $line !~ /\n/) {
-            next unless $sel->can_read(0.1);
-            sysread($out, $line, 256, length $line) or last;
-        }
-        die "t/smtp-server did not start: " . `cat $dir/server.err` unless $line =~ /^\d+$/m;
-        return $self;
-    }
-    sub dir { $_[0]{dir} }
-    sub messages { my @m = sort glob "$_[0]{dir}/*.eml"; return @m }
-    sub events { open my $fh, '<', "$_[0]{dir}/events.log" or return ''; local $/; <$fh> }
-    sub stop {
-        my ($self) = @_;
-        return unless $self->{pid} && $self->{owner} == $$;
-        local $?;
-        kill 'TERM', $self->{pid};
-        waitpid $self->{pid}, 0;
-        close $self->{out};
-        delete $self->{pid};
-    }
-    sub DESTROY { $_[0]->stop }
-}
-
-sub parse {
-    my ($file) = @_;
-    my $json = `'$PY' '$ROOT/t/smtp-server' parse '$file'`;
-    return $SigninTest::JSON->decode($json);
-}
-
-# The code of a received message (its text part), and the message itself.
-sub code_of {
-    my ($file) = @_;
-    my $m = parse($file);
-    my ($text) = map { $_->{text} } grep { $_->{content_type} eq 'text/plain' } @{ $m->{parts} };
-    my ($code) = ($text // '') =~ /\b([0-9A-Z]{4}-[0-9A-Z]{4})\b/;
-    return ($code, $m);
-}
+sub parse { SigninSmtp::parse(@_) }
+sub code_of { SigninSmtp::code_of(@_) }
+{ package Relay; sub new { shift; SigninSmtp::Relay->new(@_) } }
 
 sub conf {
     my (%o) = @_;

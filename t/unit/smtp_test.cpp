@@ -744,6 +744,57 @@ TEST(SmtpSend, SeveralMessagesOverOneConnection) {
     EXPECT_EQ(server.count_events("auth"), 1u);
 }
 
+TEST(SmtpSend, AKeptSessionCarriesTheNextBatch) {
+    NEED_SERVER();
+    Server server({});
+    smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+    for (int round = 0; round < 3; ++round) {
+        auto r = smtp::send_batch(session, {simple(), simple("bob@example.com")}, kNow);
+        ASSERT_EQ(r.size(), 2u);
+        for (const auto &x : r) EXPECT_EQ(x.outcome, smtp::Outcome::Sent) << x.error;
+    }
+    EXPECT_EQ(server.messages().size(), 6u);
+    EXPECT_EQ(session.connections(), 1u);
+    EXPECT_EQ(server.count_events("connect"), 1u) << "one connection for the three batches";
+}
+
+TEST(SmtpSend, AKeptConnectionTheRelayClosedIsOpenedAgain) {
+    NEED_SERVER();
+    {
+        // closed while idle (the relay's timeout): found before the send
+        Server server({"--idle-timeout", "0.5"});
+        smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+        EXPECT_EQ(session.send(simple(), kNow).outcome, smtp::Outcome::Sent);
+        usleep(1500 * 1000);
+        auto r = session.send(simple("bob@example.com"), kNow);
+        EXPECT_EQ(r.outcome, smtp::Outcome::Sent) << r.error;
+        EXPECT_EQ(session.connections(), 2u);
+        EXPECT_EQ(server.messages().size(), 2u);
+    }
+    {
+        // closed as the next MAIL went out, with no reply: that one send is made again, once
+        Server server({"--mail", "250,drop,250"});
+        smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+        EXPECT_EQ(session.send(simple(), kNow).outcome, smtp::Outcome::Sent);
+        auto r = session.send(simple("bob@example.com"), kNow);
+        EXPECT_EQ(r.outcome, smtp::Outcome::Sent) << r.error;
+        EXPECT_EQ(session.connections(), 2u);
+        auto files = server.messages();
+        ASSERT_EQ(files.size(), 2u);
+        EXPECT_TRUE(has(server.envelope(files[1]), "bob@example.com"));
+    }
+    {
+        // a drop on a new connection is the relay's failure: not tried again at once
+        Server server({"--mail", "drop,250"});
+        smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+        auto r = session.send(simple(), kNow);
+        EXPECT_EQ(r.outcome, smtp::Outcome::Retry);
+        EXPECT_TRUE(r.relay_failure);
+        EXPECT_EQ(session.connections(), 1u);
+        EXPECT_TRUE(server.messages().empty());
+    }
+}
+
 TEST(SmtpSend, NonAsciiRecipientNeedsSmtpUtf8) {
     NEED_SERVER();
     const std::string to = "jöran@example.com";

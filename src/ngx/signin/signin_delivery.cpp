@@ -564,55 +564,6 @@ void check_outbox(ngx_event_t *ev) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- where deliveries are made
-
-// The exact or prefix location of a static location tree that serves uri, as nginx's search
-// finds it; nullptr when none does.
-namespace {
-
-ngx_http_core_loc_conf_t *static_location(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len) {
-    ngx_http_core_loc_conf_t *found = nullptr;
-    while (node != nullptr) {
-        size_t n = len <= node->len ? len : node->len;
-        ngx_int_t rc = ngx_filename_cmp(const_cast<u_char *>(uri), node->name, n);
-        if (rc != 0) {
-            node = rc < 0 ? node->left : node->right;
-            continue;
-        }
-        if (len > node->len) {
-            if (node->inclusive) {  // a prefix location: a longer one may follow inside it
-                found = node->inclusive;
-                node = node->tree;
-                uri += n;
-                len -= n;
-                continue;
-            }
-            node = node->right;
-            continue;
-        }
-        if (len == node->len) return node->exact != nullptr ? node->exact : node->inclusive;
-        node = node->left;
-    }
-    return found;
-}
-
-}  // namespace
-
-ngx_http_core_loc_conf_t *find_location(ngx_conf_t *cf, const ngx_str_t &uri, ngx_http_conf_ctx_t **server) {
-    auto *cmcf =
-        static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto **servers = static_cast<ngx_http_core_srv_conf_t **>(cmcf->servers.elts);
-    for (ngx_uint_t i = 0; i < cmcf->servers.nelts; i++) {
-        ngx_http_conf_ctx_t *ctx = servers[i]->ctx;
-        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ctx->loc_conf[ngx_http_core_module.ctx_index]);
-        if (ngx_http_core_loc_conf_t *loc = static_location(clcf->static_locations, uri.data, uri.len)) {
-            if (server != nullptr) *server = ctx;
-            return loc;
-        }
-    }
-    return nullptr;
-}
-
 void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client) {
     if (!d.token.empty()) count_token(d.purpose);
     if (outbox_key.empty()) return;
@@ -622,16 +573,6 @@ void start_delivery(signin::Delivery &d, std::string outbox_key, const std::stri
     item.client = client;
     item.attempts = 1;
     enqueue(std::move(item));
-}
-
-ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m) {
-    if (m->delivery_uri.len == 0) return NGX_OK;
-    if (find_location(cf, m->delivery_uri, &m->delivery_ctx) != nullptr) return NGX_OK;
-    std::string uri(sv(m->delivery_uri));
-    log_at(cf, NGX_LOG_EMERG, m, "signin_delivery",
-           "signin_delivery \"" + uri + "\" matches no exact or prefix location in any server: add \"location = " + uri +
-               " { internal; proxy_pass ...; }\"");
-    return NGX_ERROR;
 }
 
 void start_outbox(ngx_cycle_t *cycle) {

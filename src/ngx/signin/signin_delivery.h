@@ -55,8 +55,8 @@ void start_delivery(signin::Delivery &d, std::string outbox_key, const std::stri
 enum class SendEnd : std::uint8_t { Sent, Retry, Refused };
 void record_send(signin::OutboxItem item, Transport transport, SendEnd end, std::string why = {});
 
-// postconfiguration: the server whose locations serve signin_delivery (requests of the module's
-// own are made in it). NGX_ERROR when no server has an exact or prefix location that matches.
+// postconfiguration (conf_delivery.cpp): the server whose locations serve signin_delivery
+// (requests of the module's own are made in it). NGX_ERROR when no server has an exact or prefix location that matches.
 ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m);
 
 // init_process: the outbox check every second (after the engine is open).

@@ -17,6 +17,7 @@
 
 #include "signin_conf.h"
 #include "signin_delivery.h"
+#include "signin_directives.h"
 #include "signin_jobs.h"
 #include "signin_request.h"
 
@@ -235,6 +236,22 @@ char *set_events_types(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     return NGX_CONF_OK;
 }
 
+static ngx_conf_num_bounds_t events_retries_bounds = {ngx_conf_check_num_bounds, 0, 100};
+
+Directives event_directives() {
+    static ngx_command_t table[] = {
+        {ngx_string("signin_events"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
+         NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_uri), nullptr},
+        {ngx_string("signin_events_secret_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
+         NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_secret_path), nullptr},
+        {ngx_string("signin_events_retries"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+         NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_retries), &events_retries_bounds},
+        {ngx_string("signin_events_types"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, noted<set_events_types>,
+         NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    };
+    return table;
+}
+
 ngx_int_t check_events_conf(ngx_conf_t *cf, MainConf *m) {
     if (m->events_retries == NGX_CONF_UNSET_UINT) m->events_retries = 16;
     if (m->events_types == NGX_CONF_UNSET_PTR) m->events_types = nullptr;
@@ -318,7 +335,7 @@ void start_events(ngx_cycle_t *cycle, signin::Identity &identity) {
         signin::EventSettings s;
         s.key = *m->events_key;
         s.retries = static_cast<unsigned>(m->events_retries);
-        s.hold = static_cast<signin::Millis>(m->delivery_timeout);
+        s.hold = m->outbox->hold;
         if (m->events_types != nullptr) {
             auto *names = static_cast<ngx_str_t *>(m->events_types->elts);
             for (ngx_uint_t i = 0; i < m->events_types->nelts; i++) s.types.emplace_back(sv(names[i]));

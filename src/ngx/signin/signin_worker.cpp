@@ -104,10 +104,8 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     if (m->secret_key != nullptr) g_identity->use_secret_key(*m->secret_key);  // seals second-factor secrets
     // every email leaves through the outbox
     if (m->secret_key != nullptr && (m->delivery_ctx != nullptr || smtp_settings(cycle) != nullptr)) {
-        signin::OutboxSettings outbox;
+        signin::OutboxSettings outbox = *m->outbox;  // signin_delivery_timeout, signin_delivery_retries
         outbox.key = *m->secret_key;
-        outbox.hold = static_cast<signin::Millis>(m->delivery_timeout);
-        outbox.retries = static_cast<unsigned>(m->delivery_retries);
         g_identity->use_outbox(outbox);
         outbox.key.fill(0);
     }
@@ -160,7 +158,7 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
     }
     set_job_pools(m->thread_pool, m->password_pool);
     const bool warming =
-        !m->passwords || guard([&] { return start_background_job(std::make_unique<WarmJob>(m->policy->password_hash)) == NGX_OK; },
+        !m->policy->with_passwords || guard([&] { return start_background_job(std::make_unique<WarmJob>(m->policy->password_hash)) == NGX_OK; },
                                [](const std::exception *) { return false; });
     if (!warming) ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
     if (g_identity->has_outbox()) start_outbox(cycle);
