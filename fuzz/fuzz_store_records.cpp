@@ -41,6 +41,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     } catch (const signin::StoreError &) {
     }
     try {
+        // an event's key is 8 bytes (its sequence number); the record follows it in the input
+        if (in.size() >= 8) {
+            signin::EventRecord e = r::decode_event(in.substr(0, 8), in.substr(8));
+            if (r::encode_event(e) != in.substr(8)) __builtin_trap();
+        }
+    } catch (const signin::StoreError &) {
+    }
+    try {
         signin::MfaRecord m = r::decode_mfa(key, in);
         if (!in.empty() && in[0] == static_cast<char>(r::kMfaFormat) && r::encode_mfa(m) != in) __builtin_trap();
     } catch (const signin::StoreError &) {

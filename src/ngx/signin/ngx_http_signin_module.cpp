@@ -5,6 +5,7 @@
 #include "signin_directives.h"
 #include "signin_metrics.h"
 #include "signin_delivery.h"
+#include "signin_events.h"
 #include "signin_handlers.h"
 #include "signin_providers.h"
 #include "signin_request.h"
@@ -28,7 +29,7 @@ static ngx_command_t *all_directives() {
         auto *v = new std::vector<ngx_command_t>();
         for (Directives feature : {site_directives(), delivery_directives(), session_directives(),
                                    password_directives(), factor_directives(), passkey_directives(),
-                                   provider_directives(), location_directives()}) {
+                                   provider_directives(), location_directives(), event_directives()}) {
             v->insert(v->end(), feature.begin(), feature.end());
         }
         v->push_back(ngx_null_command);
@@ -98,6 +99,7 @@ static ngx_int_t postconfiguration_checked(ngx_conf_t *cf) {
         m->emails->set_link_base(std::move(base));
     }
     if (check_provider_fetch(cf, m) != NGX_OK) return NGX_ERROR;
+    if (find_events_server(cf, m) != NGX_OK) return NGX_ERROR;
     if (m->policy->with_email) return find_delivery_server(cf, m);
     return NGX_OK;
 }

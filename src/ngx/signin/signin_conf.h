@@ -77,6 +77,14 @@ struct MainConf {
     ngx_str_t link_location;   // {{link}} lands here: the first signin_api location with signin_pages,
     ngx_flag_t link_to_pages;  // or else the first signin_api location
 
+    // events for the application (signin_events.h)
+    ngx_str_t events_uri;               // signin_events: the internal location events are posted to
+    ngx_http_conf_ctx_t *events_ctx;    // the server whose locations serve it
+    ngx_str_t events_secret_path;       // signin_events_secret_file
+    signin::Secret *events_key;         // its key, read when the configuration is
+    ngx_uint_t events_retries;          // signin_events_retries
+    ngx_array_t *events_types;          // signin_events_types (ngx_str_t; nullptr: every type)
+
     // the dev mailbox
     ngx_shm_zone_t *mailbox;      // its zone, when signin_dev_mailbox is used
     ngx_flag_t mailbox_insecure;  // "signin_dev_mailbox insecure": allowed with a non-loopback origin

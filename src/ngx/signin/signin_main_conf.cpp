@@ -3,6 +3,7 @@
 // glue's own settings and every feature's checks (conf_*.cpp), in the order a newcomer meets them.
 #include "signin_conf.h"
 #include "signin_directives.h"
+#include "signin_events.h"
 
 #include <string>
 
@@ -15,6 +16,8 @@ MainConf *create_main_conf(ngx_conf_t *cf) {
     m->body_max = NGX_CONF_UNSET_SIZE;
     m->session_cache = NGX_CONF_UNSET_MSEC;
     m->audit_max = NGX_CONF_UNSET_UINT;
+    m->events_retries = NGX_CONF_UNSET_UINT;
+    m->events_types = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     m->policy = pool_object<signin::Policy>(cf->pool);
     m->outbox = pool_object<signin::OutboxSettings>(cf->pool);
     m->emails = pool_object<signin::Emails>(cf->pool);
@@ -78,6 +81,7 @@ char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
     for (auto check : {check_site, check_providers, check_delivery, check_sessions, check_passwords, check_passkeys}) {
         if (char *rv = check(cf, m); rv != NGX_CONF_OK) return rv;
     }
+    if (check_events_conf(cf, m) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
     return NGX_CONF_OK;
 }
 

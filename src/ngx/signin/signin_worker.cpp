@@ -3,6 +3,7 @@
 #include "signin_conf.h"
 #include "signin_metrics.h"
 #include "signin_delivery.h"
+#include "signin_events.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
 #include "signin_smtp.h"
@@ -161,6 +162,7 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
                                [](const std::exception *) { return false; });
     if (!warming) ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
     if (g_identity->has_outbox()) start_outbox(cycle);
+    start_events(cycle, *g_identity);
     if (ngx_worker == 0) {
         g_purge_dummy.fd = -1;
         g_purge_event.handler = purge_tick;
