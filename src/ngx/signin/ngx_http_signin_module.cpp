@@ -151,8 +151,12 @@ static ngx_command_t commands[] = {
      nullptr},
     {ngx_string("signin_site_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_site_name, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},
-    {ngx_string("signin_email_template"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE23, set_email_template,
+    {ngx_string("signin_email_template"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE234, set_email_template,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("signin_languages"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_languages, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("signin_messages"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, set_messages, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
     {ngx_string("signin_pass_credentials"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, pass_credentials), nullptr},
     {ngx_string("signin_email_previews"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
@@ -270,6 +274,8 @@ static void *create_main_conf(ngx_conf_t *cf) {
     m->password_hash_m = NGX_CONF_UNSET_SIZE;
     m->emails = pool_object<signin::Emails>(cf->pool);
     if (m->emails == nullptr) return nullptr;
+    m->texts = pool_object<Texts>(cf->pool);
+    if (m->texts == nullptr) return nullptr;
     return m;
 }
 

@@ -269,29 +269,48 @@ char *set_mailbox(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     return NGX_CONF_OK;
 }
 
-// Reads a template file at configuration time (at most 64 KiB).
-static bool read_template_file(ngx_conf_t *cf, ngx_str_t name, std::string &out) {
+// Reads a file of `directive` at configuration time (at most `max` bytes).
+static bool read_conf_file(ngx_conf_t *cf, const char *directive, ngx_str_t name, std::string &out,
+                           std::size_t max) {
     if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) return false;
     std::ifstream in(std::string(sv(name)), std::ios::binary);
     if (!in) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "signin_email_template: cannot read \"%V\"", &name);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno, "%s: cannot read \"%V\"", directive, &name);
         return false;
     }
     std::ostringstream text;
     text << in.rdbuf();
     out = text.str();
-    if (out.size() > 64 * 1024) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_email_template: \"%V\" is over 64k", &name);
+    if (out.size() > max) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s: \"%V\" is over %uzk", directive, &name, max / 1024);
         return false;
     }
     return true;
 }
 
-// signin_email_template PURPOSE FILE [HTML_FILE]: replaces one purpose's ready-made email. The
-// files are read and checked now, so nginx -t refuses a template that would make a bad email.
+// Reads a template file at configuration time (at most 64 KiB).
+static bool read_template_file(ngx_conf_t *cf, ngx_str_t name, std::string &out) {
+    return read_conf_file(cf, "signin_email_template", name, out, 64 * 1024);
+}
+
+// signin_email_template PURPOSE FILE [HTML_FILE] [lang=TAG]: replaces one purpose's ready-made
+// email, in every language or in one. The files are read and checked now, so nginx -t refuses a
+// template that would make a bad email.
 char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     auto *m = static_cast<MainConf *>(conf);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    std::string lang;
+    ngx_uint_t files = cf->args->nelts - 2;  // FILE [HTML_FILE]
+    if (std::string_view last = sv(value[cf->args->nelts - 1]); last.substr(0, 5) == "lang=") {
+        lang = std::string(last.substr(5));
+        if (!signin::i18n::valid_tag(lang)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_email_template: \"%V\" is not a language tag",
+                               &value[cf->args->nelts - 1]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        files--;
+    }
+    if (files < 1 || files > 2) return const_cast<char *>("takes PURPOSE FILE [HTML_FILE] [lang=TAG]");
     auto purpose = signin::purpose_from_text(sv(value[1]));
     if (!purpose) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -300,20 +319,62 @@ char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
                            &value[1]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (m->emails->is_custom(*purpose)) return const_cast<char *>("is duplicate for this purpose");
+    if (m->emails->is_custom(*purpose, lang)) return const_cast<char *>("is duplicate for this purpose");
     return guard_conf(cf, "signin_email_template", [&]() -> char * {
         std::string text, html;
         if (!read_template_file(cf, value[2], text)) return static_cast<char *>(NGX_CONF_ERROR);
-        if (cf->args->nelts == 4 && !read_template_file(cf, value[3], html)) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
+        if (files == 2 && !read_template_file(cf, value[3], html)) return static_cast<char *>(NGX_CONF_ERROR);
         auto t = signin::Emails::parse(*purpose, text, html);
-        signin::Status st = t ? m->emails->replace(*purpose, t.value()) : signin::Status(t.error());
+        signin::Status st = t ? m->emails->replace(*purpose, t.value(), lang) : signin::Status(t.error());
         if (!st) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid signin_email_template: %s",
                                st.error().message.c_str());
             return static_cast<char *>(NGX_CONF_ERROR);
         }
+        return NGX_CONF_OK;
+    });
+}
+
+// signin_languages TAG...: the languages of the pages and emails, the first the default. Each
+// needs a catalog (shipped, or given by signin_messages); that is checked once the block is read.
+char *set_languages(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (!m->texts->tags.empty()) return const_cast<char *>("is duplicate");
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        const std::string tag(sv(value[i]));
+        if (!signin::i18n::valid_tag(tag)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_languages: \"%V\" is not a language tag (en, de, pt-BR)",
+                               &value[i]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->texts->tags.push_back(tag);
+    }
+    return note_line(cf, m, cmd) ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
+}
+
+// signin_messages TAG FILE.po: the operator's own wording of any string of a language, laid over
+// the shipped catalog (or the whole catalog of a language the module does not ship). Read and
+// parsed now: nginx -t names a bad entry's line.
+char *set_messages(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    const std::string tag(sv(value[1]));
+    if (!signin::i18n::valid_tag(tag)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_messages: \"%V\" is not a language tag", &value[1]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (m->texts->messages.count(tag)) return const_cast<char *>("is duplicate for this language");
+    return guard_conf(cf, "signin_messages", [&]() -> char * {
+        std::string text;
+        if (!read_conf_file(cf, "signin_messages", value[2], text, 4u << 20)) return static_cast<char *>(NGX_CONF_ERROR);
+        auto parsed = signin::i18n::parse_po(text);
+        if (!parsed) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_messages: \"%V\", %s", &value[2],
+                               parsed.error().message.c_str());
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        m->texts->messages[tag] = std::move(text);
         return NGX_CONF_OK;
     });
 }

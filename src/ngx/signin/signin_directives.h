@@ -20,6 +20,8 @@ char *set_email_previews(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *set_access_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *set_registration(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *set_site_name(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *set_languages(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *set_messages(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *set_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *set_provider(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 

@@ -282,9 +282,37 @@ static char *build_policy(ngx_conf_t *cf, MainConf *m) {
     return NGX_CONF_OK;
 }
 
+// The languages (signin_languages, signin_messages): their catalogs checked, the emails and pages
+// written in each once, here, so that a request only picks one.
+static char *finish_languages(ngx_conf_t *cf, MainConf *m) {
+    Texts &t = *m->texts;
+    if (t.tags.empty() && !t.messages.empty()) {
+        log_at(cf, NGX_LOG_EMERG, m, "signin_languages", "signin_messages needs \"signin_languages\" naming its language");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    if (t.tags.empty()) {
+        t.languages = signin::i18n::Languages::english();
+    } else {
+        auto made = signin::i18n::Languages::make(t.tags, t.messages);
+        if (!made) {
+            log_at(cf, NGX_LOG_EMERG, m, "signin_languages", "signin_languages: " + made.error().message);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        t.languages = made.value();
+    }
+    m->emails->set_languages(t.languages);
+    signin::pages::Settings fixed;
+    fixed.remember_days = static_cast<long long>(m->mfa_remember / (24 * 3600 * 1000));
+    fixed.token_minutes = static_cast<long long>((m->token_ttl + 59999) / 60000);
+    fixed.fresh_minutes = static_cast<long long>((m->password_fresh + 59999) / 60000);
+    t.pages.emplace(t.languages, fixed);
+    return NGX_CONF_OK;
+}
+
 char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
     init_defaults(m);
     m->emails->set_token_ttl(static_cast<signin::Millis>(m->token_ttl));
+    if (char *rv = finish_languages(cf, m); rv != NGX_CONF_OK) return rv;
     if (m->previews && m->origin == nullptr) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_email_previews needs \"signin_origin\"");
         return static_cast<char *>(NGX_CONF_ERROR);
