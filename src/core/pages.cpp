@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <ctime>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -282,11 +283,12 @@ std::string localize(Page page, const i18n::Languages &langs, std::size_t lang, 
     replace("{{lang}}", escaped(langs.tag(lang)));
     replace("{{dir}}", langs.rtl(lang) ? "rtl" : "ltr");
     std::string json = "{";
+    std::set<std::string> written;
     for (std::string_view script : scripts_of(page)) {
         const EmbeddedFile *js = embedded(script);
         if (js == nullptr) continue;
         each_script_text(js->body, [&](const std::string &id) {
-            if (!langs.translates(lang, id) || json.find(id) != std::string::npos) return;
+            if (!langs.translates(lang, id) || !written.insert(id).second) return;
             if (json.size() > 1) json += ",";
             append_script_json(json, id);
             json += ":";
