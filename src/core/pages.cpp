@@ -234,8 +234,9 @@ void each_script_text(std::string_view js, const F &f) {
     }
 }
 
-// A string in JSON inside a <script> element: nothing that ends the element, and no brace (the
-// page's {{name}} placeholders are expanded after this is written).
+// A string in JSON inside the page's <template id="signin-i18n">: nothing HTML would read (< > &
+// as \u escapes), and no brace (the page's {{name}} placeholders are expanded after this is
+// written).
 void append_script_json(std::string &out, std::string_view s) {
     out.push_back('"');
     for (char c : s) {

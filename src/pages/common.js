@@ -28,12 +28,13 @@ export async function call(path, body) {
 }
 
 // ---- the page's language (signin_languages): its catalog, written into the page by the server as
-// JSON ({"English text": "translation"}); a string it lacks is shown in English.
+// JSON ({"English text": "translation"}) in a <template> (inert, and no inline script for the
+// CSP); a string it lacks is shown in English.
 const lang = document.documentElement.lang || "en";
 const catalog = (() => {
   try {
     const el = document.getElementById("signin-i18n");
-    return el ? JSON.parse(el.textContent) : {};
+    return el ? JSON.parse(el.content.textContent) : {};
   } catch (e) {
     return {};
   }
