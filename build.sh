@@ -68,6 +68,12 @@ TEST_PACKAGES=(
     curl ca-certificates procps
     dpkg-dev debhelper lintian file       # t/package.t builds, checks and installs the Debian package
 )
+# t/signin_smtp_exim.t sends to a real MTA: Debian's exim4, run by the test in the foreground from
+# a configuration of its own. Asked for only where no other mail server is installed: Debian's
+# MTAs conflict with each other, and apt-get would replace a site's postfix with it.
+if [ -x /usr/sbin/exim4 ] || [ ! -e /usr/sbin/sendmail ]; then
+    TEST_PACKAGES+=(exim4-daemon-light)
+fi
 BENCH_PACKAGES=(wrk valgrind)  # valgrind: bench/instructions (callgrind)
 PACKAGE_PACKAGES=(dpkg-dev debhelper lintian)  # ./build.sh deb
 

@@ -3,7 +3,8 @@
 // (signin_smtp's URL and the mailboxes, checked at nginx -t). The relay's replies are parsed by
 // libcurl. Checks: quoted-printable decodes back to the text with every line within 76
 // characters and CRLF line ends; a header value stays within SMTP's 998 and never breaks a line
-// but by folding; a parsed URL or mailbox parses again to the same.
+// but by folding; a parsed URL or mailbox parses again to the same. (The relay's reply lines, as
+// libcurl hands them over, are fuzz_smtp_reply's.)
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -138,7 +138,9 @@ sub metric {
 {
     my $cadir = tempdir(CLEANUP => 1);
     my $other = tempdir(CLEANUP => 1);
-    chmod 0755, $cadir, $other;    # the workers (nginx's user) read the CA at each connection
+    # the CA is read with the configuration (by root here): the workers need no access to it
+    chmod 0700, $cadir;
+    chmod 0755, $other;
     system("'$PY' '$ROOT/t/smtp-server' ca '$cadir' localhost 127.0.0.1") == 0 or die 'ca';
     system("'$PY' '$ROOT/t/smtp-server' ca '$other' localhost 127.0.0.1") == 0 or die 'ca';
 

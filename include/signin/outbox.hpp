@@ -47,6 +47,18 @@ struct OutboxItem {
     std::uint32_t attempts = 1;  // sends started, counting the one about to be made
 };
 
+// One email waiting in the outbox, as an operator may see it (signin-admin outbox): no code, no
+// token, no body.
+struct OutboxEntry {
+    std::string email;   // the recipient; empty when the entry does not open under this key
+    std::optional<Purpose> purpose;  // likewise
+    std::uint32_t attempts = 0;      // sends started
+    Millis created_at = 0;
+    Millis next_try_at = 0;  // when its holder sends it next
+    Millis due_at = 0;       // when another sender may take it over
+    std::string last_error;  // why the last send failed; empty before any failure
+};
+
 class Outbox {
 public:
     explicit Outbox(Engine &engine) : engine_(engine) {}
@@ -63,7 +75,9 @@ public:
     // sender claimed the entry meanwhile.
     // It is also the last try when the next one would come after the token (or a notice's
     // kNoticeLifetime) expired.
-    Result<std::optional<Millis>> failed(OutboxItem &item);
+    // `error`: why the send failed (the relay's or the API's reply; no secret), kept on the entry
+    // for signin-admin outbox until the next failure or its end.
+    Result<std::optional<Millis>> failed(OutboxItem &item, std::string_view error = {});
     // The mailer refused it for good (an SMTP 5xx: a mailbox that does not exist, a message the
     // relay will never take): no retry; the entry goes, the token is cancelled and
     // delivery.failed audited with `why` (the reply code; no secret). Nothing when another
@@ -74,6 +88,9 @@ public:
     Result<bool> wanted(const OutboxItem &item);
     // Entries waiting (sent or not yet).
     Result<std::size_t> pending();
+    // Entries waiting, the earliest due first, at most `limit`: their recipient and purpose
+    // unsealed (left empty for an entry that does not open), the rest as the store has it.
+    Result<std::vector<OutboxEntry>> waiting(std::size_t limit);
     // Whether claim_due would find something (a read: cheap enough to ask every second).
     Result<bool> any_due();
 

@@ -75,6 +75,10 @@ struct Settings {
     std::optional<Login> login;  // AUTH PLAIN or LOGIN; libcurl offers it only after TLS is up,
                                  // or on loopback (see send: STARTTLS is required elsewhere)
     std::string ca_file;         // empty: the system's CAs
+    // The CA file's contents, read by check() (where nginx reads its configuration, as root):
+    // given to libcurl instead of the path, so the worker user needs no access to the file.
+    // Empty: libcurl reads ca_file itself.
+    std::string ca_pem;
     // How long the relay may keep us waiting: to connect, and with no byte moving in either
     // direction; one message's whole exchange (connection, TLS, login included) gets three times that.
     Millis timeout = 30 * 1000;
@@ -85,7 +89,7 @@ struct Settings {
 };
 
 // Every problem of a configuration, one sentence each (none: `settings` is usable). Reads the
-// auth file and checks that the CA file can be read.
+// auth file and the CA file.
 struct Checked {
     Settings settings;
     std::vector<std::string> problems;

@@ -44,6 +44,12 @@ struct OutboxRecord {
     std::string token_hash;   // the token it carries (cancelled when the delivery is given up); empty for a notice
     std::string client;       // who asked, for the audit entry of a failure
     std::string sealed;       // the sealed Delivery
+    // When its holder sends it next (the first send: when it was written; after a failure: then
+    // plus the backoff). due_at is later by the hold: when another sender may take it over.
+    Millis next_try_at = 0;
+    // Why the last send failed, as the relay or the mail API said it (a reply code and its text;
+    // never a password, code or token); empty before any failure.
+    std::string last_error;
 };
 
 // What a request reads. LMDB: one consistent snapshot; PostgreSQL: each read sees every commit made

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "signin/engine.hpp"
+#include "text.hpp"
 
 namespace signin {
 
@@ -35,11 +36,8 @@ std::string_view email_domain(std::string_view email) {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-    return s;
-}
+// a line of a people file may end in CRLF
+std::string_view trim(std::string_view s) { return text::trim(s, " \t\r"); }
 
 // A domain as "@domain" in a people list or `signin_allow domain`: checked as the domain of an
 // address would be.

@@ -3,11 +3,12 @@
 #include <string>
 
 #include "signin/engine.hpp"
+#include "text.hpp"
 
 namespace signin {
 namespace {
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+using text::lower;
 
 bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 

@@ -3,24 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "text.hpp"
+
 namespace signin {
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
-bool ascii_lower_equals(std::string_view text, std::string_view lower) {
-    if (text.size() != lower.size()) return false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        char c = text[i];
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        if (c != lower[i]) return false;
-    }
-    return true;
-}
+using text::trim;
 
 }  // namespace
 
@@ -62,7 +50,7 @@ std::size_t without_cookies_to(std::string_view line, std::initializer_list<std:
 
 std::optional<std::string_view> bearer_token(std::string_view authorization) {
     const std::string_view v = trim(authorization);
-    if (v.size() < 7 || !ascii_lower_equals(v.substr(0, 7), "bearer ")) return std::nullopt;
+    if (v.size() < 7 || !text::equals_lowercase(v.substr(0, 7), "bearer ")) return std::nullopt;
     return trim(v.substr(7));
 }
 

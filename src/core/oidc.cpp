@@ -16,6 +16,7 @@
 #include "public_key.hpp"
 #include "signin/engine.hpp"
 #include "signin/json.hpp"
+#include "text.hpp"
 
 namespace signin::oidc {
 namespace {
@@ -78,9 +79,7 @@ bool good_url(std::string_view url, bool allow_http) {
         } else {
             host = host.substr(0, host.find(':'));
         }
-        std::string lower(host);
-        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (!is_loopback_host(lower)) return false;
+        if (!is_loopback_host(text::lowered(host))) return false;
     }
     return true;
 }
@@ -200,8 +199,7 @@ std::string check_provider(const ProviderConfig &p) {
 
 std::optional<Secret> parse_client_secret(std::string_view text) {
     text = text.substr(0, text.find('\n'));
-    while (!text.empty() && (text.back() == '\r' || text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    text = signin::text::trim(text, " \t\r");
     if (text.empty()) return std::nullopt;
     return Secret(std::string(text));
 }

@@ -4,6 +4,7 @@
 
 #include <sodium.h>
 
+#include <limits>
 #include <stdexcept>
 
 #include "encoding.hpp"
@@ -98,6 +99,7 @@ std::string Engine::enqueue(WriteTxn &txn, const Delivery &d, std::string_view c
     OutboxRecord r;
     r.due_at = now + outbox_->hold;  // the caller sends it at once and holds it meanwhile
     r.created_at = now;
+    r.next_try_at = now;
     r.attempts = 1;
     if (!d.token.empty()) r.token_hash = record_key(d.token.reveal());
     r.client = std::string(client.substr(0, 64));
@@ -138,6 +140,12 @@ Millis worth_until(ReadTxn &txn, const OutboxRecord &r) {
 bool token_usable(ReadTxn &txn, const OutboxRecord &r, Millis now) {
     return r.token_hash.empty() || worth_until(txn, r) > now;
 }
+
+// The reason kept when a send's end was never recorded: its sender stopped (a crashed worker, a
+// stopped server) and another sender took the entry over.
+constexpr const char *kSenderVanished = "its sender stopped before the send's end was recorded";
+// A failure's reason as kept on the entry, at most (a relay's reply is quoted, cut to fit).
+constexpr std::size_t kMaxErrorText = 300;
 
 // Whether an entry that made `attempts` sends has had all signin_delivery_retries allows (none
 // when it is unset: then only the token's lifetime ends the tries).
@@ -181,6 +189,8 @@ Result<std::vector<OutboxItem>> Outbox::claim_due(std::size_t budget) {
             txn->del_outbox(r.key);
             r.attempts += 1;
             r.due_at = now + st.hold;
+            r.next_try_at = now;
+            r.last_error = kSenderVanished;
             txn->put_outbox(r);
             OutboxItem item;
             item.key = r.key;
@@ -196,7 +206,7 @@ Result<std::vector<OutboxItem>> Outbox::claim_due(std::size_t budget) {
 
 Status Outbox::sent(const OutboxItem &item) { return engine_.forget_outbox(item.key); }
 
-Result<std::optional<Millis>> Outbox::failed(OutboxItem &item) {
+Result<std::optional<Millis>> Outbox::failed(OutboxItem &item, std::string_view error) {
     if (!engine_.outbox_) return Error{Code::Internal, "no outbox"};
     return detail::guarded("outbox failure", [&]() -> Result<std::optional<Millis>> {
         const auto &st = *engine_.outbox_;
@@ -216,6 +226,8 @@ Result<std::optional<Millis>> Outbox::failed(OutboxItem &item) {
         txn->del_outbox(r->key);
         r->attempts += 1;
         r->due_at = now + delay + st.hold;
+        r->next_try_at = now + delay;
+        r->last_error = error.empty() ? std::string("no reason given") : std::string(error.substr(0, kMaxErrorText));
         txn->put_outbox(*r);
         txn->commit();
         item.key = r->key;
@@ -250,6 +262,33 @@ Result<bool> Outbox::any_due() {
     if (!engine_.outbox_) return false;
     return detail::guarded("outbox read", [&]() -> Result<bool> {
         return !engine_.store_->read()->outbox_due(engine_.now(), 1).empty();
+    });
+}
+
+Result<std::vector<OutboxEntry>> Outbox::waiting(std::size_t limit) {
+    return detail::guarded("outbox read", [&]() -> Result<std::vector<OutboxEntry>> {
+        auto txn = engine_.store_->read();
+        // every entry is due at the end of time: the earliest first, as the store orders them
+        auto records = txn->outbox_due(std::numeric_limits<Millis>::max(), limit);
+        std::vector<OutboxEntry> out;
+        out.reserve(records.size());
+        for (auto &r : records) {
+            OutboxEntry e;
+            if (engine_.outbox_) {
+                if (auto d = unseal(engine_.outbox_->key, r.sealed, r.token_hash)) {
+                    e.email = std::move(d->email);
+                    e.purpose = d->purpose;
+                    sodium_memzero(d->code.data(), d->code.size());
+                }
+            }
+            e.attempts = r.attempts;
+            e.created_at = r.created_at;
+            e.next_try_at = r.next_try_at;
+            e.due_at = r.due_at;
+            e.last_error = std::move(r.last_error);
+            out.push_back(std::move(e));
+        }
+        return out;
     });
 }
 

@@ -18,18 +18,15 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <string>
 
 #include "signin/smtp.hpp"
+#include "smtp_reply.hpp"
+#include "text.hpp"
 
 namespace signin::smtp {
 namespace {
-
-bool is_ascii(std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-}
 
 // An address as the envelope takes it: local@domain, no space, bracket or control character.
 bool envelope_address(std::string_view a) {
@@ -38,25 +35,6 @@ bool envelope_address(std::string_view a) {
         const auto u = static_cast<unsigned char>(c);
         return u <= 0x20 || u == 0x7f || c == '<' || c == '>';
     });
-}
-
-// The relay's text, as it may be shown in a log and in signin-admin: printable ASCII, short.
-std::string printable(std::string_view s, std::size_t max = 200) {
-    std::string out;
-    for (char c : s) {
-        if (out.size() >= max) {
-            out += "...";
-            break;
-        }
-        const auto u = static_cast<unsigned char>(c);
-        if (u >= 0x20 && u < 0x7f) {
-            out += c;
-        } else if (!out.empty() && out.back() != ' ') {
-            out += ' ';
-        }
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out;
 }
 
 }  // namespace
@@ -98,60 +76,16 @@ struct Session::State {
     std::string data;
     std::size_t sent = 0;
 
-    // what the server said during the current transfer
-    std::string reply_text;  // the lines of the reply being read, then of the last complete one
-    bool reply_open = false; // a multi-line reply is being read
-    int reply = 0;           // the last complete reply's code
-    bool data_accepted = false;  // a 354: whatever fails after it is the message's data
-    // what the server offered in its EHLO reply on the current connection
-    bool after_greeting = false;  // a 220 was read: the next reply is EHLO's
-    bool caps_known = false;
-    bool smtputf8 = false;
+    // what the server said during the current transfer, and offered on the current connection
+    ReplyReader replies;
 
     unsigned connections = 0;
     bool ready = false;  // the handle could be set up
 
     State(const Settings &s, const std::atomic<bool> *c) : settings(s), cancel(c) {}
 
-    void on_line(std::string_view line) {
-        while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-        if (line.size() < 3 || !std::isdigit(static_cast<unsigned char>(line[0])) ||
-            !std::isdigit(static_cast<unsigned char>(line[1])) || !std::isdigit(static_cast<unsigned char>(line[2]))) {
-            return;
-        }
-        const bool more = line.size() > 3 && line[3] == '-';
-        std::string_view text = line.size() > 4 ? line.substr(4) : std::string_view();
-        const int code = (line[0] - '0') * 100 + (line[1] - '0') * 10 + (line[2] - '0');
-        // QUIT's answer: libcurl says QUIT when it closes a connection after a refusal, and the
-        // refusal is what counts
-        if (code == 221) return;
-        if (!reply_open) reply_text.clear();
-        if (!reply_text.empty()) reply_text += ' ';
-        reply_text.append(text.substr(0, 512));
-        if (code == 220) {
-            // a greeting or STARTTLS's go-ahead: EHLO follows, and what it lists holds from then on
-            after_greeting = true;
-            caps_known = false;
-            smtputf8 = false;
-        } else if (after_greeting && code / 100 == 2) {
-            std::string keyword(text.substr(0, text.find(' ')));
-            std::transform(keyword.begin(), keyword.end(), keyword.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-            if (keyword == "SMTPUTF8") smtputf8 = true;
-        }
-        reply_open = more;
-        if (!more) {
-            reply = code;
-            if (code == 354) data_accepted = true;
-            if (after_greeting && code != 220) {
-                after_greeting = false;
-                caps_known = true;  // EHLO's reply (or HELO's, which lists nothing)
-            }
-        }
-    }
-
     static std::size_t header_cb(char *p, std::size_t size, std::size_t n, void *self) {
-        static_cast<State *>(self)->on_line(std::string_view(p, size * n));
+        static_cast<State *>(self)->replies.line(std::string_view(p, size * n));
         return size * n;
     }
     static std::size_t discard_cb(char *, std::size_t size, std::size_t n, void *) { return size * n; }
@@ -187,7 +121,14 @@ struct Session::State {
         set(CURLOPT_SSL_VERIFYPEER, 1L);
         set(CURLOPT_SSL_VERIFYHOST, 2L);
         set(CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
-        if (!settings.ca_file.empty()) {
+        if (!settings.ca_pem.empty()) {
+            // the file's contents as read with the configuration, in place of the system's CAs
+            // (the bundle and the directory both unset: the blob is then all OpenSSL trusts)
+            curl_blob blob{const_cast<char *>(settings.ca_pem.data()), settings.ca_pem.size(), CURL_BLOB_COPY};
+            set(CURLOPT_CAINFO_BLOB, &blob);
+            set(CURLOPT_CAINFO, static_cast<const char *>(nullptr));
+            set(CURLOPT_CAPATH, static_cast<const char *>(nullptr));
+        } else if (!settings.ca_file.empty()) {
             // the file replaces the system's CAs rather than adding to them
             set(CURLOPT_CAINFO, settings.ca_file.c_str());
             set(CURLOPT_CAPATH, static_cast<const char *>(nullptr));
@@ -220,10 +161,7 @@ struct Session::State {
     }
 
     void begin() {
-        reply_text.clear();
-        reply_open = false;
-        reply = 0;
-        data_accepted = false;
+        replies.begin();
         errbuf[0] = '\0';
     }
 
@@ -248,9 +186,10 @@ struct Session::State {
     }
 
     std::string with_reply(std::string what) const {
+        const int reply = replies.code();
         if (reply == 0) return what;
         what += ": " + std::to_string(reply);
-        std::string t = printable(reply_text);
+        std::string t = printable(replies.text());
         if (!t.empty()) what += " " + t;
         return what;
     }
@@ -268,6 +207,7 @@ struct Session::State {
                            : step == "RCPT" ? "the relay refused the recipient"
                                             : "the relay refused the message";
         r.error = with_reply(what);
+        const int reply = replies.code();
         if (reply == 421) {
             r.error = with_reply("the relay is closing the connection");
         } else if (reply == 530) {
@@ -282,13 +222,14 @@ struct Session::State {
 
     SendResult failure(CURLcode rc) const {
         SendResult r;
+        const int reply = replies.code();
         r.reply = reply;
         r.outcome = Outcome::Retry;
         r.relay_failure = true;
         const Relay &relay = settings.relay;
         const std::string where = relay.host + ":" + std::to_string(relay.port);
         const bool message_step = (rc == CURLE_SEND_ERROR && reply >= 400) ||
-                                  (rc == CURLE_WEIRD_SERVER_REPLY && data_accepted && reply >= 400);
+                                  (rc == CURLE_WEIRD_SERVER_REPLY && replies.data_accepted() && reply >= 400);
         if (message_step) return refused_message(std::move(r));
         switch (rc) {
         case CURLE_COULDNT_RESOLVE_HOST:
@@ -361,13 +302,13 @@ struct Session::State {
             r.error = "the recipient is not an address the envelope can carry";
             return r;
         }
-        if (!is_ascii(m.to)) {
+        if (!text::is_ascii(m.to)) {
             // the server must say SMTPUTF8 on this very connection: ask when it is not known
-            if (!caps_known) {
+            if (!replies.capabilities_known()) {
                 CURLcode rc = probe();
                 if (rc != CURLE_OK) return failure(rc);
             }
-            if (!smtputf8) {
+            if (!replies.smtputf8()) {
                 r.outcome = Outcome::Permanent;
                 r.error = "the recipient's address is not ASCII and the relay does not offer SMTPUTF8";
                 return r;
@@ -390,7 +331,7 @@ struct Session::State {
         data.clear();
         if (rc != CURLE_OK) return failure(rc);
         r.outcome = Outcome::Sent;
-        r.reply = reply;
+        r.reply = replies.code();
         return r;
     }
 

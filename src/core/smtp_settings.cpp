@@ -10,32 +10,43 @@
 #include "signin/engine.hpp"
 #include "signin/json.hpp"
 #include "signin/smtp.hpp"
+#include "text.hpp"
 
 namespace signin::smtp {
 namespace {
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
 Error invalid(std::string message) { return Error{Code::InvalidRequest, std::move(message)}; }
 
-bool has_control(std::string_view s) {
-    for (unsigned char c : s) {
-        if (c < 0x20 || c == 0x7f) return true;
-    }
-    return false;
-}
+using text::has_control;
+using text::is_ascii;
+using text::trim;
 
-bool is_ascii(std::string_view s) {
-    for (unsigned char c : s) {
-        if (c >= 0x80) return false;
+// The CA file's contents (PEM; libcurl parses them at the first connection).
+Result<std::string> read_ca_file(const std::string &path) {
+    constexpr std::size_t kMax = 16u << 20;  // the system's whole bundle is a few hundred KB
+    const std::string w = "signin_smtp_trusted_certificate \"" + path + "\"";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return invalid(w + " cannot be read: " + std::strerror(errno));
+    std::string content;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            const int e = errno;
+            ::close(fd);
+            return invalid(w + " cannot be read: " + std::strerror(e));
+        }
+        if (n == 0) break;
+        content.append(buf, static_cast<std::size_t>(n));
+        if (content.size() > kMax) {
+            ::close(fd);
+            return invalid(w + " is larger than 16 MB: not a file of CA certificates");
+        }
     }
-    return true;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
+    ::close(fd);
+    if (content.empty()) return invalid(w + " is empty");
+    return content;
 }
 
 }  // namespace
@@ -46,9 +57,7 @@ std::string Relay::url() const {
 
 Result<Relay> parse_relay(std::string_view url) {
     constexpr std::string_view kForm = "signin_smtp is smtp://HOST[:PORT] or smtps://HOST[:PORT]";
-    std::string t;
-    t.reserve(url.size());
-    for (char c : url) t.push_back(lower(c));
+    const std::string t = text::lowered(url);
     Relay r;
     std::string_view rest;
     if (t.rfind("smtps://", 0) == 0) {
@@ -217,13 +226,13 @@ Checked check(const Config &config) {
         }
     }
     if (!config.trusted_certificate.empty()) {
-        int fd = ::open(config.trusted_certificate.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            out.problems.push_back("signin_smtp_trusted_certificate \"" + config.trusted_certificate +
-                                   "\" cannot be read: " + std::strerror(errno));
-        } else {
-            ::close(fd);
+        // read here, where nginx reads its configuration (as root, like ssl_certificate): the
+        // workers are given its contents, so the worker user needs no access to the file
+        if (auto pem = read_ca_file(config.trusted_certificate)) {
             s.ca_file = config.trusted_certificate;
+            s.ca_pem = std::move(pem.value());
+        } else {
+            problem(pem.error());
         }
     }
     if (config.timeout < 1000) {

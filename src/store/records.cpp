@@ -415,19 +415,21 @@ ProviderLinkRecord decode_provider_link(std::string_view key, std::string_view d
 }
 
 std::string encode_outbox(const OutboxRecord &o) {
-    Writer w(1 + 8 + 8 + 4 * 3 + o.token_hash.size() + o.client.size() + o.sealed.size());
-    w.u8(kRecordFormat);
+    Writer w(1 + 8 * 3 + 4 * 4 + o.token_hash.size() + o.client.size() + o.sealed.size() + o.last_error.size());
+    w.u8(kOutboxFormat);
     w.i64(o.created_at);
     w.i64(static_cast<std::int64_t>(o.attempts));
     w.str(o.token_hash);
     w.str(o.client);
     w.str(o.sealed);
+    w.i64(o.next_try_at);
+    w.str(o.last_error);
     return w.data();
 }
 
 OutboxRecord decode_outbox(std::string_view key, std::string_view data) {
     if (key.size() != 16) corrupt("outbox: bad key");
-    Reader r(data, "outbox");
+    Reader r(data, "outbox", kOutboxFormat);
     OutboxRecord o;
     o.key = std::string(key);
     o.due_at = static_cast<Millis>(get_be64(reinterpret_cast<const unsigned char *>(key.data())));
@@ -438,6 +440,10 @@ OutboxRecord decode_outbox(std::string_view key, std::string_view data) {
     o.token_hash = r.str();
     o.client = r.str();
     o.sealed = r.str();
+    if (r.version() >= 2) {  // format 2 added the next try and the last failure
+        o.next_try_at = r.i64();
+        o.last_error = r.str();
+    }
     r.done();
     return o;
 }

@@ -23,6 +23,8 @@ inline constexpr unsigned char kSessionFormat = 3;
 inline constexpr unsigned char kPendingFormat = 2;
 // Second factors: format 2 adds the account's wrong codes in a row and the wait they set.
 inline constexpr unsigned char kMfaFormat = 2;
+// Outbox entries: format 2 adds the next try's time and the last failure's reason.
+inline constexpr unsigned char kOutboxFormat = 2;
 
 [[noreturn]] void corrupt(std::string_view what);
 

@@ -585,6 +585,56 @@ void copy_command(CLI::App &app, Admin &a) {
     });
 }
 
+void outbox_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("outbox", "the emails waiting to be sent: address, purpose, tries, next try, last error");
+    sub->add_option("--key", a.key_file, "signin_secret_key, which opens the address and purpose (default: the store's path + .key)");
+    sub->add_option("count", a.count, "how many, the earliest due first (default 20)")->check(CLI::Range(1, 1000000));
+    a.on(sub, [&a] {
+        // address and purpose are sealed with the key file nginx uses: without it the rest is shown
+        const std::string path = a.key_file.empty() && !signin::is_pg_url(a.store_arg) ? default_key_file(a.store_arg)
+                                                                                           : a.key_file;
+        auto key = path.empty() ? signin::Result<signin::SecretKey>(Error{Code::Internal, "no key file named (--key)"})
+                                : signin::load_secret_key(path, false);
+        if (key) {
+            signin::OutboxSettings outbox;
+            outbox.key = key.value();
+            a.id->use_outbox(outbox);
+            outbox.key.fill(0);
+        } else {
+            std::fprintf(stderr, "signin-admin: %s: addresses and purposes are not shown\n", key.error().message.c_str());
+        }
+        auto entries = a.id->outbox().waiting(a.count);
+        if (!entries) return fail(entries.error());
+        const std::size_t total = a.store->read()->outbox_count();
+        Table t({"EMAIL", "PURPOSE", "TRIES", "NEXT TRY", "CREATED", "LAST ERROR"});
+        for (const auto &e : *entries) {
+            const std::string purpose = e.purpose ? std::string(signin::purpose_tag(*e.purpose)) : std::string();
+            if (a.json) {
+                signin::json::Writer w;
+                w.begin_object().key("email");
+                if (e.email.empty()) w.null(); else w.value(e.email);
+                w.key("purpose");
+                if (purpose.empty()) w.null(); else w.value(purpose);
+                w.key("tries").value(static_cast<std::int64_t>(e.attempts))
+                    .key("next_try_at").time(e.next_try_at)
+                    .key("takeover_at").time(e.due_at)
+                    .key("created_at").time(e.created_at)
+                    .key("last_error");
+                if (e.last_error.empty()) w.null(); else w.value(e.last_error);
+                w.end_object();
+                std::printf("%s\n", w.str().c_str());
+            }
+            t.add({e.email.empty() ? "?" : e.email, purpose.empty() ? "?" : purpose, std::to_string(e.attempts),
+                   when(e.next_try_at), when(e.created_at), e.last_error.empty() ? "-" : e.last_error});
+        }
+        if (!a.json) {
+            t.print();
+            if (total > entries->size()) std::printf("(%zu of %zu shown)\n", entries->size(), total);
+        }
+        return 0;
+    });
+}
+
 void check_command(CLI::App &app, Admin &a) {
     auto *sub = app.add_subcommand("check", "decode every record and check every index");
     a.on(sub, [&a] {
@@ -646,7 +696,7 @@ int main(int argc, char **argv) {
     // in the order --help lists them
     for (auto add : {users_command, user_command, suspend_commands, sessions_command, revoke_command, role_command,
                      mfa_command, passkeys_command, passkey_command, invite_command, key_command, password_hash_command,
-                     audit_command, stats_command, backup_command, copy_command, check_command, purge_command}) {
+                     audit_command, stats_command, outbox_command, backup_command, copy_command, check_command, purge_command}) {
         add(app, a);
     }
     return run(app, a, argc, argv);

@@ -764,7 +764,7 @@ sub admin_text {
     # a PostgreSQL store has no key file beside it: the one the test's nginx uses is named
     if ($self->{pg_store} && !grep { $_ eq '--key' } @args) {
         my $key = "$self->{prefix}/signin.key";
-        if (grep { $_ eq 'invite' } @args) { push @args, '--key', $key }
+        if (grep { $_ eq 'invite' || $_ eq 'outbox' } @args) { push @args, '--key', $key }
         elsif (@args >= 2 && $args[-2] eq 'key' && $args[-1] eq 'rotate') { push @args, $key }
     }
     my $cmd = join ' ', map { quotemeta } $self->{admin}, '--store', $self->{pg_store} // $self->store, @args;

@@ -10,6 +10,7 @@
 
 #include "engine_fixtures.hpp"
 #include "signin/auth.hpp"
+#include "store/records.hpp"
 
 using namespace signin;
 using signin::testing::FakeClock;
@@ -261,6 +262,97 @@ TEST_F(OutboxTest, AnEntryWhoseSenderVanishedIsClaimedAfterItsHold) {
     EXPECT_EQ(c.attempts, 2u);
     EXPECT_FALSE(id_->outbox().wanted(held).value()) << "the vanished sender's key is no longer the entry's";
     EXPECT_TRUE(id_->outbox().claim_due(10)->empty()) << "held by its new sender";
+}
+
+// signin-admin outbox: what waits, with the reason of its last failure, and never its secrets.
+TEST_F(OutboxTest, WaitingEntriesShowTheirAddressTriesNextTryAndLastError) {
+    add_user("ivy@example.com");
+    add_user("jon@example.com");
+    const Millis start = clock_->now();
+    OutboxItem ivy = request("ivy@example.com");
+    clock_->advance(5);
+    OutboxItem jon = request("jon@example.com");
+    {
+        auto fresh = id_->outbox().waiting(10);
+        ASSERT_TRUE(fresh) << fresh.error().message;
+        ASSERT_EQ(fresh->size(), 2u);
+        EXPECT_EQ(fresh->at(0).email, "ivy@example.com");
+        EXPECT_EQ(fresh->at(0).attempts, 1u);
+        EXPECT_EQ(fresh->at(0).next_try_at, start) << "sent at once by its holder";
+        EXPECT_EQ(fresh->at(0).due_at, start + settings_.hold);
+        EXPECT_EQ(fresh->at(0).last_error, "") << "nothing failed yet";
+    }
+    ASSERT_TRUE(id_->outbox().failed(ivy, "the relay refused the recipient: 451 4.7.1 greylisted").value());
+    clock_->advance(1000);
+    auto d = id_->outbox().failed(ivy, std::string(1000, 'x'));
+    ASSERT_TRUE(d && d.value());
+    ASSERT_TRUE(id_->outbox().failed(jon).value());
+    auto w = id_->outbox().waiting(10);
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->size(), 2u);
+    // the earliest due first: jon's first retry comes before ivy's second
+    const OutboxEntry &j = w->at(0), &i = w->at(1);
+    EXPECT_EQ(j.email, "jon@example.com");
+    ASSERT_TRUE(j.purpose);
+    EXPECT_EQ(*j.purpose, Purpose::SignIn);
+    EXPECT_EQ(j.last_error, "no reason given");
+    EXPECT_EQ(i.email, "ivy@example.com");
+    EXPECT_EQ(i.attempts, 3u);
+    EXPECT_EQ(i.next_try_at, start + 5 + 1000 + 2000) << "the second failure's delay doubled";
+    EXPECT_EQ(i.due_at, i.next_try_at + settings_.hold);
+    EXPECT_EQ(i.last_error, std::string(300, 'x')) << "the latest reason, cut short";
+    EXPECT_EQ(i.created_at, start);
+    // one that does not open under this key still shows its tries and error, not its address
+    OutboxSettings other = settings_;
+    other.key[0] ^= 1;
+    auto stranger = make_identity(other);
+    auto blind = stranger->outbox().waiting(1);
+    ASSERT_TRUE(blind);
+    ASSERT_EQ(blind->size(), 1u) << "at most the count asked";
+    EXPECT_EQ(blind->at(0).email, "");
+    EXPECT_FALSE(blind->at(0).purpose);
+    EXPECT_EQ(blind->at(0).last_error, "no reason given");
+    EXPECT_EQ(pending(), 2u) << "listing changes nothing";
+}
+
+TEST_F(OutboxTest, AClaimSaysThatTheSenderStopped) {
+    add_user("kim@example.com");
+    OutboxItem held = request("kim@example.com");
+    ASSERT_TRUE(id_->outbox().failed(held, "smtp 451").value());
+    clock_->advance(Outbox::backoff(1) + settings_.hold);
+    ASSERT_EQ(id_->outbox().claim_due(10)->size(), 1u);
+    auto w = id_->outbox().waiting(10);
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->size(), 1u);
+    EXPECT_EQ(w->at(0).last_error, "its sender stopped before the send's end was recorded");
+    EXPECT_EQ(w->at(0).next_try_at, clock_->now());
+}
+
+// Entries written before the outbox kept a next try and a last error (format 1) still read.
+TEST(OutboxRecords, FormatOneEntriesReadWithoutNextTryOrError) {
+    OutboxRecord o;
+    o.created_at = 7;
+    o.attempts = 2;
+    o.token_hash = "h";
+    o.client = "c";
+    o.sealed = "s";
+    o.next_try_at = 9;
+    o.last_error = "e";
+    const std::string key(16, '\0');
+    const std::string v2 = records::encode_outbox(o);
+    auto back = records::decode_outbox(key, v2);
+    EXPECT_EQ(back.next_try_at, 9);
+    EXPECT_EQ(back.last_error, "e");
+    std::string v1 = v2.substr(0, v2.size() - 8 - 4 - 1);
+    v1[0] = 1;
+    auto old = records::decode_outbox(key, v1);
+    EXPECT_EQ(old.sealed, "s");
+    EXPECT_EQ(old.attempts, 2u);
+    EXPECT_EQ(old.next_try_at, 0);
+    EXPECT_EQ(old.last_error, "");
+    EXPECT_THROW(records::decode_outbox(key, v1.substr(0, v1.size() - 1)), StoreError);
+    v1[0] = 3;
+    EXPECT_THROW(records::decode_outbox(key, v1), StoreError) << "a format from the future";
 }
 
 TEST_F(OutboxTest, AClaimDropsAnEntryWhoseTokenWasSpent) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -293,6 +294,34 @@ TEST_P(StoreContract, OutboxAuditAndPurge) {
     EXPECT_FALSE(r->token(digest(1)));
     EXPECT_FALSE(r->challenge_spent(digest(9)));
     EXPECT_EQ(r->audit_count(), 1u);
+}
+
+// What signin-admin outbox shows of an entry besides its sealed delivery: the next try and the
+// last failure's reason, kept by both stores through a rewrite of the entry.
+TEST_P(StoreContract, OutboxEntriesKeepTheirNextTryAndLastError) {
+    std::string key;
+    {
+        auto w = store_->write();
+        OutboxRecord o;
+        o.due_at = 61000;
+        o.created_at = 1000;
+        o.next_try_at = 2000;
+        o.attempts = 2;
+        o.sealed = "sealed";
+        o.last_error = "the relay refused the recipient: 451 4.7.1 try again later";
+        w->put_outbox(o);
+        key = o.key;
+        w->commit();
+    }
+    auto r = store_->read();
+    auto o = r->outbox(key);
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->next_try_at, 2000);
+    EXPECT_EQ(o->last_error, "the relay refused the recipient: 451 4.7.1 try again later");
+    EXPECT_EQ(o->attempts, 2u);
+    auto all = r->outbox_due(std::numeric_limits<Millis>::max(), 10);
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].last_error, o->last_error);
 }
 
 // The audit trail bounded in entries, the oldest going first (signin_audit_max): on PostgreSQL

@@ -49,6 +49,7 @@ struct Sending {
     ngx_http_request_t *fr = nullptr;  // the module's own request while the subrequest runs
     bool answered = false;       // the subrequest's post handler ran
     bool ok = false;             // ... and the mailer took the email
+    std::string error;           // why not: what the outbox keeps for signin-admin outbox
 };
 
 std::list<std::unique_ptr<Sending>> g_sending;  // in flight or waiting for their next try
@@ -56,7 +57,7 @@ std::deque<signin::OutboxItem> g_waiting;       // over kMaxSending
 std::size_t g_in_flight = 0;
 
 void begin(Sending *s);
-void settle(Sending *s, bool ok);
+void settle(Sending *s, bool ok, std::string error = {});
 
 Sending *sending_of(ngx_event_t *ev) { return static_cast<Sending *>(static_cast<ngx_connection_t *>(ev->data)->data); }
 
@@ -136,15 +137,15 @@ private:
 // worker's, on a timer that keeps a worker that is shutting down until it is made.
 class FailedJob final : public BackgroundJob {
 public:
-    FailedJob(signin::OutboxItem item, Transport transport)
-        : BackgroundJob(Stage::Write), sent_(std::move(item)), transport_(transport) {}
+    FailedJob(signin::OutboxItem item, Transport transport, std::string error)
+        : BackgroundJob(Stage::Write), sent_(std::move(item)), transport_(transport), error_(std::move(error)) {}
 
 private:
     // failed() moves the entry to a new key: from the item as it was sent each time it runs
     // (a write batch may run it twice, Job::write)
     signin::Status write() override {
         item_ = sent_;
-        auto d = id().outbox().failed(item_);
+        auto d = id().outbox().failed(item_, error_);
         if (!d) return d.error();
         delay_ = d.value();
         return signin::ok_status();
@@ -153,6 +154,7 @@ private:
 
     const signin::OutboxItem sent_;
     const Transport transport_;
+    const std::string error_;
     signin::OutboxItem item_;  // held again: its next try
     std::optional<signin::Millis> delay_;
 };
@@ -228,11 +230,11 @@ void FailedJob::done(const signin::Error *failure) {
 }
 
 // The send is over: record it, and let the next waiting one go.
-void settle(Sending *s, bool ok) {
+void settle(Sending *s, bool ok, std::string error) {
     --g_in_flight;
     signin::OutboxItem item = std::move(s->item);
     drop(s);
-    record_send(std::move(item), Transport::Http, ok ? SendEnd::Sent : SendEnd::Retry);
+    record_send(std::move(item), Transport::Http, ok ? SendEnd::Sent : SendEnd::Retry, std::move(error));
     next_waiting();
 }
 
@@ -258,7 +260,7 @@ void record_send(signin::OutboxItem item, Transport transport, SendEnd end, std:
             job = std::make_unique<SentJob>(std::move(item));
             break;
         case SendEnd::Retry:  // counted once the outbox says whether it is tried again
-            job = std::make_unique<FailedJob>(std::move(item), transport);
+            job = std::make_unique<FailedJob>(std::move(item), transport, std::move(why));
             break;
         case SendEnd::Refused:
             count_delivery(transport, DeliveryResult::Failed);
@@ -312,6 +314,9 @@ ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
     ngx_uint_t status = sr->headers_out.status;
     s->ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
     if (!s->ok) {
+        // the status is all the outbox keeps: the mailer's body may quote the email
+        s->error = rc == NGX_ERROR || status == 0 ? std::string("the delivery location gave no answer")
+                                                  : "the delivery location answered " + std::to_string(status);
         ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0,
                       "signin: delivery subrequest \"%V\" failed (rc %i, status %ui)", &sr->uri, rc, status);
     }
@@ -459,10 +464,11 @@ void on_end(ngx_event_t *ev);
 void begin(Sending *s) {
     s->answered = false;
     s->ok = false;
+    s->error.clear();
     s->ev.handler = on_end;
     if (!start_subrequest(s)) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: could not start a delivery subrequest");
-        settle(s, false);
+        settle(s, false, "could not start the delivery subrequest");
     }
 }
 
@@ -479,7 +485,7 @@ void on_end(ngx_event_t *ev) {
         ngx_http_free_request(r, 0);
         ngx_http_close_connection(c);
     }
-    settle(s, s->ok);
+    settle(s, s->ok, s->ok ? std::string() : std::move(s->error));
 }
 
 // ---------------------------------------------------------------- the outbox check

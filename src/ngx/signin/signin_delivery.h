@@ -26,8 +26,9 @@ void start_delivery(signin::Delivery &d, std::string outbox_key, const std::stri
 
 // What became of one send (the HTTP subrequest's, or an SMTP batch's): sent; refused for now
 // (tried again after its delay, for as long as its code lives); refused for good (`why`, e.g.
-// "smtp 550": no retry, the token cancelled, delivery.failed audited). Recorded in the outbox in
-// the thread pool, and counted in signin_deliveries_total.
+// "smtp 550": no retry, the token cancelled, delivery.failed audited). For a retry, `why` is
+// the reason the outbox keeps for signin-admin outbox (a reply code and text, no secret).
+// Recorded in the outbox in the thread pool, and counted in signin_deliveries_total.
 enum class SendEnd : std::uint8_t { Sent, Retry, Refused };
 void record_send(signin::OutboxItem item, Transport transport, SendEnd end, std::string why = {});
 

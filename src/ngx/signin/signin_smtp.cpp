@@ -100,7 +100,8 @@ void apply(Batch *b) {
                 break;
             case smtp::Outcome::Retry:
                 log_failure(item, r, "it is tried again");
-                record_send(std::move(item), Transport::Smtp, SendEnd::Retry);
+                record_send(std::move(item), Transport::Smtp, SendEnd::Retry,
+                            r.error.empty() ? "smtp " + std::to_string(r.reply) : r.error);
                 break;
             case smtp::Outcome::Permanent:
                 log_failure(item, r, "refused for good: its code is cancelled");
@@ -163,7 +164,9 @@ void start_batch(ngx_event_t *) {
         if (!rendered || ngx_thread_task_post(m->thread_pool, task) != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: smtp: could not start a batch of %uz emails; they are tried again",
                           b->items.size());
-            for (signin::OutboxItem &item : b->items) record_send(std::move(item), Transport::Smtp, SendEnd::Retry);
+            for (signin::OutboxItem &item : b->items) {
+                record_send(std::move(item), Transport::Smtp, SendEnd::Retry, "the SMTP batch could not be started");
+            }
             free_batch(b);
             schedule();
             return;
