@@ -47,7 +47,7 @@ BUILD_PACKAGES=(
     libsodium-dev libcjson-dev libicu-dev liblmdb-dev
     liboath-dev libqrencode-dev           # second factors: TOTP checks, the enrollment QR code
     libcbor-dev                           # passkeys: WebAuthn's CBOR (signatures by OpenSSL: libssl-dev)
-    libpq-dev                             # signin_store postgresql://... (DESIGN §9.7)
+    libpq-dev                             # signin_store postgresql://...: a store several nodes share
     libcurl4-openssl-dev                  # signin_smtp: SMTP, STARTTLS and SASL by libcurl (OpenSSL, as nginx)
     libcli11-dev                          # signin-admin's command line (header-only)
     libgtest-dev                          # core unit tests (built with the core)

@@ -32,8 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     try {
         // the outbox key is 16 bytes; the record follows it in the input
         if (in.size() >= 16) {
-            signin::OutboxRecord o = r::decode_outbox(key, in.substr(16));
-            if (r::encode_outbox(o) != in.substr(16)) __builtin_trap();
+            const std::string_view record = in.substr(16);
+            signin::OutboxRecord o = r::decode_outbox(key, record);
+            if (!record.empty() && record[0] == static_cast<char>(r::kOutboxFormat) && r::encode_outbox(o) != record) {
+                __builtin_trap();
+            }
+        }
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        // an event's key is 8 bytes (its sequence number); the record follows it in the input
+        if (in.size() >= 8) {
+            signin::EventRecord e = r::decode_event(in.substr(0, 8), in.substr(8));
+            if (r::encode_event(e) != in.substr(8)) __builtin_trap();
         }
     } catch (const signin::StoreError &) {
     }

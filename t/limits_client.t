@@ -1,4 +1,4 @@
-# SPEC §8 per-client request limits with their defaults: 30 per minute on endpoints that send
+# The per-client request limits with their defaults: 30 per minute on endpoints that send
 # email, exchange tokens or check passwords; 300 per minute on signed-in endpoints and
 # signin_require. Two workers; many clients simulated with the realip module; `reuseport` spreads
 # the connections over both workers, so an exact limit shows the counters are shared.

@@ -1,5 +1,5 @@
 # The client key is the value of signin_client; an empty value is the one bucket shared by every
-# caller without a name (SPEC §4: the operations without `_from` share one throttling bucket).
+# caller without a name (as the engine's operations without `_from` share one throttling bucket).
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;

@@ -1,5 +1,5 @@
 # Token guessing is bounded (failed exchanges per client, then 429 even for a valid token) and
-# token sends are limited per address, not per asker (SPEC §8 rule 1): over the limit the answer
+# token sends are limited per address, not per asker: over the limit the answer
 # is the same 202 and nothing is sent.
 use strict; use warnings;
 use Test::More;

@@ -1,4 +1,4 @@
-# SPEC §8 password attempt limits over HTTP, with the windows shortened by directive: 5 free per
+# The password attempt limits over HTTP, with the windows shortened by directive: 5 free per
 # (address, client) then a doubling wait (429 + Retry-After), per-address attempts per window from
 # any client, the repeated-registration backoff, success clearing the pair only, a reset clearing
 # the address. Two workers: the counters live in the signin_limits zone, shared by both.

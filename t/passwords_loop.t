@@ -1,4 +1,4 @@
-# DESIGN §3 rule 1: Argon2id runs in the thread pool, never on the event loop. One worker, a pool
+# Argon2id runs in the thread pool, never on the event loop (a hash would stall every request). One worker, a pool
 # of two threads saturated by concurrent password sign-ins: GET /auth/me stays fast meanwhile.
 use strict; use warnings;
 use Test::More;

@@ -1,6 +1,6 @@
-# SPEC §5 rule 9 over HTTP: a wrong password, an unknown address, an account without a password
+# Over HTTP, a wrong password, an unknown address, an account without a password
 # and a suspended account give the same 401 after the same work (a real Argon2id verify); their
-# median times are compared. SPEC §8 rule 6: a successful sign-in upgrades a weaker hash.
+# median times are compared (no answer tells which it was); a successful sign-in upgrades a weaker hash.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;

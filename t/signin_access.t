@@ -1,4 +1,4 @@
-# Who may pass a gate (issue #21, DESIGN §10.1): signin_allow / signin_deny with email, domain,
+# Who may pass a gate (issue #21): signin_allow / signin_deny with email, domain,
 # role, file and all; evaluated in order, first match wins; a level with rules replaces the outer
 # list; a signed-in user who is refused gets 403 `forbidden` (or the location's error_page), and
 # the upstream gets no identity; subrequests (auth_request) are checked the same way; roles from

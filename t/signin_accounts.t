@@ -1,4 +1,4 @@
-# Account changes over HTTP (DESIGN §9.6, issue #16): GET /account shows what is held and no
+# Account changes over HTTP (issue #16): GET /account shows what is held and no
 # secret; POST /account/delete needs a fresh session, takes everything in one go, clears the
 # cookies, keeps no address in its audit entry, and frees the address; a suspended account gets
 # no email (the same 202).

@@ -1,5 +1,5 @@
-# What needs the signin-admin tool: a suspended account (SPEC §3: a token is spent even if the
-# exchange then fails) and the audit trail (SPEC §6: address and client of requests are recorded;
+# What needs the signin-admin tool: a suspended account (a token is spent even if the
+# exchange then fails) and the audit trail (address and client of requests are recorded;
 # signin_client takes any nginx value).
 use strict; use warnings;
 use Test::More;

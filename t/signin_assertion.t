@@ -1,4 +1,4 @@
-# $signin_assertion (issue #21, DESIGN §10.1): the upstream behind the gate gets a compact JWS that
+# $signin_assertion (issue #21): the upstream behind the gate gets a compact JWS that
 # an independent library (PyJWT, Debian's python3-jwt) verifies with the keys of
 # {auth_path}/.well-known/jwks.json: iss, aud (signin_origin's host or signin_assertion_audience), sub, email,
 # roles, mfa, iat, exp = iat + 60. A wrong audience, an expired or a tampered assertion is refused

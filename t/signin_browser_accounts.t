@@ -1,4 +1,4 @@
-# Several accounts in one browser over HTTP (DESIGN §9.6, issue #16): POST /session {add: true}
+# Several accounts in one browser over HTTP (issue #16): POST /session {add: true}
 # signs another account in and keeps the first; GET /accounts lists this browser's; POST
 # /accounts/switch makes another the active one (its cookie set) only for the browser that made
 # it; a sign-in without add replaces the active session; POST /logout ends the active one, {all:

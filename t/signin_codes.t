@@ -1,4 +1,4 @@
-# Short codes (issue #12, DESIGN §9.1): every email with a token shows an 8-character code,
+# Short codes (issue #12): every email with a token shows an 8-character code,
 # XXXX-XXXX, that POST /session and /token take with the address ({email, code, group?}), read
 # case-insensitively with hyphens and spaces ignored; either form spends the one token; five wrong
 # codes for an address cancel its tokens; an unknown address answers like a wrong code. Subjects

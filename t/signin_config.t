@@ -1,4 +1,5 @@
-# Configuration errors stop `nginx -t` with a message naming the file and line (DESIGN §3 rule 6);
+# Configuration errors stop `nginx -t` with a message naming the file and line (nginx -t finds a mistake
+# before the server runs);
 # a store the worker user cannot reach is one of them.
 use strict; use warnings;
 use Test::More;

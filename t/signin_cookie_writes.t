@@ -1,5 +1,5 @@
-# A state change authenticated by the session cookie is a cookie write (SPEC §5 rules 3-4,
-# issue #19 item 10): POST /logout, /sessions/revoke, /password and /password/change need the
+# A state change authenticated by the session cookie is a cookie write (issue #19
+# item 10): POST /logout, /sessions/revoke, /password and /password/change need the
 # configured Origin, or a browser's `Sec-Fetch-Site: same-origin`; without either they answer
 # 403 origin_mismatch and change nothing. Bearer clients need not send Origin.
 use strict; use warnings;

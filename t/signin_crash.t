@@ -1,4 +1,4 @@
-# DESIGN §3 rule 2: nothing acknowledged is lost. Workers are killed with SIGKILL while clients
+# Nothing acknowledged is lost. Workers are killed with SIGKILL while clients
 # register and sign in; afterwards the LMDB file is valid (mdb_stat, a restart) and every session
 # whose 200 answer reached a client still works.
 use strict; use warnings;

@@ -1,4 +1,4 @@
-# Email change over HTTP (DESIGN §9.6, issue #16): the new address confirms, the old approves, in
+# Email change over HTTP (issue #16): the new address confirms, the old approves, in
 # either order, by token or by code; the change is made by the second; the tokens never sign in
 # and sign-in tokens never confirm; one half expiring ends it; a taken address is re-checked;
 # then EmailChanged to the old address and every other session ends.

@@ -1,4 +1,4 @@
-# The ready-made emails (SPEC §2): every delivery carries a tagged email (subject, text, html);
+# The ready-made emails: every delivery carries a tagged email (subject, text, html);
 # signin_email_template replaces one purpose's email, checked by nginx -t; signin_email_previews
 # lists a preview of every email for an admin area.
 use strict; use warnings;

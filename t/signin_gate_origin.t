@@ -1,5 +1,5 @@
-# The gate refuses a cookie-carrying state change whose Origin is present and wrong (SPEC §5
-# rule 4, for the legacy upstreams behind signin_require); and without a signin_limits zone the
+# The gate refuses a cookie-carrying state change whose Origin is present and wrong (for the
+# legacy upstreams behind signin_require); and without a signin_limits zone the
 # password attempt limits still apply (per worker) instead of none.
 use strict; use warnings;
 use Test::More;
@@ -22,7 +22,7 @@ is $t->req(POST => '/app/x', headers => \%h, body => 'a=1')->{status}, 200, 'wit
 is $t->req(GET => '/app/x', headers => { %h, origin => 'https://evil.example' })->{status}, 200,
     'a GET is not a state change';
 
-# passwords with no zone: the 6th wrong password from one client waits (SPEC §8: 5 free)
+# passwords with no zone: the 6th wrong password from one client waits (5 are free)
 my $pw = 'correct horse battery staple 42';
 my $email = 'pw-nozone@example.com';
 my $r = $t->req(POST => '/auth/password/register', json => { email => $email, password => $pw });

@@ -1,4 +1,4 @@
-# HTTP rules of the sign-in API (SPEC §4, §5; DESIGN §3 rule 5, §5): content type, no-store on
+# HTTP rules of the sign-in API: content type, no-store on
 # every answer, origin rules, tokens only in POST bodies, unknown endpoints and wrong methods,
 # password endpoints while passwords are off, bad input (400, nothing changes) and body limits.
 use strict; use warnings;
@@ -11,7 +11,7 @@ my $O = $t->origin;
 my $n = 0;
 sub addr { my ($p) = @_; $n++; return "$p$n\@example.com" }
 
-# Every answer of the API must carry cache-control: no-store (SPEC §4), whatever its status.
+# Every answer of the API must carry cache-control: no-store, whatever its status.
 sub api {
     my ($m, $p, %o) = @_;
     my $r = $t->req($m, $p, %o);
@@ -67,7 +67,7 @@ sub parse_raw {
     is $r->{status}, 202, 'media type names are case-insensitive (Application/JSON)' or diag $r->{content};
 }
 
-# ---------------------------------------------------------------- origin (SPEC §5 rules 3, 4)
+# ---------------------------------------------------------------- origin
 {
     my $e = addr('origin');
     my $tok = $t->request_token($e);
@@ -116,7 +116,7 @@ sub parse_raw {
     is $r->{status}, 202, '/login without origin' or diag $r->{content};
 }
 
-# ---------------------------------------------------------------- tokens only in POST bodies (SPEC §5 rule 5)
+# ---------------------------------------------------------------- tokens only in POST bodies
 {
     my $e = addr('query');
     my $tok = $t->request_token($e);

@@ -1,4 +1,4 @@
-# Invitations (issue #21, DESIGN §10.1): with registration off, `signin-admin invite EMAIL` makes
+# Invitations (issue #21): with registration off, `signin-admin invite EMAIL` makes
 # the account, so that its sign-in works; --role gives roles; --send writes an Invitation email to
 # the outbox (sealed with the same key file), which the running nginx sends within a second and
 # whose code signs the person in. A stranger still cannot register.

@@ -1,4 +1,4 @@
-# signin_login_url (issue #12, DESIGN §9.2): a signed-out browser navigation (GET or HEAD that
+# signin_login_url (issue #12): a signed-out browser navigation (GET or HEAD that
 # accepts text/html) to a gated location gets 302 to the sign-in page with return_to = the path
 # and query it asked for, escaped as a query value; an API client (Accept: JSON), a POST and a
 # subrequest keep the 401; a signed-in visitor passes; the sign-in page itself is never sent to

@@ -1,7 +1,7 @@
 # The dev mailbox shows every sign-in code, so it answers loopback clients that name a loopback
 # host only (issue #19 item 11): DNS rebinding (another site's name resolving to 127.0.0.1) and
 # cross-site requests (a foreign Origin, a text/plain form POST) are refused.
-# It answers scripts with JSON and browsers with a page (DESIGN §9.2) that runs no script.
+# It answers scripts with JSON and browsers with a page that runs no script.
 use strict; use warnings;
 use Test::More;
 use Digest::SHA qw(sha256_base64);

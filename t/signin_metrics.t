@@ -1,4 +1,4 @@
-# signin_metrics (DESIGN §10.2, issue #22): the Prometheus text format, summed over workers, kept
+# signin_metrics (issue #22): the Prometheus text format, summed over workers, kept
 # across reload; the counters move with the requests made; Debian's promtool accepts the output.
 use strict; use warnings;
 use Test::More;

@@ -1,4 +1,4 @@
-# Second factors over HTTP (DESIGN §9.3, issue #13). Every TOTP code here is made by Debian's
+# Second factors over HTTP (issue #13). Every TOTP code here is made by Debian's
 # oathtool from the secret the setup returned, never by the module's code: the current step and
 # ±1 are accepted, ±2 refused, a step once accepted never again. Every way in (email token and
 # code, password; cookie and bearer) stops at the factor; recovery codes are single use; five

@@ -194,7 +194,7 @@ for my $k (sort keys %ops) {
         }
     }
     is_deeply \@bad, [], "$k: every 4xx and 5xx answer is an Error";
-    # the Origin rules of the route table (SPEC §5): cookie writes need it, state changes by cookie too
+    # the Origin rules of the route table: cookie writes need it, state changes by cookie too
     my $flags = $routes{$k} // '';
     my @origin = grep { lc($_->{name}) eq 'origin' && $_->{in} eq 'header' } map { resolve($_) } @{ $op->{parameters} || [] };
     if ($flags =~ /CookieWrite/) {

@@ -1,4 +1,4 @@
-# Emails leave from the outbox (issue #19 item 2, DESIGN §10.3 signin_delivery_retries): the
+# Emails leave from the outbox (issue #19 item 2): the
 # visitor's connection never waits for the mailer, so a slow mailer tells nothing about whether an
 # address has an account; a refused delivery is tried again (1 s, doubling) and one that finally
 # fails cancels its token; the store never holds the token in clear; an email whose sender

@@ -1,4 +1,4 @@
-# signin_pages (DESIGN §9.2) over HTTP: the sign-in and account pages and their assets are served
+# signin_pages over HTTP: the sign-in and account pages and their assets are served
 # by the signin_api location with a strict CSP and the other security headers; assets revalidate
 # by ETag; the site's name is escaped; nginx -t refuses the pages without signin_api and a
 # stylesheet that is not a path of this site. The browser walks are in t/signin_pages_browser.t.

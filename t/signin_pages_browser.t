@@ -1,4 +1,4 @@
-# The ready-made pages (signin_pages, DESIGN §9.2) walked in a real browser: Debian's chromium
+# The ready-made pages (signin_pages) walked in a real browser: Debian's chromium
 # driven by playwright-core, axe-core judging every page and state (t/browser/pages.mjs says what
 # is walked). Each observation of the walk is one test here. Screenshots at 390 px and 1280 px are
 # written to the test's temp dir (kept with SIGNIN_KEEP=1; SIGNIN_SHOTS=dir copies them there).

@@ -1,4 +1,4 @@
-# Passkeys (signin_passkeys, DESIGN §9.4) in a real browser: Debian's chromium with the DevTools
+# Passkeys (signin_passkeys) in a real browser: Debian's chromium with the DevTools
 # WebAuthn virtual authenticator, driven by playwright-core (t/browser/passkeys.mjs says what is
 # walked), and @simplewebauthn/server as a second implementation that verifies the same
 # registration and assertions and refuses the same tampered ones. Then the audit trail names every

@@ -1,4 +1,4 @@
-# Several nginx nodes sharing one PostgreSQL store (issue #17, DESIGN §9.7): a real PostgreSQL
+# Several nginx nodes sharing one PostgreSQL store (issue #17): a real PostgreSQL
 # (t/pg-server: Debian's server, initdb in a temporary directory, a loopback port) and three nginx
 # instances on loopback, each with the same signin_store URI and the same key file, as three
 # machines behind a load balancer would be.

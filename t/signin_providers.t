@@ -1,4 +1,4 @@
-# OpenID Connect providers (signin_provider, DESIGN §9.5) against a real provider: the npm
+# OpenID Connect providers (signin_provider) against a real provider: the npm
 # oidc-provider (OpenID-certified) on loopback, started by t/tools/oidc_provider.mjs with a static
 # client. Every call nginx makes to it goes through the signin_provider_fetch location. Its
 # test controls choose who signs in next, tamper with the next ID token (re-signed with its own

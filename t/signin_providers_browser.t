@@ -1,4 +1,4 @@
-# OpenID Connect providers (signin_provider, DESIGN §9.5) in a real browser against a real
+# OpenID Connect providers (signin_provider) in a real browser against a real
 # provider: Debian's chromium, driven by playwright-core (t/browser/providers.mjs says what is
 # walked), signs in through the npm oidc-provider's own login and consent pages, on the
 # ready-made pages, and axe-core judges them.

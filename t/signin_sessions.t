@@ -1,4 +1,4 @@
-# Sessions and credentials (SPEC §2, §3 session rows, §4, §5; DESIGN §5): the session cookie and
+# Sessions and credentials: the session cookie and
 # its attributes (loopback and https origins), bearer tokens, ambiguous credentials, /me,
 # /sessions, /sessions/revoke, /logout, a new session at every sign-in, absolute and idle
 # lifetimes, bearer expires_in, the signin_require gate and its variables, and reload.
@@ -114,7 +114,7 @@ sub sign_in_bearer {
     is $r->{status}, 200, "signed in $e with a bearer token" or diag $r->{content};
     return ($r->{json}{access_token}, $r);
 }
-# GET /me adds the roles (DESIGN §10.1) to the user JSON every other answer carries.
+# GET /me adds the roles to the user JSON every other answer carries.
 sub user_ok {
     my ($u, $email, $label, %o) = @_;
     my @keys = (qw(created_at email group_id id), ($o{me} ? ('roles') : ()), 'updated_at');

@@ -6,68 +6,13 @@
 use strict; use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
-use IO::Select;
-use POSIX ();
 use Time::HiRes qw(time sleep);
-use lib 't/lib'; use SigninTest;
+use lib 't/lib'; use SigninTest; use SigninSmtp;
 
 my $ROOT = $ENV{SIGNIN_ROOT} || '.';
-my $PY = SigninTest::python_with('aiosmtpd');
+my $PY = $SigninSmtp::PY;
 plan skip_all => 'python3-aiosmtpd is not installed (apt-get install python3-aiosmtpd): no SMTP server to send to'
     unless $PY;
-
-# ---------------------------------------------------------------- the SMTP server
-{
-    package Relay;
-    sub new {
-        my ($class, %o) = @_;
-        my $dir = $o{dir} // File::Temp::tempdir(CLEANUP => 1);
-        my @cmd = ($PY, "$ROOT/t/smtp-server", 'serve', '--dir', $dir, '--port', $o{port},
-            map { ("--$_", $o{$_}) } grep { defined $o{$_} } qw(tls cert-dir auth rcpt data));
-        my $pid = open(my $out, '-|') // die "fork: $!";
-        if ($pid == 0) {
-            open STDERR, '>>', "$dir/server.err";
-            $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP PIPE);
-            exec @cmd or POSIX::_exit(127);
-        }
-        my $self = bless { dir => $dir, pid => $pid, out => $out, owner => $$ }, $class;
-        my ($line, $sel, $deadline) = ('', IO::Select->new($out), time + 20);
-        while (time < $deadline && $line !~ /\n/) {
-            next unless $sel->can_read(0.1);
-            sysread($out, $line, 256, length $line) or last;
-        }
-        die "t/smtp-server did not start: " . `cat $dir/server.err` unless $line =~ /^\d+$/m;
-        return $self;
-    }
-    sub dir { $_[0]{dir} }
-    sub messages { my @m = sort glob "$_[0]{dir}/*.eml"; return @m }
-    sub events { open my $fh, '<', "$_[0]{dir}/events.log" or return ''; local $/; <$fh> }
-    sub stop {
-        my ($self) = @_;
-        return unless $self->{pid} && $self->{owner} == $$;
-        local $?;
-        kill 'TERM', $self->{pid};
-        waitpid $self->{pid}, 0;
-        close $self->{out};
-        delete $self->{pid};
-    }
-    sub DESTROY { $_[0]->stop }
-}
-
-sub parse {
-    my ($file) = @_;
-    my $json = `'$PY' '$ROOT/t/smtp-server' parse '$file'`;
-    return $SigninTest::JSON->decode($json);
-}
-
-# The code of a received message (its text part), and the message itself.
-sub code_of {
-    my ($file) = @_;
-    my $m = parse($file);
-    my ($text) = map { $_->{text} } grep { $_->{content_type} eq 'text/plain' } @{ $m->{parts} };
-    my ($code) = ($text // '') =~ /\b([0-9A-Z]{4}-[0-9A-Z]{4})\b/;
-    return ($code, $m);
-}
 
 sub conf {
     my (%o) = @_;
@@ -109,13 +54,13 @@ sub metric {
 # ================================================================ plain SMTP on loopback
 {
     my $t = SigninTest->new;
-    my $relay = Relay->new(port => $t->port2);
+    my $relay = SigninSmtp::Relay->new(port => $t->port2);
     $t->run(http => conf());
     is register($t, 'ann@example.com'), 202, 'register: 202';
     ok $t->wait_for(sub { $relay->messages >= 1 }, timeout => 10), "the relay received an email"
         or diag $t->error_log, $relay->events;
     my ($file) = $relay->messages;
-    my ($code, $m) = code_of($file);
+    my ($code, $m) = SigninSmtp::code_of($file);
     like $code, qr/^[0-9A-Z]{4}-[0-9A-Z]{4}$/, 'it carries the code';
     like $m->{headers}{From}, qr/Acme Sign-in <no-reply\@acme\.example>/, 'From: signin_smtp_from';
     is $m->{headers}{To}, 'ann@example.com', 'To: the address';
@@ -145,18 +90,18 @@ sub metric {
     system("'$PY' '$ROOT/t/smtp-server' ca '$other' localhost 127.0.0.1") == 0 or die 'ca';
 
     my $t = SigninTest->new;
-    my $relay = Relay->new(port => $t->port2, tls => 'starttls', 'cert-dir' => $cadir);
+    my $relay = SigninSmtp::Relay->new(port => $t->port2, tls => 'starttls', 'cert-dir' => $cadir);
     $t->run(http => conf(url => 'smtp://localhost:%%PORT2%%', extra => "signin_smtp_trusted_certificate $cadir/ca.pem;"));
     is register($t, 'tls@example.com'), 202, 'STARTTLS: 202';
     ok $t->wait_for(sub { $relay->messages >= 1 }, timeout => 10), 'STARTTLS: delivered'
         or diag join "\n", grep { /warn/ } split /\n/, $t->error_log;
     like $relay->events, qr/^starttls /m, 'over STARTTLS';
-    my ($code) = code_of(($relay->messages)[0]);
+    my ($code) = SigninSmtp::code_of(($relay->messages)[0]);
     is exchange($t, 'tls@example.com', $code)->{status}, 200, 'its code signs in';
     $t->done;
 
     my $t2 = SigninTest->new;
-    my $relay2 = Relay->new(port => $t2->port2, tls => 'starttls', 'cert-dir' => $cadir);
+    my $relay2 = SigninSmtp::Relay->new(port => $t2->port2, tls => 'starttls', 'cert-dir' => $cadir);
     $t2->run(http => conf(url => 'smtp://localhost:%%PORT2%%', extra => "signin_smtp_trusted_certificate $other/ca.pem;"));
     is register($t2, 'wrongca@example.com'), 202, 'wrong CA: 202 (the visitor is not told)';
     ok $t2->wait_for(sub { (metric($t2, 'smtp', 'retried') // 0) >= 1 }, timeout => 10),
@@ -175,13 +120,13 @@ sub metric {
     open my $fh, '>', $auth or die $!;
     print $fh "mailer:$secret\n";
     close $fh;
-    my $relay = Relay->new(port => $t->port2, auth => "mailer:$secret");
+    my $relay = SigninSmtp::Relay->new(port => $t->port2, auth => "mailer:$secret");
     $t->run(http => conf(extra => "signin_smtp_auth_file $auth;"),
         main => "thread_pool default threads=4;\nerror_log %%PREFIX%%/debug.log debug;");
     is register($t, 'auth@example.com'), 202, 'AUTH: 202';
     ok $t->wait_for(sub { $relay->messages >= 1 }, timeout => 10), 'AUTH: delivered';
     like $relay->events, qr/^auth \d+ \S+ mailer ok/m, 'after logging in as the user of the auth file';
-    my ($code) = code_of(($relay->messages)[0]);
+    my ($code) = SigninSmtp::code_of(($relay->messages)[0]);
     is exchange($t, 'auth@example.com', $code)->{status}, 200, 'its code signs in';
     $t->done;
     my $debug = do { local $/; open my $d, '<', $t->prefix . '/debug.log'; <$d> } // '';
@@ -193,7 +138,7 @@ sub metric {
 # ================================================================ 451 then 250: delivered once
 {
     my $t = SigninTest->new;
-    my $relay = Relay->new(port => $t->port2, data => '451,250');
+    my $relay = SigninSmtp::Relay->new(port => $t->port2, data => '451,250');
     $t->run(http => conf());
     is register($t, 'later@example.com'), 202, '451 then 250: 202';
     ok $t->wait_for(sub { $relay->messages >= 1 }, timeout => 10), 'delivered after the 451';
@@ -201,7 +146,7 @@ sub metric {
     is scalar($relay->messages), 1, 'once';
     my @data = $relay->events =~ /^data \d+ (\d+)/mg;
     is_deeply \@data, [451, 250], 'the DATA was answered 451, then 250';
-    my ($code) = code_of(($relay->messages)[0]);
+    my ($code) = SigninSmtp::code_of(($relay->messages)[0]);
     is exchange($t, 'later@example.com', $code)->{status}, 200, 'its code signs in';
     like $t->error_log, qr/reply 451/, 'the 451 is logged with its reply code';
     $t->done;
@@ -210,7 +155,7 @@ sub metric {
 # ================================================================ 550: tried once, the token dead
 {
     my $t = SigninTest->new;
-    my $relay = Relay->new(port => $t->port2, rcpt => '550');
+    my $relay = SigninSmtp::Relay->new(port => $t->port2, rcpt => '550');
     $t->run(http => conf());
     is register($t, 'nobody@example.com'), 202, '550: 202';
     ok $t->wait_for(sub { my (undef, $a) = $t->admin('audit', 20); $a =~ /delivery\.failed/ }, timeout => 10),
@@ -234,9 +179,9 @@ sub metric {
     $t->run(http => conf());
     is register($t, 'waiting@example.com'), 202, 'relay down: 202';
     ok $t->wait_for(sub { (metric($t, 'smtp', 'retried') // 0) >= 2 }, timeout => 10), 'tried again while it is down';
-    my $relay = Relay->new(port => $t->port2);
+    my $relay = SigninSmtp::Relay->new(port => $t->port2);
     ok $t->wait_for(sub { $relay->messages >= 1 }, timeout => 20), 'delivered once the relay is up';
-    my ($code) = code_of(($relay->messages)[0]);
+    my ($code) = SigninSmtp::code_of(($relay->messages)[0]);
     is exchange($t, 'waiting@example.com', $code)->{status}, 200, 'and the code that waited signs in';
     $t->done;
 }

@@ -1,4 +1,4 @@
-# The LMDB store seen from outside (DESIGN §3 rules 2, 3, 7): no token or session secret in the
+# The LMDB store seen from outside: no token or session secret in the
 # store's files or logs, a full map answers JSON 507 storage_full while earlier sessions keep
 # working, and the full store still opens after a reload and after a restart.
 use strict; use warnings;

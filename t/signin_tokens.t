@@ -1,4 +1,4 @@
-# Email tokens (SPEC §3 email token and registration rows, §5 rule 6, §8 rule 1; DESIGN §5):
+# Email tokens:
 # format and randomness, single use, lifetime, the three most recent stay valid, "usable token
 # waiting", registration off by default, the account is created only at exchange,
 # AlreadyRegistered, identical /login answers, groups, delivery failure cancels the token,
@@ -100,7 +100,7 @@ my $t = start();
     is exchange($t, $toks[2])->{status}, 200, 'the real token still works after the wrong guesses';
 }
 
-# "usable token already waiting": nothing is sent, success is still reported (SPEC §8 rule 1)
+# "usable token already waiting": nothing is sent, success is still reported
 {
     my $e = addr('wait');
     my $r1 = $t->req(POST => '/auth/register', json => { email => $e });

@@ -1,4 +1,4 @@
-# Accept strategy (SPEC §4 version.accept, §7, §9 items 4, 5, 7): application/vnd.<vendor>.<version>+json.
+# Accept strategy: application/vnd.<vendor>.<version>+json.
 use strict;
 use warnings;
 use Test::More;

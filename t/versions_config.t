@@ -1,5 +1,5 @@
-# Configuration errors of the version group stop `nginx -t` with the file and line
-# (SPEC §7 last note; DESIGN §3.6). Each case marks the offending line with "#here". A location
+# Configuration errors of the version group stop `nginx -t` with the file and line, so a
+# mistake is found before the server runs. Each case marks the offending line with "#here". A location
 # that versioned paths pass by is warned about.
 use strict;
 use warnings;

@@ -1,4 +1,4 @@
-# Custom strategy (SPEC §4 version.custom, §7, §9 items 4, 5, 7): any nginx value names the version;
+# Custom strategy: any nginx value names the version;
 # a custom resolver adds no Vary.
 use strict;
 use warnings;

@@ -1,4 +1,4 @@
-# Header strategy (SPEC §7 versioning rows, §9 items 4, 5, 7): missing and unknown versions,
+# Header strategy: missing and unknown versions,
 # the default, Vary on every response added to the upstream's without duplicates, fallback on/off.
 use strict;
 use warnings;

@@ -1,4 +1,4 @@
-# OpenAPI 3.1 document per version (SPEC §9 item 11): every route the version answers, inherited
+# OpenAPI 3.1 document per version: every route the version answers, inherited
 # ones included and marked with the version that answers; validated by a third-party validator.
 use strict;
 use warnings;

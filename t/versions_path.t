@@ -1,4 +1,4 @@
-# Path strategy (SPEC §7 versioning rows, §9 items 2-6, 8-9): routing, per-route fallback,
+# Path strategy: routing, per-route fallback,
 # stripping the version segment, 404s, 405 with Allow, variables in other modules, headers.
 use strict;
 use warnings;

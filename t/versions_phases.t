@@ -1,4 +1,4 @@
-# The version reaches other modules' phases (SPEC §9 items 8-9): an auth_request subrequest of a
+# The version reaches other modules' phases: an auth_request subrequest of a
 # controller sees $api_version; keep-alive connections survive the named-location jump; a reload
 # replaces the group.
 use strict;

@@ -133,6 +133,34 @@ double now_us() {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The environment, as the variant asks.
+MDB_env *open_env(const std::string &dir, bool writemap, bool nometasync) {
+    mkdir(dir.c_str(), 0700);
+    MDB_env *env;
+    check(mdb_env_create(&env), "create");
+    check(mdb_env_set_mapsize(env, 8ull << 30), "mapsize");
+    check(mdb_env_set_maxdbs(env, 16), "maxdbs");
+    check(mdb_env_open(env, dir.c_str(), MDB_NOTLS | (writemap ? MDB_WRITEMAP : 0) | (nometasync ? MDB_NOMETASYNC : 0), 0600), "open");
+    return env;
+}
+
+// The tables an exchange writes, made when missing.
+Dbs open_tables(MDB_env *env) {
+    Dbs d{};
+    MDB_txn *t;
+    check(mdb_txn_begin(env, nullptr, 0, &t), "begin");
+    check(mdb_dbi_open(t, "users", MDB_CREATE, &d.users), "dbi");
+    check(mdb_dbi_open(t, "user_email", MDB_CREATE, &d.user_email), "dbi");
+    check(mdb_dbi_open(t, "tokens", MDB_CREATE, &d.tokens), "dbi");
+    check(mdb_dbi_open(t, "addr_tokens", MDB_CREATE | MDB_DUPSORT, &d.addr_tokens), "dbi");
+    check(mdb_dbi_open(t, "sessions", MDB_CREATE, &d.sessions), "dbi");
+    check(mdb_dbi_open(t, "session_ids", MDB_CREATE, &d.session_ids), "dbi");
+    check(mdb_dbi_open(t, "user_sessions", MDB_CREATE | MDB_DUPSORT, &d.user_sessions), "dbi");
+    check(mdb_dbi_open(t, "audit", MDB_CREATE, &d.audit), "dbi");
+    check(mdb_txn_commit(t), "commit");
+    return d;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -147,24 +175,9 @@ int main(int argc, char **argv) {
     const std::uint64_t prefill_tokens = argc > 8 ? std::strtoull(argv[8], nullptr, 10) : 0;
     g_lazy_index = argc > 9 && std::atoi(argv[9]) != 0;
     const bool nometasync = argc > 10 && std::atoi(argv[10]) != 0;
-    mkdir(dir.c_str(), 0700);
-    MDB_env *env;
-    check(mdb_env_create(&env), "create");
-    check(mdb_env_set_mapsize(env, 8ull << 30), "mapsize");
-    check(mdb_env_set_maxdbs(env, 16), "maxdbs");
-    check(mdb_env_open(env, dir.c_str(), MDB_NOTLS | (writemap ? MDB_WRITEMAP : 0) | (nometasync ? MDB_NOMETASYNC : 0), 0600), "open");
-    Dbs d{};
+    MDB_env *env = open_env(dir, writemap, nometasync);
+    Dbs d = open_tables(env);
     MDB_txn *t;
-    check(mdb_txn_begin(env, nullptr, 0, &t), "begin");
-    check(mdb_dbi_open(t, "users", MDB_CREATE, &d.users), "dbi");
-    check(mdb_dbi_open(t, "user_email", MDB_CREATE, &d.user_email), "dbi");
-    check(mdb_dbi_open(t, "tokens", MDB_CREATE, &d.tokens), "dbi");
-    check(mdb_dbi_open(t, "addr_tokens", MDB_CREATE | MDB_DUPSORT, &d.addr_tokens), "dbi");
-    check(mdb_dbi_open(t, "sessions", MDB_CREATE, &d.sessions), "dbi");
-    check(mdb_dbi_open(t, "session_ids", MDB_CREATE, &d.session_ids), "dbi");
-    check(mdb_dbi_open(t, "user_sessions", MDB_CREATE | MDB_DUPSORT, &d.user_sessions), "dbi");
-    check(mdb_dbi_open(t, "audit", MDB_CREATE, &d.audit), "dbi");
-    check(mdb_txn_commit(t), "commit");
 
     // Earlier users, with a session each and their audit, as a store in use would have them.
     std::uint64_t n = 0;

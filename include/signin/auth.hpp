@@ -9,6 +9,7 @@
 
 #include "signin/accounts.hpp"
 #include "signin/engine.hpp"
+#include "signin/events.hpp"
 #include "signin/mfa.hpp"
 #include "signin/outbox.hpp"
 #include "signin/passkeys.hpp"
@@ -31,6 +32,7 @@ public:
           sessions_(*this),
           passwords_(*this, tokens_),
           outbox_(*this),
+          events_(*this),
           mfa_(*this),
           accounts_(*this),
           passkeys_(*this),
@@ -40,6 +42,7 @@ public:
     Sessions &sessions() { return sessions_; }
     Passwords &passwords() { return passwords_; }
     Outbox &outbox() { return outbox_; }
+    Events &events() { return events_; }
     Mfa &mfa() { return mfa_; }
     Accounts &accounts() { return accounts_; }
     Passkeys &passkeys() { return passkeys_; }
@@ -50,6 +53,7 @@ private:
     Sessions sessions_;
     Passwords passwords_;
     Outbox outbox_;
+    Events events_;
     Mfa mfa_;
     Accounts accounts_;
     Passkeys passkeys_;

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "signin/access.hpp"
+#include "signin/events.hpp"
 #include "signin/outbox.hpp"
 #include "signin/password.hpp"
 #include "signin/secret_key.hpp"
@@ -167,6 +168,17 @@ public:
     void use_outbox(const OutboxSettings &settings);
     bool has_outbox() const { return outbox_.has_value(); }
 
+    // Events for the application (events.hpp): from now on every change this process writes to
+    // the store (through any engine over it) is written with its event. Set once, before the
+    // engine serves.
+    void use_events(const EventSettings &settings);
+    bool has_events() const { return events_ != nullptr; }
+    // Tells the store which event types this server writes (none when use_events was not called),
+    // so that signin-admin's changes are written as events too (use_published_events).
+    Status publish_events();
+    // signin-admin: writes events of the types the server published (true), or none (false).
+    Result<bool> use_published_events();
+
     // The key file's key (secret_key.hpp): second-factor secrets are sealed under a subkey of it,
     // so a copy of the store alone gives nobody's codes. Set once, before the engine serves;
     // without it, enrolling a second factor fails.
@@ -190,6 +202,7 @@ private:
     friend class Accounts;
     friend class Passkeys;
     friend class Providers;
+    friend class Events;
 
     struct OutboxState {
         SecretKey key;  // the outbox's subkey
@@ -232,6 +245,14 @@ private:
     DeliveryFn deliver_;
     std::shared_ptr<const Clock> clock_;
     std::optional<OutboxState> outbox_;
+    struct EventState {
+        Secret key;                                  // the webhook secret's key
+        std::array<bool, kEventTypes.size()> types;  // written or not, by event_type_index
+        unsigned retries;
+        Millis hold;
+    };
+    // shared with the store's audit hook, which holds it weakly
+    std::shared_ptr<const EventState> events_;
     std::optional<SecretKey> mfa_key_;  // the subkey that seals TOTP secrets
     std::optional<SecretKey> passkey_key_;  // the subkey of the passkey challenges' MAC
 };

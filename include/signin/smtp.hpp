@@ -148,8 +148,11 @@ struct SendResult {
 Status global_init();
 
 // One connection to the relay (opened at the first send, kept while the relay keeps it): for
-// several messages in a row from one thread. Blocking; never logs; safe to use from any one thread
-// at a time. Certificates are always verified (the CA file of the settings, else the system's).
+// several messages in a row, and batch after batch. Blocking; never logs; safe to use from any one
+// thread at a time (it may pass from thread to thread between sends). Certificates are always
+// verified (the CA file of the settings, else the system's). A kept connection that the relay
+// closed meanwhile is found out: before a send when the close has arrived, else by the send
+// failing with no reply at all, which is then made once more over a new connection.
 class Session {
 public:
     // `cancel`: when it becomes true, a send under way stops (Retry) within about a second, e.g.
@@ -173,5 +176,8 @@ private:
 // a dead relay costs one timeout per batch, not one per message.
 std::vector<SendResult> send_batch(const Settings &settings, const std::vector<Message> &messages, Millis now,
                                    const std::atomic<bool> *cancel = nullptr);
+// The same over a session the caller keeps: its connection, when still open, carries the batch
+// (no new connection, EHLO, STARTTLS or login), and stays open afterwards for the next one.
+std::vector<SendResult> send_batch(Session &session, const std::vector<Message> &messages, Millis now);
 
 }  // namespace signin::smtp

@@ -52,6 +52,40 @@ struct OutboxRecord {
     std::string last_error;
 };
 
+// One event for the application (signin_events), waiting to be sent: written in the transaction
+// of the change it reports, sent apart from it, tried again after a failure, dropped after
+// signin_events_retries. Nothing secret: the body is what the application is sent.
+struct EventRecord {
+    // 8 bytes: a big-endian sequence number, set by put_event; the events' order (a user's events
+    // are sent in this order). A store may start again from 1 once no event waits.
+    std::string key;
+    std::string id;           // the webhook-id: the same at every try
+    std::string type;         // "user.created", ...
+    std::string user_id;      // whose events wait for this one
+    std::string body;         // the JSON sent
+    Millis created_at = 0;
+    // When a sender may send it: at once when written; after a failure, then plus the backoff;
+    // while a sender holds it, when another may take it over.
+    Millis due_at = 0;
+    std::uint32_t attempts = 0;  // sends started
+    std::string last_error;      // why the last send failed (a status; no body); empty before any
+};
+
+// What an audit entry does not say and an event does (signin_events): the way in of a new
+// session, whether it passed a second factor and the browser's User-Agent; why a session ended.
+struct EventFacts {
+    std::string_view session_id;
+    std::string_view method;
+    std::string_view user_agent;
+    std::string_view reason;
+    bool mfa = false;
+};
+
+class WriteTxn;
+// Called with every audit entry a write transaction appends (and the events noted without one),
+// in that transaction: what turns changes into events (signin_events).
+using AuditHook = std::function<void(WriteTxn &, const AuditEntry &, const EventFacts &)>;
+
 // What a request reads. LMDB: one consistent snapshot; PostgreSQL: each read sees every commit made
 // before it (decisions that must hold are made in a WriteTxn). Values are copied out; nothing
 // refers into the store after a call.
@@ -84,7 +118,8 @@ public:
     virtual std::size_t audit_count() = 0;
     // Records per table, expired ones not yet purged included (signin-admin stats).
     struct Counts {
-        std::size_t users = 0, tokens = 0, sessions = 0, passkeys = 0, audit = 0, outbox = 0, provider_links = 0;
+        std::size_t users = 0, tokens = 0, sessions = 0, passkeys = 0, audit = 0, outbox = 0, provider_links = 0,
+                    events = 0;
         // Entries of the index of tokens by address: one per token, and on LMDB also those of
         // deleted tokens that the address's next token or the purge has not removed yet.
         std::size_t token_index = 0;
@@ -94,6 +129,10 @@ public:
     virtual std::vector<OutboxRecord> outbox_due(Millis now, std::size_t limit) = 0;
     virtual std::optional<OutboxRecord> outbox(std::string_view key) = 0;
     virtual std::size_t outbox_count() = 0;
+    // Events waiting (EventRecord), in key order, at most `limit`; one by its key; how many.
+    virtual std::vector<EventRecord> events(std::size_t limit) = 0;
+    virtual std::optional<EventRecord> event(std::string_view key) = 0;
+    virtual std::size_t event_count() = 0;
     // A user's second factors; nullopt when the user never had one.
     virtual std::optional<MfaRecord> mfa(std::string_view user_id) = 0;
     virtual std::optional<MfaPendingRecord> mfa_pending(std::string_view hash) = 0;
@@ -133,7 +172,23 @@ public:
     virtual void discard_token(const TokenRecord &t) { del_token(t.hash); }
     virtual void put_session(const SessionRecord &s) = 0;
     virtual void del_session(std::string_view hash) = 0;
-    virtual void append_audit(const AuditEntry &e) = 0;
+    // Writes an audit entry, then tells the store's audit hook (if any) in this transaction.
+    void append_audit(const AuditEntry &e, const EventFacts &facts = {}) {
+        write_audit(e);
+        if (hook_) (*hook_)(*this, e, facts);
+    }
+    // Tells the audit hook of a change that has no audit entry of its own (the sessions a
+    // password change ends): `e` is not written.
+    void note_event(const AuditEntry &e, const EventFacts &facts = {}) {
+        if (hook_) (*hook_)(*this, e, facts);
+    }
+    // The hook this transaction tells (Store::write sets the store's).
+    void follow(std::shared_ptr<const AuditHook> hook) { hook_ = std::move(hook); }
+    // Writes r under the next key of the events' sequence, stored into r.key.
+    virtual void put_event(EventRecord &r) = 0;
+    // Rewrites an event under its key (a send's result).
+    virtual void update_event(const EventRecord &r) = 0;
+    virtual void del_event(std::string_view key) = 0;
     // Writes r under a fresh key made from r.due_at, stored into r.key.
     virtual void put_outbox(OutboxRecord &r) = 0;
     virtual void del_outbox(std::string_view key) = 0;
@@ -167,6 +222,12 @@ public:
     virtual std::size_t trim_audit(std::size_t keep, std::size_t budget) = 0;
     // Durable when it returns (the backend's strongest setting).
     virtual void commit() = 0;
+
+protected:
+    virtual void write_audit(const AuditEntry &e) = 0;
+
+private:
+    std::shared_ptr<const AuditHook> hook_;
 };
 
 // What a caller plans by, as properties of a store rather than the name of its backend. The same
@@ -227,6 +288,13 @@ public:
     // Writes every record of this store through `to` (signin-admin copy: an LMDB store into
     // PostgreSQL). Audit and outbox entries get fresh keys with the same times.
     virtual void copy_into(WriteTxn &to) const = 0;
+
+    // What every write transaction opened after this tells of its audit entries (nullptr: nothing).
+    void set_audit_hook(std::shared_ptr<const AuditHook> hook) { audit_hook_ = std::move(hook); }
+    const std::shared_ptr<const AuditHook> &audit_hook() const { return audit_hook_; }
+
+private:
+    std::shared_ptr<const AuditHook> audit_hook_;
 };
 
 // Where a store is and how to open it: what signin_store (and signin-admin --store) say.

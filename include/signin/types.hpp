@@ -44,6 +44,8 @@ std::string_view kind_name(SessionKind k);
 
 // How a session was made; POST /password needs an email-token session.
 enum class SignInMethod : std::uint8_t { EmailToken = 1, Password = 2, Passkey = 3, Provider = 4 };
+// The way in as events and logs name it: "email", "password", "passkey", "provider".
+std::string_view method_name(SignInMethod m);
 
 struct User {
     std::string id;

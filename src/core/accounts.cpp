@@ -35,7 +35,7 @@ Status Accounts::delete_account(const Principal &p, std::string_view client) {
         auto txn = engine_.store_->write();
         auto user = txn->user_by_id(p.user.id);
         if (!user || !txn->session(p.session.hash)) return Error{Code::Unauthenticated, "not signed in"};
-        detail::end_sessions_except(*txn, user->id, {});
+        detail::end_sessions_except(*txn, user->id, {}, now, "user_deleted");
         for (const auto &t : txn->tokens_for(user->group_id, user->email)) txn->del_token(t.hash);
         txn->del_mfa(user->id);  // factors, recovery codes, remembered devices
         txn->del_mfa_pending_of(user->id);

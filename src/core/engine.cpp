@@ -138,7 +138,12 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
             txn.put_user(*stored);
         }
     }
-    txn.append_audit(detail::audit(now, "session.created", user.email, client, user.id, detail));
+    EventFacts facts;
+    facts.session_id = s.id;
+    facts.method = method_name(method);
+    facts.user_agent = s.user_agent;
+    facts.mfa = mfa;
+    txn.append_audit(detail::audit(now, "session.created", user.email, client, user.id, detail), facts);
     Session out;
     out.user = user;
     out.token = Secret(std::move(secret));

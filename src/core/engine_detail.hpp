@@ -60,10 +60,18 @@ inline Error fresh_required(const Policy &policy, std::string_view what, std::st
                                                  std::string(then)};
 }
 
-// Ends every session of a user but `keep` (a session hash; "" ends them all). The caller commits.
-inline void end_sessions_except(WriteTxn &txn, std::string_view user_id, std::string_view keep) {
+// Ends every session of a user but `keep` (a session hash; "" ends them all), each noted as a
+// session.ended event for `reason` (no audit entry: the change that ends them has its own). The
+// caller commits.
+inline void end_sessions_except(WriteTxn &txn, std::string_view user_id, std::string_view keep, Millis now,
+                                std::string_view reason) {
     for (const auto &s : txn.sessions_of(user_id)) {
-        if (s.hash != keep) txn.del_session(s.hash);
+        if (s.hash == keep) continue;
+        txn.del_session(s.hash);
+        EventFacts facts;
+        facts.session_id = s.id;
+        facts.reason = reason;
+        txn.note_event(audit(now, "session.ended", {}, {}, user_id), facts);
     }
 }
 

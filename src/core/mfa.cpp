@@ -261,7 +261,7 @@ Result<std::vector<std::string>> Mfa::confirm_totp(const Principal &p, std::stri
         m->updated_at = now;
         std::vector<std::string> codes = renew_recovery_codes(*m);
         txn->put_mfa(*m);
-        detail::end_sessions_except(*txn, p.user.id, p.session.hash);
+        detail::end_sessions_except(*txn, p.user.id, p.session.hash, now, "mfa_enabled");
         if (auto mine = txn->session(p.session.hash)) {  // this session just showed the factor
             mine->mfa = true;
             txn->put_session(*mine);
@@ -309,7 +309,7 @@ Status Mfa::disable(const Principal &p, std::string_view code, std::string_view 
             return wrong_code();
         }
         txn->del_mfa(user->id);  // the secret, the recovery codes and every remembered device
-        detail::end_sessions_except(*txn, p.user.id, p.session.hash);
+        detail::end_sessions_except(*txn, p.user.id, p.session.hash, now, "mfa_disabled");
         txn->append_audit(detail::audit(now, "mfa.disabled", user->email, client, user->id, how));
         txn->commit();
         return ok_status();
@@ -340,7 +340,7 @@ Status Mfa::reset(std::string_view group_in, std::string_view email_in, std::str
         const bool had = txn->mfa(user->id).has_value();
         txn->del_mfa(user->id);
         txn->del_mfa_pending_of(user->id);
-        detail::end_sessions_except(*txn, user->id, {});
+        detail::end_sessions_except(*txn, user->id, {}, engine_.now(), "mfa_reset");
         txn->append_audit(detail::audit(engine_.now(), "mfa.reset", user->email, client, user->id,
                                         had ? "factor removed" : "no factor"));
         txn->commit();

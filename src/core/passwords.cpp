@@ -235,7 +235,7 @@ Status Passwords::store_set_password(const Principal &p, const PasswordUpdate &u
         user->password_hash = u.new_hash_;
         user->updated_at = engine_.now();
         txn->put_user(*user);
-        detail::end_sessions_except(*txn, user->id, p.session.hash);
+        detail::end_sessions_except(*txn, user->id, p.session.hash, user->updated_at, "password_changed");
         engine_.forget_devices(*txn, *user, client, user->updated_at);  // a new password ends every remembered device
         txn->append_audit(detail::audit(user->updated_at, had ? "password.reset" : "password.set", user->email,
                                         client, user->id));
@@ -308,7 +308,7 @@ Result<PasswordChange> Passwords::store_password_change(const Principal &p, cons
         fresh->password_hash = u.new_hash_;
         fresh->updated_at = now;
         txn->put_user(*fresh);
-        detail::end_sessions_except(*txn, fresh->id, p.session.hash);
+        detail::end_sessions_except(*txn, fresh->id, p.session.hash, now, "password_changed");
         engine_.forget_devices(*txn, *fresh, client, now);  // a new password ends every remembered device
         txn->append_audit(detail::audit(fresh->updated_at, "password.changed", fresh->email, client, fresh->id));
         PasswordChange out;

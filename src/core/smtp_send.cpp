@@ -8,8 +8,9 @@
 //   SMTPUTF8 to MAIL FROM by itself; when the server does not, libcurl would send the address
 //   anyway, so a non-ASCII recipient is checked here against the server's EHLO reply first;
 // - connection reuse: an easy handle keeps its connection after a transfer that succeeded, and the
-//   next transfer to the same URL reuses it (no second EHLO, STARTTLS or AUTH); after a failed
-//   transfer libcurl closes it and the next one connects again;
+//   next transfer to the same URL reuses it (no second EHLO, STARTTLS or AUTH) once libcurl has
+//   checked that the relay has not closed it; after a failed transfer libcurl closes it and the
+//   next one connects again;
 // - every server reply line reaches CURLOPT_HEADERFUNCTION (the EHLO capabilities, the text of a
 //   refusal); the commands sent, AUTH's included, are never seen here (no CURLOPT_VERBOSE);
 // - CURLUSESSL_ALL: no command after EHLO goes out before STARTTLS succeeded, so AUTH never goes in
@@ -165,11 +166,27 @@ struct Session::State {
         errbuf[0] = '\0';
     }
 
-    CURLcode perform() {
+    // One transfer; whether it opened a connection or went over the one kept from before.
+    CURLcode perform_once(bool &reused) {
         CURLcode rc = curl_easy_perform(h);
         long n = 0;
-        if (curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK && n > 0) {
-            connections += static_cast<unsigned>(n);
+        reused = curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK && n == 0;
+        if (n > 0) connections += static_cast<unsigned>(n);
+        return rc;
+    }
+
+    CURLcode perform() {
+        bool reused = false;
+        CURLcode rc = perform_once(reused);
+        // A kept connection that the relay closed (its idle timeout) just as this transfer began:
+        // libcurl checks a connection before reusing it, but a close on its way is not seen yet.
+        // Not a word came back on it, so nothing of this message was taken: once more, on a new
+        // connection (libcurl does not reuse one that failed).
+        const bool lost = rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR;
+        if (lost && reused && replies.code() == 0 && !replies.in_reply() && !replies.data_accepted()) {
+            begin();
+            sent = 0;
+            rc = perform_once(reused);
         }
         return rc;
     }
@@ -354,9 +371,13 @@ unsigned Session::connections() const { return s_->connections; }
 
 std::vector<SendResult> send_batch(const Settings &settings, const std::vector<Message> &messages, Millis now,
                                    const std::atomic<bool> *cancel) {
+    Session session(settings, cancel);
+    return send_batch(session, messages, now);
+}
+
+std::vector<SendResult> send_batch(Session &session, const std::vector<Message> &messages, Millis now) {
     std::vector<SendResult> out;
     out.reserve(messages.size());
-    Session session(settings, cancel);
     for (const Message &m : messages) {
         if (!out.empty() && out.back().relay_failure) {
             out.push_back(out.back());

@@ -21,31 +21,38 @@ using text::has_control;
 using text::is_ascii;
 using text::trim;
 
-// The CA file's contents (PEM; libcurl parses them at the first connection).
-Result<std::string> read_ca_file(const std::string &path) {
-    constexpr std::size_t kMax = 16u << 20;  // the system's whole bundle is a few hundred KB
-    const std::string w = "signin_smtp_trusted_certificate \"" + path + "\"";
+// A file's contents, at most `max` bytes and one more (so the caller can tell it was longer).
+// A file that holds a secret (`secret`): every buffer it passed through is wiped, on failure too.
+Result<std::string> read_bounded(const std::string &path, const std::string &w, std::size_t max, bool secret) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return invalid(w + " cannot be read: " + std::strerror(errno));
     std::string content;
     char buf[8192];
-    for (;;) {
+    int error = 0;
+    while (content.size() <= max) {
         ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            const int e = errno;
-            ::close(fd);
-            return invalid(w + " cannot be read: " + std::strerror(e));
-        }
-        if (n == 0) break;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) error = errno;
+        if (n <= 0) break;
         content.append(buf, static_cast<std::size_t>(n));
-        if (content.size() > kMax) {
-            ::close(fd);
-            return invalid(w + " is larger than 16 MB: not a file of CA certificates");
-        }
     }
     ::close(fd);
-    if (content.empty()) return invalid(w + " is empty");
+    if (secret) sodium_memzero(buf, sizeof buf);
+    if (error != 0) {
+        if (secret) sodium_memzero(content.data(), content.size());
+        return invalid(w + " cannot be read: " + std::strerror(error));
+    }
+    return content;
+}
+
+// The CA file's contents (PEM; libcurl parses them at the first connection).
+Result<std::string> read_ca_file(const std::string &path) {
+    constexpr std::size_t kMax = 16u << 20;  // the system's whole bundle is a few hundred KB
+    const std::string w = "signin_smtp_trusted_certificate \"" + path + "\"";
+    auto content = read_bounded(path, w, kMax, false);
+    if (!content) return content;
+    if (content->size() > kMax) return invalid(w + " is larger than 16 MB: not a file of CA certificates");
+    if (content->empty()) return invalid(w + " is empty");
     return content;
 }
 
@@ -151,29 +158,13 @@ Result<Mailbox> parse_mailbox(std::string_view text, std::string_view what) {
 }
 
 Result<Login> read_auth_file(const std::string &path) {
+    constexpr std::size_t kMax = 4096;
     const std::string w = "signin_smtp_auth_file \"" + path + "\"";
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return invalid(w + " cannot be read: " + std::strerror(errno));
-    std::string content;
-    char buf[1024];  // wiped below: it held the password
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            const int e = errno;
-            ::close(fd);
-            sodium_memzero(content.data(), content.size());
-            return invalid(w + " cannot be read: " + std::strerror(e));
-        }
-        if (n == 0) break;
-        content.append(buf, static_cast<std::size_t>(n));
-        if (content.size() > 4096) break;
-    }
-    ::close(fd);
-    sodium_memzero(buf, sizeof buf);
-    Secret whole(std::move(content));  // wiped when it goes, whatever the outcome
+    auto content = read_bounded(path, w, kMax, true);
+    if (!content) return content.error();
+    Secret whole(std::move(*content));  // wiped when it goes, whatever the outcome
     std::string_view c = whole.reveal();
-    if (c.size() > 4096) return invalid(w + " is longer than one line user:password");
+    if (c.size() > kMax) return invalid(w + " is longer than one line user:password");
     if (c.size() >= 2 && c.substr(c.size() - 2) == "\r\n") {
         c.remove_suffix(2);
     } else if (!c.empty() && c.back() == '\n') {

@@ -511,7 +511,7 @@ Result<EmailChangeStep> Tokens::spend_change(WriteTxn &txn, const TokenRecord &t
     user->updated_at = now;
     txn.put_user(*user);
     auto asker = txn.session_by_id(t.session_id);
-    detail::end_sessions_except(txn, user->id, asker ? asker->hash : std::string());
+    detail::end_sessions_except(txn, user->id, asker ? asker->hash : std::string(), now, "email_changed");
     if (!old_email.empty()) {
         for (const auto &old : txn.tokens_for(user->group_id, old_email)) txn.del_token(old.hash);
     }

@@ -39,6 +39,16 @@ bool purpose_signs_in(Purpose p) {
 
 std::string_view kind_name(SessionKind k) { return k == SessionKind::Bearer ? "bearer" : "cookie"; }
 
+std::string_view method_name(SignInMethod m) {
+    switch (m) {
+    case SignInMethod::EmailToken: return "email";
+    case SignInMethod::Password: return "password";
+    case SignInMethod::Passkey: return "passkey";
+    case SignInMethod::Provider: return "provider";
+    }
+    return "email";
+}
+
 std::string_view code_name(Code c) {
     switch (c) {
     case Code::InvalidRequest: return "invalid_request";

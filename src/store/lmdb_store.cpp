@@ -16,6 +16,7 @@
 //   browser_sessions (DUPSORT) browser cookie's record_key (38 bytes; 32 from earlier builds) -> session id (several accounts in one browser)
 //   audit          at (8 bytes BE ms) + 8 random bytes -> JSON text (readable with `mdb_dump -p`)
 //   outbox         due_at (8 bytes BE ms) + 8 random bytes -> outbox record (the delivery sealed)
+//   events         sequence number (8 bytes BE; the last one's plus 1) -> event record
 //   mfa            user id -> second-factor record (TOTP secret sealed, recovery digests, devices)
 //   mfa_pending    mfa_token hash (32 bytes) -> a sign-in waiting for its second factor
 //   passkeys       credential id digest (32 bytes) -> passkey record (WebAuthn)
@@ -119,7 +120,7 @@ struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
             session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0,
             passkeys = 0, user_passkeys = 0, spent_challenges = 0, provider_links = 0,
-            user_provider_links = 0, counters = 0;
+            user_provider_links = 0, counters = 0, events = 0;
 };
 
 struct Env {
@@ -308,6 +309,7 @@ public:
         c.passkeys = n(env_.dbi.passkeys);
         c.audit = n(env_.dbi.audit);
         c.outbox = n(env_.dbi.outbox);
+        c.events = n(env_.dbi.events);
         c.provider_links = n(env_.dbi.provider_links);
         return c;
     }
@@ -343,6 +345,31 @@ public:
     std::size_t outbox_count() override {
         MDB_stat st{};
         check(env_.env, mdb_stat(live(), env_.dbi.outbox, &st), "count outbox entries");
+        return st.ms_entries;
+    }
+
+    std::vector<EventRecord> events(std::size_t limit) override {
+        std::vector<EventRecord> out;
+        if (limit == 0) return out;
+        Cursor c(env_.env, live(), env_.dbi.events);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc != MDB_NOTFOUND && out.size() < limit;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            check(env_.env, rc, "read events");
+            out.push_back(decode_event(view(k), view(d)));
+        }
+        return out;
+    }
+
+    std::optional<EventRecord> event(std::string_view key) override {
+        auto v = get(env_.dbi.events, key, "read an event");
+        if (!v) return std::nullopt;
+        return decode_event(key, *v);
+    }
+
+    std::size_t event_count() override {
+        MDB_stat st{};
+        check(env_.env, mdb_stat(live(), env_.dbi.events, &st), "count events");
         return st.ms_entries;
     }
 
@@ -610,7 +637,7 @@ public:
         del(env_.dbi.sessions, hash, nullptr, "delete session");
     }
 
-    void append_audit(const AuditEntry &e) override {
+    void write_audit(const AuditEntry &e) override {
         std::array<unsigned char, 16> key{};
         put_be64(key.data(), static_cast<std::uint64_t>(e.at));
         randombytes_buf(key.data() + 8, 8);
@@ -629,6 +656,27 @@ public:
     }
 
     void del_outbox(std::string_view key) override { del(env_.dbi.outbox, key, nullptr, "delete outbox entry"); }
+
+    // One writer at a time: the next number is the last key's plus one.
+    void put_event(EventRecord &r) override {
+        std::uint64_t next = 1;
+        {
+            Cursor c(env_.env, live(), env_.dbi.events);
+            MDB_val k{}, d{};
+            const int rc = mdb_cursor_get(c.get(), &k, &d, MDB_LAST);
+            if (rc != MDB_NOTFOUND) {
+                check(env_.env, rc, "read events");
+                if (k.mv_size != 8) corrupt("event: bad key");
+                next = get_be64(static_cast<const unsigned char *>(k.mv_data)) + 1;
+            }
+        }
+        std::array<unsigned char, 8> key{};
+        put_be64(key.data(), next);
+        r.key.assign(reinterpret_cast<const char *>(key.data()), key.size());
+        put(env_.dbi.events, r.key, encode_event(r), MDB_NOOVERWRITE, "write an event");
+    }
+    void update_event(const EventRecord &r) override { put(env_.dbi.events, r.key, encode_event(r), 0, "write an event"); }
+    void del_event(std::string_view key) override { del(env_.dbi.events, key, nullptr, "delete an event"); }
 
     void put_mfa(const MfaRecord &m) override { put(env_.dbi.mfa, m.user_id, encode_mfa(m), 0, "write second factors"); }
     void del_mfa(std::string_view user_id) override { del(env_.dbi.mfa, user_id, nullptr, "delete second factors"); }
@@ -970,6 +1018,7 @@ public:
             if (!has(d.users, l.user_id)) problems.push_back("provider_links: a link of no user (" + l.user_id + ")");
         });
         scan(d.outbox, "outbox", [&](std::string_view k, std::string_view v) { (void)decode_outbox(k, v); });
+        scan(d.events, "events", [&](std::string_view k, std::string_view v) { (void)decode_event(k, v); });
         scan(d.audit, "audit", [&](std::string_view k, std::string_view v) { (void)decode_audit(k, v); });
         mdb_txn_abort(txn);
         return problems;
@@ -1000,6 +1049,10 @@ public:
             each(d.outbox, [&](std::string_view k, std::string_view v) {
                 OutboxRecord o = decode_outbox(k, v);
                 to.put_outbox(o);
+            });
+            each(d.events, [&](std::string_view k, std::string_view v) {
+                EventRecord e = decode_event(k, v);
+                to.put_event(e);
             });
             each(d.audit, [&](std::string_view k, std::string_view v) { to.append_audit(decode_audit(k, v)); });
             each(d.spent_challenges, [&](std::string_view k, std::string_view v) {
@@ -1041,11 +1094,15 @@ public:
         // inside batch() on this thread: the batch's transaction, or a nested one of it
         const bool in_batch = t_batch.env == env_.env;
         if (in_batch && t_batch.flat) {
-            return std::make_unique<LmdbWriteTxn>(env_, t_batch.txn, WriteMode::Flat, &t_batch.spoiled);
+            auto flat = std::make_unique<LmdbWriteTxn>(env_, t_batch.txn, WriteMode::Flat, &t_batch.spoiled);
+            flat->follow(audit_hook());
+            return flat;
         }
         MDB_txn *txn = begin_txn(env_.env, 0, in_batch ? t_batch.txn : nullptr);
         try {
-            return std::make_unique<LmdbWriteTxn>(env_, txn, in_batch ? WriteMode::Nested : WriteMode::TopLevel);
+            auto w = std::make_unique<LmdbWriteTxn>(env_, txn, in_batch ? WriteMode::Nested : WriteMode::TopLevel);
+            w->follow(audit_hook());
+            return w;
         } catch (...) {
             mdb_txn_abort(txn);
             throw;
@@ -1173,6 +1230,7 @@ void LmdbStore::open_tables() {
         open("provider_links", 0, d.provider_links);                  // the same
         open("user_provider_links", MDB_DUPSORT, d.user_provider_links);  // the same
         open("counters", 0, d.counters);                                  // the same
+        open("events", 0, d.events);                                      // the same
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

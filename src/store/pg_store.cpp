@@ -12,6 +12,7 @@
 //   signin_sessions      key -> id, user_id, browser, expires_at, rec
 //   signin_audit         key (at BE + 8 random bytes) -> at, rec (JSON text)
 //   signin_outbox        key (due_at BE + 8 random bytes) -> due_at, rec
+//   signin_events        key (int8send of signin_events_seq's next value: 8 bytes BE) -> rec
 //   signin_mfa           user_id -> rec;  signin_mfa_pending  hash -> user_id, expires_at, rec
 //   signin_passkeys      key -> user_id, rec;  signin_provider_links  key -> user_id, rec
 //   signin_spent_challenges hash -> expires_at
@@ -91,6 +92,8 @@ constexpr const char *kSchema[] = {
     "CREATE INDEX IF NOT EXISTS signin_provider_links_user ON signin_provider_links (user_id)",
     "CREATE TABLE IF NOT EXISTS signin_spent_challenges (hash bytea PRIMARY KEY, expires_at bigint NOT NULL)",
     "CREATE TABLE IF NOT EXISTS signin_counters (key bytea PRIMARY KEY, expires_at bigint NOT NULL, state bytea NOT NULL)",
+    "CREATE SEQUENCE IF NOT EXISTS signin_events_seq",
+    "CREATE TABLE IF NOT EXISTS signin_events (key bytea PRIMARY KEY, rec bytea NOT NULL)",
     "INSERT INTO signin_meta (name, value) VALUES ('schema_version', '1') ON CONFLICT (name) DO NOTHING",
 };
 
@@ -103,6 +106,7 @@ enum Stmt : unsigned {
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
+    Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents,
     AdvisoryLock, AdvisoryUnlock, StmtCount
 };
 
@@ -211,6 +215,13 @@ constexpr const char *kStatements[StmtCount] = {
     /* DelCounters */ "DELETE FROM signin_counters WHERE substring(key from 1 for octet_length($1::bytea)) = $1::bytea",
     /* PurgeCounters */
     "DELETE FROM signin_counters WHERE key IN (SELECT key FROM signin_counters WHERE expires_at <= $1 LIMIT $2)",
+    /* Events */ "SELECT key, rec FROM signin_events ORDER BY key LIMIT $1",
+    /* Event */ "SELECT key, rec FROM signin_events WHERE key = $1",
+    /* CountEvents */ "SELECT count(*) FROM signin_events",
+    /* PutEvent */ "INSERT INTO signin_events (key, rec) VALUES (int8send(nextval('signin_events_seq')), $1) RETURNING key",
+    /* UpdateEvent */ "UPDATE signin_events SET rec = $2 WHERE key = $1",
+    /* DelEvent */ "DELETE FROM signin_events WHERE key = $1",
+    /* AllEvents */ "SELECT key, rec FROM signin_events ORDER BY key",
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
 };
@@ -487,6 +498,7 @@ public:
         c.passkeys = count(CountPasskeys, "count passkeys");
         c.audit = count(AuditCount, "count audit entries");
         c.outbox = count(CountOutbox, "count outbox entries");
+        c.events = count(CountEvents, "count events");
         c.provider_links = count(CountLinks, "count provider links");
         return c;
     }
@@ -498,6 +510,14 @@ public:
         return keyed<OutboxRecord>(Outbox, key, "read outbox", decode_outbox, false);
     }
     std::size_t outbox_count() override { return count(CountOutbox, "count outbox entries"); }
+    std::vector<EventRecord> events(std::size_t limit) override {
+        if (limit == 0) return {};
+        return rows<EventRecord>(Events, {static_cast<std::int64_t>(limit)}, "read events", decode_event);
+    }
+    std::optional<EventRecord> event(std::string_view key) override {
+        return keyed<EventRecord>(Event, key, "read an event", decode_event, false);
+    }
+    std::size_t event_count() override { return count(CountEvents, "count events"); }
     std::optional<MfaRecord> mfa(std::string_view user_id) override {
         return keyed<MfaRecord>(Mfa, user_id, "read second factors", decode_mfa, false);
     }
@@ -648,7 +668,7 @@ public:
         if (hash.empty()) return;
         run(DelSession, {hash, legacy_key(hash).empty() ? hash : legacy_key(hash)}, "delete session");
     }
-    void append_audit(const AuditEntry &e) override {
+    void write_audit(const AuditEntry &e) override {
         run(PutAudit, {timed_key(e.at), e.at, encode_audit(e)}, "write audit entry");
     }
     void put_outbox(OutboxRecord &r) override {
@@ -657,6 +677,14 @@ public:
     }
     void del_outbox(std::string_view key) override {
         if (!key.empty()) run(DelOutbox, {key}, "delete outbox entry");
+    }
+    void put_event(EventRecord &r) override {
+        Result res = run(PutEvent, {encode_event(r)}, "write an event");
+        r.key = std::string(cell(res, 0, 0));
+    }
+    void update_event(const EventRecord &r) override { run(UpdateEvent, {r.key, encode_event(r)}, "write an event"); }
+    void del_event(std::string_view key) override {
+        if (!key.empty()) run(DelEvent, {key}, "delete an event");
     }
     void put_mfa(const MfaRecord &m) override { run(PutMfa, {m.user_id, encode_mfa(m)}, "write second factors"); }
     void del_mfa(std::string_view user_id) override {
@@ -758,7 +786,9 @@ public:
     std::size_t audit_bound() const override { return audit_max_; }
     std::unique_ptr<WriteTxn> write() override {
         ensure_ready();
-        return std::make_unique<PgWriteTxn>(pool_);
+        auto txn = std::make_unique<PgWriteTxn>(pool_);
+        txn->follow(audit_hook());
+        return txn;
     }
 
     void backup(const std::string &) const override {
@@ -809,6 +839,7 @@ public:
             if (!txn.user_by_id(l.user_id)) problems.push_back("signin_provider_links: a link of no user (" + l.user_id + ")");
         });
         scan(AllOutbox, "signin_outbox", [](std::string_view k, std::string_view v) { (void)decode_outbox(k, v); });
+        scan(AllEvents, "signin_events", [](std::string_view k, std::string_view v) { (void)decode_event(k, v); });
         scan(AllAudit, "signin_audit", [](std::string_view k, std::string_view v) { (void)decode_audit(k, v); });
         return problems;
     }
@@ -835,6 +866,10 @@ public:
             OutboxRecord o = decode_outbox(k, v);
             to.put_outbox(o);
         });
+        each(AllEvents, [&](std::string_view k, std::string_view v) {
+            EventRecord e = decode_event(k, v);
+            to.put_event(e);
+        });
         each(AllAudit, [&](std::string_view k, std::string_view v) { to.append_audit(decode_audit(k, v)); });
         Result r = txn.all(AllChallenges);
         for (int i = 0; i < PQntuples(r.get()); ++i) to.spend_challenge(cell(r, i, 0), number(r, i, 1));
@@ -854,7 +889,7 @@ private:
         auto missing = conn.text("SELECT count(*) FROM unnest(ARRAY['signin_meta', 'signin_users', 'signin_user_email', "
                                  "'signin_tokens', 'signin_sessions', 'signin_audit', 'signin_outbox', 'signin_mfa', "
                                  "'signin_mfa_pending', 'signin_passkeys', 'signin_provider_links', "
-                                 "'signin_spent_challenges', 'signin_counters']) AS t(name) WHERE to_regclass(name) IS NULL",
+                                 "'signin_spent_challenges', 'signin_counters', 'signin_events']) AS t(name) WHERE to_regclass(name) IS NULL",
                                  "read the schema version");
         if (!missing || *missing != "0") return std::nullopt;
         return conn.text("SELECT value FROM signin_meta WHERE name = 'schema_version'", "read the schema version");

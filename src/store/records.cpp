@@ -448,6 +448,39 @@ OutboxRecord decode_outbox(std::string_view key, std::string_view data) {
     return o;
 }
 
+std::string encode_event(const EventRecord &e) {
+    Writer w(1 + 8 * 3 + 4 * 5 + e.id.size() + e.type.size() + e.user_id.size() + e.body.size() + e.last_error.size());
+    w.u8(kEventFormat);
+    w.str(e.id);
+    w.str(e.type);
+    w.str(e.user_id);
+    w.str(e.body);
+    w.i64(e.created_at);
+    w.i64(e.due_at);
+    w.i64(static_cast<std::int64_t>(e.attempts));
+    w.str(e.last_error);
+    return w.data();
+}
+
+EventRecord decode_event(std::string_view key, std::string_view data) {
+    if (key.size() != 8) corrupt("event: bad key");
+    Reader r(data, "event", kEventFormat);
+    EventRecord e;
+    e.key = std::string(key);
+    e.id = r.str();
+    e.type = r.str();
+    e.user_id = r.str();
+    e.body = r.str();
+    e.created_at = r.i64();
+    e.due_at = r.i64();
+    const std::int64_t attempts = r.i64();
+    if (attempts < 0 || attempts > 0xffffffffLL) corrupt("event: bad attempt count");
+    e.attempts = static_cast<std::uint32_t>(attempts);
+    e.last_error = r.str();
+    r.done();
+    return e;
+}
+
 // ---- audit JSON ------------------------------------------------------------------------------
 
 namespace {

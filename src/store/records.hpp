@@ -25,6 +25,7 @@ inline constexpr unsigned char kPendingFormat = 2;
 inline constexpr unsigned char kMfaFormat = 2;
 // Outbox entries: format 2 adds the next try's time and the last failure's reason.
 inline constexpr unsigned char kOutboxFormat = 2;
+inline constexpr unsigned char kEventFormat = 1;
 
 [[noreturn]] void corrupt(std::string_view what);
 
@@ -55,6 +56,9 @@ std::string encode_provider_link(const ProviderLinkRecord &l);
 ProviderLinkRecord decode_provider_link(std::string_view key, std::string_view data);
 std::string encode_outbox(const OutboxRecord &o);
 OutboxRecord decode_outbox(std::string_view key, std::string_view data);
+// Events: the key is the 8-byte big-endian sequence number.
+std::string encode_event(const EventRecord &e);
+EventRecord decode_event(std::string_view key, std::string_view data);
 // Audit entries are JSON (readable with mdb_dump); the key is the time (BE) and 8 random bytes.
 std::string encode_audit(const AuditEntry &e);
 AuditEntry decode_audit(std::string_view key, std::string_view data);

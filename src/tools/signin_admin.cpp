@@ -208,6 +208,11 @@ struct Admin {
             store = signin::open_lmdb_store(lo);
         }
         id = std::make_unique<signin::Identity>(store, *signin::parse_origin("http://127.0.0.1", &why), signin::Policy{});
+        // the changes made here are events for the application as nginx's are (signin_events)
+        if (auto events = id->use_published_events(); !events) {
+            std::fprintf(stderr, "signin-admin: %s: changes made now are not events for the application\n",
+                         events.error().message.c_str());
+        }
         return true;
     }
 
@@ -527,8 +532,8 @@ void stats_command(CLI::App &app, Admin &a) {
         const double used = space.map_bytes ? 100.0 * static_cast<double>(space.used_bytes) / static_cast<double>(space.map_bytes) : 0;
         if (a.json) {
             std::printf("{\"users\":%zu,\"sessions\":%zu,\"tokens\":%zu,\"passkeys\":%zu,\"provider_links\":%zu,"
-                        "\"audit_entries\":%zu,\"outbox\":%zu,\"used_bytes\":%llu,\"map_bytes\":%llu,\"used_percent\":%.1f}\n",
-                        c.users, c.sessions, c.tokens, c.passkeys, c.provider_links, c.audit, c.outbox,
+                        "\"audit_entries\":%zu,\"outbox\":%zu,\"events\":%zu,\"used_bytes\":%llu,\"map_bytes\":%llu,\"used_percent\":%.1f}\n",
+                        c.users, c.sessions, c.tokens, c.passkeys, c.provider_links, c.audit, c.outbox, c.events,
                         static_cast<unsigned long long>(space.used_bytes), static_cast<unsigned long long>(space.map_bytes), used);
             return 0;
         }
@@ -540,6 +545,7 @@ void stats_command(CLI::App &app, Admin &a) {
         t.add({"provider links", std::to_string(c.provider_links)});
         t.add({"audit entries", std::to_string(c.audit)});
         t.add({"emails waiting in the outbox", std::to_string(c.outbox)});
+        t.add({"events waiting to be sent", std::to_string(c.events)});
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f%%", used);
         t.add({"store used", std::to_string(space.used_bytes) + " of " + std::to_string(space.map_bytes) + " bytes (" + pct + ")"});
@@ -635,6 +641,38 @@ void outbox_command(CLI::App &app, Admin &a) {
     });
 }
 
+void events_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("events", "the events waiting to be sent to the application (signin_events): id, type, "
+                                             "user, tries, next try, last error");
+    sub->add_option("count", a.count, "how many, in the order they are sent (default 20)")->check(CLI::Range(1, 1000000));
+    a.on(sub, [&a] {
+        auto entries = a.id->events().waiting(a.count);
+        if (!entries) return fail(entries.error());
+        const std::size_t total = a.store->read()->event_count();
+        Table t({"ID", "TYPE", "USER", "TRIES", "NEXT TRY", "CREATED", "LAST ERROR"});
+        for (const auto &e : *entries) {
+            if (a.json) {  // the body is the application's to see: only what says where the event is
+                signin::json::Writer w;
+                w.begin_object().key("id").value(e.id).key("type").value(e.type).key("user_id").value(e.user_id)
+                    .key("tries").value(static_cast<std::int64_t>(e.attempts))
+                    .key("next_try_at").time(e.due_at)
+                    .key("created_at").time(e.created_at)
+                    .key("last_error");
+                if (e.last_error.empty()) w.null(); else w.value(e.last_error);
+                w.end_object();
+                std::printf("%s\n", w.str().c_str());
+            }
+            t.add({e.id, e.type, e.user_id, std::to_string(e.attempts), when(e.due_at), when(e.created_at),
+                   e.last_error.empty() ? "-" : e.last_error});
+        }
+        if (!a.json) {
+            t.print();
+            if (total > entries->size()) std::printf("(%zu of %zu shown)\n", entries->size(), total);
+        }
+        return 0;
+    });
+}
+
 void check_command(CLI::App &app, Admin &a) {
     auto *sub = app.add_subcommand("check", "decode every record and check every index");
     a.on(sub, [&a] {
@@ -696,7 +734,7 @@ int main(int argc, char **argv) {
     // in the order --help lists them
     for (auto add : {users_command, user_command, suspend_commands, sessions_command, revoke_command, role_command,
                      mfa_command, passkeys_command, passkey_command, invite_command, key_command, password_hash_command,
-                     audit_command, stats_command, outbox_command, backup_command, copy_command, check_command, purge_command}) {
+                     audit_command, stats_command, outbox_command, events_command, backup_command, copy_command, check_command, purge_command}) {
         add(app, a);
     }
     return run(app, a, argc, argv);

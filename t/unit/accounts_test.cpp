@@ -1,4 +1,4 @@
-// Account changes (accounts.hpp, DESIGN §9.6): what is held, deleting an account, and no email
+// Account changes (accounts.hpp): what is held, deleting an account, and no email
 // for a suspended one.
 #include <gtest/gtest.h>
 

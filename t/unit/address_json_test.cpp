@@ -416,7 +416,7 @@ TEST(JsonWriter, SessionsParseBack) {
     EXPECT_EQ(str_field(a, "kind"), "cookie");
     EXPECT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "current")));
     EXPECT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "fresh")));
-    EXPECT_EQ(cJSON_GetArraySize(a), 9);  // DESIGN §5 session list entry
+    EXPECT_EQ(cJSON_GetArraySize(a), 9);  // the fields of a session list entry
     const cJSON *b = cJSON_GetArrayItem(arr, 1);
     EXPECT_EQ(str_field(b, "id"), "s-2");
     EXPECT_EQ(str_field(b, "kind"), "bearer");

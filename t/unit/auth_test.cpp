@@ -1,4 +1,4 @@
-// The sign-in engine (SPEC §3 state tables, §5, §8; DESIGN §5) over a real LMDB store, with a
+// The sign-in engine over a real LMDB store, with a
 // settable clock and a recording delivery function.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Several accounts in one browser (sessions.hpp, DESIGN §9.6): a browser cookie binds the cookie
+// Several accounts in one browser (sessions.hpp): a browser cookie binds the cookie
 // sessions a browser made; only that cookie switches between them.
 #include <gtest/gtest.h>
 

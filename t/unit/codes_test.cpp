@@ -1,4 +1,4 @@
-// Short codes (codes.hpp, DESIGN §9.1): the form people type, one token spent by either form, and
+// Short codes (codes.hpp): the form people type, one token spent by either form, and
 // five wrong codes cancelling an address's tokens.
 #include <gtest/gtest.h>
 

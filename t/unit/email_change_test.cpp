@@ -1,4 +1,4 @@
-// Email change (tokens.hpp, DESIGN §9.6): the new address confirms, the old one approves, in
+// Email change (tokens.hpp): the new address confirms, the old one approves, in
 // either order; the change is made by the second, and only then.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Second factors (mfa.hpp, totp.hpp, DESIGN §9.3), every rule with a fake clock. The TOTP codes
+// Second factors (mfa.hpp, totp.hpp), every rule with a fake clock. The TOTP codes
 // are made by liboath's generator from the base32 secret the setup returned (another code path
 // than the module's checks); the nginx tests use Debian's oathtool.
 #include <gtest/gtest.h>
@@ -499,7 +499,7 @@ TEST_F(MfaTest, ARememberedDeviceSkipsTheFactorForItsUserOnly) {
     Secret forged(std::string(43, 'x'));
     EXPECT_EQ(step("dev@example.com", &forged).state, SignInStep::State::SecondFactorPending);
     EXPECT_EQ(id_->mfa().status(principal(s)).value().remembered_devices, 1u);
-    // a password change ends every remembered device (SPEC §3)
+    // a password change ends every remembered device
     ASSERT_TRUE(id_->passwords().set_password(principal(*again.session), Secret(std::string("a new long password"))));
     EXPECT_EQ(step("dev@example.com", &v->device).state, SignInStep::State::SecondFactorPending);
     (void)eve_secret;

@@ -1,4 +1,4 @@
-// OpenID Connect in the core (oidc.hpp, providers.hpp, DESIGN §9.5): discovery and key sets,
+// OpenID Connect in the core (oidc.hpp, providers.hpp): discovery and key sets,
 // ID tokens signed here with OpenSSL (RS256, ES256) and each of their defects, the sealed flow,
 // and the accounts an identity reaches, with a fake clock. The suite's t/signin_providers.t signs
 // in through a real provider (the npm oidc-provider) and its tokens.

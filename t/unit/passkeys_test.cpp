@@ -1,4 +1,4 @@
-// Passkeys (webauthn.hpp, passkeys.hpp, DESIGN §9.4) in the core, with a fake clock: the parsers
+// Passkeys (webauthn.hpp, passkeys.hpp) in the core, with a fake clock: the parsers
 // on malformed and truncated input, and both ceremonies against a software authenticator made
 // here with OpenSSL and libcbor (the browser tests use Chromium's virtual authenticator and a
 // second implementation, @simplewebauthn/server).

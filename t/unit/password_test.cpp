@@ -1,5 +1,5 @@
 // Passwords: NFC, length, the policy, Argon2id parameters, rehash, the blocklist, the attempt
-// rules, and every engine rule of SPEC §3/§4/§5 7-10/§8 over a real LMDB store with a fake clock.
+// rules, and every engine rule of passwords over a real LMDB store with a fake clock.
 #include <gtest/gtest.h>
 
 #include "signin/json.hpp"

@@ -1,4 +1,4 @@
-// The PostgreSQL backend of signin::Store (DESIGN §9.7) beside the LMDB one: the same contract
+// The PostgreSQL backend of signin::Store beside the LMDB one: the same contract
 // (records, the lookups that stand for LMDB's index tables, the purge), and what only a shared
 // database has: races between connections (serializable transactions retried), a server that
 // drops its connections or refuses writes, and the copy of an LMDB store into it.

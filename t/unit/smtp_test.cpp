@@ -334,6 +334,14 @@ TEST(SmtpSettings, AuthFile) {
         EXPECT_FALSE(has(b.error().message, "sEc")) << "the file's contents never appear: " << b.error().message;
         EXPECT_TRUE(has(b.error().message, "signin_smtp_auth_file")) << b.error().message;
     }
+    // one line of up to 4 KB is read whole; a longer file is refused, never cut to a shorter password
+    const std::string longest = "mailer:" + std::string(4096 - 7, 'p');
+    auto whole = smtp::read_auth_file(auth_file(d, longest));
+    ASSERT_TRUE(whole.ok());
+    EXPECT_EQ(whole->password.reveal().size(), 4096u - 7);
+    auto longer = smtp::read_auth_file(auth_file(d, longest + "p"));
+    ASSERT_FALSE(longer.ok());
+    EXPECT_TRUE(has(longer.error().message, "longer than one line")) << longer.error().message;
     auto missing = smtp::read_auth_file((d.path / "none").string());
     ASSERT_FALSE(missing.ok());
     EXPECT_TRUE(has(missing.error().message, "cannot be read")) << missing.error().message;
@@ -378,6 +386,14 @@ TEST(SmtpSettings, CheckNamesEveryProblemOnItsOwn) {
     EXPECT_TRUE(has(checked.problems[4], "signin_smtp_trusted_certificate")) << checked.problems[4];
     EXPECT_TRUE(has(checked.problems[5], "signin_smtp_timeout")) << checked.problems[5];
     for (const auto &p : checked.problems) EXPECT_EQ(p.find('\n'), std::string::npos) << "one line each: " << p;
+
+    // the CA file is read whole with the configuration; an empty one is refused
+    c.trusted_certificate = (d.path / "empty-ca.pem").string();
+    std::ofstream(c.trusted_certificate).close();
+    auto empty = smtp::check(c);
+    ASSERT_EQ(empty.problems.size(), 1u);
+    EXPECT_TRUE(has(empty.problems[0], "signin_smtp_trusted_certificate")) << empty.problems[0];
+    EXPECT_TRUE(has(empty.problems[0], "is empty")) << empty.problems[0];
 }
 
 // ---------------------------------------------------------------- composing
@@ -742,6 +758,57 @@ TEST(SmtpSend, SeveralMessagesOverOneConnection) {
     EXPECT_EQ(server.count_events("connect"), 1u);
     EXPECT_EQ(server.count_events("starttls"), 1u);
     EXPECT_EQ(server.count_events("auth"), 1u);
+}
+
+TEST(SmtpSend, AKeptSessionCarriesTheNextBatch) {
+    NEED_SERVER();
+    Server server({});
+    smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+    for (int round = 0; round < 3; ++round) {
+        auto r = smtp::send_batch(session, {simple(), simple("bob@example.com")}, kNow);
+        ASSERT_EQ(r.size(), 2u);
+        for (const auto &x : r) EXPECT_EQ(x.outcome, smtp::Outcome::Sent) << x.error;
+    }
+    EXPECT_EQ(server.messages().size(), 6u);
+    EXPECT_EQ(session.connections(), 1u);
+    EXPECT_EQ(server.count_events("connect"), 1u) << "one connection for the three batches";
+}
+
+TEST(SmtpSend, AKeptConnectionTheRelayClosedIsOpenedAgain) {
+    NEED_SERVER();
+    {
+        // closed while idle (the relay's timeout): found before the send
+        Server server({"--idle-timeout", "0.5"});
+        smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+        EXPECT_EQ(session.send(simple(), kNow).outcome, smtp::Outcome::Sent);
+        usleep(1500 * 1000);
+        auto r = session.send(simple("bob@example.com"), kNow);
+        EXPECT_EQ(r.outcome, smtp::Outcome::Sent) << r.error;
+        EXPECT_EQ(session.connections(), 2u);
+        EXPECT_EQ(server.messages().size(), 2u);
+    }
+    {
+        // closed as the next MAIL went out, with no reply: that one send is made again, once
+        Server server({"--mail", "250,drop,250"});
+        smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+        EXPECT_EQ(session.send(simple(), kNow).outcome, smtp::Outcome::Sent);
+        auto r = session.send(simple("bob@example.com"), kNow);
+        EXPECT_EQ(r.outcome, smtp::Outcome::Sent) << r.error;
+        EXPECT_EQ(session.connections(), 2u);
+        auto files = server.messages();
+        ASSERT_EQ(files.size(), 2u);
+        EXPECT_TRUE(has(server.envelope(files[1]), "bob@example.com"));
+    }
+    {
+        // a drop on a new connection is the relay's failure: not tried again at once
+        Server server({"--mail", "drop,250"});
+        smtp::Session session(settings_for("smtp://127.0.0.1:" + server.port_text()));
+        auto r = session.send(simple(), kNow);
+        EXPECT_EQ(r.outcome, smtp::Outcome::Retry);
+        EXPECT_TRUE(r.relay_failure);
+        EXPECT_EQ(session.connections(), 1u);
+        EXPECT_TRUE(server.messages().empty());
+    }
 }
 
 TEST(SmtpSend, NonAsciiRecipientNeedsSmtpUtf8) {

@@ -1,4 +1,4 @@
-// The LMDB store's commits are durable when they return (DESIGN §3 rule 2), with the meta page's
+// The LMDB store's commits are durable when they return (nothing acknowledged is lost), with the meta page's
 // flush after LMDB's write lock (issue #20, src/store/lmdb_store.cpp's header): the environment is
 // opened with MDB_NOMETASYNC, so LMDB writes the meta page without waiting for it, and the store
 // must then flush it itself before commit() or batch() returns.

@@ -827,7 +827,7 @@ TEST_F(StoreTest, UsersAreListedInIdOrderAPageAtATime) {
 
 }  // namespace
 
-// ---- second factors (DESIGN §9.3) -----------------------------------------------------------
+// ---- second factors -----------------------------------------------------------------------
 
 // A flood of requests nobody signed in to writes audit entries (unknown addresses, failed
 // exchanges): the trail is bounded in entries, the oldest going first, so it never fills the

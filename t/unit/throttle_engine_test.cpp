@@ -1,5 +1,5 @@
-// The engine's side of throttling: issue_token with may_send = false (SPEC §8 rule 1: the
-// address is over its send limit) and Identity::record for a transport's `throttled` entries.
+// The engine's side of throttling: issue_token with may_send = false (the address
+// is over its send limit: the same answer, nothing sent) and Identity::record for a transport's `throttled` entries.
 #include <gtest/gtest.h>
 
 #include "engine_fixtures.hpp"

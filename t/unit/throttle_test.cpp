@@ -1,4 +1,4 @@
-// Throttle arithmetic (SPEC §8): the sliding window behind every request limit, and the backoff
+// Throttle arithmetic: the sliding window behind every request limit, and the backoff
 // rule the password limits use. Pure functions: no clock, no store.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The version group: validation, fallback flattening and the decisions of SPEC §7/§9.
+// The version group: validation, fallback flattening and the routing decisions.
 #include <gtest/gtest.h>
 
 #include "signin/version/group.hpp"

@@ -102,14 +102,13 @@ char *check_conf(ngx_conf_t *cf, SmtpConf *c) {
         }
         return NGX_CONF_OK;
     }
-    bool failed = false;
     auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
-    if (m != nullptr && m->delivery_uri.len != 0) {
-        log_problem(cf, c,
-                    "signin_smtp and signin_delivery both send the emails: keep one (signin_smtp for a mail relay, "
-                    "signin_delivery for an HTTP mail API)");
-        failed = true;
-    }
+    signin::conf::Delivery ways;
+    ways.http_api = m != nullptr && m->delivery_uri.len != 0;
+    ways.smtp = true;
+    const signin::conf::Problems contradictions = signin::conf::check_delivery_ways(ways);
+    for (const signin::conf::Problem &problem : contradictions) log_problem(cf, c, problem.message);
+    const bool failed = signin::conf::has_error(contradictions);
     signin::smtp::Config config;
     config.url = std::string(sv(c->value[Url]));
     config.from = std::string(sv(c->value[From]));

@@ -1,20 +1,25 @@
-// The sign-in module's configuration (directives of ngx_http_signin_module.cpp) and the
-// per-worker engine. Every glue file reads its settings through these two structs.
+// The sign-in module's configuration (its directives are by feature in conf_*.cpp, see
+// signin_directives.h) and the per-worker engine. Every glue file reads its settings through these
+// two structs, and the engine's settings through MainConf::policy.
 #pragma once
 
 #include "ngx_signin_nginx.h"
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "signin/access.hpp"
 #include "signin/assertion.hpp"
 #include "signin/auth.hpp"
+#include "signin/conf_check.hpp"
+#include "signin/outbox.hpp"
+#include "signin/password.hpp"
 #include "signin/emails.hpp"
 #include "signin/i18n.hpp"
 #include "signin/pages.hpp"
@@ -34,36 +39,24 @@ struct DirectiveAt {
     ngx_uint_t line;
 };
 
-// http level. Settings that are the engine's (limits, lifetimes) are gathered into
-// `policy` by init_main_conf; the glue reads them there, never from the raw fields.
+// http level. What configures the engine is written straight into its own settings (`policy`,
+// `outbox`) by the directives' slots (setting<...>); the rest is the glue's own.
 struct MainConf {
     // the store and the site
     ngx_str_t store_path;     // signin_store: a directory, or a database's URI (signin::store_traits says which)
     size_t store_size;        // ... size=: a store in a directory, the most its file may grow to
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
-    signin::Policy *policy;  // every engine setting, built by init_main_conf
-
-    // ways in
-    ngx_flag_t registration;
-    signin::People *join;  // signin_registration on domain=... file=...: who may join (nullptr: anyone)
-    ngx_flag_t passwords;
-    ngx_flag_t email;
-    ngx_flag_t mfa;            // signin_mfa: second factors
-    ngx_msec_t mfa_remember;   // signin_mfa_remember: how long a device is remembered (0: never)
-    ngx_uint_t mfa_free_failures;  // signin_mfa_free_failures: an account's wrong codes in a row before waits
-    ngx_msec_t mfa_backoff;        // signin_mfa_backoff: the first wait, doubling
-    ngx_uint_t mfa_lock;           // signin_mfa_lock: wrong codes in a row that lock the factor (0: never)
-    ngx_uint_t browser_accounts;  // signin_browser_accounts: accounts per browser
-    ngx_flag_t passkeys;          // signin_passkeys
-    ngx_str_t passkey_rp_id;      // signin_passkey_rp_id ("" = the origin's host)
-    ngx_shm_zone_t *metrics_zone;  // signin_metrics' counters, when some location has signin_metrics
-    std::vector<signin::oidc::ProviderConfig> *providers;  // signin_provider, in order
-    ngx_str_t provider_fetch_uri;  // signin_provider_fetch: the internal location of provider calls
+    signin::Policy *policy;  // every engine setting: the defaults, then the directives written
+    ngx_str_t site_name;     // signin_site_name ("": the origin without its scheme)
+    ngx_str_t secret_key_path;          // signin_secret_key (default: the store's path + ".key")
+    signin::SecretKey *secret_key;      // read (or made) by the master in init_module
+    signin::AssertionKeys *assertions;  // $signin_assertion's keys, from the same file
 
     // requests
     ngx_http_complex_value_t *client;
-    ngx_uint_t client_ipv6_prefix;  // IPv6 clients are counted by this prefix
     size_t body_max;
+    ngx_msec_t session_cache;  // signin_session_cache: 0 = off (a store whose reads may block only)
+    ngx_uint_t audit_max;      // signin_audit_max: the most audit entries the store keeps (0: the store's own bound)
 
     // thread pools: durable writes, and Argon2id (the write pool unless named)
     ngx_str_t thread_pool_name;
@@ -71,45 +64,30 @@ struct MainConf {
     ngx_str_t password_pool_name;
     ngx_thread_pool_t *password_pool;
 
-    // tokens and sessions (raw directive values; see policy)
-    ngx_msec_t token_ttl;
-    ngx_msec_t token_resend;
-    ngx_uint_t tokens_per_address;
-    ngx_msec_t session_ttl;
-    ngx_msec_t session_idle;
-    ngx_msec_t bearer_ttl;
-    ngx_msec_t audit_keep;
-    ngx_uint_t audit_max;  // signin_audit_max: the most audit entries the store keeps (0: the store's own bound)
+    // passwords: the breached-password list (signin_password_blocklist), mapped by the master
+    std::shared_ptr<const signin::password::Blocklist> *blocklist;
 
-    // passwords (raw directive values; see policy)
-    ngx_uint_t password_min_length;
-    ngx_uint_t password_attempts;
-    ngx_msec_t password_backoff;
-    ngx_msec_t password_backoff_max;
-    ngx_uint_t password_address_limit;
-    ngx_msec_t password_address_window;
-    ngx_msec_t password_register_backoff;
-    ngx_msec_t password_register_backoff_max;
-    ngx_msec_t password_fresh;
-    ngx_uint_t password_hash_t;
-    size_t password_hash_m;
-    std::shared_ptr<const signin::password::Blocklist> *blocklist;  // signin_password_blocklist
+    // providers
+    std::vector<signin::oidc::ProviderConfig> *providers;  // signin_provider, in order
+    ngx_str_t provider_fetch_uri;  // signin_provider_fetch: the internal location of provider calls
 
     // emails and their delivery
+    signin::OutboxSettings *outbox;     // signin_delivery_timeout, signin_delivery_retries (the key comes later)
     ngx_str_t delivery_uri;
     ngx_http_conf_ctx_t *delivery_ctx;  // the server whose locations serve delivery_uri
-    ngx_uint_t delivery_retries;        // signin_delivery_retries
-    ngx_msec_t delivery_timeout;        // signin_delivery_timeout: how long a send holds its email
-    ngx_msec_t session_cache;           // signin_session_cache: 0 = off (a store whose reads may block only)
-    ngx_str_t secret_key_path;          // signin_secret_key (default: the store's path + ".key")
-    signin::SecretKey *secret_key;      // read (or made) by the master in init_module
-    signin::AssertionKeys *assertions;  // $signin_assertion's keys, from the same file
     signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
-    ngx_flag_t previews;     // some location uses signin_email_previews
-    ngx_str_t site_name;     // signin_site_name ("": the origin without its scheme)
     struct Texts *texts;     // signin_languages and signin_messages, and the pages in those languages
+    ngx_flag_t previews;     // some location uses signin_email_previews
     ngx_str_t link_location;   // {{link}} lands here: the first signin_api location with signin_pages,
     ngx_flag_t link_to_pages;  // or else the first signin_api location
+
+    // events for the application (signin_events.h)
+    ngx_str_t events_uri;               // signin_events: the internal location events are posted to
+    ngx_http_conf_ctx_t *events_ctx;    // the server whose locations serve it
+    ngx_str_t events_secret_path;       // signin_events_secret_file
+    signin::Secret *events_key;         // its key, read when the configuration is
+    ngx_uint_t events_retries;          // signin_events_retries
+    ngx_array_t *events_types;          // signin_events_types (ngx_str_t; nullptr: every type)
 
     // the dev mailbox
     ngx_shm_zone_t *mailbox;      // its zone, when signin_dev_mailbox is used
@@ -117,7 +95,9 @@ struct MainConf {
     ngx_uint_t mailbox_line;      // where it was first used, for the nginx -t message
     ngx_str_t mailbox_file;
 
-    ngx_array_t *written;  // DirectiveAt of the directives checked after parsing (note_line)
+    ngx_shm_zone_t *metrics_zone;  // signin_metrics' counters, when some location has signin_metrics
+
+    ngx_array_t *written;  // DirectiveAt of the directives written through noted, setting and a few handlers
 
     ngx_flag_t used;     // some location uses signin_api or signin_require
     ngx_flag_t has_api;  // some location uses signin_api
@@ -127,7 +107,7 @@ struct MainConf {
 struct Texts {
     std::vector<std::string> tags;                // signin_languages as written (empty: English only)
     std::map<std::string, std::string> messages;  // signin_messages: tag -> the PO file's text
-    std::shared_ptr<const signin::i18n::Languages> languages;  // made by finish_main_conf
+    std::shared_ptr<const signin::i18n::Languages> languages;  // made by check_languages
     std::optional<signin::pages::Localized> pages;             // ... and the pages in them
 };
 
@@ -159,13 +139,95 @@ bool note_line(ngx_conf_t *cf, MainConf *m, const ngx_command_t *cmd);
 // is at fault).
 void log_at(ngx_conf_t *cf, ngx_uint_t level, const MainConf *m, std::string_view directive, const std::string &message);
 
+// Whether the directive `name` was written in this http block through a slot that notes its line
+// (noted, setting).
+bool written(const MainConf *m, std::string_view name);
+
+// A directive whose value is checked once the http block is parsed: nginx's own slot, and the line
+// remembered for the check's message (log_at).
+template <char *(*Slot)(ngx_conf_t *, ngx_command_t *, void *)>
+char *noted(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    char *rv = Slot(cf, cmd, conf);
+    if (rv == NGX_CONF_OK && !note_line(cf, static_cast<MainConf *>(conf), cmd)) return static_cast<char *>(NGX_CONF_ERROR);
+    return rv;
+}
+
+namespace detail {
+
+// nginx's slots refuse a field that is already set: each starts from its own "unset"
+template <class Raw>
+Raw unset() {
+    if constexpr (std::is_same_v<Raw, ngx_str_t>) {
+        return ngx_str_t{0, nullptr};
+    } else {
+        return static_cast<Raw>(NGX_CONF_UNSET);
+    }
+}
+
+template <class Field, class Raw>
+void assign(Field &field, const Raw &raw) {
+    if constexpr (std::is_same_v<Raw, ngx_str_t>) {
+        field = Field(sv(raw));
+    } else if constexpr (std::is_same_v<Field, bool>) {
+        field = raw != 0;
+    } else {
+        field = static_cast<Field>(raw);
+    }
+}
+
+}  // namespace detail
+
+// A directive that configures the engine: nginx's Slot parses the value into a Raw (the same
+// messages and the same post handler, such as bounds, as a plain slot), and the value lands in the
+// engine's settings object that MainConf's member `Where` points to, at the chain of members
+// `Path` (&Policy::attempts, &AttemptLimits::backoff). Written twice is "is duplicate", as with
+// nginx's slots; the line is kept for the checks made after parsing.
+template <auto Slot, class Raw, auto Where, auto... Path>
+char *setting(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    auto *m = static_cast<MainConf *>(conf);
+    if (written(m, sv(cmd->name))) return const_cast<char *>("is duplicate");
+    Raw raw = detail::unset<Raw>();
+    ngx_command_t at_raw = *cmd;
+    at_raw.offset = 0;
+    char *rv = Slot(cf, &at_raw, &raw);
+    if (rv != NGX_CONF_OK) return rv;
+    detail::assign((*(m->*Where) .* ... .* Path), raw);
+    return note_line(cf, m, cmd) ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
+}
+
+// The settings of the engine's Policy by the value's form.
+template <auto... Path>
+char *policy_msec(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    return setting<ngx_conf_set_msec_slot, ngx_msec_t, &MainConf::policy, Path...>(cf, cmd, conf);
+}
+template <auto... Path>
+char *policy_num(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    return setting<ngx_conf_set_num_slot, ngx_int_t, &MainConf::policy, Path...>(cf, cmd, conf);
+}
+template <auto... Path>
+char *policy_flag(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    return setting<ngx_conf_set_flag_slot, ngx_flag_t, &MainConf::policy, Path...>(cf, cmd, conf);
+}
+template <auto... Path>
+char *policy_str(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    return setting<ngx_conf_set_str_slot, ngx_str_t, &MainConf::policy, Path...>(cf, cmd, conf);
+}
+
+// Logs each problem of a core check (signin/conf_check.hpp) at its directive's line; false when
+// one of them is an error (nginx -t fails).
+bool report(ngx_conf_t *cf, const MainConf *m, const signin::conf::Problems &problems);
+
+// A file a directive names, read whole at configuration time (relative to nginx's prefix), its full
+// path in `path`; nullopt when it cannot be read (nginx -t says so, naming the directive).
+std::optional<std::string> read_conf_file(ngx_conf_t *cf, ngx_command_t *cmd, ngx_str_t name, std::string &path);
+
 // The http main conf of a cycle (process hooks have no request); nullptr without an http block.
 MainConf *cycle_main_conf(ngx_cycle_t *cycle);
 
 // The exact or prefix location that serves uri in the first server (in configuration order) that
 // has one, as nginx's location search finds it, and that server's conf in `server` when given;
 // nullptr when no server has one (nginx -t's checks of signin_delivery and signin_provider_fetch;
-// signin_delivery.cpp).
+// conf_delivery.cpp).
 ngx_http_core_loc_conf_t *find_location(ngx_conf_t *cf, const ngx_str_t &uri, ngx_http_conf_ctx_t **server = nullptr);
 
 // A C++ object in configuration memory: constructed in a pool cleanup that runs its destructor
@@ -183,8 +245,9 @@ T *pool_object(ngx_pool_t *pool) noexcept {
         [](const std::exception *) -> T * { return nullptr; });
 }
 
-// The http-level configuration once its block is read (signin_main_conf.cpp): defaults, the
-// engine's Policy, and the checks nginx -t makes on the whole block.
+// The http-level configuration (signin_main_conf.cpp): made with the engine's defaults, and once
+// its block is read, the defaults of the glue's own settings and every feature's checks.
+MainConf *create_main_conf(ngx_conf_t *cf);
 char *finish_main_conf(ngx_conf_t *cf, MainConf *m);
 
 // The module's variables (signin_variables.cpp), added at preconfiguration.

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <new>
@@ -42,13 +43,9 @@ signin::Identity &id() { return *identity(); }
 
 // ---------------------------------------------------------------- one send
 
-struct Sending {
+// ev: the next step (start, end, or the next try); ok: the mailer took the email.
+struct Sending : OwnPost {
     signin::OutboxItem item;
-    ngx_event_t ev{};            // the next step: start, end, or the next try
-    ngx_connection_t dummy{};    // ev->data (nginx's event code reads it as a connection)
-    ngx_http_request_t *fr = nullptr;  // the module's own request while the subrequest runs
-    bool answered = false;       // the subrequest's post handler ran
-    bool ok = false;             // ... and the mailer took the email
     std::string error;           // why not: what the outbox keeps for signin-admin outbox
 };
 
@@ -293,11 +290,19 @@ ssize_t discard_send(ngx_connection_t *c, u_char *, size_t size) {
 }
 ssize_t nothing_to_read(ngx_connection_t *, u_char *, size_t) { return 0; }
 
-// Error lines of a send say so, then what nginx says of a request (server, subrequest, upstream).
+// The log context of a connection of the module's own: nginx's, and what the connection is for.
+struct OwnLogCtx {
+    ngx_http_log_ctx_t http;  // first: nginx reads log->data as this
+    const char *doing;
+};
+
+// Error lines of a send say what it was doing, then what nginx says of a request (server,
+// subrequest, upstream).
 u_char *log_context(ngx_log_t *log, u_char *buf, size_t len) {
-    u_char *p = ngx_snprintf(buf, len, " while sending an email from the signin outbox");
+    auto *own = static_cast<OwnLogCtx *>(log->data);
+    u_char *p = ngx_snprintf(buf, len, " while %s", own->doing);
     len -= static_cast<size_t>(p - buf);
-    auto *ctx = static_cast<ngx_http_log_ctx_t *>(log->data);
+    auto *ctx = &own->http;
     if (ctx != nullptr && ctx->request != nullptr && ctx->request->log_handler != nullptr) {
         return ctx->request->log_handler(ctx->request, ctx->current_request, p, len);
     }
@@ -307,25 +312,22 @@ u_char *log_context(ngx_log_t *log, u_char *buf, size_t len) {
 // "unix:", as nginx shows a client of a unix socket: the module itself.
 struct sockaddr g_self_addr = {AF_UNIX, {0}};
 
-ngx_int_t delivery_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
-    auto *s = static_cast<Sending *>(data);
-    if (s->answered) return rc;
-    s->answered = true;
-    ngx_uint_t status = sr->headers_out.status;
-    s->ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && status >= 200 && status < 300;
-    if (!s->ok) {
-        // the status is all the outbox keeps: the mailer's body may quote the email
-        s->error = rc == NGX_ERROR || status == 0 ? std::string("the delivery location gave no answer")
-                                                  : "the delivery location answered " + std::to_string(status);
-        ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0,
-                      "signin: delivery subrequest \"%V\" failed (rc %i, status %ui)", &sr->uri, rc, status);
+ngx_int_t own_post_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
+    auto *p = static_cast<OwnPost *>(data);
+    if (p->answered) return rc;
+    p->answered = true;
+    p->status = rc == NGX_ERROR ? 0 : sr->headers_out.status;
+    p->ok = rc != NGX_ERROR && rc < NGX_HTTP_SPECIAL_RESPONSE && p->status >= 200 && p->status < 300;
+    if (!p->ok) {
+        ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0, "signin: %s subrequest \"%V\" failed (rc %i, status %ui)",
+                      p->what, &sr->uri, rc, p->status);
     }
-    ngx_post_event(&s->ev, &ngx_posted_events);  // reap (on_end) once this finalization is over
+    ngx_post_event(&p->ev, &ngx_posted_events);  // reap (the owner's handler) once this finalization is over
     return rc;
 }
 
-// A connection of the module's own, in the server that holds the delivery location.
-ngx_connection_t *own_connection(MainConf *m) {
+// A connection of the module's own, in the server that holds the location.
+ngx_connection_t *own_connection(ngx_http_conf_ctx_t *server, const char *what) {
     ngx_socket_t fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd == -1) {
         ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, ngx_errno, "signin: open(\"/dev/null\") failed");
@@ -341,7 +343,7 @@ ngx_connection_t *own_connection(MainConf *m) {
 #endif
     c->pool = ngx_create_pool(1024, ngx_cycle->log);
     auto *log = c->pool ? static_cast<ngx_log_t *>(ngx_palloc(c->pool, sizeof(ngx_log_t))) : nullptr;
-    auto *lctx = c->pool ? static_cast<ngx_http_log_ctx_t *>(ngx_pcalloc(c->pool, sizeof(ngx_http_log_ctx_t))) : nullptr;
+    auto *lctx = c->pool ? static_cast<OwnLogCtx *>(ngx_pcalloc(c->pool, sizeof(OwnLogCtx))) : nullptr;
     auto *hc = c->pool ? static_cast<ngx_http_connection_t *>(ngx_pcalloc(c->pool, sizeof(ngx_http_connection_t)))
                        : nullptr;
     c->buffer = c->pool ? ngx_create_temp_buf(c->pool, 1) : nullptr;  // empty: nothing was read
@@ -350,7 +352,8 @@ ngx_connection_t *own_connection(MainConf *m) {
         return nullptr;
     }
     *log = *ngx_cycle->log;
-    lctx->connection = c;
+    lctx->http.connection = c;
+    lctx->doing = what;
     log->data = lctx;
     log->handler = log_context;
     log->action = nullptr;
@@ -372,18 +375,22 @@ ngx_connection_t *own_connection(MainConf *m) {
     c->read->active = 1;    // as if registered: nginx adds no event for /dev/null
     c->write->active = 1;   // (and deletes none: closing it with NGX_CLOSE_EVENT makes no call)
     c->start_time = ngx_current_msec;
-    hc->conf_ctx = m->delivery_ctx;
+    hc->conf_ctx = server;
     c->data = hc;
     return c;
 }
 
-void forget_request(void *data) { static_cast<Sending *>(data)->fr = nullptr; }
+void forget_request(void *data) { static_cast<OwnPost *>(data)->fr = nullptr; }
 
-// The module's own request, and its subrequest to the delivery location.
-bool start_subrequest(Sending *s) {
-    MainConf *m = cycle_main_conf(const_cast<ngx_cycle_t *>(ngx_cycle));
-    if (m == nullptr || m->delivery_ctx == nullptr) return false;
-    ngx_connection_t *c = own_connection(m);
+}  // namespace
+
+bool start_own_post(OwnPost *p, ngx_http_conf_ctx_t *server, const ngx_str_t &uri,
+                    const std::function<bool(ngx_http_request_t *, RequestCtx *)> &fill) {
+    p->answered = false;
+    p->ok = false;
+    p->status = 0;
+    if (server == nullptr) return false;
+    ngx_connection_t *c = own_connection(server, p->log_action);
     if (c == nullptr) return false;
     ngx_http_request_t *r = ngx_http_create_request(c);
     if (r == nullptr) {
@@ -394,8 +401,8 @@ bool start_subrequest(Sending *s) {
     r->logged = 1;  // the module's own request: nothing for the access log (log_subrequest logs the send)
     r->method = NGX_HTTP_POST;
     ngx_str_set(&r->method_name, "POST");
-    r->uri = m->delivery_uri;
-    r->unparsed_uri = m->delivery_uri;
+    r->uri = uri;
+    r->unparsed_uri = uri;
     ngx_str_set(&r->request_line, "POST (signin outbox)");
     ngx_str_set(&r->http_protocol, "HTTP/1.1");
     r->http_version = NGX_HTTP_VERSION_11;
@@ -415,48 +422,71 @@ bool start_subrequest(Sending *s) {
         return false;
     }
     cln->handler = forget_request;
-    cln->data = s;
-    s->fr = r;
+    cln->data = p;
+    p->fr = r;
 
     auto *ps = static_cast<ngx_http_post_subrequest_t *>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
     ngx_http_request_t *sr = nullptr;
     RequestCtx *sctx = nullptr;
     bool ok = ps != nullptr;
     if (ok) {
-        ps->handler = delivery_done;
-        ps->data = s;
-        ok = ngx_http_subrequest(r, &m->delivery_uri, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) == NGX_OK;
+        ps->handler = own_post_done;
+        ps->data = p;
+        ok = ngx_http_subrequest(r, &r->uri, nullptr, &sr, ps, NGX_HTTP_SUBREQUEST_BACKGROUND) == NGX_OK;
     }
     if (ok) {
-        sr->header_only = 1;  // the mailer's answer body is not needed, only its status
+        sr->header_only = 1;  // the answer's body is not needed, only its status
         sr->method = NGX_HTTP_POST;
         ngx_str_set(&sr->method_name, "POST");
         // headers of its own (a copied list would grow the parent's)
-        sctx = ngx_list_init(&sr->headers_in.headers, sr->pool, 2, sizeof(ngx_table_elt_t)) == NGX_OK
+        sctx = ngx_list_init(&sr->headers_in.headers, sr->pool, 4, sizeof(ngx_table_elt_t)) == NGX_OK
                    ? get_ctx(sr, true)
                    : nullptr;
         ok = sctx != nullptr;
     }
-    if (ok) {
-        ok = guard([&] {
-            sctx->delivery_json =
-                signin::json::delivery(s->item.delivery, m->emails->render(s->item.delivery, id().origin().text));
-            // The delivery JSON is the subrequest's own request body, so that a plain `proxy_pass`
-            // sends it to the mailer. No nginx variable carries it into proxy_set_body: nginx's
-            // script engine writes the value of every variable it evaluates to a debug-level
-            // error.log, token included. The JSON lives in the subrequest's ctx until the pool goes.
-            return give_subrequest_body(sr, sctx->delivery_json, "application/json") == NGX_OK;
-        }, [](const std::exception *) { return false; });
-    }
+    if (ok) ok = guard([&] { return fill(sr, sctx); }, [](const std::exception *) { return false; });
     if (!ok && sr == nullptr) {  // nothing runs: free it here
-        s->fr = nullptr;
+        p->fr = nullptr;
         ngx_http_free_request(r, 0);
         ngx_http_close_connection(c);
         return false;
     }
-    // a subrequest without its body still runs: the mailer refuses it, and it is tried again
+    // a subrequest without its body still runs: the location refuses it, and it is tried again
     ngx_http_run_posted_requests(c);
     return true;
+}
+
+bool reap_own_post(OwnPost *p, ngx_msec_t again) {
+    if (ngx_http_request_t *r = p->fr) {
+        if (r->count != 1 || r->blocked) {  // the subrequest has not let go yet
+            ngx_add_timer(&p->ev, again);
+            return false;
+        }
+        ngx_connection_t *c = r->connection;
+        p->fr = nullptr;
+        ngx_http_free_request(r, 0);
+        ngx_http_close_connection(c);
+    }
+    return true;
+}
+
+namespace {
+
+// The module's own request, and its subrequest to the delivery location.
+bool start_subrequest(Sending *s) {
+    MainConf *m = cycle_main_conf(const_cast<ngx_cycle_t *>(ngx_cycle));
+    if (m == nullptr || m->delivery_ctx == nullptr) return false;
+    s->log_action = "sending an email from the signin outbox";
+    s->what = "delivery";
+    return start_own_post(s, m->delivery_ctx, m->delivery_uri, [&](ngx_http_request_t *sr, RequestCtx *sctx) {
+        sctx->delivery_json =
+            signin::json::delivery(s->item.delivery, m->emails->render(s->item.delivery, id().origin().text));
+        // The delivery JSON is the subrequest's own request body, so that a plain `proxy_pass`
+        // sends it to the mailer. No nginx variable carries it into proxy_set_body: nginx's
+        // script engine writes the value of every variable it evaluates to a debug-level
+        // error.log, token included. The JSON lives in the subrequest's ctx until the pool goes.
+        return give_subrequest_body(sr, sctx->delivery_json, "application/json") == NGX_OK;
+    });
 }
 
 void on_end(ngx_event_t *ev);
@@ -475,15 +505,11 @@ void begin(Sending *s) {
 // After the subrequest's post handler: free the module's request once nginx is done with it.
 void on_end(ngx_event_t *ev) {
     Sending *s = sending_of(ev);
-    if (ngx_http_request_t *r = s->fr) {
-        if (r->count != 1 || r->blocked) {  // the subrequest has not let go yet
-            ngx_add_timer(&s->ev, kReapAgain);
-            return;
-        }
-        ngx_connection_t *c = r->connection;
-        s->fr = nullptr;
-        ngx_http_free_request(r, 0);
-        ngx_http_close_connection(c);
+    if (!reap_own_post(s, kReapAgain)) return;
+    if (!s->ok) {
+        // the status is all the outbox keeps: the mailer's body may quote the email
+        s->error = s->status == 0 ? std::string("the delivery location gave no answer")
+                                  : "the delivery location answered " + std::to_string(s->status);
     }
     settle(s, s->ok, s->ok ? std::string() : std::move(s->error));
 }
@@ -538,55 +564,6 @@ void check_outbox(ngx_event_t *ev) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- where deliveries are made
-
-// The exact or prefix location of a static location tree that serves uri, as nginx's search
-// finds it; nullptr when none does.
-namespace {
-
-ngx_http_core_loc_conf_t *static_location(ngx_http_location_tree_node_t *node, const u_char *uri, size_t len) {
-    ngx_http_core_loc_conf_t *found = nullptr;
-    while (node != nullptr) {
-        size_t n = len <= node->len ? len : node->len;
-        ngx_int_t rc = ngx_filename_cmp(const_cast<u_char *>(uri), node->name, n);
-        if (rc != 0) {
-            node = rc < 0 ? node->left : node->right;
-            continue;
-        }
-        if (len > node->len) {
-            if (node->inclusive) {  // a prefix location: a longer one may follow inside it
-                found = node->inclusive;
-                node = node->tree;
-                uri += n;
-                len -= n;
-                continue;
-            }
-            node = node->right;
-            continue;
-        }
-        if (len == node->len) return node->exact != nullptr ? node->exact : node->inclusive;
-        node = node->left;
-    }
-    return found;
-}
-
-}  // namespace
-
-ngx_http_core_loc_conf_t *find_location(ngx_conf_t *cf, const ngx_str_t &uri, ngx_http_conf_ctx_t **server) {
-    auto *cmcf =
-        static_cast<ngx_http_core_main_conf_t *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto **servers = static_cast<ngx_http_core_srv_conf_t **>(cmcf->servers.elts);
-    for (ngx_uint_t i = 0; i < cmcf->servers.nelts; i++) {
-        ngx_http_conf_ctx_t *ctx = servers[i]->ctx;
-        auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(ctx->loc_conf[ngx_http_core_module.ctx_index]);
-        if (ngx_http_core_loc_conf_t *loc = static_location(clcf->static_locations, uri.data, uri.len)) {
-            if (server != nullptr) *server = ctx;
-            return loc;
-        }
-    }
-    return nullptr;
-}
-
 void start_delivery(signin::Delivery &d, std::string outbox_key, const std::string &client) {
     if (!d.token.empty()) count_token(d.purpose);
     if (outbox_key.empty()) return;
@@ -596,16 +573,6 @@ void start_delivery(signin::Delivery &d, std::string outbox_key, const std::stri
     item.client = client;
     item.attempts = 1;
     enqueue(std::move(item));
-}
-
-ngx_int_t find_delivery_server(ngx_conf_t *cf, MainConf *m) {
-    if (m->delivery_uri.len == 0) return NGX_OK;
-    if (find_location(cf, m->delivery_uri, &m->delivery_ctx) != nullptr) return NGX_OK;
-    std::string uri(sv(m->delivery_uri));
-    log_at(cf, NGX_LOG_EMERG, m, "signin_delivery",
-           "signin_delivery \"" + uri + "\" matches no exact or prefix location in any server: add \"location = " + uri +
-               " { internal; proxy_pass ...; }\"");
-    return NGX_ERROR;
 }
 
 void start_outbox(ngx_cycle_t *cycle) {

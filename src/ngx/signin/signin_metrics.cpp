@@ -6,6 +6,7 @@
 #include "signin/auth.hpp"
 #include "signin/metrics.hpp"
 #include "signin_conf.h"
+#include "signin_events.h"
 #include "signin_reply.h"
 #include "signin_request.h"
 
@@ -17,6 +18,7 @@ namespace mx = signin::metrics;
 constexpr std::size_t kWays = sizeof mx::kMethods / sizeof mx::kMethods[0];
 constexpr std::size_t kReasons = sizeof mx::kFailureCodes / sizeof mx::kFailureCodes[0];
 constexpr std::size_t kPurposes = 9;   // signin::Purpose 1..9
+constexpr std::size_t kEventTypes = signin::kEventTypes.size();
 constexpr std::size_t kBuckets = 7;    // Bucket 1..7
 constexpr std::size_t kBatchBounds = sizeof mx::kBatchSizeBounds / sizeof mx::kBatchSizeBounds[0];
 constexpr std::size_t kCommitBounds = sizeof mx::kCommitBounds / sizeof mx::kCommitBounds[0];
@@ -29,6 +31,7 @@ struct Counters {
     ngx_atomic_t failures[kReasons];
     ngx_atomic_t tokens[kPurposes];
     ngx_atomic_t deliveries[2][3];  // [Transport][DeliveryResult]
+    ngx_atomic_t events[kEventTypes][3];  // [event_type_index][EventResult]
     ngx_atomic_t limited[kBuckets];
     ngx_atomic_t batch_sizes[kBatchBounds + 1];
     ngx_atomic_t batch_jobs;
@@ -94,6 +97,18 @@ ngx_int_t metrics(ngx_http_request_t *r) {
             static const char *const transports[] = {"http", "smtp"}, *const results[] = {"sent", "retried", "failed"};
             deliveries.samples.push_back({results[i], get(c->deliveries[t][i])});
             deliveries.outer_values.emplace_back(transports[t]);
+        }
+    }
+    auto &events = family("signin_events_total",
+                          "Sends of events to the application (signin_events) by type and result: sent, retried "
+                          "(refused, tried again), dropped (refused for the last time).",
+                          Type::Counter, "result");
+    events.outer_label = "type";
+    for (std::size_t t = 0; t < kEventTypes; ++t) {
+        for (std::size_t i = 0; i < 3; ++i) {
+            static const char *const results[] = {"sent", "retried", "dropped"};
+            events.samples.push_back({results[i], get(c->events[t][i])});
+            events.outer_values.emplace_back(signin::kEventTypes[t]);
         }
     }
     auto &limited = family("signin_rate_limited_total", "Requests answered 429, by limit.", Type::Counter, "limit");
@@ -176,6 +191,11 @@ void count_token(signin::Purpose purpose) {
 
 void count_delivery(Transport transport, DeliveryResult result) {
     if (g_counters) add(g_counters->deliveries[static_cast<std::size_t>(transport)][static_cast<std::size_t>(result)]);
+}
+
+void count_event(std::string_view type, EventResult result) {
+    const auto t = signin::event_type_index(type);
+    if (g_counters && t) add(g_counters->events[*t][static_cast<std::size_t>(result)]);
 }
 
 void count_limited(Bucket bucket) {

@@ -62,15 +62,16 @@ signin::pages::Settings page_settings(ngx_http_request_t *r) {
     const LocConf *l = loc_conf(r);
     signin::pages::Settings s;
     s.site_name = site_name(m);
-    s.passwords = m->passwords != 0;
-    s.registration = m->registration != 0;
-    s.mfa = m->mfa != 0;
-    s.passkeys = m->passkeys != 0;
-    s.email = m->email != 0;
-    s.remember_days = static_cast<long long>(m->mfa_remember / (24 * 3600 * 1000));
-    s.resend_seconds = static_cast<long long>((m->token_resend + 999) / 1000);
-    s.token_minutes = static_cast<long long>((m->token_ttl + 59999) / 60000);
-    s.fresh_minutes = static_cast<long long>((m->password_fresh + 59999) / 60000);
+    const signin::Policy &p = *m->policy;
+    s.passwords = p.with_passwords;
+    s.registration = p.allow_registration;
+    s.mfa = p.with_mfa;
+    s.passkeys = p.with_passkeys;
+    s.email = p.with_email;
+    s.remember_days = static_cast<long long>(p.mfa_remember / (24 * 3600 * 1000));
+    s.resend_seconds = static_cast<long long>((p.token_resend + 999) / 1000);
+    s.token_minutes = static_cast<long long>((p.token_ttl + 59999) / 60000);
+    s.fresh_minutes = static_cast<long long>((p.fresh_window + 59999) / 60000);
     s.stylesheet = std::string(sv(l->pages_css));
     return s;
 }

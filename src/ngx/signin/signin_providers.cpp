@@ -553,30 +553,4 @@ ngx_int_t provider_flow(ngx_http_request_t *r, std::string_view name, std::strin
     return run(r, std::move(call));
 }
 
-// ---------------------------------------------------------------- configuration
-
-ngx_int_t check_provider_fetch(ngx_conf_t *cf, MainConf *m) {
-    if (m->providers == nullptr || m->provider_fetch_uri.len == 0) return NGX_OK;
-    if (ngx_http_core_loc_conf_t *loc = find_location(cf, m->provider_fetch_uri)) {
-        if (!loc->internal) {
-            ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                               "the signin_provider_fetch location \"%V\" is not \"internal\": add \"internal;\" to it",
-                               &loc->name);
-        }
-        if (loc->subrequest_output_buffer_size < 64 * 1024) {
-            ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                               "the signin_provider_fetch location \"%V\" keeps at most %uz bytes of an answer "
-                               "(subrequest_output_buffer_size): a provider's discovery document or keys can be "
-                               "larger; set \"subrequest_output_buffer_size 64k;\" in it",
-                               &loc->name, loc->subrequest_output_buffer_size);
-        }
-        return NGX_OK;
-    }
-    std::string uri(sv(m->provider_fetch_uri));
-    log_at(cf, NGX_LOG_EMERG, m, "signin_provider_fetch",
-           "signin_provider_fetch \"" + uri + "\" matches no exact or prefix location in any server: add \"location = " +
-               uri + " { internal; proxy_pass $signin_provider_url; }\" beside signin_api");
-    return NGX_ERROR;
-}
-
 }  // namespace signin_ngx

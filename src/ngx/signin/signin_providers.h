@@ -1,5 +1,5 @@
-// OpenID Connect providers (signin_providers.cpp): the flow's two navigations, and the
-// configuration nginx -t checks.
+// OpenID Connect providers: the flow's two navigations (signin_providers.cpp), and the check of
+// signin_provider_fetch once the servers are known (conf_providers.cpp).
 #pragma once
 
 #include "ngx_signin_nginx.h"

@@ -85,7 +85,7 @@ std::string client_of(ngx_http_request_t *r) {
 std::string client_key(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx && ctx->client_key) return *ctx->client_key;
-    std::string key = signin::client_key(client_of(r), static_cast<unsigned>(main_conf(r)->client_ipv6_prefix));
+    std::string key = signin::client_key(client_of(r), main_conf(r)->policy->attempts.client_ipv6_prefix);
     if (ctx) ctx->client_key = key;
     return key;
 }

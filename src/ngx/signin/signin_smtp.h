@@ -3,9 +3,11 @@
 // delivery's (signin_delivery.cpp): it hands each email to send_by_smtp instead of starting an
 // HTTP subrequest, and the results come back to it through record_send.
 //
-// Emails wait in a queue of the worker; what is waiting goes as one batch (at most 16) over one
-// connection to the relay, in one task of signin_thread_pool, libcurl doing SMTP and TLS there
-// (signin/smtp.hpp). One batch at a time per worker; the event loop never waits for the relay.
+// Emails wait in a queue of the worker; what is waiting goes in batches (at most 16 each, at most
+// two at a time per worker), each over one connection to the relay, in one task of
+// signin_thread_pool, libcurl doing SMTP and TLS there (signin/smtp.hpp). A batch's connection is
+// kept for the next batch while emails keep coming, and closed (QUIT, in the pool) after a few idle
+// seconds. The event loop never waits for the relay.
 #pragma once
 
 #include "ngx_signin_nginx.h"
@@ -32,7 +34,7 @@ inline bool smtp_on() { return smtp_settings(const_cast<ngx_cycle_t *>(ngx_cycle
 
 // Queues an email of the outbox for the next batch (started a few ms after the current event).
 void send_by_smtp(signin::OutboxItem item);
-// Emails waiting for a batch or in the one being sent (the outbox check claims no more meanwhile).
+// Emails waiting for a batch or in the batches being sent (the outbox check claims no more meanwhile).
 std::size_t smtp_queued();
 // At the worker's exit: a send under way stops within about a second (its emails stay in the
 // outbox and are tried again).

@@ -3,6 +3,7 @@
 #include "signin_conf.h"
 #include "signin_metrics.h"
 #include "signin_delivery.h"
+#include "signin_events.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
 #include "signin_smtp.h"
@@ -103,10 +104,8 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     if (m->secret_key != nullptr) g_identity->use_secret_key(*m->secret_key);  // seals second-factor secrets
     // every email leaves through the outbox
     if (m->secret_key != nullptr && (m->delivery_ctx != nullptr || smtp_settings(cycle) != nullptr)) {
-        signin::OutboxSettings outbox;
+        signin::OutboxSettings outbox = *m->outbox;  // signin_delivery_timeout, signin_delivery_retries
         outbox.key = *m->secret_key;
-        outbox.hold = static_cast<signin::Millis>(m->delivery_timeout);
-        outbox.retries = static_cast<unsigned>(m->delivery_retries);
         g_identity->use_outbox(outbox);
         outbox.key.fill(0);
     }
@@ -159,10 +158,11 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
     }
     set_job_pools(m->thread_pool, m->password_pool);
     const bool warming =
-        !m->passwords || guard([&] { return start_background_job(std::make_unique<WarmJob>(m->policy->password_hash)) == NGX_OK; },
+        !m->policy->with_passwords || guard([&] { return start_background_job(std::make_unique<WarmJob>(m->policy->password_hash)) == NGX_OK; },
                                [](const std::exception *) { return false; });
     if (!warming) ngx_log_error(NGX_LOG_WARN, cycle->log, 0, "signin: could not queue the warm-up of the password hash");
     if (g_identity->has_outbox()) start_outbox(cycle);
+    start_events(cycle, *g_identity);
     if (ngx_worker == 0) {
         g_purge_dummy.fd = -1;
         g_purge_event.handler = purge_tick;

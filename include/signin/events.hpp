@@ -1,0 +1,98 @@
+// Events for the application behind the site (signin_events): each change to an account (made,
+// deleted, suspended, its address, roles, password, second factors, passkeys, providers, its
+// sessions) is written as an event in the store, in the transaction that makes the change, so an
+// event is never lost and never sent for a change that was rolled back. A transport sends them
+// afterwards, signed as the Standard Webhooks specification says, in order per user: no later
+// event of a user goes while an earlier one waits for its next try. A refused event is tried again
+// with a delay doubling from 1 s up to an hour, signin_events_retries times, then dropped (and
+// audited as event.dropped).
+//
+// No secret is ever in an event: its body holds ids, an address, a client's address and the like.
+// Valid C++17: the glue includes it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signin/secret.hpp"
+#include "signin/store.hpp"
+#include "signin/types.hpp"
+
+namespace signin {
+
+class Engine;
+
+// Every event type, in the order the documentation lists them.
+inline constexpr std::array<std::string_view, 15> kEventTypes = {
+    "user.created",    "user.deleted",  "user.suspended", "user.unsuspended", "user.email_changed",
+    "user.roles_changed", "session.created", "session.ended", "password.changed", "mfa.enabled",
+    "mfa.disabled",    "passkey.added", "passkey.removed", "provider.linked", "provider.unlinked"};
+// Its index in kEventTypes, or nullopt for a name that is none.
+std::optional<std::size_t> event_type_index(std::string_view type);
+
+// The key of a Standard Webhooks secret ("whsec_" then base64 of 24 to 64 bytes); nullopt with
+// `why` when the text (one line, surrounding white space ignored) is not one.
+std::optional<Secret> parse_webhook_secret(std::string_view text, std::string *why);
+
+// The webhook-signature header of a message: "v1," then the base64 HMAC-SHA256 of
+// "<id>.<timestamp>.<body>" under the key.
+std::string webhook_signature(const Secret &key, std::string_view id, std::int64_t timestamp, std::string_view body);
+
+struct EventSettings {
+    Secret key;                   // parse_webhook_secret's; empty where nothing is sent (signin-admin)
+    std::vector<std::string> types;  // the types written; empty: every one
+    unsigned retries = 16;        // sends after the first failure, at most
+    Millis hold = 60000;          // how long a sender holds an event before another may send it
+};
+
+// The longest wait between two tries of one event.
+inline constexpr Millis kMaxEventDelay = 3600 * 1000;
+
+// One event as its sender holds it.
+struct EventItem {
+    std::string key;
+    std::string id;        // webhook-id
+    std::string type;
+    std::string user_id;
+    std::string body;
+    std::uint32_t attempts = 1;  // sends started, counting the one about to be made
+};
+
+// What became of a failed send.
+enum class EventRetry : std::uint8_t {
+    Later,    // held until its next try
+    Dropped,  // that was its last try: gone, audited as event.dropped
+    Lost,     // another sender holds it now (this one was too slow), or it is gone
+};
+
+class Events {
+public:
+    explicit Events(Engine &engine) : engine_(engine) {}
+
+    // Events that may be sent now, each held by the caller (for EventSettings::hold), at most
+    // `budget`: due, and the first waiting of its user. One that had all its tries is dropped.
+    Result<std::vector<EventItem>> claim_due(std::size_t budget);
+    // The application took it (a 2xx): it goes.
+    Status sent(const EventItem &item);
+    // The application refused it, or did not answer: its next try after the backoff, or dropped.
+    // `error`: why (a status; kept for signin-admin events until the next try).
+    Result<EventRetry> failed(const EventItem &item, std::string_view error);
+    // The webhook-signature of a send made at `timestamp` (seconds since the epoch).
+    std::string sign(const EventItem &item, std::int64_t timestamp) const;
+    // Whether claim_due would find something.
+    Result<bool> any_due();
+    // Events waiting, in the order they are sent, at most `limit` (signin-admin events).
+    Result<std::vector<EventRecord>> waiting(std::size_t limit);
+
+    // The wait after the n-th failed send: 1 s, doubling, at most kMaxEventDelay.
+    static Millis backoff(std::uint32_t failures);
+
+private:
+    Engine &engine_;
+};
+
+}  // namespace signin

@@ -1,0 +1,326 @@
+// Events for the application (events.hpp): what turns an audit entry into an event in the same
+// transaction, the Standard Webhooks signature, and an event's life (held, sent, tried again,
+// dropped) with a user's events kept in order.
+#include "signin/events.hpp"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "encoding.hpp"
+#include "engine_detail.hpp"
+#include "signin/engine.hpp"
+#include "signin/json.hpp"
+#include "text.hpp"
+
+namespace signin {
+namespace {
+
+// The counter that tells signin-admin which types the server writes (Engine::publish_events):
+// kept until the server says otherwise.
+constexpr std::string_view kPublishedKey = "config\nevents";
+constexpr Millis kForever = 0x7fffffffffffffffLL;
+// Events looked at per claim: a backlog longer than this is sent in rounds.
+constexpr std::size_t kClaimScan = 1024;
+constexpr std::size_t kMaxErrorText = 300;
+
+// The type an audit entry reports, or nullopt when it reports none.
+std::optional<std::string_view> type_of(const AuditEntry &e) {
+    const std::string_view k = e.kind;
+    if (k == "user.created" || k == "user.deleted" || k == "user.suspended" || k == "session.created" ||
+        k == "session.ended" || k == "password.changed" || k == "mfa.enabled" || k == "mfa.disabled" ||
+        k == "passkey.added" || k == "passkey.removed" || k == "provider.linked" || k == "provider.unlinked") {
+        return k;
+    }
+    if (k == "user.invited") {  // an invitation makes the account unless it existed
+        if (e.detail == "new") return std::string_view("user.created");
+        return std::nullopt;
+    }
+    if (k == "user.restored") return std::string_view("user.unsuspended");
+    if (k == "email.changed") return std::string_view("user.email_changed");
+    if (k == "user.role_added" || k == "user.role_removed") return std::string_view("user.roles_changed");
+    if (k == "logout" || k == "session.revoked") return std::string_view("session.ended");
+    if (k == "password.set" || k == "password.reset") return std::string_view("password.changed");
+    if (k == "mfa.reset") return std::string_view("mfa.disabled");
+    return std::nullopt;
+}
+
+// The session id an audit entry of a session names ("<id>" or "<id>:all").
+std::string_view session_of(std::string_view detail) { return detail.substr(0, detail.find(':')); }
+
+// The body of the event an audit entry reports.
+std::string body_of(WriteTxn &txn, std::string_view type, const AuditEntry &e, const EventFacts &f) {
+    json::Writer w;
+    w.begin_object().key("type").value(type).key("timestamp").time(e.at).key("data").begin_object();
+    w.key("user_id").value(e.user_id);
+    if (type.substr(0, 5) == "user." && !e.email.empty()) w.key("email").value(e.email);
+    if (type == "user.roles_changed") {
+        w.key("roles").begin_array();
+        if (auto u = txn.user_by_id(e.user_id)) {
+            for (const auto &r : u->roles) w.value(r);
+        }
+        w.end_array();
+    } else if (type == "session.created") {
+        if (!f.session_id.empty()) w.key("session_id").value(f.session_id);
+        w.key("method").value(f.method).key("mfa").value(f.mfa).key("client").value(e.client);
+        w.key("user_agent").value(f.user_agent);
+    } else if (type == "session.ended") {
+        const std::string_view reason = !f.reason.empty() ? f.reason : e.kind == "logout" ? "logout" : "revoked";
+        const std::string_view id = !f.session_id.empty() ? f.session_id : session_of(e.detail);
+        if (!id.empty()) w.key("session_id").value(id);
+        w.key("reason").value(reason);
+    } else if (type == "mfa.enabled" || type == "mfa.disabled") {
+        if (e.kind == "mfa.reset") w.key("reason").value("reset");
+    } else if (type == "passkey.added" || type == "passkey.removed") {
+        w.key("name").value(e.detail);
+    } else if (type == "provider.linked" || type == "provider.unlinked") {
+        w.key("provider").value(std::string_view(e.detail).substr(0, std::string_view(e.detail).find(':')));
+    }
+    w.end_object().end_object();
+    return w.take();
+}
+
+std::string new_event_id() {
+    unsigned char raw[16];
+    randombytes_buf(raw, sizeof raw);
+    return "msg_" + enc::base64url(raw, sizeof raw);
+}
+
+bool out_of_tries(unsigned retries, std::uint32_t attempts) { return attempts >= 1 + static_cast<std::uint64_t>(retries); }
+
+// Gives an event up: it goes, and the audit trail says so (its type and id; never its body).
+void drop(WriteTxn &txn, const EventRecord &r, Millis now) {
+    txn.del_event(r.key);
+    txn.append_audit(detail::audit(now, "event.dropped", {}, {}, r.user_id, r.type + " " + r.id));
+}
+
+}  // namespace
+
+std::optional<std::size_t> event_type_index(std::string_view type) {
+    for (std::size_t i = 0; i < kEventTypes.size(); ++i) {
+        if (kEventTypes[i] == type) return i;
+    }
+    return std::nullopt;
+}
+
+std::optional<Secret> parse_webhook_secret(std::string_view text, std::string *why) {
+    const std::string_view t = text::trim(text, " \t\r\n");
+    auto fail = [&](const char *reason) -> std::optional<Secret> {
+        if (why) *why = reason;
+        return std::nullopt;
+    };
+    if (t.substr(0, 6) != "whsec_") return fail("it does not start with whsec_");
+    const std::string_view b64 = t.substr(6);
+    std::string raw(b64.size(), '\0');
+    std::size_t len = 0;
+    if (sodium_base642bin(reinterpret_cast<unsigned char *>(raw.data()), raw.size(), b64.data(), b64.size(), nullptr,
+                          &len, nullptr, sodium_base64_VARIANT_ORIGINAL) != 0) {
+        sodium_memzero(raw.data(), raw.size());
+        return fail("what follows whsec_ is not base64");
+    }
+    raw.resize(len);
+    if (len < 24 || len > 64) {
+        sodium_memzero(raw.data(), raw.size());
+        return fail("the key is not 24 to 64 bytes long");
+    }
+    return Secret(std::move(raw));
+}
+
+std::string webhook_signature(const Secret &key, std::string_view id, std::int64_t timestamp, std::string_view body) {
+    crypto_auth_hmacsha256_state st;
+    const std::string_view k = key.reveal();
+    crypto_auth_hmacsha256_init(&st, reinterpret_cast<const unsigned char *>(k.data()), k.size());
+    const std::string ts = std::to_string(timestamp);
+    auto feed = [&](std::string_view s) {
+        crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char *>(s.data()), s.size());
+    };
+    feed(id);
+    feed(".");
+    feed(ts);
+    feed(".");
+    feed(body);
+    unsigned char mac[crypto_auth_hmacsha256_BYTES];
+    crypto_auth_hmacsha256_final(&st, mac);
+    char b64[sodium_base64_ENCODED_LEN(crypto_auth_hmacsha256_BYTES, sodium_base64_VARIANT_ORIGINAL)];
+    sodium_bin2base64(b64, sizeof b64, mac, sizeof mac, sodium_base64_VARIANT_ORIGINAL);
+    sodium_memzero(&st, sizeof st);
+    return std::string("v1,") + b64;
+}
+
+// ---- the engine's side -------------------------------------------------------------------------
+
+void Engine::use_events(const EventSettings &settings) {
+    auto st = std::make_shared<EventState>();
+    st->key = settings.key;
+    st->retries = settings.retries;
+    st->hold = settings.hold;
+    st->types.fill(settings.types.empty());
+    for (const auto &t : settings.types) {
+        if (auto i = event_type_index(t)) st->types[*i] = true;
+    }
+    events_ = st;
+    std::weak_ptr<const EventState> weak = st;
+    auto hook = std::make_shared<const AuditHook>([weak](WriteTxn &txn, const AuditEntry &e, const EventFacts &f) {
+        auto state = weak.lock();
+        if (!state) return;
+        const auto type = type_of(e);
+        if (!type) return;
+        const auto i = event_type_index(*type);
+        if (!i || !state->types[*i]) return;
+        EventRecord r;
+        r.id = new_event_id();
+        r.type = std::string(*type);
+        r.user_id = e.user_id;
+        r.body = body_of(txn, *type, e, f);
+        r.created_at = e.at;
+        r.due_at = e.at;
+        r.attempts = 0;
+        txn.put_event(r);
+    });
+    store_->set_audit_hook(std::move(hook));
+}
+
+Status Engine::publish_events() {
+    return detail::guarded("publish the event types", [&]() -> Status {
+        std::optional<std::string> want;
+        if (events_) {
+            std::string types;
+            for (std::size_t i = 0; i < kEventTypes.size(); ++i) {
+                if (!events_->types[i]) continue;
+                if (!types.empty()) types += ' ';
+                types += kEventTypes[i];
+            }
+            want = types.empty() ? std::string("-") : types;
+        }
+        if (store_->read()->counter(kPublishedKey) == want) return ok_status();  // no write at every start
+        auto txn = store_->write();
+        if (want) {
+            txn->put_counter(kPublishedKey, *want, kForever);
+        } else {
+            txn->del_counter(kPublishedKey);
+        }
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Result<bool> Engine::use_published_events() {
+    return detail::guarded("read the event types", [&]() -> Result<bool> {
+        auto txn = store_->read();
+        auto text = txn->counter(kPublishedKey);
+        if (!text) return false;
+        EventSettings s;
+        std::string_view rest = *text;
+        while (!rest.empty()) {
+            const auto sp = rest.find(' ');
+            const std::string_view word = rest.substr(0, sp);
+            if (event_type_index(word)) s.types.emplace_back(word);
+            rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+        }
+        if (s.types.empty()) return false;  // "-": none of the types is written
+        use_events(s);
+        return true;
+    });
+}
+
+// ---- an event's life ---------------------------------------------------------------------------
+
+Millis Events::backoff(std::uint32_t failures) {
+    if (failures == 0) return 0;
+    const std::uint32_t shift = std::min<std::uint32_t>(failures - 1, 20);
+    return std::min(Millis{1000} << shift, kMaxEventDelay);
+}
+
+Result<std::vector<EventItem>> Events::claim_due(std::size_t budget) {
+    auto st = engine_.events_;
+    if (!st) return std::vector<EventItem>{};
+    return detail::guarded("events claim", [&]() -> Result<std::vector<EventItem>> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        std::vector<EventItem> out;
+        std::unordered_set<std::string> waiting_users;  // users with an earlier event still waiting
+        for (auto &r : txn->events(kClaimScan)) {
+            if (out.size() >= budget) break;
+            if (waiting_users.count(r.user_id) != 0) continue;
+            if (r.due_at > now) {
+                waiting_users.insert(r.user_id);
+                continue;
+            }
+            if (out_of_tries(st->retries, r.attempts)) {  // its holder vanished after its last try
+                drop(*txn, r, now);
+                continue;
+            }
+            waiting_users.insert(r.user_id);
+            r.attempts += 1;
+            r.due_at = now + st->hold;
+            txn->update_event(r);
+            out.push_back(EventItem{r.key, r.id, r.type, r.user_id, r.body, r.attempts});
+        }
+        txn->commit();
+        return out;
+    });
+}
+
+Status Events::sent(const EventItem &item) {
+    return detail::guarded("event sent", [&]() -> Status {
+        auto txn = engine_.store_->write();
+        if (auto r = txn->event(item.key); r && r->id == item.id) txn->del_event(item.key);
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Result<EventRetry> Events::failed(const EventItem &item, std::string_view error) {
+    auto st = engine_.events_;
+    if (!st) return Error{Code::Internal, "no events"};
+    return detail::guarded("event failure", [&]() -> Result<EventRetry> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto r = txn->event(item.key);
+        if (!r || r->id != item.id || r->attempts != item.attempts) {  // not this holder's any more
+            txn->commit();
+            return EventRetry::Lost;
+        }
+        if (out_of_tries(st->retries, r->attempts)) {
+            drop(*txn, *r, now);
+            txn->commit();
+            return EventRetry::Dropped;
+        }
+        r->due_at = now + backoff(r->attempts);
+        r->last_error = error.empty() ? std::string("no reason given") : std::string(error.substr(0, kMaxErrorText));
+        txn->update_event(*r);
+        txn->commit();
+        return EventRetry::Later;
+    });
+}
+
+std::string Events::sign(const EventItem &item, std::int64_t timestamp) const {
+    auto st = engine_.events_;
+    if (!st) return {};
+    return webhook_signature(st->key, item.id, timestamp, item.body);
+}
+
+Result<bool> Events::any_due() {
+    if (!engine_.events_) return false;
+    return detail::guarded("events check", [&]() -> Result<bool> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->read();
+        std::unordered_set<std::string> waiting_users;
+        for (const auto &r : txn->events(kClaimScan)) {
+            if (waiting_users.count(r.user_id) != 0) continue;
+            if (r.due_at <= now) return true;
+            waiting_users.insert(r.user_id);
+        }
+        return false;
+    });
+}
+
+Result<std::vector<EventRecord>> Events::waiting(std::size_t limit) {
+    return detail::guarded("events list", [&]() -> Result<std::vector<EventRecord>> {
+        auto txn = engine_.store_->read();
+        return txn->events(limit);
+    });
+}
+
+}  // namespace signin

@@ -1,0 +1,352 @@
+// Events for the application (events.hpp): the Standard Webhooks signature against the
+// specification's own example, the secret's form, the retry schedule, and on both stores: an event
+// written with its change and only then, a user's events in order across retries, dropping after
+// the last try, the type filter, and what signin-admin learns from the store.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+
+#include "engine_fixtures.hpp"
+#include "pg_fixture.hpp"
+#include "signin/auth.hpp"
+#include "signin/events.hpp"
+#include "signin/json.hpp"
+#include "store/records.hpp"
+
+using namespace signin;
+using signin::testing::FakeClock;
+using signin::testing::pg_server;
+using signin::testing::PgSchema;
+
+namespace {
+
+// The example of the Standard Webhooks specification (and of its reference libraries' tests).
+TEST(WebhookSignature, MatchesTheSpecificationsExample) {
+    std::string why;
+    auto key = parse_webhook_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why);
+    ASSERT_TRUE(key) << why;
+    EXPECT_EQ(webhook_signature(*key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})"),
+              "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    // any change of id, time or body gives another signature
+    EXPECT_NE(webhook_signature(*key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265331, R"({"test": 2432232314})"),
+              "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    EXPECT_NE(webhook_signature(*key, "msg_p5jXN8AQM9LWM0D4loKWxJel", 1614265330, R"({"test": 2432232314})"),
+              "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+}
+
+TEST(WebhookSecret, OnlyTheWhsecForm) {
+    std::string why;
+    EXPECT_TRUE(parse_webhook_secret("  whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n", &why)) << why;
+    EXPECT_FALSE(parse_webhook_secret("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why));
+    EXPECT_NE(why.find("whsec_"), std::string::npos);
+    EXPECT_FALSE(parse_webhook_secret("whsec_not base64!", &why));
+    EXPECT_FALSE(parse_webhook_secret("whsec_c2hvcnQ=", &why)) << "5 bytes is too short a key";
+    EXPECT_NE(why.find("24 to 64"), std::string::npos);
+}
+
+TEST(EventRetries, DoubleFromASecondUpToAnHour) {
+    EXPECT_EQ(Events::backoff(0), 0);
+    EXPECT_EQ(Events::backoff(1), 1000);
+    EXPECT_EQ(Events::backoff(2), 2000);
+    EXPECT_EQ(Events::backoff(12), 2048000);
+    EXPECT_EQ(Events::backoff(13), 3600000);
+    EXPECT_EQ(Events::backoff(16), 3600000);
+    EXPECT_EQ(Events::backoff(1000), 3600000);
+    Millis total = 0;  // the default 16 retries: how long an application may be away
+    for (std::uint32_t n = 1; n <= 16; ++n) total += Events::backoff(n);
+    EXPECT_EQ(total, (4095 + 4 * 3600) * 1000LL);
+}
+
+TEST(EventTypes, NamedOnce) {
+    for (std::size_t i = 0; i < kEventTypes.size(); ++i) EXPECT_EQ(event_type_index(kEventTypes[i]), i);
+    EXPECT_FALSE(event_type_index("user.made"));
+}
+
+enum class Backend { Lmdb, Pg };
+
+class EventsTest : public ::testing::TestWithParam<Backend> {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/signin-events-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        root_ = tmpl;
+        if (GetParam() == Backend::Pg) {
+            auto server = pg_server();
+            if (!server) GTEST_SKIP() << "SIGNIN_TEST_PG is not set: no PostgreSQL to test against";
+            schema_ = std::make_unique<PgSchema>(*server);
+            PgOptions o;
+            o.conninfo = schema_->conninfo();
+            store_ = std::shared_ptr<Store>(open_pg_store(o));
+        } else {
+            LmdbOptions o;
+            o.path = root_ + "/db";
+            o.map_size = 1ull << 24;
+            store_ = std::shared_ptr<Store>(open_lmdb_store(o));
+        }
+        clock_ = std::make_shared<FakeClock>();
+        std::string why;
+        settings_.key = *parse_webhook_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &why);
+        settings_.retries = 3;
+        settings_.hold = 60000;
+    }
+    void TearDown() override {
+        id_.reset();
+        store_.reset();
+        schema_.reset();
+        std::filesystem::remove_all(root_);
+    }
+
+    Identity &identity() {
+        if (!id_) {
+            std::string why;
+            id_ = std::make_unique<Identity>(store_, *parse_origin("http://127.0.0.1:8080", &why), Policy{}, DeliveryFn{},
+                                             clock_);
+            id_->use_events(settings_);
+        }
+        return *id_;
+    }
+
+    void add_user(const std::string &id, const std::string &email) {
+        User u;
+        u.id = id;
+        u.email = email;
+        u.group_id = "default";
+        auto txn = store_->write();
+        txn->put_user(u);
+        txn->commit();
+    }
+
+    std::vector<EventItem> claim(std::size_t budget = 100) {
+        auto items = identity().events().claim_due(budget);
+        EXPECT_TRUE(items) << items.error().message;
+        return items ? items.value() : std::vector<EventItem>{};
+    }
+
+    std::string root_;
+    std::unique_ptr<PgSchema> schema_;
+    std::shared_ptr<Store> store_;
+    std::shared_ptr<FakeClock> clock_;
+    EventSettings settings_;
+    std::unique_ptr<Identity> id_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, EventsTest, ::testing::Values(Backend::Lmdb, Backend::Pg),
+                         [](const auto &p) { return p.param == Backend::Lmdb ? "Lmdb" : "Pg"; });
+
+TEST_P(EventsTest, TheStoreKeepsThemInTheOrderWritten) {
+    std::vector<std::string> keys;
+    {
+        auto w = store_->write();
+        for (int i = 0; i < 3; ++i) {
+            EventRecord r;
+            r.id = "msg_" + std::to_string(i);
+            r.type = "user.created";
+            r.user_id = "u" + std::to_string(i);
+            r.body = "{}";
+            r.created_at = 1000 - i;  // the order is the writing's, not the times'
+            r.due_at = r.created_at;
+            w->put_event(r);
+            ASSERT_EQ(r.key.size(), 8u);
+            keys.push_back(r.key);
+        }
+        w->commit();
+    }
+    EXPECT_LT(keys[0], keys[1]);
+    EXPECT_LT(keys[1], keys[2]);
+    {
+        auto w = store_->write();
+        auto r = w->event(keys[1]);
+        ASSERT_TRUE(r);
+        r->attempts = 4;
+        r->last_error = "the application answered 500";
+        w->update_event(*r);
+        w->del_event(keys[0]);
+        w->commit();
+    }
+    auto r = store_->read();
+    EXPECT_EQ(r->event_count(), 2u);
+    auto all = r->events(10);
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[0].id, "msg_1");
+    EXPECT_EQ(all[0].attempts, 4u);
+    EXPECT_EQ(all[0].last_error, "the application answered 500");
+    EXPECT_EQ(all[1].id, "msg_2");
+    EXPECT_EQ(r->events(1).size(), 1u);
+    EXPECT_TRUE(store_->check_integrity().empty());
+    EXPECT_EQ(r->counts().events, 2u);
+}
+
+TEST_P(EventsTest, WrittenWithTheChangeAndNeverWithoutIt) {
+    add_user("u1", "ann@x.example");
+    Identity &id = identity();
+    ASSERT_TRUE(id.set_suspended("", "ann@x.example", true));
+    ASSERT_TRUE(id.set_role("", "ann@x.example", "staff", true));
+    auto items = claim();
+    ASSERT_EQ(items.size(), 1u) << "the user's second event waits for the first";
+    EXPECT_EQ(items[0].type, "user.suspended");
+    EXPECT_EQ(items[0].user_id, "u1");
+    EXPECT_EQ(items[0].id.substr(0, 4), "msg_");
+    EXPECT_NE(items[0].body.find(R"("type":"user.suspended")"), std::string::npos) << items[0].body;
+    EXPECT_NE(items[0].body.find(R"("email":"ann@x.example")"), std::string::npos) << items[0].body;
+    EXPECT_NE(items[0].body.find(R"("timestamp":")"), std::string::npos) << items[0].body;
+    ASSERT_TRUE(id.events().sent(items[0]));
+    items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].type, "user.roles_changed");
+    EXPECT_NE(items[0].body.find(R"("roles":["staff"])"), std::string::npos) << items[0].body;
+    ASSERT_TRUE(id.events().sent(items[0]));
+    EXPECT_TRUE(claim().empty());
+
+    // a transaction that never commits leaves no event
+    {
+        auto txn = store_->write();
+        txn->append_audit(AuditEntry{clock_->now(), "user.suspended", "ann@x.example", "", "u1", ""});
+        EXPECT_EQ(txn->event_count(), 1u) << "written in the change's own transaction";
+    }
+    EXPECT_EQ(store_->read()->event_count(), 0u);
+    // nor does a change that changes nothing (a role held already)
+    ASSERT_TRUE(id.set_role("", "ann@x.example", "staff", true));
+    EXPECT_EQ(store_->read()->event_count(), 0u);
+}
+
+TEST_P(EventsTest, AUsersEventsStayInOrderAcrossRetries) {
+    add_user("ua", "a@x.example");
+    add_user("ub", "b@x.example");
+    Identity &id = identity();
+    ASSERT_TRUE(id.set_suspended("", "a@x.example", true));    // a1
+    ASSERT_TRUE(id.set_suspended("", "b@x.example", true));    // b1
+    ASSERT_TRUE(id.set_suspended("", "a@x.example", false));   // a2
+    auto items = claim();
+    ASSERT_EQ(items.size(), 2u);
+    EXPECT_EQ(items[0].type, "user.suspended");
+    EXPECT_EQ(items[0].user_id, "ua");
+    EXPECT_EQ(items[1].user_id, "ub");
+    const EventItem a1 = items[0];
+    EXPECT_TRUE(claim().empty()) << "held by their sender";
+
+    auto r = id.events().failed(a1, "the application answered 500");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value(), EventRetry::Later);
+    ASSERT_TRUE(id.events().sent(items[1]));
+    EXPECT_TRUE(claim().empty()) << "a2 waits while a1 waits for its next try";
+    auto waiting = id.events().waiting(10);
+    ASSERT_TRUE(waiting);
+    ASSERT_EQ(waiting->size(), 2u);
+    EXPECT_EQ(waiting.value()[0].last_error, "the application answered 500");
+
+    clock_->advance(Events::backoff(1));
+    items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].id, a1.id) << "the same webhook-id at every try";
+    EXPECT_EQ(items[0].body, a1.body);
+    EXPECT_EQ(items[0].attempts, 2u);
+    EXPECT_EQ(id.events().sign(items[0], 1700000000), webhook_signature(settings_.key, a1.id, 1700000000, a1.body));
+    ASSERT_TRUE(id.events().sent(items[0]));
+    items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].type, "user.unsuspended");
+    // the failure of a send that another sender took over meanwhile changes nothing
+    clock_->advance(settings_.hold);
+    auto again = claim();
+    ASSERT_EQ(again.size(), 1u) << "its sender vanished: another takes it after the hold";
+    EXPECT_EQ(again[0].attempts, 2u);
+    EXPECT_EQ(again[0].id, items[0].id);
+    auto late = id.events().failed(items[0], "late");
+    ASSERT_TRUE(late);
+    EXPECT_EQ(late.value(), EventRetry::Lost);
+    ASSERT_TRUE(id.events().sent(again[0]));
+    EXPECT_EQ(store_->read()->event_count(), 0u);
+}
+
+TEST_P(EventsTest, DroppedAfterTheLastRetryAndAudited) {
+    add_user("u1", "ann@x.example");
+    Identity &id = identity();
+    ASSERT_TRUE(id.set_suspended("", "ann@x.example", true));
+    ASSERT_TRUE(id.set_suspended("", "ann@x.example", false));
+    for (std::uint32_t n = 1; n <= 3; ++n) {
+        auto items = claim();
+        ASSERT_EQ(items.size(), 1u);
+        EXPECT_EQ(items[0].type, "user.suspended");
+        EXPECT_EQ(items[0].attempts, n);
+        auto r = id.events().failed(items[0], "the application answered 503");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r.value(), EventRetry::Later);
+        clock_->advance(Events::backoff(n));
+    }
+    auto items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].attempts, 4u);
+    auto r = id.events().failed(items[0], "the application answered 503");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value(), EventRetry::Dropped) << "1 send and 3 retries";
+    bool audited = false;
+    for (const auto &e : store_->read()->audit(20)) {
+        if (e.kind == "event.dropped") {
+            audited = true;
+            EXPECT_EQ(e.user_id, "u1");
+            EXPECT_EQ(e.detail, "user.suspended " + items[0].id);
+        }
+    }
+    EXPECT_TRUE(audited);
+    items = claim();
+    ASSERT_EQ(items.size(), 1u) << "the next event of the user goes once the dropped one is gone";
+    EXPECT_EQ(items[0].type, "user.unsuspended");
+}
+
+TEST_P(EventsTest, OnlyTheChosenTypes) {
+    add_user("u1", "ann@x.example");
+    settings_.types = {"user.roles_changed"};
+    Identity &id = identity();
+    ASSERT_TRUE(id.set_suspended("", "ann@x.example", true));
+    ASSERT_TRUE(id.set_role("", "ann@x.example", "staff", true));
+    auto items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].type, "user.roles_changed");
+}
+
+TEST_P(EventsTest, SigninAdminWritesTheTypesTheServerPublished) {
+    add_user("u1", "ann@x.example");
+    settings_.types = {"user.suspended", "user.unsuspended"};
+    ASSERT_TRUE(identity().publish_events());
+    std::string why;
+    Identity admin(store_, *parse_origin("http://127.0.0.1:8080", &why), Policy{}, DeliveryFn{}, clock_);
+    // the admin's engine is the only one over its store in signin-admin: the server's hook goes
+    id_.reset();
+    store_->set_audit_hook(nullptr);
+    auto used = admin.use_published_events();
+    ASSERT_TRUE(used);
+    EXPECT_TRUE(used.value());
+    ASSERT_TRUE(admin.set_role("", "ann@x.example", "staff", true));
+    ASSERT_TRUE(admin.set_suspended("", "ann@x.example", true));
+    auto all = store_->read()->events(10);
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].type, "user.suspended");
+
+    // events off at the server: signin-admin writes none
+    Identity off(store_, *parse_origin("http://127.0.0.1:8080", &why), Policy{}, DeliveryFn{}, clock_);
+    ASSERT_TRUE(off.publish_events());
+    store_->set_audit_hook(nullptr);
+    Identity admin2(store_, *parse_origin("http://127.0.0.1:8080", &why), Policy{}, DeliveryFn{}, clock_);
+    auto none = admin2.use_published_events();
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(none.value());
+}
+
+TEST(EventRecords, DecodeChecksWhatItReads) {
+    EventRecord e;
+    e.key = std::string(8, '\1');
+    e.id = "msg_x";
+    e.type = "user.created";
+    e.user_id = "u";
+    e.body = "{}";
+    e.attempts = 2;
+    const std::string data = records::encode_event(e);
+    auto back = records::decode_event(e.key, data);
+    EXPECT_EQ(back.id, "msg_x");
+    EXPECT_EQ(back.attempts, 2u);
+    EXPECT_THROW(records::decode_event("short", data), StoreError);
+    EXPECT_THROW(records::decode_event(e.key, data.substr(0, data.size() - 1)), StoreError);
+}
+
+}  // namespace
