@@ -237,6 +237,7 @@ function showCodes(codes) {
     list.append(item);
   }
   $("mfa-codes").hidden = false;
+  $("mfa-state").hidden = true;  // the notice above says it is on; the state line comes back with "I have saved them"
   $("mfa-on").hidden = true;
   $("mfa-off").hidden = true;
   $("mfa-enroll").hidden = true;
@@ -250,6 +251,7 @@ async function loadMfa() {
   const s = answer.body;
   $("mfa-section").hidden = false;
   $("mfa-codes").hidden = true;
+  $("mfa-state").hidden = false;
   $("mfa-enroll").hidden = true;
   $("mfa-on").hidden = !s.totp;
   $("mfa-off").hidden = s.totp;

@@ -269,6 +269,7 @@ export function messages() {
     notice(text) {
       error.textContent = "";
       notice.textContent = text;
+      for (const el of document.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
     },
     clear() {
       error.textContent = "";

@@ -271,6 +271,8 @@ $("resend").addEventListener("click", async () => {
   if (answer.status === 202) {
     msg.notice(t("We sent a new code to {address}. Use the newest one.", { address }));
     startResendTimer();
+    $("code").value = "";  // the old code (perhaps the wrong one) must not be sent again by habit
+    wrongCodes = 0;
     $("code").focus();
   } else {
     msg.error(explain(answer));
