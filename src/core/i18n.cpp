@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <set>
 
-#include "i18n_data.hpp"
+#include "embedded_data.hpp"
 
 namespace signin::i18n {
 namespace {
@@ -124,98 +124,126 @@ bool valid_message(std::string_view pattern, std::string_view tag, std::string *
 Arg text_arg(std::string name, std::string value) { return Arg{std::move(name), std::move(value), 0, false}; }
 Arg number_arg(std::string name, double value) { return Arg{std::move(name), {}, value, true}; }
 
+namespace {
+
+// parse_po's state between lines: the entry being read, and which of its strings a line that is
+// only a quoted string continues.
+class PoReader {
+public:
+    Status line(std::string_view line, std::size_t line_no);
+    Status finish();
+    std::vector<PoEntry> entries;
+
+private:
+    Status keyword(std::string_view line, std::size_t line_no);
+    Status msgstr(std::string_view keyword, std::string value, std::size_t line_no);
+
+    enum class Field { None, Context, Id, Plural, Text, OtherText } field_ = Field::None;
+    PoEntry cur_;
+    bool has_id_ = false, has_text_ = false, next_fuzzy_ = false;
+    std::set<std::pair<std::string, std::string>> seen_;
+};
+
+Status PoReader::finish() {
+    if (!has_id_ && !has_text_ && cur_.context.empty() && field_ == Field::None) return ok_status();
+    if (!has_id_) return po_error(cur_.line, "an entry without msgid");
+    if (!has_text_) return po_error(cur_.line, "msgid without msgstr");
+    if (!seen_.insert({cur_.context, cur_.id}).second) return po_error(cur_.line, "a msgid given twice");
+    if (entries.size() >= kMaxPoEntries) return po_error(cur_.line, "more than 20000 entries");
+    entries.push_back(std::move(cur_));
+    cur_ = PoEntry{};
+    has_id_ = has_text_ = false;
+    field_ = Field::None;
+    return ok_status();
+}
+
+Status PoReader::line(std::string_view line, std::size_t line_no) {
+    if (line.empty()) return ok_status();
+    if (line.front() == '#') {
+        if (line.substr(0, 2) == "#~") return ok_status();  // an obsolete entry: kept for translators, not used
+        if (line.substr(0, 2) == "#," && line.substr(2).find("fuzzy") != std::string_view::npos) next_fuzzy_ = true;
+        return ok_status();
+    }
+    if (line.front() != '"') return keyword(line, line_no);
+    std::string *target = field_ == Field::Context ? &cur_.context
+                          : field_ == Field::Id    ? &cur_.id
+                          : field_ == Field::Text  ? &cur_.text
+                                                   : nullptr;
+    std::string ignored;
+    if (field_ == Field::None) return po_error(line_no, "a string outside any msgid or msgstr");
+    if (!quoted(line, target ? *target : ignored)) return po_error(line_no, "a malformed quoted string");
+    return ok_status();
+}
+
+Status PoReader::keyword(std::string_view line, std::size_t line_no) {
+    const std::size_t space = line.find_first_of(" \t");
+    if (space == std::string_view::npos) return po_error(line_no, "a keyword without its string");
+    const std::string_view keyword = line.substr(0, space);
+    std::string_view rest = trim(line.substr(space));
+    std::string value;
+    if (!quoted(rest, value)) return po_error(line_no, "a malformed quoted string");
+    if (keyword == "msgctxt" || (keyword == "msgid" && field_ != Field::Context)) {
+        if (has_id_ || has_text_ || field_ == Field::Context) {
+            if (auto s = finish(); !s) return s;
+        }
+        cur_.line = line_no;
+        cur_.fuzzy = next_fuzzy_;
+        next_fuzzy_ = false;
+    }
+    if (keyword == "msgctxt") {
+        cur_.context = std::move(value);
+        field_ = Field::Context;
+    } else if (keyword == "msgid") {
+        if (has_id_) return po_error(line_no, "a second msgid in one entry");
+        cur_.id = std::move(value);
+        has_id_ = true;
+        field_ = Field::Id;
+    } else if (keyword == "msgid_plural") {
+        if (!has_id_ || has_text_) return po_error(line_no, "msgid_plural out of place");
+        field_ = Field::Plural;
+    } else if (keyword == "msgstr" || keyword.substr(0, 7) == "msgstr[") {
+        return msgstr(keyword, std::move(value), line_no);
+    } else {
+        return po_error(line_no, "unknown keyword \"" + std::string(keyword.substr(0, 32)) + "\"");
+    }
+    return ok_status();
+}
+
+// msgstr, or msgstr[N] of a plural entry: the first form is the text; the others are read and
+// set aside (the module's messages carry their plurals inside ICU's syntax).
+Status PoReader::msgstr(std::string_view keyword, std::string value, std::size_t line_no) {
+    if (!has_id_) return po_error(line_no, "msgstr without msgid");
+    const bool first = keyword == "msgstr" || keyword == "msgstr[0]";
+    if (first && has_text_) return po_error(line_no, "a second msgstr in one entry");
+    if (!first) {
+        const std::string_view n = keyword.substr(7);
+        if (n.size() < 2 || n.back() != ']' || !std::all_of(n.begin(), n.end() - 1, digit) || !has_text_) {
+            return po_error(line_no, "a malformed msgstr[N]");
+        }
+        field_ = Field::OtherText;
+        return ok_status();
+    }
+    cur_.text = std::move(value);
+    has_text_ = true;
+    field_ = Field::Text;
+    return ok_status();
+}
+
+}  // namespace
+
 Result<std::vector<PoEntry>> parse_po(std::string_view text) {
     if (text.size() > kMaxPoBytes) return Error{Code::InvalidRequest, "the PO file is larger than 4 MiB"};
     if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a BOM some editors write
-    std::vector<PoEntry> out;
-    enum class Field { None, Context, Id, Plural, Text, OtherText } field = Field::None;
-    PoEntry cur;
-    bool has_id = false, has_text = false, next_fuzzy = false;
-    std::size_t line_no = 0;
-    std::set<std::pair<std::string, std::string>> seen;
-    auto finish = [&]() -> Status {
-        if (!has_id && !has_text && cur.context.empty() && field == Field::None) return ok_status();
-        if (!has_id) return po_error(cur.line, "an entry without msgid");
-        if (!has_text) return po_error(cur.line, "msgid without msgstr");
-        if (!seen.insert({cur.context, cur.id}).second) return po_error(cur.line, "a msgid given twice");
-        if (out.size() >= kMaxPoEntries) return po_error(cur.line, "more than 20000 entries");
-        out.push_back(std::move(cur));
-        cur = PoEntry{};
-        has_id = has_text = false;
-        field = Field::None;
-        return ok_status();
-    };
-    std::size_t pos = 0;
+    PoReader reader;
+    std::size_t pos = 0, line_no = 0;
     while (pos <= text.size()) {
         const std::size_t eol = std::min(text.find('\n', pos), text.size());
-        std::string_view line = trim(text.substr(pos, eol - pos));
+        const std::string_view line = trim(text.substr(pos, eol - pos));
         pos = eol + 1;
-        line_no++;
-        if (line.empty()) continue;
-        if (line.front() == '#') {
-            if (line.substr(0, 2) == "#~") continue;  // an obsolete entry: kept for translators, not used
-            if (line.substr(0, 2) == "#,") {
-                const std::string_view flags = line.substr(2);
-                if (flags.find("fuzzy") != std::string_view::npos) next_fuzzy = true;
-            }
-            continue;
-        }
-        if (line.front() == '"') {
-            std::string *target = field == Field::Context ? &cur.context
-                                  : field == Field::Id    ? &cur.id
-                                  : field == Field::Text  ? &cur.text
-                                                          : nullptr;
-            std::string ignored;
-            if (field == Field::None) return po_error(line_no, "a string outside any msgid or msgstr");
-            if (!quoted(line, target ? *target : ignored)) return po_error(line_no, "a malformed quoted string");
-            continue;
-        }
-        const std::size_t space = line.find_first_of(" \t");
-        if (space == std::string_view::npos) return po_error(line_no, "a keyword without its string");
-        const std::string_view keyword = line.substr(0, space);
-        std::string_view rest = trim(line.substr(space));
-        std::string value;
-        if (!quoted(rest, value)) return po_error(line_no, "a malformed quoted string");
-        if (keyword == "msgctxt" || (keyword == "msgid" && field != Field::Context)) {
-            if (has_id || has_text || field == Field::Context) {
-                if (auto s = finish(); !s) return s.error();
-            }
-            cur.line = line_no;
-            cur.fuzzy = next_fuzzy;
-            next_fuzzy = false;
-        }
-        if (keyword == "msgctxt") {
-            cur.context = std::move(value);
-            field = Field::Context;
-        } else if (keyword == "msgid") {
-            if (has_id) return po_error(line_no, "a second msgid in one entry");
-            cur.id = std::move(value);
-            has_id = true;
-            field = Field::Id;
-        } else if (keyword == "msgid_plural") {
-            if (!has_id || has_text) return po_error(line_no, "msgid_plural out of place");
-            field = Field::Plural;
-        } else if (keyword == "msgstr" || keyword.substr(0, 7) == "msgstr[") {
-            if (!has_id) return po_error(line_no, "msgstr without msgid");
-            const bool first = keyword == "msgstr" || keyword == "msgstr[0]";
-            if (first && has_text) return po_error(line_no, "a second msgstr in one entry");
-            if (!first) {
-                const std::string_view n = keyword.substr(7);
-                if (n.size() < 2 || n.back() != ']' || !std::all_of(n.begin(), n.end() - 1, digit) || !has_text) {
-                    return po_error(line_no, "a malformed msgstr[N]");
-                }
-                field = Field::OtherText;
-                continue;
-            }
-            cur.text = std::move(value);
-            has_text = true;
-            field = Field::Text;
-        } else {
-            return po_error(line_no, "unknown keyword \"" + std::string(keyword.substr(0, 32)) + "\"");
-        }
+        if (auto s = reader.line(line, ++line_no); !s) return s.error();
     }
-    if (auto s = finish(); !s) return s.error();
-    return out;
+    if (auto s = reader.finish(); !s) return s.error();
+    return std::move(reader.entries);
 }
 
 namespace {

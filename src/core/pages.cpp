@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "encoding.hpp"
-#include "pages_data.hpp"
+#include "embedded_data.hpp"
 #include "signin/emails.hpp"
 
 namespace signin::pages {
 namespace {
 
-using pages_data::EmbeddedFile;
+using signin::EmbeddedFile;
 
 const EmbeddedFile *embedded(std::string_view name) {
     for (std::size_t i = 0; i < pages_data::kFileCount; i++) {
