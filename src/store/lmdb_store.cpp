@@ -1013,6 +1013,9 @@ public:
         };
         scan(d.users, "users", [&](std::string_view, std::string_view v) {
             User u = decode_user(v);
+            for (const auto &key : user_index_keys(u)) {
+                if (!has(d.user_search, key)) problems.push_back("users: " + u.id + " is missing from the search index");
+            }
             if (u.email.empty()) return;  // an account without an address (a provider's)
             const std::string key = addr_key(u.group_id, u.email);
             MDB_val k = val(key), id{};
@@ -1022,6 +1025,17 @@ public:
         });
         scan(d.user_email, "user_email", [&](std::string_view, std::string_view id) {
             if (!has(d.users, id)) problems.push_back("user_email: names a user that does not exist (" + std::string(id) + ")");
+        });
+        scan(d.user_search, "user_search", [&](std::string_view key, std::string_view) {
+            const auto nul = key.rfind('\0');
+            const std::string_view id = nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
+            MDB_val k = val(id), rec{};
+            bool current = false;
+            if (!id.empty() && mdb_get(txn, d.users, &k, &rec) == 0) {
+                const auto keys = user_index_keys(decode_user(view(rec)));
+                current = std::find(keys.begin(), keys.end(), key) != keys.end();
+            }
+            if (!current) problems.push_back("user_search: an entry no user has (" + std::string(id) + ")");
         });
         scan(d.tokens, "tokens", [&](std::string_view k, std::string_view v) { (void)decode_token(k, v); });
         scan(d.sessions, "sessions", [&](std::string_view k, std::string_view v) {
