@@ -118,6 +118,13 @@ bool same_record_key(std::string_view stored, std::string_view key);
 // Whether text has the shape of a token or session secret this engine makes.
 bool plausible_secret(std::string_view text);
 
+// The account an administrator's change is made to: by its id when `id` is given, otherwise the
+// one with `email` in `group`.
+struct AccountRef {
+    std::string id;
+    std::string group, email;
+};
+
 // Caller-supplied delivery (auth.Delivery). An error cancels the token.
 using DeliveryFn = std::function<Status(const Delivery &)>;
 
@@ -146,10 +153,21 @@ public:
     std::string_view browser_cookie_name() const { return origin_.https ? "__Host-svc_browser" : "svc_dev_browser"; }
 
     // Administration (signin-admin): suspend or restore an account.
-    Status set_suspended(std::string_view group, std::string_view email, bool suspended);
+    Status set_suspended(std::string_view group, std::string_view email, bool suspended) {
+        return set_suspended(AccountRef{{}, std::string(group), std::string(email)}, suspended);
+    }
+    // The same for an account by id or address, audited with `client` (who made the change).
+    Status set_suspended(const AccountRef &who, bool suspended, std::string_view client = "admin");
     // Administration: give or take a role (access.hpp normalize_role). Adding one held, or
     // removing one not held, changes nothing and succeeds.
-    Status set_role(std::string_view group, std::string_view email, std::string_view role, bool add);
+    Status set_role(std::string_view group, std::string_view email, std::string_view role, bool add) {
+        return set_roles(AccountRef{{}, std::string(group), std::string(email)}, add ? std::vector<std::string>{std::string(role)} : std::vector<std::string>{},
+                         add ? std::vector<std::string>{} : std::vector<std::string>{std::string(role)});
+    }
+    // Gives the roles `add` and takes the roles `remove` in one transaction, each change audited
+    // with `client`; nothing is written when one of them is no role.
+    Status set_roles(const AccountRef &who, const std::vector<std::string> &add, const std::vector<std::string> &remove,
+                     std::string_view client = "admin");
 
     // Appends one audit entry in its own write transaction (a transport's own decisions, such as
     // a throttled request). The entry must not hold a secret.
@@ -203,6 +221,7 @@ private:
     friend class Passkeys;
     friend class Providers;
     friend class Events;
+    friend class Admin;
 
     struct OutboxState {
         SecretKey key;  // the outbox's subkey

@@ -79,6 +79,8 @@ public:
     // devices and pending sign-ins go, and every session ends (whoever lost the phone signs in
     // again with email alone). Code::NotFound for an unknown address.
     Status reset(std::string_view group, std::string_view email, std::string_view client = "admin");
+    // The same for an account by id or address.
+    Status reset(const AccountRef &who, std::string_view client = "admin");
 
 private:
     Engine &engine_;

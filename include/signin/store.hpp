@@ -81,6 +81,17 @@ struct EventFacts {
     bool mfa = false;
 };
 
+// The index that finds accounts for an administrator (signin_admin) without reading them all:
+// entries written with the user in the same transaction, by both stores, ordered bytewise. Each
+// is a tag byte, a value, '\0' and the user id:
+//   'e' the address (lower case)       'd' the domain of the address (lower case)
+//   'r' a role                          's' the state: "active", "pending" or "suspended"
+// A search takes the entries under a prefix (tag and the start of a value) in order, and goes on
+// after the last one it saw: the cursor of a page.
+std::vector<std::string> user_index_keys(const User &u);
+// "active", "pending" or "suspended" (a suspension counts before a pending invitation).
+std::string_view user_state(const User &u);
+
 class WriteTxn;
 // Called with every audit entry a write transaction appends (and the events noted without one),
 // in that transaction: what turns changes into events (signin_events).
@@ -116,6 +127,10 @@ public:
     // the first), at most `limit`.
     virtual std::vector<User> users(std::string_view after_id, std::size_t limit) = 0;
     virtual std::size_t audit_count() = 0;
+    // Keys of the user search index (user_index_keys) that start with `prefix`, in order, after
+    // `after` (exclusive; "" = from the first), at most `limit`.
+    virtual std::vector<std::string> user_index(std::string_view prefix, std::string_view after,
+                                                std::size_t limit) = 0;
     // Records per table, expired ones not yet purged included (signin-admin stats).
     struct Counts {
         std::size_t users = 0, tokens = 0, sessions = 0, passkeys = 0, audit = 0, outbox = 0, provider_links = 0,

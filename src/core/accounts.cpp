@@ -35,18 +35,24 @@ Status Accounts::delete_account(const Principal &p, std::string_view client) {
         auto txn = engine_.store_->write();
         auto user = txn->user_by_id(p.user.id);
         if (!user || !txn->session(p.session.hash)) return Error{Code::Unauthenticated, "not signed in"};
-        detail::end_sessions_except(*txn, user->id, {}, now, "user_deleted");
-        for (const auto &t : txn->tokens_for(user->group_id, user->email)) txn->del_token(t.hash);
-        txn->del_mfa(user->id);  // factors, recovery codes, remembered devices
-        txn->del_mfa_pending_of(user->id);
-        for (const auto &k : txn->passkeys_of(user->id)) txn->del_passkey(k.key);
-        for (const auto &l : txn->provider_links_of(user->id)) txn->del_provider_link(l.key);
-        txn->del_user(user->id);
-        // no address: the account is gone, its entry says only that it was
-        txn->append_audit(detail::audit(now, "user.deleted", {}, client, user->id));
+        detail::erase_account(*txn, *user, now, client);
         txn->commit();
         return ok_status();
     });
+}
+
+void detail::erase_account(WriteTxn &txn, const User &user, Millis now, std::string_view client) {
+    detail::end_sessions_except(txn, user.id, {}, now, "user_deleted");
+    if (!user.email.empty()) {
+        for (const auto &t : txn.tokens_for(user.group_id, user.email)) txn.del_token(t.hash);
+    }
+    txn.del_mfa(user.id);  // factors, recovery codes, remembered devices
+    txn.del_mfa_pending_of(user.id);
+    for (const auto &k : txn.passkeys_of(user.id)) txn.del_passkey(k.key);
+    for (const auto &l : txn.provider_links_of(user.id)) txn.del_provider_link(l.key);
+    txn.del_user(user.id);
+    // no address: the account is gone, its entry says only that it was
+    txn.append_audit(detail::audit(now, "user.deleted", {}, client, user.id));
 }
 
 }  // namespace signin

@@ -304,47 +304,69 @@ std::string_view Engine::cookie_name() const {
     return origin_.https ? "__Host-svc_session" : "svc_dev_session";
 }
 
-Status Engine::set_suspended(std::string_view group, std::string_view email, bool suspended) {
-    auto e = normalize_email(email);
-    auto g = normalize_group(group);
+Result<User> detail::find_account(ReadTxn &txn, const AccountRef &who) {
+    if (!who.id.empty()) {
+        if (auto u = txn.user_by_id(who.id)) return std::move(*u);
+        return Error{Code::NotFound, "no such account"};
+    }
+    auto e = normalize_email(who.email);
+    auto g = normalize_group(who.group);
     if (!e || !g) return Error{Code::InvalidEmail, "that is not an email address"};
+    if (auto u = txn.user_by_email(*g, *e)) return std::move(*u);
+    return Error{Code::NotFound, "no such account"};
+}
+
+Status Engine::set_suspended(const AccountRef &who, bool suspended, std::string_view client) {
     return detail::guarded("suspend", [&]() -> Status {
         auto txn = store_->write();
-        auto u = txn->user_by_email(*g, *e);
-        if (!u) return Error{Code::NotFound, "no such account"};
+        auto u = detail::find_account(*txn, who);
+        if (!u) return u.error();
         u->suspended = suspended;
         u->updated_at = clock_->now();
         txn->put_user(*u);
         txn->append_audit(detail::audit(u->updated_at, suspended ? "user.suspended" : "user.restored", u->email,
-                                "admin", u->id));
+                                client, u->id));
         txn->commit();
         return ok_status();
     });
 }
 
-Status Engine::set_role(std::string_view group, std::string_view email, std::string_view role_in, bool add) {
-    auto e = normalize_email(email);
-    auto g = normalize_group(group);
-    if (!e || !g) return Error{Code::InvalidEmail, "that is not an email address"};
-    auto role = normalize_role(role_in);
-    if (!role) return Error{Code::InvalidRequest, "a role is 1 to 32 of a-z, 0-9, _ and -"};
+Status Engine::set_roles(const AccountRef &who, const std::vector<std::string> &add_in,
+                         const std::vector<std::string> &remove_in, std::string_view client) {
+    std::vector<std::string> add, remove;
+    for (const auto *list : {&add_in, &remove_in}) {
+        for (const auto &r : *list) {
+            auto role = normalize_role(r);
+            if (!role) return Error{Code::InvalidRequest, "a role is 1 to 32 of a-z, 0-9, _ and -"};
+            (list == &add_in ? add : remove).push_back(*role);
+        }
+    }
     return detail::guarded("role", [&]() -> Status {
         auto txn = store_->write();
-        auto u = txn->user_by_email(*g, *e);
-        if (!u) return Error{Code::NotFound, "no such account"};
-        auto it = std::lower_bound(u->roles.begin(), u->roles.end(), *role);
-        const bool held = it != u->roles.end() && *it == *role;
-        if (held == add) return ok_status();
-        if (add) {
-            if (u->roles.size() >= 64) return Error{Code::InvalidRequest, "an account holds at most 64 roles"};
-            u->roles.insert(it, *role);
-        } else {
-            u->roles.erase(it);
+        auto u = detail::find_account(*txn, who);
+        if (!u) return u.error();
+        std::vector<AuditEntry> entries;
+        const Millis now = clock_->now();
+        for (const auto *list : {&add, &remove}) {
+            const bool adding = list == &add;
+            for (const auto &role : *list) {
+                auto it = std::lower_bound(u->roles.begin(), u->roles.end(), role);
+                const bool held = it != u->roles.end() && *it == role;
+                if (held == adding) continue;
+                if (adding) {
+                    if (u->roles.size() >= 64) return Error{Code::InvalidRequest, "an account holds at most 64 roles"};
+                    u->roles.insert(it, role);
+                } else {
+                    u->roles.erase(it);
+                }
+                entries.push_back(detail::audit(now, adding ? "user.role_added" : "user.role_removed", u->email, client,
+                                                u->id, role));
+            }
         }
-        u->updated_at = clock_->now();
+        if (entries.empty()) return ok_status();
+        u->updated_at = now;
         txn->put_user(*u);
-        txn->append_audit(detail::audit(u->updated_at, add ? "user.role_added" : "user.role_removed", u->email,
-                                        "admin", u->id, *role));
+        for (const auto &e : entries) txn->append_audit(e);
         txn->commit();
         return ok_status();
     });

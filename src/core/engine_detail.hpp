@@ -88,6 +88,17 @@ std::optional<Secret> open_for_browser(const Secret &browser, std::string_view s
 // The live sessions of p's user as GET /sessions lists them (sessions.cpp), newest first.
 std::vector<SessionInfo> live_sessions(ReadTxn &txn, const Principal &p, const Policy &policy, Millis now);
 
+// A passkey as GET /passkeys lists it: no key material (passkeys.cpp).
+PasskeyInfo passkey_info(const PasskeyRecord &r);
+
+// The account a change names: by id, or by (group, address) (engine.cpp).
+Result<User> find_account(ReadTxn &txn, const AccountRef &who);
+
+// Deletes a user and everything tied to it (sessions, tokens, second factors, remembered devices,
+// pending sign-ins, passkeys, provider links) with the user.deleted entry; the caller commits
+// (accounts.cpp).
+void erase_account(WriteTxn &txn, const User &user, Millis now, std::string_view client);
+
 // GET /mfa's counts of a user's second-factor record (none: all off) (mfa.cpp).
 MfaStatus mfa_status(const std::optional<MfaRecord> &m, Millis now);
 

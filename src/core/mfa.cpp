@@ -333,10 +333,17 @@ Status Mfa::reset(std::string_view group_in, std::string_view email_in, std::str
     if (!email) return Error{Code::InvalidEmail, "that is not an email address"};
     auto group = normalize_group(group_in);
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
+    return reset(AccountRef{{}, *group, *email}, client);
+}
+
+Status Mfa::reset(const AccountRef &who, std::string_view client) {
     return detail::guarded("second factor reset", [&]() -> Status {
         auto txn = engine_.store_->write();
-        auto user = txn->user_by_email(*group, *email);
-        if (!user) return Error{Code::NotFound, "no account has that address"};
+        auto user = detail::find_account(*txn, who);
+        if (!user) {
+            if (user.error().code == Code::NotFound) return Error{Code::NotFound, "no account has that address"};
+            return user.error();
+        }
         const bool had = txn->mfa(user->id).has_value();
         txn->del_mfa(user->id);
         txn->del_mfa_pending_of(user->id);

@@ -60,7 +60,9 @@ std::string b64(std::string_view raw) {
     return enc::base64url(reinterpret_cast<const unsigned char *>(raw.data()), raw.size());
 }
 
-PasskeyInfo info_of(const PasskeyRecord &r) {
+}  // namespace
+
+PasskeyInfo detail::passkey_info(const PasskeyRecord &r) {
     PasskeyInfo i;
     i.id = b64(r.credential_id);
     i.name = r.name;
@@ -69,8 +71,6 @@ PasskeyInfo info_of(const PasskeyRecord &r) {
     i.synced = r.backup_eligible;
     return i;
 }
-
-}  // namespace
 
 std::string check_rp_id(const Origin &origin, std::string_view rp_id, std::string *warning) {
     const std::string host = origin_host(origin.text);
@@ -210,7 +210,7 @@ Result<PasskeyInfo> Passkeys::add(const Principal &p, std::string_view body, std
         txn->put_passkey(rec);
         txn->append_audit(detail::audit(now, "passkey.added", p.user.email, client, p.user.id, rec.name));
         txn->commit();
-        return info_of(rec);
+        return detail::passkey_info(rec);
     });
 }
 
@@ -220,7 +220,7 @@ Result<std::vector<PasskeyInfo>> Passkeys::list(const Principal &p) {
         auto held = engine_.store_->read()->passkeys_of(p.user.id);
         std::sort(held.begin(), held.end(), [](const PasskeyRecord &a, const PasskeyRecord &b) { return a.created_at < b.created_at; });
         std::vector<PasskeyInfo> out;
-        for (const auto &r : held) out.push_back(info_of(r));
+        for (const auto &r : held) out.push_back(detail::passkey_info(r));
         return out;
     });
 }

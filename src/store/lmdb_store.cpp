@@ -26,6 +26,8 @@
 //   provider_links (issuer, subject) digest (32 bytes) -> provider link record (OpenID Connect)
 //   user_provider_links (DUPSORT) user id -> (issuer, subject) digest
 //   counters       a limit's key -> expires_at (8 bytes BE ms) + its state (StoreAttemptLimiter)
+//   user_search    user_index_keys (store.hpp) -> "": accounts by address, domain, role and state;
+//                  filled from the users at the open that first finds it missing
 //
 // Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
 // fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
@@ -76,6 +78,7 @@ using namespace records;
 namespace {
 
 constexpr std::string_view kSchemaKey = "schema_version";
+constexpr std::string_view kUserSearchKey = "user_search";
 
 // ---- errors ----------------------------------------------------------------------------------
 
@@ -120,7 +123,7 @@ struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
             session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0,
             passkeys = 0, user_passkeys = 0, spent_challenges = 0, provider_links = 0,
-            user_provider_links = 0, counters = 0, events = 0;
+            user_provider_links = 0, counters = 0, events = 0, user_search = 0;
 };
 
 struct Env {
@@ -285,6 +288,22 @@ public:
         for (; rc != MDB_NOTFOUND && out.size() < limit; rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
             check(env_.env, rc, "list users");
             out.push_back(decode_user(view(d)));
+        }
+        return out;
+    }
+
+    std::vector<std::string> user_index(std::string_view prefix, std::string_view after,
+                                        std::size_t limit) override {
+        std::vector<std::string> out;
+        if (limit == 0) return out;
+        Cursor c(env_.env, live(), env_.dbi.user_search);
+        MDB_val k = val(after.empty() ? prefix : after), d{};
+        int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE);
+        if (rc == 0 && !after.empty() && view(k) == after) rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT);
+        for (; rc != MDB_NOTFOUND && out.size() < limit; rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            check(env_.env, rc, "search users");
+            if (view(k).substr(0, prefix.size()) != prefix) break;
+            out.emplace_back(view(k));
         }
         return out;
     }
@@ -556,14 +575,22 @@ public:
     }
 
     void put_user(const User &u) override {
-        if (auto old = user_by_id(u.id); old && (old->email != u.email || old->group_id != u.group_id)) {
+        auto old = user_by_id(u.id);
+        if (old && (old->email != u.email || old->group_id != u.group_id)) {
             // Only the entry that still names this user: never remove someone else's.
             std::string old_key = addr_key(old->group_id, old->email);
             if (auto owner = get(env_.dbi.user_email, old_key, "read user by email"); owner && *owner == u.id)
                 del(env_.dbi.user_email, old_key, nullptr, "delete old email index");
         }
+        const auto keys = user_index_keys(u);
+        if (old) {
+            for (const auto &k : user_index_keys(*old)) {
+                if (std::find(keys.begin(), keys.end(), k) == keys.end()) del(env_.dbi.user_search, k, nullptr, "delete search index");
+            }
+        }
         put(env_.dbi.users, u.id, encode_user(u), 0, "write user");
         if (!u.email.empty()) put(env_.dbi.user_email, addr_key(u.group_id, u.email), u.id, 0, "write email index");
+        for (const auto &k : keys) put(env_.dbi.user_search, k, {}, 0, "write search index");
     }
 
     void del_user(std::string_view user_id) override {
@@ -575,6 +602,7 @@ public:
         } else if (auto owner = get(env_.dbi.user_email, key, "read user by email"); owner && *owner == user_id) {
             del(env_.dbi.user_email, key, nullptr, "delete email index");
         }
+        for (const auto &k : user_index_keys(*old)) del(env_.dbi.user_search, k, nullptr, "delete search index");
         del(env_.dbi.users, user_id, nullptr, "delete user");
     }
 
@@ -985,6 +1013,9 @@ public:
         };
         scan(d.users, "users", [&](std::string_view, std::string_view v) {
             User u = decode_user(v);
+            for (const auto &key : user_index_keys(u)) {
+                if (!has(d.user_search, key)) problems.push_back("users: " + u.id + " is missing from the search index");
+            }
             if (u.email.empty()) return;  // an account without an address (a provider's)
             const std::string key = addr_key(u.group_id, u.email);
             MDB_val k = val(key), id{};
@@ -994,6 +1025,17 @@ public:
         });
         scan(d.user_email, "user_email", [&](std::string_view, std::string_view id) {
             if (!has(d.users, id)) problems.push_back("user_email: names a user that does not exist (" + std::string(id) + ")");
+        });
+        scan(d.user_search, "user_search", [&](std::string_view key, std::string_view) {
+            const auto nul = key.rfind('\0');
+            const std::string_view id = nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
+            MDB_val k = val(id), rec{};
+            bool current = false;
+            if (!id.empty() && mdb_get(txn, d.users, &k, &rec) == 0) {
+                const auto keys = user_index_keys(decode_user(view(rec)));
+                current = std::find(keys.begin(), keys.end(), key) != keys.end();
+            }
+            if (!current) problems.push_back("user_search: an entry no user has (" + std::string(id) + ")");
         });
         scan(d.tokens, "tokens", [&](std::string_view k, std::string_view v) { (void)decode_token(k, v); });
         scan(d.sessions, "sessions", [&](std::string_view k, std::string_view v) {
@@ -1157,6 +1199,7 @@ private:
     }
 
     void open_tables();
+    void fill_user_search(MDB_txn *txn);
     Env env_;
     IdleReads idle_reads_;
 };
@@ -1202,6 +1245,30 @@ LmdbStore::LmdbStore(const LmdbOptions &opts) {
     }
 }
 
+// A store made before the search index has its entries written once, from every user, in the
+// transaction that opens the tables; the meta key says it was done.
+void LmdbStore::fill_user_search(MDB_txn *txn) {
+    MDB_env *e = env_.env;
+    const Dbis &d = env_.dbi;
+    MDB_val k = val(kUserSearchKey), v{};
+    int rc = mdb_get(txn, d.meta, &k, &v);
+    if (rc == 0) return;
+    if (rc != MDB_NOTFOUND) check(e, rc, "read the search index's state");
+    Cursor c(e, txn, d.users);
+    MDB_val uk{}, ud{};
+    for (rc = mdb_cursor_get(c.get(), &uk, &ud, MDB_FIRST); rc != MDB_NOTFOUND;
+         rc = mdb_cursor_get(c.get(), &uk, &ud, MDB_NEXT)) {
+        check(e, rc, "read users for the search index");
+        const User u = decode_user(view(ud));
+        for (const auto &key : user_index_keys(u)) {
+            MDB_val ik = val(key), none{};
+            check(e, mdb_put(txn, d.user_search, &ik, &none, 0), "fill the search index");
+        }
+    }
+    MDB_val done = val("1");
+    check(e, mdb_put(txn, d.meta, &k, &done, 0), "write the search index's state");
+}
+
 void LmdbStore::open_tables() {
     MDB_env *e = env_.env;
     MDB_txn *txn = begin_txn(e, 0);
@@ -1231,6 +1298,7 @@ void LmdbStore::open_tables() {
         open("user_provider_links", MDB_DUPSORT, d.user_provider_links);  // the same
         open("counters", 0, d.counters);                                  // the same
         open("events", 0, d.events);                                      // the same
+        open("user_search", 0, d.user_search);                            // the same, then filled
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);
@@ -1244,6 +1312,7 @@ void LmdbStore::open_tables() {
                 throw StoreError(Code::StorageError, "store schema version " + std::string(view(v)) +
                                                          ", this build reads " + mine);
         }
+        fill_user_search(txn);
     } catch (...) {
         mdb_txn_abort(txn);
         throw;

@@ -43,6 +43,7 @@
 #include <libpq-fe.h>
 #include <sodium.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -94,6 +95,7 @@ constexpr const char *kSchema[] = {
     "CREATE TABLE IF NOT EXISTS signin_counters (key bytea PRIMARY KEY, expires_at bigint NOT NULL, state bytea NOT NULL)",
     "CREATE SEQUENCE IF NOT EXISTS signin_events_seq",
     "CREATE TABLE IF NOT EXISTS signin_events (key bytea PRIMARY KEY, rec bytea NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signin_user_search (key bytea PRIMARY KEY)",
     "INSERT INTO signin_meta (name, value) VALUES ('schema_version', '1') ON CONFLICT (name) DO NOTHING",
 };
 
@@ -107,7 +109,7 @@ enum Stmt : unsigned {
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents,
-    AdvisoryLock, AdvisoryUnlock, StmtCount
+    UserIndex, PutUserIndex, DelUserIndex, AdvisoryLock, AdvisoryUnlock, StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -222,6 +224,10 @@ constexpr const char *kStatements[StmtCount] = {
     /* UpdateEvent */ "UPDATE signin_events SET rec = $2 WHERE key = $1",
     /* DelEvent */ "DELETE FROM signin_events WHERE key = $1",
     /* AllEvents */ "SELECT key, rec FROM signin_events ORDER BY key",
+    /* UserIndex */
+    "SELECT key FROM signin_user_search WHERE key >= $1 AND key > $2 AND key < $3 ORDER BY key LIMIT $4",
+    /* PutUserIndex */ "INSERT INTO signin_user_search (key) VALUES ($1) ON CONFLICT (key) DO NOTHING",
+    /* DelUserIndex */ "DELETE FROM signin_user_search WHERE key = $1",
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
 };
@@ -262,6 +268,15 @@ using Result = std::unique_ptr<PGresult, ResultFree>;
 
 std::string_view cell(const Result &r, int row, int col) {
     return std::string_view(PQgetvalue(r.get(), row, col), static_cast<std::size_t>(PQgetlength(r.get(), row, col)));
+}
+
+// The first key after every key that starts with `prefix` (its last byte below 0xff plus one):
+// the end of a range scan of the prefix. Empty when there is none (a prefix of 0xff bytes only).
+std::string prefix_end(std::string_view prefix) {
+    std::string end(prefix);
+    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+    if (!end.empty()) end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+    return end;
 }
 
 // A binary bigint (count(*), expires_at) in network order.
@@ -488,6 +503,14 @@ public:
         for (int i = 0; i < PQntuples(r.get()); ++i) out.push_back(decode_user(cell(r, i, 0)));
         return out;
     }
+    std::vector<std::string> user_index(std::string_view prefix, std::string_view after,
+                                        std::size_t limit) override {
+        std::vector<std::string> out;
+        if (limit == 0 || prefix.empty()) return out;
+        Result r = run(UserIndex, {prefix, after, prefix_end(prefix), static_cast<std::int64_t>(limit)}, "search users");
+        for (int i = 0; i < PQntuples(r.get()); ++i) out.emplace_back(cell(r, i, 0));
+        return out;
+    }
     std::size_t audit_count() override { return count(AuditCount, "count audit entries"); }
     ReadTxn::Counts counts() override {
         ReadTxn::Counts c;
@@ -639,18 +662,26 @@ public:
     void serialize_on(std::string_view key) override { lock_before_begin(key); }
 
     void put_user(const User &u) override {
-        if (auto old = user_by_id(u.id); old && !old->email.empty() &&
-                                         (old->email != u.email || old->group_id != u.group_id)) {
+        auto old = user_by_id(u.id);
+        if (old && !old->email.empty() && (old->email != u.email || old->group_id != u.group_id)) {
             // only the entry that still names this user: never remove someone else's
             run(DelEmail, {addr_key(old->group_id, old->email), u.id}, "delete old email index");
         }
+        const auto keys = user_index_keys(u);
+        if (old) {
+            for (const auto &k : user_index_keys(*old)) {
+                if (std::find(keys.begin(), keys.end(), k) == keys.end()) run(DelUserIndex, {k}, "delete search index");
+            }
+        }
         run(PutUser, {u.id, encode_user(u)}, "write user");
         if (!u.email.empty()) run(PutEmail, {addr_key(u.group_id, u.email), u.id}, "write email index");
+        for (const auto &k : keys) run(PutUserIndex, {k}, "write search index");
     }
     void del_user(std::string_view user_id) override {
         auto old = user_by_id(user_id);
         if (!old) return;
         if (!old->email.empty()) run(DelEmail, {addr_key(old->group_id, old->email), user_id}, "delete email index");
+        for (const auto &k : user_index_keys(*old)) run(DelUserIndex, {k}, "delete search index");
         run(DelUser, {user_id}, "delete user");
     }
     void put_token(const TokenRecord &t) override {
@@ -889,10 +920,30 @@ private:
         auto missing = conn.text("SELECT count(*) FROM unnest(ARRAY['signin_meta', 'signin_users', 'signin_user_email', "
                                  "'signin_tokens', 'signin_sessions', 'signin_audit', 'signin_outbox', 'signin_mfa', "
                                  "'signin_mfa_pending', 'signin_passkeys', 'signin_provider_links', "
-                                 "'signin_spent_challenges', 'signin_counters', 'signin_events']) AS t(name) WHERE to_regclass(name) IS NULL",
+                                 "'signin_spent_challenges', 'signin_counters', 'signin_events', 'signin_user_search']) "
+                                 "AS t(name) WHERE to_regclass(name) IS NULL",
                                  "read the schema version");
         if (!missing || *missing != "0") return std::nullopt;
         return conn.text("SELECT value FROM signin_meta WHERE name = 'schema_version'", "read the schema version");
+    }
+
+    // A database set up before the search index has its entries written from every user, in the
+    // transaction that creates the table (for a new database: none to write).
+    static void fill_user_search(Connection &conn) {
+        if (conn.text("SELECT value FROM signin_meta WHERE name = 'user_search'", "read the search index's state")) return;
+        std::string after;
+        for (;;) {
+            Result r = conn.run(Users, {after, static_cast<std::int64_t>(1000)}, "read users for the search index");
+            const int n = PQntuples(r.get());
+            for (int i = 0; i < n; ++i) {
+                const User u = decode_user(cell(r, i, 0));
+                for (const auto &k : user_index_keys(u)) conn.run(PutUserIndex, {k}, "fill the search index");
+                after = u.id;
+            }
+            if (n < 1000) break;
+        }
+        conn.exec("INSERT INTO signin_meta (name, value) VALUES ('user_search', '1') ON CONFLICT (name) DO NOTHING",
+                  "write the search index's state");
     }
 
     // Checks the schema's version, first creating the schema where there is none (every statement
@@ -908,6 +959,7 @@ private:
                 if (!v) {
                     conn->exec("BEGIN", "begin the schema setup");
                     for (const char *sql : kSchema) conn->exec(sql, "set up the schema");
+                    fill_user_search(*conn);
                     conn->exec("COMMIT", "commit the schema setup");
                     v = version(*conn);
                 }

@@ -38,6 +38,36 @@ std::string describe_store(std::string_view where) {
     return std::string(where);
 }
 
+std::string_view user_state(const User &u) {
+    return u.suspended ? "suspended" : u.pending ? "pending" : "active";
+}
+
+std::vector<std::string> user_index_keys(const User &u) {
+    auto lower = [](std::string s) {
+        for (char &c : s) {
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        }
+        return s;
+    };
+    auto key = [&](char tag, std::string_view value) {
+        std::string k(1, tag);
+        k.append(value);
+        k.push_back('\0');
+        k.append(u.id);
+        return k;
+    };
+    std::vector<std::string> out;
+    if (!u.email.empty()) {
+        const std::string email = lower(u.email);
+        out.push_back(key('e', email));
+        const auto at = email.rfind('@');
+        if (at != std::string::npos) out.push_back(key('d', std::string_view(email).substr(at + 1)));
+    }
+    for (const auto &role : u.roles) out.push_back(key('r', role));
+    out.push_back(key('s', user_state(u)));
+    return out;
+}
+
 std::shared_ptr<const Principal> ReadTxn::principal(std::string_view key) {
     auto s = session(key);
     if (!s) return nullptr;

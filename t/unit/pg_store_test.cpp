@@ -5,6 +5,7 @@
 // The PostgreSQL cases run where SIGNIN_TEST_PG names a server (./build.sh test starts one with
 // t/pg-server) and skip with that reason elsewhere.
 #include <gtest/gtest.h>
+#include <lmdb.h>
 
 #include <atomic>
 #include <chrono>
@@ -139,6 +140,96 @@ TEST_P(StoreContract, UsersAndTheirAddresses) {
     EXPECT_FALSE(r->user_by_email("g2", "a@example.com"));
     EXPECT_FALSE(r->user_by_id("u2"));
     EXPECT_TRUE(store_->check_integrity().empty());
+}
+
+// The ids of the accounts whose search index entries start with `prefix`, in index order.
+std::vector<std::string> indexed(ReadTxn &r, const std::string &prefix) {
+    std::vector<std::string> out;
+    for (const auto &k : r.user_index(prefix, "", 100)) out.push_back(k.substr(k.rfind('\0') + 1));
+    return out;
+}
+
+TEST_P(StoreContract, TheSearchIndexFollowsEveryWriteOfAUser) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "Bob@Example.com"));
+        User pending = make_user("u2", "ann@example.org");
+        pending.pending = true;
+        pending.roles = {"editor"};
+        w->put_user(pending);
+        w->put_user(make_user("u3", ""));  // no address: found by role and state only
+        w->commit();
+    }
+    {
+        auto r = store_->read();
+        EXPECT_EQ(indexed(*r, "e"), (std::vector<std::string>{"u2", "u1"})) << "by address, lower case";
+        EXPECT_EQ(indexed(*r, "ebob@"), std::vector<std::string>{"u1"});
+        EXPECT_EQ(indexed(*r, "dexample."), (std::vector<std::string>{"u1", "u2"})) << "by domain";
+        EXPECT_EQ(indexed(*r, std::string("radmin") + '\0'), (std::vector<std::string>{"u1", "u3"}));
+        EXPECT_EQ(indexed(*r, std::string("spending") + '\0'), std::vector<std::string>{"u2"});
+        EXPECT_EQ(indexed(*r, std::string("sactive") + '\0'), (std::vector<std::string>{"u1", "u3"}));
+        auto first = r->user_index("e", "", 1);
+        ASSERT_EQ(first.size(), 1u);
+        auto rest = r->user_index("e", first[0], 10);
+        ASSERT_EQ(rest.size(), 1u) << "a page goes on after the key it was given";
+        EXPECT_EQ(rest[0].substr(rest[0].rfind('\0') + 1), "u1");
+        EXPECT_TRUE(r->user_index("ezed", "", 10).empty());
+    }
+    {  // a new address, a role taken, a suspension and a deletion leave no stale entry
+        auto w = store_->write();
+        User u1 = make_user("u1", "carol@example.net");
+        u1.suspended = true;
+        u1.roles.clear();
+        w->put_user(u1);
+        w->del_user("u2");
+        w->commit();
+    }
+    auto r = store_->read();
+    EXPECT_TRUE(indexed(*r, "ebob").empty());
+    EXPECT_EQ(indexed(*r, "ecarol@"), std::vector<std::string>{"u1"});
+    EXPECT_EQ(indexed(*r, "d"), std::vector<std::string>{"u1"});
+    EXPECT_EQ(indexed(*r, "r"), std::vector<std::string>{"u3"});
+    EXPECT_EQ(indexed(*r, std::string("ssuspended") + '\0'), std::vector<std::string>{"u1"});
+    EXPECT_TRUE(indexed(*r, std::string("spending") + '\0').empty());
+    EXPECT_TRUE(store_->check_integrity().empty());
+}
+
+// A store written before the index existed gets it filled when it is next opened.
+TEST_P(StoreContract, AStoreWithoutTheSearchIndexGetsItFilledAtOpen) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "old@example.com"));
+        w->commit();
+    }
+    store_.reset();
+    if (GetParam() == Backend::Pg) {
+        pg_exec(schema_->conninfo(), "DROP TABLE signin_user_search; DELETE FROM signin_meta WHERE name = 'user_search'");
+        PgOptions o;
+        o.conninfo = schema_->conninfo();
+        store_ = open_pg_store(o);
+    } else {
+        MDB_env *env = nullptr;
+        ASSERT_EQ(mdb_env_create(&env), 0);
+        mdb_env_set_maxdbs(env, 32);
+        ASSERT_EQ(mdb_env_open(env, (root_ + "/db").c_str(), 0, 0600), 0);
+        MDB_txn *txn = nullptr;
+        ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+        MDB_dbi search = 0, meta = 0;
+        ASSERT_EQ(mdb_dbi_open(txn, "user_search", 0, &search), 0);
+        ASSERT_EQ(mdb_drop(txn, search, 1), 0);
+        ASSERT_EQ(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+        MDB_val k{11, const_cast<char *>("user_search")};
+        ASSERT_EQ(mdb_del(txn, meta, &k, nullptr), 0);
+        ASSERT_EQ(mdb_txn_commit(txn), 0);
+        mdb_env_close(env);
+        LmdbOptions o;
+        o.path = root_ + "/db";
+        o.map_size = 1ull << 24;
+        store_ = open_lmdb_store(o);
+    }
+    auto r = store_->read();
+    EXPECT_EQ(indexed(*r, "eold@"), std::vector<std::string>{"u1"});
+    EXPECT_EQ(indexed(*r, "dexample.com"), std::vector<std::string>{"u1"});
 }
 
 TEST_P(StoreContract, TokensOfAnAddressOldestFirst) {
