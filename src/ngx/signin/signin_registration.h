@@ -1,0 +1,37 @@
+// signin_registration_check: the application says whether an address may get an account, before
+// anything is written or sent. A POST subrequest {"email", "group", "method", "client"} to the
+// operator's internal location, made from the visitor's request and read in memory: a 2xx allows
+// (its optional {"roles": [...]} goes to the new account), a 403 refuses (403
+// registration_refused: nothing written, no email), anything else, a timeout of the location's
+// proxy included, fails closed (503 registration_check_failed).
+#pragma once
+
+#include "ngx_signin_nginx.h"
+
+#include <memory>
+#include <string>
+
+#include "signin_api.h"
+
+namespace signin_ngx {
+
+struct MainConf;
+
+// What the check is asked: the address and group as the visitor sent them (normalized before
+// they are sent), the way in ("email", "password", ...), and the client.
+struct RegistrationAsk {
+    std::string email, group;
+    const char *method;
+    std::string client;
+};
+
+// Starts `job` at once when no check is configured, or when the address or group is not valid
+// (the job refuses it as it always has); else once the check allowed it, with the roles it gave.
+// A refusal or a failed check ends the job as a failure of its own (its failed() gives back what
+// it counted). Returns the handler's rc (NGX_DONE while the request waits).
+ngx_int_t check_registration(ngx_http_request_t *r, RegistrationAsk ask, std::unique_ptr<TokenRequestJob> job);
+
+// postconfiguration: the check's location exists in some server and is internal. NGX_ERROR (logged) otherwise.
+ngx_int_t find_registration_check(ngx_conf_t *cf, MainConf *m);
+
+}  // namespace signin_ngx
