@@ -13,6 +13,8 @@ use POSIX ();
 use List::Util qw(sum);
 use Time::HiRes qw(time sleep);
 use lib 't/lib'; use SigninTest;
+use JSON::PP ();
+use HTTP::Tiny;
 
 my $NO_MDB_DUMP = SigninTest::which('mdb_dump') ? '' : 'mdb_dump is not installed (lmdb-utils)';
 
@@ -116,6 +118,7 @@ sub conf {
                 proxy_read_timeout 1s;
                 proxy_pass http://127.0.0.1:%%PORT3%%/may-register;
             }
+            @{[ $o{locations} // '' ]}
         });
 }
 
@@ -235,6 +238,75 @@ sub stored {
     $r = $t->req(POST => '/auth/login', json => { email => 'ann@example.com' });
     is $r->{status}, 202, 'a sign-in request does not ask the application';
     is scalar(() = $app->asked), $before, '... nothing was asked';
+    $t->done;
+}
+
+# ================================================================ a provider's first sign-in
+SKIP: {
+    my $why = SigninTest::missing_node_packages('oidc-provider', 'jose');
+    skip $why, 11 if $why;
+    my $t = SigninTest->new;
+    my $app = Application->new(port => $t->port3);
+    my ($dir, $origin, $port2) = ($t->prefix, $t->origin, $t->port2);
+    open my $fh, '>', "$dir/idp.secret" or die; print $fh "idp-secret-value\n"; close $fh;
+    my $idp = SigninTest::Provider->new(port => $port2, keys => "$dir/idp-keys.json", client_id => 'nginx',
+        secret => 'idp-secret-value', redirect => ["$origin/auth/providers/idp/callback"], log => "$dir/idp.log");
+    $t->run(http => conf($t,
+        extra => "signin_provider idp issuer=http://127.0.0.1:$port2 client_id=nginx client_secret_file=$dir/idp.secret"
+            . " trust_email=on;\n signin_provider_fetch /_signin/provider;",
+        locations => q{
+            location = /_signin/provider { internal; proxy_pass $signin_provider_url; subrequest_output_buffer_size 64k; }
+        }));
+    my $http = HTTP::Tiny->new(timeout => 10, max_redirect => 0, keep_alive => 0);
+    # start, the provider's redirects, the callback: the callback's answer
+    my $flow = sub {
+        my $start = $t->req(GET => '/auth/providers/idp/start');
+        my ($cookie) = ($start->{headers}{'set-cookie'} // '') =~ /^(svc_dev_oidc=[^;]*)/;
+        my $url = $start->{headers}{location} // die "start answered $start->{status}";
+        for (1 .. 10) {
+            last if index($url, "$origin/") == 0;
+            $url = $http->get($url)->{headers}{location} // die 'the provider stopped redirecting';
+            $url = $idp->issuer . $url if $url =~ m{^/};
+        }
+        my ($path) = $url =~ m{^\Q$origin\E(/.*)$};
+        return $t->req(GET => $path, headers => { cookie => $cookie });
+    };
+    my $session_of = sub {
+        my $sc = $_[0]{headers}{'set-cookie'} // [];
+        my ($s) = grep { /^svc_dev_session=[^;]+/ } ref $sc ? @$sc : $sc;
+        return $s ? ($s =~ /^([^;]+)/)[0] : undef;
+    };
+
+    $app->answer(status => 403);
+    $idp->control(next => { sub => 'dan-sub', email => 'dan@example.com', email_verified => JSON::PP::true() });
+    my $r = $flow->();
+    is $r->{status}, 403, 'a refused provider sign-in that would make an account: 403';
+    is $r->{json}{code}, 'registration_refused', '... registration_refused';
+    my $q = $SigninTest::JSON->decode(($app->asked)[-1]{body});
+    is_deeply [@$q{qw(email method)}], ['dan@example.com', 'provider'], '... asked with the address and method "provider"';
+    my ($rc, $out) = $t->admin('user', 'dan@example.com');
+    like $out, qr/no such account/, '... and no account was made';
+
+    $app->answer(status => 500);
+    $r = $flow->();
+    is "$r->{status} " . ($r->{json}{code} // ''), '503 registration_check_failed', 'a failed check: 503';
+
+    $app->answer(status => 200, body => '{"roles":["beta"]}');
+    $r = $flow->();
+    is $r->{status}, 302, 'an allowed one signs in';
+    my $session = $session_of->($r);
+    ok $session, '... with a session';
+    ($rc, $out) = $t->admin('user', 'dan@example.com');
+    my $user = eval { $SigninTest::JSON->decode($out) } // {};
+    is_deeply $user->{roles}, ['beta'], '... into a new account with the roles the application gave' or diag $out;
+
+    my $before = () = $app->asked;
+    $app->answer(status => 403);
+    $r = $flow->();
+    is $r->{status}, 302, 'the next sign-in of that identity makes no account ...';
+    ok $session_of->($r), '... signs in';
+    is scalar(() = $app->asked), $before, '... and asks nothing';
+    $idp->stop;
     $t->done;
 }
 

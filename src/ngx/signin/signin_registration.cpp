@@ -16,7 +16,8 @@ namespace signin_ngx {
 
 // A request waiting for the registration check (RequestCtx::registration_call).
 struct RegistrationCall {
-    std::unique_ptr<TokenRequestJob> job;  // started once the check allows
+    std::unique_ptr<Job> job;               // started once the check allows
+    std::function<void(std::vector<std::string>)> give_roles;
     std::string email;                      // for the log
     bool answered = false;
     bool ok = false;                        // a 2xx
@@ -34,7 +35,7 @@ ngx_int_t decide(ngx_http_request_t *r, RegistrationCall &call) {
         std::string why;
         auto roles = signin::registration_check_roles(call.answer, &why);
         if (roles) {
-            call.job->set_roles(std::move(*roles));
+            call.give_roles(std::move(*roles));
             return start_job(r, std::move(call.job));
         }
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
@@ -86,13 +87,17 @@ ngx_int_t checked(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
 
 }  // namespace
 
-ngx_int_t check_registration(ngx_http_request_t *r, RegistrationAsk ask, std::unique_ptr<TokenRequestJob> job) {
+bool registration_checked(ngx_http_request_t *r) { return main_conf(r)->registration_check_uri.len != 0; }
+
+ngx_int_t check_registration(ngx_http_request_t *r, RegistrationAsk ask, std::unique_ptr<Job> job,
+                             std::function<void(std::vector<std::string>)> give_roles) {
     MainConf *m = main_conf(r);
     if (m->registration_check_uri.len == 0 || !identity()->policy().allow_registration) {
         return start_job(r, std::move(job));
     }
     auto email = signin::normalize_email(ask.email);
     auto group = signin::normalize_group(ask.group);
+    if (ask.any_address && !email) email = std::string();
     if (!email || !group) return start_job(r, std::move(job));  // refused by the job, as without a check
     RequestCtx *ctx = get_ctx(r, true);
     auto *ps = static_cast<ngx_http_post_subrequest_t *>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
@@ -101,6 +106,7 @@ ngx_int_t check_registration(ngx_http_request_t *r, RegistrationAsk ask, std::un
     ps->data = r;
     auto call = std::make_shared<RegistrationCall>();
     call->job = std::move(job);
+    call->give_roles = std::move(give_roles);
     call->email = *email;
     ngx_http_request_t *sr = nullptr;
     if (ngx_http_subrequest(r, &m->registration_check_uri, nullptr, &sr, ps,
