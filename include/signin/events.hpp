@@ -42,6 +42,16 @@ std::optional<Secret> parse_webhook_secret(std::string_view text, std::string *w
 // "<id>.<timestamp>.<body>" under the key.
 std::string webhook_signature(const Secret &key, std::string_view id, std::int64_t timestamp, std::string_view body);
 
+// The registration check (signin_registration_check): the body of its POST,
+// {"email", "group", "method", "client"}.
+std::string registration_check_body(std::string_view email, std::string_view group, std::string_view method,
+                                    std::string_view client);
+// What a 2xx answer of the check gives the new account: its roles (each a role name, sorted,
+// once). An empty answer, or an object without "roles", gives none. nullopt with `why` when the
+// answer is not usable (not a JSON object, "roles" not an array of role names): the check then
+// failed, and fails closed.
+std::optional<std::vector<std::string>> registration_check_roles(std::string_view answer, std::string *why);
+
 struct EventSettings {
     Secret key;                   // parse_webhook_secret's; empty where nothing is sent (signin-admin)
     std::vector<std::string> types;  // the types written; empty: every one

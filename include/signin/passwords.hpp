@@ -83,7 +83,8 @@ public:
                                                       std::string_view group);
     Result<TokenIssue> issue_password_registration_hashed(std::string_view email, std::string_view group,
                                                           std::string_view client,
-                                                          const std::string &password_hash, bool may_send = true);
+                                                          const std::string &password_hash, bool may_send = true,
+                                                          const std::vector<std::string> &roles = {});
     Result<TokenIssue> issue_password_registration(std::string_view email, const Secret &password,
                                                    std::string_view group, std::string_view client,
                                                    bool may_send = true);

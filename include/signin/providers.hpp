@@ -20,6 +20,15 @@
 
 namespace signin {
 
+// The application's registration check for a way in that may make an account on the spot.
+struct RegistrationGate {
+    bool ask = false;                // the check is on: no account is made before it allowed
+    bool allowed = false;            // it allowed, giving the account these roles (sorted, once)
+    std::vector<std::string> roles;
+    bool needed = false;             // out: an account would be made, and the check must be asked
+    std::string email;               // out: ... the address it would get ("" for none)
+};
+
 class Providers {
 public:
     static constexpr std::size_t kMaxPerUser = 20;
@@ -35,9 +44,14 @@ public:
     // spent), AccountExists (an address with an account this identity may not enter),
     // RegistrationDisabled (no account and no registration, or an address outside
     // signin_registration's list), Suspended.
+    // With a gate that asks (the application's registration check is on), a sign-in that would
+    // make an account writes nothing until the check allowed it: the first call returns
+    // RegistrationCheckFailed with gate->needed set and gate->email the address the account would
+    // get ("" for none); the transport asks, then calls again with gate->allowed and its roles.
     Result<SignInStep> sign_in(const oidc::ProviderConfig &provider, const oidc::IdClaims &claims,
                                const oidc::Flow &flow, std::string_view client, SessionKind kind,
-                               std::string_view user_agent, const BrowserCookies *browser);
+                               std::string_view user_agent, const BrowserCookies *browser,
+                               RegistrationGate *gate = nullptr);
     // The callback of a flow started from the account page: links the identity to p's account.
     // AccountExists when another account holds it; Unauthenticated unless p is the flow's user.
     Status link(const Principal &p, const oidc::ProviderConfig &provider, const oidc::IdClaims &claims,

@@ -51,8 +51,11 @@ public:
     // may_send = false: the address is over its send limit (the address's, not the asker's;
     // decided by the transport's throttle): the same reads, writes and answer as a send, but no
     // token is made, nothing is delivered, and the audit trail records `throttled`.
+    // roles: what the application's registration check gave a new account (each a role name,
+    // access.hpp normalize_role); kept on a Registration token, given to the account it creates.
     Result<TokenIssue> issue_token(Intent intent, std::string_view email, std::string_view group,
-                                   std::string_view client, bool may_send = true);
+                                   std::string_view client, bool may_send = true,
+                                   const std::vector<std::string> &roles = {});
     Status cancel_token(const Secret &token, std::string_view client);
 
     // signin-admin invite: the account is made now if it does not exist (so its
@@ -119,7 +122,8 @@ private:
     Status deliver_or_cancel(Result<TokenIssue> issued, std::string_view client);
 
     Result<TokenIssue> issue(Intent intent, std::string_view email, std::string_view group, std::string_view client,
-                             const std::string *password_hash, bool may_send = true);
+                             const std::string *password_hash, bool may_send = true,
+                             const std::vector<std::string> &roles = {});
     // The writes of an issued token (token, address index, outbox entry), undone in the same
     // transaction: a request that sends nothing costs the store what one that sends costs, so
     // that the time of its answer does not tell whether the address has an account.

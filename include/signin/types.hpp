@@ -91,6 +91,9 @@ struct TokenRecord {
     std::string pair_hash;        // the other half
     bool pair_spent = false;      // the other half was spent: this one completes the change
     std::string session_id;       // the session that asked: the one that stays when the change is made
+    // A Registration's roles, given by the application's registration check: the account gets
+    // them when the token creates it (sorted, each once).
+    std::vector<std::string> roles;
 };
 
 // A session (cookie) or bearer token as stored, keyed by the hash of its secret.
@@ -304,6 +307,8 @@ enum class Code : std::uint8_t {
     AccountExists,         // account_exists: a provider's address has an account it may not sign in to
     LastWayIn,             // last_way_in: removing it would leave the account no way in
     MfaLocked,             // mfa_locked: too many wrong second-factor codes; an email sign-in or an admin unlocks
+    RegistrationRefused,   // registration_refused: the application's registration check said no
+    RegistrationCheckFailed,  // registration_check_failed: the registration check gave no usable answer
 };
 std::string_view code_name(Code c);
 

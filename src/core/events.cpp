@@ -3,13 +3,16 @@
 // dropped) with a user's events kept in order.
 #include "signin/events.hpp"
 
+#include <cjson/cJSON.h>
 #include <sodium.h>
 
 #include <algorithm>
+#include <memory>
 #include <unordered_set>
 
 #include "encoding.hpp"
 #include "engine_detail.hpp"
+#include "signin/access.hpp"
 #include "signin/engine.hpp"
 #include "signin/json.hpp"
 #include "text.hpp"
@@ -321,6 +324,38 @@ Result<std::vector<EventRecord>> Events::waiting(std::size_t limit) {
         auto txn = engine_.store_->read();
         return txn->events(limit);
     });
+}
+
+std::string registration_check_body(std::string_view email, std::string_view group, std::string_view method,
+                                    std::string_view client) {
+    json::Writer w;
+    w.begin_object().key("email").value(email).key("group").value(group).key("method").value(method);
+    w.key("client").value(client).end_object();
+    return w.take();
+}
+
+std::optional<std::vector<std::string>> registration_check_roles(std::string_view answer, std::string *why) {
+    auto fail = [why](std::string text) -> std::optional<std::vector<std::string>> {
+        if (why != nullptr) *why = std::move(text);
+        return std::nullopt;
+    };
+    std::vector<std::string> roles;
+    if (answer.find_first_not_of(" \t\r\n") == std::string_view::npos) return roles;
+    std::unique_ptr<cJSON, void (*)(cJSON *)> root(cJSON_ParseWithLength(answer.data(), answer.size()), cJSON_Delete);
+    if (!root || !cJSON_IsObject(root.get())) return fail("the answer is not a JSON object");
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root.get(), "roles");
+    if (list == nullptr || cJSON_IsNull(list)) return roles;
+    if (!cJSON_IsArray(list)) return fail("\"roles\" is not an array");
+    const cJSON *item = nullptr;
+    cJSON_ArrayForEach(item, list) {
+        if (!cJSON_IsString(item) || item->valuestring == nullptr) return fail("\"roles\" holds something else than a string");
+        auto role = normalize_role(item->valuestring);
+        if (!role) return fail("\"roles\" holds a name that is no role ([a-z0-9_-]{1,32})");
+        auto at = std::lower_bound(roles.begin(), roles.end(), *role);
+        if (at == roles.end() || *at != *role) roles.insert(at, *role);
+    }
+    if (roles.size() > 64) return fail("\"roles\" names more than 64 roles");
+    return roles;
 }
 
 }  // namespace signin

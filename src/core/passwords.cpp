@@ -77,9 +77,10 @@ Result<std::string> Passwords::prepare_password_registration(std::string_view em
 
 Result<TokenIssue> Passwords::issue_password_registration_hashed(std::string_view email, std::string_view group,
                                                                  std::string_view client,
-                                                                 const std::string &password_hash, bool may_send) {
+                                                                 const std::string &password_hash, bool may_send,
+                                                                 const std::vector<std::string> &roles) {
     return detail::guarded("password registration", [&]() -> Result<TokenIssue> {
-        return tokens_.issue(Intent::Register, email, group, client, &password_hash, may_send);
+        return tokens_.issue(Intent::Register, email, group, client, &password_hash, may_send, roles);
     });
 }
 

@@ -56,10 +56,11 @@ std::optional<User> linked_account(WriteTxn &txn, const std::string &key, Millis
 // trail); `email` is empty unless the provider may give the account its address.
 User new_account(WriteTxn &txn, const oidc::ProviderConfig &provider, const oidc::IdClaims &claims,
                  const std::string &key, std::string email, const std::string &named, std::string_view client,
-                 Millis now) {
+                 Millis now, std::vector<std::string> roles) {
     User u;
     u.id = enc::uuid7(now);
     u.email = std::move(email);
+    u.roles = std::move(roles);  // the registration check's, sorted and each once
     u.group_id = std::string(kDefaultGroup);
     u.created_at = now;
     u.updated_at = now;
@@ -80,7 +81,8 @@ std::string Providers::link_key(std::string_view issuer, std::string_view subjec
 
 Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, const oidc::IdClaims &claims,
                                       const oidc::Flow &flow, std::string_view client, SessionKind kind,
-                                      std::string_view user_agent, const BrowserCookies *browser) {
+                                      std::string_view user_agent, const BrowserCookies *browser,
+                                      RegistrationGate *gate) {
     return detail::guarded("provider sign-in", [&]() -> Result<SignInStep> {
         const Millis now = engine_.now();
         const Policy &policy = engine_.policy();
@@ -133,7 +135,14 @@ Result<SignInStep> Providers::sign_in(const oidc::ProviderConfig &provider, cons
                 return refuse(Code::RegistrationDisabled, "may not join", "there is no account for this sign-in",
                               claims.email);
             }
-            user = new_account(*txn, provider, claims, key, owns_address ? claims.email : std::string(), named, client, now);
+            if (gate != nullptr && gate->ask && !gate->allowed) {
+                // nothing is committed: the state is spent by the call made once the check allowed
+                gate->needed = true;
+                gate->email = owns_address ? claims.email : std::string();
+                return Error{Code::RegistrationCheckFailed, "the registration check must allow this account first"};
+            }
+            user = new_account(*txn, provider, claims, key, owns_address ? claims.email : std::string(), named, client,
+                               now, gate != nullptr ? gate->roles : std::vector<std::string>{});
             how = "new";
         }
         if (user->suspended) return refuse(Code::Suspended, "suspended", "this account is suspended", user->email, user->id);

@@ -109,13 +109,14 @@ bool recently_sent(const std::vector<TokenRecord> &live, const std::string *pass
 }  // namespace
 
 Result<TokenIssue> Tokens::issue_token(Intent intent, std::string_view email, std::string_view group,
-                                       std::string_view client, bool may_send) {
-    return issue(intent, email, group, client, nullptr, may_send);
+                                       std::string_view client, bool may_send, const std::vector<std::string> &roles) {
+    return issue(intent, email, group, client, nullptr, may_send, roles);
 }
 
 // A token request; a password registration passes the hash its Registration token keeps.
 Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::string_view group_in,
-                                 std::string_view client, const std::string *password_hash, bool may_send) {
+                                 std::string_view client, const std::string *password_hash, bool may_send,
+                                 const std::vector<std::string> &roles_in) {
     const Policy &policy = engine_.policy();
     if (!policy.with_email) return Error{Code::EmailDisabled, "sign-in by email is not enabled"};
     auto email = normalize_email(email_in);
@@ -124,6 +125,13 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
     if (!group) return Error{Code::InvalidRequest, "invalid group"};
     if (intent == Intent::Register && !policy.allow_registration) {
         return Error{Code::RegistrationDisabled, "registration is not enabled"};
+    }
+    std::vector<std::string> roles;
+    for (const auto &r : roles_in) {
+        auto role = normalize_role(r);
+        if (!role) return Error{Code::InvalidRequest, "\"" + r + "\" is not a role ([a-z0-9_-]{1,32})"};
+        auto it = std::lower_bound(roles.begin(), roles.end(), *role);
+        if (it == roles.end() || *it != *role) roles.insert(it, *role);
     }
     return detail::guarded("token request", [&]() -> Result<TokenIssue> {
         const Millis now = engine_.now();
@@ -159,6 +167,7 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         NewToken t = new_token(*group, *email, *purpose, now, now + policy.token_ttl);
         // only a new address keeps the hash: an existing account's password is never replaced
         if (password_hash && *purpose == Purpose::Registration) t.record.password_hash = *password_hash;
+        if (*purpose == Purpose::Registration) t.record.roles = roles;
         t.delivery.with_password = !t.record.password_hash.empty();
         txn->put_token(t.record);
         txn->append_audit(detail::audit(now, "token.requested", *email, client, uid,
@@ -368,6 +377,7 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
         u.created_at = now;
         u.updated_at = now;
         u.password_hash = t.password_hash;  // only a password registration carries one
+        u.roles = t.roles;                  // what the registration check gave it, if anything
         txn.put_user(u);
         txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id));
         user = std::move(u);

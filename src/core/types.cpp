@@ -57,6 +57,8 @@ std::string_view code_name(Code c) {
     case Code::Unauthenticated: return "unauthenticated";
     case Code::Suspended: return "account_suspended";
     case Code::RegistrationDisabled: return "registration_disabled";
+    case Code::RegistrationRefused: return "registration_refused";
+    case Code::RegistrationCheckFailed: return "registration_check_failed";
     case Code::EmailDisabled: return "email_disabled";
     case Code::OriginMismatch: return "origin_mismatch";
     case Code::NotFound: return "not_found";

@@ -169,7 +169,9 @@ User decode_user(std::string_view data) {
 }
 
 std::string encode_token(const TokenRecord &t) {
-    Writer w(1 + 4 * 9 + 3 + 8 * 2 + t.group_id.size() + t.email.size() + t.password_hash.size() +
+    std::size_t roles = 1;
+    for (const auto &role : t.roles) roles += 4 + role.size();
+    Writer w(roles + 1 + 4 * 9 + 3 + 8 * 2 + t.group_id.size() + t.email.size() + t.password_hash.size() +
              t.code_hash.size() + t.user_id.size() + t.old_email.size() + t.new_email.size() + t.pair_hash.size() +
              t.session_id.size());
     w.u8(kTokenFormat);
@@ -187,6 +189,9 @@ std::string encode_token(const TokenRecord &t) {
     w.str(t.pair_hash);
     w.u8(t.pair_spent ? 1 : 0);
     w.str(t.session_id);
+    if (t.roles.size() > 255) throw StoreError(Code::StorageError, "too many roles to store");
+    w.u8(static_cast<std::uint8_t>(t.roles.size()));
+    for (const auto &role : t.roles) w.str(role);
     return w.data();
 }
 
@@ -211,6 +216,13 @@ TokenRecord decode_token(std::string_view key, std::string_view data) {
         t.pair_hash = r.str();
         t.pair_spent = r.boolean();
         t.session_id = r.str();
+    }
+    if (r.version() >= 4) {  // format 4 added a Registration's roles
+        const std::uint8_t n = r.u8();
+        for (std::uint8_t i = 0; i < n; ++i) {
+            t.roles.push_back(r.str());
+            if (i > 0 && !(t.roles[i - 1] < t.roles[i])) corrupt("token: roles not sorted");
+        }
     }
     r.done();
     return t;

@@ -15,8 +15,9 @@ inline constexpr unsigned char kRecordFormat = 1;
 // Users: format 2 adds roles, format 3 the pending flag of an invitation, format 4 the last language;
 // older records are still read.
 inline constexpr unsigned char kUserFormat = 4;
-// Tokens: format 2 adds the short code's digest and its failures; format 3 an email change's fields.
-inline constexpr unsigned char kTokenFormat = 3;
+// Tokens: format 2 adds the short code's digest and its failures, format 3 an email change's
+// fields, format 4 the roles a Registration gives its account.
+inline constexpr unsigned char kTokenFormat = 4;
 // Sessions: format 2 adds whether the sign-in passed a second factor, format 3 the browser.
 inline constexpr unsigned char kSessionFormat = 3;
 // Pending second steps: format 2 adds whether the sign-in adds an account to its browser.

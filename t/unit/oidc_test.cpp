@@ -529,3 +529,42 @@ TEST_F(ProvidersTest, DeletingTheAccountTakesItsLinks) {
     EXPECT_FALSE(store_->read()->provider_link(Providers::link_key(kIssuer, "alice-sub")));
     EXPECT_TRUE(store_->check_integrity().empty());
 }
+
+// signin_registration_check: a first sign-in writes nothing (its state not spent either) until the
+// check allowed, then makes the account with the check's roles; a linked identity never asks.
+TEST_F(ProvidersTest, ARegistrationCheckIsAskedBeforeTheAccountIsMade) {
+    make(open_policy());
+    const oidc::IdClaims c = who("erin-sub", "erin@example.com", true);
+    oidc::Flow f = oidc::new_flow("idp", "", false, "", clock_->now());
+    RegistrationGate gate;
+    gate.ask = true;
+    auto first = id_->providers().sign_in(provider(true), c, f, "c", SessionKind::Cookie, "", nullptr, &gate);
+    ASSERT_FALSE(first);
+    EXPECT_EQ(first.error().code, Code::RegistrationCheckFailed);
+    EXPECT_TRUE(gate.needed);
+    EXPECT_EQ(gate.email, "erin@example.com");
+    EXPECT_EQ(store_->read()->user_count(), 0u) << "nothing is made before the check allowed";
+
+    RegistrationGate allowed;
+    allowed.ask = allowed.allowed = true;
+    allowed.roles = {"beta"};
+    auto second = id_->providers().sign_in(provider(true), c, f, "c", SessionKind::Cookie, "", nullptr, &allowed);
+    ASSERT_TRUE(second) << second.error().message << " (the first call must not have spent the state)";
+    EXPECT_FALSE(allowed.needed);
+    EXPECT_EQ(second->session->user.roles, (std::vector<std::string>{"beta"}));
+
+    RegistrationGate again;
+    again.ask = true;
+    oidc::Flow g = oidc::new_flow("idp", "", false, "", clock_->now());
+    ASSERT_TRUE(id_->providers().sign_in(provider(true), c, g, "c", SessionKind::Cookie, "", nullptr, &again));
+    EXPECT_FALSE(again.needed) << "an identity with an account is not asked about";
+
+    // an untrusted provider's address is not the account's: the check hears none
+    RegistrationGate anon;
+    anon.ask = true;
+    oidc::Flow h = oidc::new_flow("idp", "", false, "", clock_->now());
+    ASSERT_FALSE(id_->providers().sign_in(provider(false), who("frank-sub", "frank@example.com", true), h, "c",
+                                          SessionKind::Cookie, "", nullptr, &anon));
+    EXPECT_TRUE(anon.needed);
+    EXPECT_EQ(anon.email, "");
+}

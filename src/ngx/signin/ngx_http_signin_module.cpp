@@ -8,6 +8,7 @@
 #include "signin_events.h"
 #include "signin_handlers.h"
 #include "signin_providers.h"
+#include "signin_registration.h"
 #include "signin_request.h"
 
 #include <unistd.h>
@@ -100,6 +101,7 @@ static ngx_int_t postconfiguration_checked(ngx_conf_t *cf) {
     }
     if (check_provider_fetch(cf, m) != NGX_OK) return NGX_ERROR;
     if (find_events_server(cf, m) != NGX_OK) return NGX_ERROR;
+    if (find_registration_check(cf, m) != NGX_OK) return NGX_ERROR;
     if (m->policy->with_email) return find_delivery_server(cf, m);
     return NGX_OK;
 }

@@ -154,6 +154,8 @@ public:
     };
     TokenRequestJob(Stage first, signin::Intent intent, std::string email, std::string group, std::string client,
                     Send send);
+    // What the registration check gave a new account (signin_registration.h).
+    void set_roles(std::vector<std::string> roles) { roles_ = std::move(roles); }
 
 protected:
     signin::Status write() override;
@@ -169,6 +171,7 @@ protected:
     std::string email_, group_, client_;
     Send send_;
     std::optional<signin::TokenIssue> issued_;  // the write's outcome: a delivery to make, or none
+    std::vector<std::string> roles_;            // a new account's, from the registration check
 };
 
 using signin::address_key;  // the one key of an address in every counter

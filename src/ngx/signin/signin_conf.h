@@ -88,6 +88,7 @@ struct MainConf {
     signin::Secret *events_key;         // its key, read when the configuration is
     ngx_uint_t events_retries;          // signin_events_retries
     ngx_array_t *events_types;          // signin_events_types (ngx_str_t; nullptr: every type)
+    ngx_str_t registration_check_uri;   // signin_registration_check: the internal location asked first
 
     // the dev mailbox
     ngx_shm_zone_t *mailbox;      // its zone, when signin_dev_mailbox is used

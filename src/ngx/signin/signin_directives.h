@@ -57,7 +57,8 @@ char *check_providers(ngx_conf_t *cf, MainConf *m);
 // signin_metrics; and the location level's conf.
 Directives location_directives();
 // Events for the application (signin_events.cpp): signin_events, signin_events_secret_file,
-// signin_events_types, signin_events_retries; their checks are check_events_conf's.
+// signin_events_types, signin_events_retries; their checks are check_events_conf's. And
+// signin_registration_check, checked by find_registration_check (signin_registration.h).
 Directives event_directives();
 void *create_loc_conf(ngx_conf_t *cf);
 char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);

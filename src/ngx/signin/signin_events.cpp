@@ -248,6 +248,9 @@ Directives event_directives() {
          NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_retries), &events_retries_bounds},
         {ngx_string("signin_events_types"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, noted<set_events_types>,
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+        // its checks are find_registration_check's (signin_registration.cpp)
+        {ngx_string("signin_registration_check"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
+         NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, registration_check_uri), nullptr},
     };
     return table;
 }

@@ -7,6 +7,7 @@
 #include "signin_conf.h"
 #include "signin_delivery.h"
 #include "../limits/signin_limits.h"
+#include "signin_registration.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {
@@ -76,7 +77,7 @@ private:
     signin::Status write() override {
         take_shared_send();
         auto issued = id().passwords().issue_password_registration_hashed(email_, group_, client_, password_hash_,
-                                                                           send_.may_send);
+                                                                           send_.may_send, roles_);
         settle_shared_send(issued && issued->delivery.has_value());
         if (!issued) return issued.error();
         issued_ = std::move(issued.value());
@@ -268,10 +269,11 @@ ngx_int_t post_password_register(ApiCall &call) {
         send.counted = send.may_send;
         if (shared_limits() != nullptr) send.shared = limit_rule(call.r, Bucket::Address);
     }
-    return start_job(call.r, std::make_unique<PasswordRegistrationJob>(v["email"], v["group"], call.client(),
-                                                                       std::move(send),
-                                                                       signin::Secret(std::move(v["password"])),
-                                                                       backoff));
+    RegistrationAsk ask{v["email"], v["group"], "password", call.client()};
+    return check_registration(call.r, std::move(ask),
+                              std::make_unique<PasswordRegistrationJob>(v["email"], v["group"], call.client(),
+                                                                        std::move(send),
+                                                                        signin::Secret(std::move(v["password"])), backoff));
 }
 
 ngx_int_t post_password_session(ApiCall &call) { return password_login(call, signin::SessionKind::Cookie); }

@@ -23,6 +23,7 @@
 #include "signin_jobs.h"
 #include "signin_conf.h"
 #include "signin_metrics.h"
+#include "signin_registration.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {
@@ -293,7 +294,8 @@ ngx_int_t resume_step(ngx_http_request_t *r) {
 std::string_view page_code(Code c) {
     switch (c) {
     case Code::AccountExists: return "account_exists";
-    case Code::RegistrationDisabled: return "no_account";
+    case Code::RegistrationDisabled:
+    case Code::RegistrationRefused: return "no_account";  // the site's rules keep this sign-in out
     case Code::Suspended: return "suspended";
     default: return "provider_failed";
     }
@@ -304,7 +306,7 @@ class FlowJob : public Job {
 protected:
     FlowJob(std::shared_ptr<ProviderCall> call, oidc::IdClaims claims)
         : Job(Stage::Write), call_(std::move(call)), claims_(std::move(claims)) {}
-    ngx_int_t answer_failure(ngx_http_request_t *r, const signin::Error &e) final {
+    ngx_int_t answer_failure(ngx_http_request_t *r, const signin::Error &e) override {
         return end_flow(r, call_.get(), e.code, page_code(e.code), e.message);
     }
 
@@ -316,16 +318,39 @@ protected:
 class ProviderSignInJob final : public FlowJob {
 public:
     ProviderSignInJob(std::shared_ptr<ProviderCall> call, oidc::IdClaims claims, std::string user_agent,
-                      signin::BrowserCookies browser)
-        : FlowJob(std::move(call), std::move(claims)), user_agent_(std::move(user_agent)), browser_(std::move(browser)) {}
+                      signin::BrowserCookies browser, signin::RegistrationGate gate)
+        : FlowJob(std::move(call), std::move(claims)),
+          user_agent_(std::move(user_agent)),
+          browser_(std::move(browser)),
+          gate_(std::move(gate)) {}
 
 private:
     signin::Status write() override {
+        gate_.needed = false;
         auto step = id().providers().sign_in(*call_->provider, claims_, call_->flow, call_->client,
-                                             signin::SessionKind::Cookie, user_agent_, &browser_);
+                                             signin::SessionKind::Cookie, user_agent_, &browser_, &gate_);
         if (!step) return step.error();
         step_ = std::move(step.value());
         return signin::ok_status();
+    }
+    // A sign-in that would make an account while signin_registration_check is on: the application
+    // is asked, then the same sign-in runs again with its verdict (nothing was written meanwhile).
+    ngx_int_t answer_failure(ngx_http_request_t *r, const signin::Error &e) override {
+        if (!gate_.needed) return FlowJob::answer_failure(r, e);
+        signin::RegistrationGate allowed;
+        allowed.ask = true;
+        allowed.allowed = true;
+        auto again = std::make_unique<ProviderSignInJob>(call_, std::move(claims_), std::move(user_agent_),
+                                                         std::move(browser_), std::move(allowed));
+        ProviderSignInJob *j = again.get();
+        RegistrationAsk ask{gate_.email, "", "provider", call_->client, true};
+        // the caller finalizes this answer: NGX_DONE then lets go of a reference, this one; the
+        // flow's own stays for the answer that follows the check
+        r->main->count++;
+        ngx_int_t rc = check_registration(r, std::move(ask), std::move(again),
+                                          [j](std::vector<std::string> roles) { j->gate_.roles = std::move(roles); });
+        if (rc != NGX_DONE) r->main->count--;
+        return rc;
     }
     ngx_int_t answer(ngx_http_request_t *r) override {
         clear_flow_cookie(r);
@@ -344,6 +369,7 @@ private:
 
     std::string user_agent_;
     signin::BrowserCookies browser_;
+    signin::RegistrationGate gate_;
     std::optional<signin::SignInStep> step_;
 };
 
@@ -433,8 +459,10 @@ ngx_int_t advance(ngx_http_request_t *r, ProviderCall &call) {
         if (!p) return end_flow(r, &call, Code::Unauthenticated, "signed_out", "sign in to link a provider");
         return start_job(r, std::make_unique<LinkJob>(shared, std::move(v.claims), *p.value()));
     }
+    signin::RegistrationGate gate;
+    gate.ask = registration_checked(r);
     return start_job(r, std::make_unique<ProviderSignInJob>(shared, std::move(v.claims), user_agent(r),
-                                                            browser_of(r, signin::SessionKind::Cookie)));
+                                                            browser_of(r, signin::SessionKind::Cookie), std::move(gate)));
 }
 
 // Starts a flow's work; the request waits (our reference) when it must fetch.

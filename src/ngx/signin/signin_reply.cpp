@@ -30,7 +30,9 @@ HttpError http_error(signin::Code code) {
     case Code::Forbidden:
     case Code::MfaRequired:
     case Code::MfaLocked:
-    case Code::MfaDisabled: status = NGX_HTTP_FORBIDDEN; break;
+    case Code::MfaDisabled:
+    case Code::RegistrationRefused: status = NGX_HTTP_FORBIDDEN; break;
+    case Code::RegistrationCheckFailed: status = NGX_HTTP_SERVICE_UNAVAILABLE; break;
     case Code::InvalidCode: status = NGX_HTTP_UNAUTHORIZED; break;
     case Code::NotFound: status = NGX_HTTP_NOT_FOUND; break;
     case Code::EmailTaken: status = NGX_HTTP_CONFLICT; break;

@@ -33,6 +33,7 @@ struct RequestCtx {
     std::string provider_url;                     // a provider subrequest: $signin_provider_url
     signin::Secret provider_body;                 // ... and its request body (a code, maybe the client secret)
     std::shared_ptr<struct ProviderCall> provider_call;  // a request waiting for a provider (signin_providers.cpp)
+    std::shared_ptr<struct RegistrationCall> registration_call;  // ... for the registration check (signin_registration.cpp)
     // A store whose reads may block: who the credentials belong to, read in the thread
     // pool (start_auth_read) for authenticate() to take, and whether that read is under way.
     std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> pre_auth;

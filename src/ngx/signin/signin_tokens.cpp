@@ -5,6 +5,7 @@
 #include "signin_conf.h"
 #include "signin_delivery.h"
 #include "../limits/signin_limits.h"
+#include "signin_registration.h"
 #include "signin_reply.h"
 
 namespace signin_ngx {
@@ -53,8 +54,12 @@ ngx_int_t request_token(ApiCall &call, signin::Intent intent) {
         send.counted = send.may_send;
         if (shared_limits() != nullptr) send.shared = limit_rule(call.r, Bucket::Address);
     }
-    return start_job(call.r, std::make_unique<TokenRequestJob>(Job::Stage::Write, intent, std::move(email),
-                                                               std::move(group), call.client(), std::move(send)));
+    auto job = std::make_unique<TokenRequestJob>(Job::Stage::Write, intent, email, group, call.client(), std::move(send));
+    if (intent != signin::Intent::Register) return start_job(call.r, std::move(job));
+    // every registration request asks the application first, whether or not the address has an
+    // account: the time and the answer then say nothing about that
+    return check_registration(call.r, RegistrationAsk{std::move(email), std::move(group), "email", call.client()},
+                              std::move(job));
 }
 
 ngx_int_t exchange(ApiCall &call, signin::SessionKind kind) {
@@ -132,7 +137,7 @@ void TokenRequestJob::settle_shared_send(bool sent) {
 
 signin::Status TokenRequestJob::write() {
     take_shared_send();
-    auto issued = id().tokens().issue_token(intent_, email_, group_, client_, send_.may_send);
+    auto issued = id().tokens().issue_token(intent_, email_, group_, client_, send_.may_send, roles_);
     settle_shared_send(issued && issued->delivery.has_value());
     if (!issued) return issued.error();
     issued_ = std::move(issued.value());
