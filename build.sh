@@ -55,6 +55,7 @@ BUILD_PACKAGES=(
 )
 TEST_PACKAGES=(
     oathtool                              # the tests make TOTP codes with another implementation
+    gettext                               # msgfmt --check of every catalog (t/signin_languages.t)
     prometheus                            # promtool checks signin_metrics' output (t/signin_metrics.t)
     lmdb-utils                            # mdb_dump: the tests read the store as an operator would
     postgresql                            # a real PostgreSQL (initdb in a temp dir) for the shared store's tests

@@ -18,7 +18,7 @@ set(SIGNIN_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
 cmake_path(NORMAL_PATH SIGNIN_ROOT)
 
 find_package(PkgConfig REQUIRED)
-foreach(_pkg IN ITEMS sodium:libsodium cjson:libcjson lmdb:lmdb icu:icu-uc oath:liboath cbor:libcbor
+foreach(_pkg IN ITEMS sodium:libsodium cjson:libcjson lmdb:lmdb icu:icu-uc icui18n:icu-i18n oath:liboath cbor:libcbor
                       crypto:libcrypto qrencode:libqrencode pq:libpq curl:libcurl)
   string(REPLACE ":" ";" _pkg ${_pkg})
   list(GET _pkg 0 _name)
@@ -56,9 +56,21 @@ add_custom_command(OUTPUT ${_pages_cpp}
 # one raw string literal per page file: longer than the standard's minimum string length
 set_source_files_properties(${_pages_cpp} PROPERTIES COMPILE_OPTIONS -Wno-overlength-strings)
 
+# The catalogs of src/i18n (LANG.po) become another (src/core/i18n.cpp reads them at start).
+file(GLOB _po_files CONFIGURE_DEPENDS ${SIGNIN_ROOT}/src/i18n/*.po)
+set(_i18n_cpp ${CMAKE_BINARY_DIR}/generated/i18n_data.cpp)
+add_custom_command(OUTPUT ${_i18n_cpp}
+  COMMAND ${CMAKE_COMMAND} -DDIR=${SIGNIN_ROOT}/src/i18n -DOUT=${_i18n_cpp} -DNAME=i18n_data -DGLOB=*.po
+          -P ${SIGNIN_ROOT}/src/core/data/embed_pages.cmake
+  DEPENDS ${_po_files} ${SIGNIN_ROOT}/src/core/data/embed_pages.cmake
+  COMMENT "embedding src/i18n"
+  VERBATIM)
+set_source_files_properties(${_i18n_cpp} PROPERTIES COMPILE_OPTIONS -Wno-overlength-strings)
+
 # signin_smtp sends through libcurl (SMTP, STARTTLS, SASL; Debian's libcurl4-openssl-dev)
-signin_part(signin_core core SOURCES ${_pages_cpp}
-  PACKAGES SODIUM CJSON ICU OATH CBOR CRYPTO QRENCODE CURL)
+# ICU: icu-uc for text, icu-i18n for the messages' plural rules and number formats (i18n.cpp)
+signin_part(signin_core core SOURCES ${_pages_cpp} ${_i18n_cpp}
+  PACKAGES SODIUM CJSON ICU ICUI18N OATH CBOR CRYPTO QRENCODE CURL)
 # the store's records carry audit entries in the engine's JSON (signin/json.hpp)
 signin_part(signin_store store PACKAGES SODIUM CJSON LMDB PQ USES signin_core)
 signin_part(signin_version version)

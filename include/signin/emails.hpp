@@ -5,11 +5,14 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "signin/i18n.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -56,12 +59,23 @@ public:
     // {{token}} in its text (and its html, when given); a notice with either; a code or a link in
     // the subject (subjects show on lock screens and in mail logs); {{link}} in a purpose whose
     // token does not sign in; an empty or multi-line subject.
-    Status replace(Purpose purpose, EmailTemplate t);
-    // Whether replace() changed this purpose's email.
-    bool is_custom(Purpose purpose) const;
+    // `lang` (a signin_languages tag): the template of that language only; "" for every language
+    // without one of its own.
+    Status replace(Purpose purpose, EmailTemplate t, std::string_view lang = {});
+    // Whether replace() changed this purpose's email (for `lang`, or for every language).
+    bool is_custom(Purpose purpose, std::string_view lang = {}) const;
+
+    // The languages the built-in emails are written in (signin_languages; English alone until
+    // set). A Delivery's lang picks one; "" or one not configured is the first.
+    void set_languages(std::shared_ptr<const i18n::Languages> languages);
+    // The English texts of the built-in emails (the msgids the catalogs must have).
+    static std::vector<std::string> messages();
 
     // {{minutes}}: how long a code stays valid (signin_token_ttl).
-    void set_token_ttl(Millis token_ttl) { token_ttl_ = token_ttl; }
+    void set_token_ttl(Millis token_ttl) {
+        token_ttl_ = token_ttl;
+        build();
+    }
     // {{site_name}}: signin_site_name.
     void set_site_name(std::string name) { site_name_ = std::move(name); }
     // {{link}}'s base, e.g. "https://example.com/auth/": the glue sets it from the signin_api location.
@@ -80,9 +94,22 @@ public:
 
 private:
     static constexpr std::size_t kPurposes = 9;
-    std::array<EmailTemplate, kPurposes> templates_;  // built-in ones with their link button
-    std::array<EmailTemplate, kPurposes> unlinked_;   // the built-in ones without: no link base
-    std::array<bool, kPurposes> custom_{};
+    using Customs = std::array<std::optional<EmailTemplate>, kPurposes>;
+    // One language's built-in emails and the words rendering puts in them.
+    struct Builtin {
+        std::array<EmailTemplate, kPurposes> linked;    // with their link button
+        std::array<EmailTemplate, kPurposes> unlinked;  // without: no link base
+        std::string validity;                           // {{validity}}: "10 minutes", "10 Minuten"
+        std::string password_note;                      // {{password_note}} when a password was chosen
+    };
+    // (Re)writes the built-in emails of every language.
+    void build();
+    std::size_t lang_index(std::string_view tag) const;
+
+    std::shared_ptr<const i18n::Languages> languages_;
+    std::vector<Builtin> builtin_;     // by language index
+    Customs custom_;                   // signin_email_template without lang=
+    std::map<std::string, Customs> custom_by_lang_;  // ... with lang=TAG, by the tag in lower case
     Millis token_ttl_;
     std::string site_name_, link_base_;
 };

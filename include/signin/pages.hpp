@@ -4,9 +4,13 @@
 // so they work under content_security_policy(). Valid C++17: the glue includes it.
 #pragma once
 
+#include <array>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "signin/i18n.hpp"
 
 namespace signin::pages {
 
@@ -34,9 +38,30 @@ struct Settings {
     std::string return_to;  // the path and query that was refused (percent-encoded on the page)
 };
 
-// The page's HTML. Every value is HTML-escaped; asset URLs carry their content hash (?v=), so a
-// new module version is never served a stale script from a cache.
+// The page's HTML in English. Every value is HTML-escaped; asset URLs carry their content hash
+// (?v=), so a new module version is never served a stale script from a cache.
 std::string render(Page page, const Settings &settings);
+
+// The pages in every configured language (signin_languages), translated once: the templates'
+// texts ({{_ English text _}}, an ICU message), the strings their scripts show (a JSON catalog in
+// the page), lang and dir, and the language picker. `fixed` gives what the texts say that is the
+// same for every request (token_minutes, fresh_minutes, remember_days); a request then costs what
+// an English page costs.
+class Localized {
+public:
+    Localized(std::shared_ptr<const i18n::Languages> languages, const Settings &fixed);
+    // The page in language `lang` (an index of languages(); out of range: the first).
+    std::string render(Page page, std::size_t lang, const Settings &settings) const;
+    const i18n::Languages &languages() const { return *languages_; }
+
+private:
+    std::shared_ptr<const i18n::Languages> languages_;
+    std::vector<std::array<std::string, 4>> templates_;  // per language, per Page
+};
+
+// The English texts of the pages: every {{_ ... _}} of the templates and every t("...") of their
+// scripts, whitespace folded as the catalogs hold them (the msgids the catalogs must have).
+std::vector<std::string> messages();
 
 // A stylesheet, script or image of the pages by its file name ("pages.css", "signin.js"), with its
 // content type; nullptr for any other name (the page templates themselves are not assets).

@@ -57,6 +57,7 @@ struct User {
     std::string password_hash;  // PHC string, empty when the account has no password
     std::vector<std::string> roles;  // sorted, each [a-z0-9_-]{1,32} (access.hpp)
     bool pending = false;  // made by an invitation and never signed in yet
+    std::string lang;      // the language of the account's last sign-in (a tag; "" before any), for notices
 };
 
 // What the delivery function is given: the token is revealed only where the email is written.
@@ -67,6 +68,9 @@ struct Delivery {
     Purpose purpose = Purpose::SignIn;
     std::string group_id;
     bool with_password = false;  // a Registration token that creates the account with a chosen password
+    // The language to write it in (a signin_languages tag): the request's that caused it, or for a
+    // notice the account's last. "" or a tag no longer configured: the first configured.
+    std::string lang;
 };
 
 // A token record as stored: keyed by the hash of the token, never the token itself.

@@ -8,8 +8,11 @@ namespace {
 
 // {{password_note}} of a Registration whose request chose a password (its own empty line first)
 constexpr std::string_view kPasswordNote =
-    "\nA password was chosen when this account was requested. If that was not you, do not use this code: "
-    "whoever chose the password could sign in. Ask for a new code on the site.\n";
+    "A password was chosen when this account was requested. If that was not you, do not use this code: "
+    "whoever chose the password could sign in. Ask for a new code on the site.";
+// {{validity}}: how long a code stays valid, {minutes} in words
+constexpr std::string_view kValidity = "{minutes, plural, one {# minute} other {# minutes}}";
+constexpr std::string_view kOpenLink = "Or open this link: {link}";
 
 // The layout of every built-in HTML email. Mail clients keep little of the web: Gmail drops
 // <style> in many of its apps and Outlook for Windows lays out with Word, so the column is made of
@@ -19,8 +22,9 @@ constexpr std::string_view kPasswordNote =
 constexpr std::string_view kFont =
     "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Helvetica,Arial,sans-serif";
 // html_page's pieces, around the site's name (twice) and the body
+constexpr std::string_view kHtmlLang = "<!doctype html>\n<html lang=\"";
 constexpr std::string_view kHtmlTitle =
-    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "><head><meta charset=\"utf-8\">\n"
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     "<title>";
 constexpr std::string_view kHtmlColumn =
@@ -31,7 +35,7 @@ constexpr std::string_view kHtmlColumn =
     "<td align=\"center\" style=\"padding:24px 12px\">\n"
     "<table role=\"presentation\" width=\"100%\" cellpadding=\"0\" cellspacing=\"0\" border=\"0\" bgcolor=\"#ffffff\" "
     "style=\"width:100%;max-width:480px;background-color:#ffffff;border:1px solid #e4e4e7;border-radius:8px\"><tr>\n"
-    "<td align=\"left\" style=\"padding:28px 24px;font-size:16px;line-height:1.5;color:#18181b;";
+    "<td style=\"padding:28px 24px;font-size:16px;line-height:1.5;color:#18181b;text-align:";
 constexpr std::string_view kHtmlHeading = "\">\n<p style=\"margin:0 0 20px;font-size:14px;font-weight:bold;color:#52525b\">";
 constexpr std::string_view kHtmlFoot = "</td></tr></table>\n</td></tr></table>\n</body></html>\n";
 constexpr std::string_view kParagraph = "<p style=\"margin:0 0 16px\">";
@@ -56,10 +60,19 @@ bool carries_code(Purpose p) {
     return p != Purpose::EmailChanged && p != Purpose::PasswordChanged && p != Purpose::MfaLocked;
 }
 
+// The language an email is written in: its tag, and whether it reads right to left.
+struct Lang {
+    std::string_view tag = "en";
+    bool rtl = false;
+};
+
 // The layout around `body`; `site`: the site's name as HTML ({{site_name}} in a template).
-std::string html_page(std::string_view body, std::string_view site) {
-    std::string page(kHtmlTitle);
-    page.append(site).append(kHtmlColumn).append(kFont).append(kHtmlHeading).append(site).append("</p>\n");
+std::string html_page(std::string_view body, std::string_view site, const Lang &lang) {
+    std::string page(kHtmlLang);
+    append_html_escaped(page, lang.tag);
+    page.append(lang.rtl ? "\" dir=\"rtl\"" : "\"");
+    page.append(kHtmlTitle).append(site).append(kHtmlColumn).append(lang.rtl ? "right;" : "left;");
+    page.append(kFont).append(kHtmlHeading).append(site).append("</p>\n");
     page.append(body);
     page.append(kHtmlFoot);
     return page;
@@ -75,12 +88,31 @@ struct Copy {
     std::string_view note;
 };
 
-EmailTemplate from_copy(Purpose p, const Copy &c, bool linked) {
+// The words of one language: a text of the built-in emails translated, with the template's
+// names ({{site_name}}, {{email}}, {{validity}}, {{link}}) where the message has its arguments.
+class Words {
+public:
+    Words(const i18n::Languages &langs, std::size_t lang) : langs_(langs), lang_(lang) {}
+    std::string operator()(std::string_view english) const {
+        static const std::vector<i18n::Arg> args = {
+            i18n::text_arg("site", "{{site_name}}"), i18n::text_arg("email", "{{email}}"),
+            i18n::text_arg("validity", "{{validity}}"), i18n::text_arg("link", "{{link}}")};
+        return langs_.format(lang_, english, args);
+    }
+    Lang lang() const { return {langs_.tag(lang_), langs_.rtl(lang_)}; }
+
+private:
+    const i18n::Languages &langs_;
+    std::size_t lang_;
+};
+
+EmailTemplate from_copy(Purpose p, const Copy &c, bool linked, const Words &words) {
     EmailTemplate t;
-    t.subject = c.subject;
+    t.subject = words(c.subject);
     std::string body;
     auto paragraphs = [&](const std::vector<std::string_view> &list) {
-        for (std::string_view para : list) {
+        for (std::string_view english : list) {
+            const std::string para = words(english);
             if (!t.text.empty()) t.text += "\n";
             t.text.append(para).append("\n");
             body.append(kParagraph).append(para).append("</p>\n");
@@ -92,78 +124,78 @@ EmailTemplate from_copy(Purpose p, const Copy &c, bool linked) {
         body += kHtmlCode;
     }
     if (linked && !c.button.empty()) {
-        t.text += "\nOr open this link: {{link}}\n";
-        body.append(kHtmlButtonHead).append(kFont).append("\">").append(c.button).append(kHtmlButtonFoot);
+        t.text += "\n" + words(kOpenLink) + "\n";
+        body.append(kHtmlButtonHead).append(kFont).append("\">").append(words(c.button)).append(kHtmlButtonFoot);
     }
     paragraphs(c.after);
     if (!c.note.empty()) {
         t.text += c.note;
         body.append("<p style=\"margin:0;color:#9a3412\">").append(c.note).append("</p>\n");
     }
-    t.html = html_page(body, "{{site_name}}");
+    t.html = html_page(body, "{{site_name}}", words.lang());
     return t;
 }
 
-// The built-in email of each purpose; `linked`: with the link (its button, and a line in the text).
-EmailTemplate builtin(Purpose p, bool linked) {
+// What each purpose's built-in email says (in English: the msgids of the catalogs).
+Copy copy_of(Purpose p) {
     constexpr std::string_view kOnceIgnore =
-        "It is valid for {{validity}} and can be used once. If you did not ask for it, ignore this email.";
+        "It is valid for {validity} and can be used once. If you did not ask for it, ignore this email.";
     Copy c;
     switch (p) {
     case Purpose::SignIn:
-        c = {"Your sign-in code for {{site_name}}", {"Use this code to sign in to {{site_name}}:"}, {kOnceIgnore},
-             "Sign in to {{site_name}}", {}};
+        c = {"Your sign-in code for {site}", {"Use this code to sign in to {site}:"}, {kOnceIgnore},
+             "Sign in to {site}", {}};
         break;
     case Purpose::Registration:
-        c = {"Confirm your address for {{site_name}}",
-             {"Use this code to finish creating your account on {{site_name}}:"}, {kOnceIgnore}, "Create your account",
+        c = {"Confirm your address for {site}",
+             {"Use this code to finish creating your account on {site}:"}, {kOnceIgnore}, "Create your account",
              "{{password_note}}"};
         break;
     case Purpose::AlreadyRegistered:
         // it answers whoever asked to sign in through a page that uses /register (which signs
         // existing accounts in): every returning visitor of such a site gets it, so it is the
         // plain sign-in email
-        c = {"Your sign-in code for {{site_name}}",
-             {"Use this code to sign in to {{site_name}}:"},
+        c = {"Your sign-in code for {site}",
+             {"Use this code to sign in to {site}:"},
              {kOnceIgnore},
-             "Sign in to {{site_name}}",
+             "Sign in to {site}",
              {}};
         break;
     case Purpose::EmailChange:
-        c = {"Confirm your new address for {{site_name}}",
-             {"Use this code to confirm {{email}} as the new address of your account on {{site_name}}:"},
-             {"It is valid for {{validity}}. It cannot be used to sign in."},
+        c = {"Confirm your new address for {site}",
+             {"Use this code to confirm {email} as the new address of your account on {site}:"},
+             {"It is valid for {validity}. It cannot be used to sign in."},
              "Confirm the new address",
              {}};
         break;
     case Purpose::EmailChangeApproval:
-        c = {"Approve a change of address for {{site_name}}",
-             {"Someone asked to move your account on {{site_name}} to a new address. If it was you, approve it "
+        c = {"Approve a change of address for {site}",
+             {"Someone asked to move your account on {site} to a new address. If it was you, approve it "
               "with this code:"},
-             {"It is valid for {{validity}}. If it was not you, do not use it."},
+             {"It is valid for {validity}. If it was not you, do not use it."},
              "Approve the change",
              {}};
         break;
     case Purpose::EmailChanged:
-        c = {"Your address for {{site_name}} was changed",
+        c = {"Your address for {site} was changed",
              {},
-             {"The address of your account on {{site_name}} was just changed. If this was not you, contact the "
+             {"The address of your account on {site} was just changed. If this was not you, contact the "
               "site right away."},
              {},
              {}};
         break;
     case Purpose::Invitation:
-        c = {"You are invited to {{site_name}}",
-             {"You are invited to {{site_name}}. Use this code to sign in:"},
-             {"It is valid for {{validity}} and can be used once. Later, sign in with your address, "
-              "{{email}}."},
-             "Join {{site_name}}",
+        c = {"You are invited to {site}",
+             {"You are invited to {site}. Use this code to sign in:"},
+             {"It is valid for {validity} and can be used once. Later, sign in with your address, "
+              "{email}."},
+             "Join {site}",
              {}};
         break;
     case Purpose::PasswordChanged:
-        c = {"Your password for {{site_name}} was changed",
+        c = {"Your password for {site} was changed",
              {},
-             {"The password of your account on {{site_name}} was just changed, and every other session was "
+             {"The password of your account on {site} was just changed, and every other session was "
               "signed out.",
               "If this was not you, sign in with an email code and set a new password right away."},
              {},
@@ -172,9 +204,9 @@ EmailTemplate builtin(Purpose p, bool linked) {
     case Purpose::MfaLocked:
         // whoever typed the codes got past the first step, often with the password: the person is
         // told what that may mean as well as how to get back in
-        c = {"The second factor of your {{site_name}} account was locked",
+        c = {"The second factor of your {site} account was locked",
              {},
-             {"Too many wrong second-factor codes were entered in a row for your account on {{site_name}}, so "
+             {"Too many wrong second-factor codes were entered in a row for your account on {site}, so "
               "its second factor was locked: no code is accepted for now.",
               "To sign in, sign in with an email code again, which opens it, or ask the site's administrator to "
               "reset it.",
@@ -183,8 +215,11 @@ EmailTemplate builtin(Purpose p, bool linked) {
              {}};
         break;
     }
-    return from_copy(p, c, linked);
+    return c;
 }
+
+// The built-in email of each purpose; `linked`: with the link (its button, and a line in the text).
+EmailTemplate builtin(Purpose p, bool linked, const Words &words) { return from_copy(p, copy_of(p), linked, words); }
 
 struct Values {
     std::string_view token, email, origin, minutes, password_note, code, site_name, link;
@@ -241,14 +276,14 @@ bool uses(const std::vector<std::string> &names, std::string_view name) {
 }
 
 // The plain text as an HTML body: escaped, in <pre>, in the built-in layout.
-std::string html_from_text(std::string_view text, std::string_view site) {
+std::string html_from_text(std::string_view text, std::string_view site, const Lang &lang) {
     std::string body = "<pre style=\"margin:0;white-space:pre-wrap;overflow-wrap:anywhere;";
     body.append(kFont).append("\">");
     append_html_escaped(body, text);
     body += "</pre>\n";
     std::string escaped_site;
     append_html_escaped(escaped_site, site);
-    return html_page(body, escaped_site);
+    return html_page(body, escaped_site, lang);
 }
 
 }  // namespace
@@ -283,11 +318,49 @@ std::optional<Purpose> purpose_from_text(std::string_view text) {
     return std::nullopt;
 }
 
-Emails::Emails(Millis token_ttl) : token_ttl_(token_ttl) {
-    for (Purpose p : all_purposes()) {
-        templates_[index_of(p)] = builtin(p, true);
-        unlinked_[index_of(p)] = builtin(p, false);
+Emails::Emails(Millis token_ttl) : languages_(i18n::Languages::english()), token_ttl_(token_ttl) { build(); }
+
+void Emails::set_languages(std::shared_ptr<const i18n::Languages> languages) {
+    languages_ = std::move(languages);
+    build();
+}
+
+void Emails::build() {
+    const std::string minutes = std::to_string(std::max<Millis>(1, (token_ttl_ + 59999) / 60000));
+    builtin_.assign(languages_->size(), Builtin{});
+    for (std::size_t lang = 0; lang < languages_->size(); lang++) {
+        const Words words(*languages_, lang);
+        Builtin &b = builtin_[lang];
+        for (Purpose p : all_purposes()) {
+            b.linked[index_of(p)] = builtin(p, true, words);
+            b.unlinked[index_of(p)] = builtin(p, false, words);
+        }
+        b.validity = languages_->format(lang, kValidity, {i18n::number_arg("minutes", std::stod(minutes))});
+        b.password_note = "\n" + languages_->format(lang, kPasswordNote) + "\n";
     }
+}
+
+std::size_t Emails::lang_index(std::string_view tag) const {
+    if (tag.empty()) return 0;
+    return languages_->find(tag).value_or(0);
+}
+
+std::vector<std::string> Emails::messages() {
+    std::vector<std::string> out = {std::string(kPasswordNote), std::string(kValidity), std::string(kOpenLink)};
+    auto add = [&out](std::string_view s) {
+        if (!s.empty() && s.find("{{") == std::string_view::npos &&
+            std::find(out.begin(), out.end(), s) == out.end()) {
+            out.emplace_back(s);
+        }
+    };
+    for (Purpose p : all_purposes()) {
+        const Copy c = copy_of(p);
+        add(c.subject);
+        for (auto para : c.before) add(para);
+        for (auto para : c.after) add(para);
+        add(c.button);
+    }
+    return out;
 }
 
 Result<EmailTemplate> Emails::parse(Purpose purpose, std::string_view file, std::string_view html) {
@@ -355,19 +428,36 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     return ok_status();
 }
 
-Status Emails::replace(Purpose purpose, EmailTemplate t) {
+namespace {
+
+std::string lower_tag(std::string_view tag) {
+    std::string out(tag);
+    for (char &c : out) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return out;
+}
+
+}  // namespace
+
+Status Emails::replace(Purpose purpose, EmailTemplate t, std::string_view lang) {
     Status ok = check(purpose, t);
     if (!ok) return ok;
-    templates_[index_of(purpose)] = std::move(t);
-    custom_[index_of(purpose)] = true;
+    Customs &customs = lang.empty() ? custom_ : custom_by_lang_[lower_tag(lang)];
+    customs[index_of(purpose)] = std::move(t);
     return ok_status();
 }
 
-bool Emails::is_custom(Purpose purpose) const { return custom_[index_of(purpose)]; }
+bool Emails::is_custom(Purpose purpose, std::string_view lang) const {
+    if (lang.empty()) return custom_[index_of(purpose)].has_value();
+    const auto it = custom_by_lang_.find(lower_tag(lang));
+    return it != custom_by_lang_.end() && it->second[index_of(purpose)].has_value();
+}
 
 Email Emails::render(const Delivery &d, std::string_view origin) const {
     const std::string minutes = std::to_string(std::max<Millis>(1, (token_ttl_ + 59999) / 60000));
-    const std::string validity = minutes + (minutes == "1" ? " minute" : " minutes");
+    const std::size_t lang = lang_index(d.lang);
+    const Builtin &words = builtin_[lang];
     // the site's name: signin_site_name, or the origin without its scheme
     std::string_view site = site_name_;
     if (site.empty()) {
@@ -385,16 +475,25 @@ Email Emails::render(const Delivery &d, std::string_view origin) const {
         // the sign-in page's other landing: it confirms the change (POST /email/confirm) on a click
         e.link = link_base_ + "#confirm=" + std::string(d.token.reveal());
     }
-    // without a link the built-in email has no button and no line for it
+    // the template: the operator's for this language, else the operator's for every language, else
+    // the built-in one of the language (without a link, it has no button and no line for it)
     const std::size_t i = index_of(d.purpose);
-    const EmailTemplate &t = e.link.empty() && !custom_[i] ? unlinked_[i] : templates_[i];
+    const EmailTemplate *t = nullptr;
+    if (!custom_by_lang_.empty()) {
+        const auto it = custom_by_lang_.find(lower_tag(languages_->tag(lang)));
+        if (it != custom_by_lang_.end() && it->second[i]) t = &*it->second[i];
+    }
+    if (t == nullptr && custom_[i]) t = &*custom_[i];
+    if (t == nullptr) t = e.link.empty() ? &words.unlinked[i] : &words.linked[i];
     Values v{d.token.reveal(), d.email, origin, minutes,
-             d.purpose == Purpose::Registration && d.with_password ? kPasswordNote : std::string_view(), d.code, site,
-             e.link, validity};
+             d.purpose == Purpose::Registration && d.with_password ? std::string_view(words.password_note)
+                                                                    : std::string_view(),
+             d.code, site, e.link, words.validity};
     // every template was checked by replace() or is built in: expansion cannot fail
-    e.subject = expand(t.subject, v, false).value();
-    e.text = expand(t.text, v, false).value();
-    e.html = t.html.empty() ? html_from_text(e.text, site) : expand(t.html, v, true).value();
+    e.subject = expand(t->subject, v, false).value();
+    e.text = expand(t->text, v, false).value();
+    e.html = t->html.empty() ? html_from_text(e.text, site, Lang{languages_->tag(lang), languages_->rtl(lang)})
+                             : expand(t->html, v, true).value();
     return e;
 }
 

@@ -206,6 +206,14 @@ SignInStep Engine::sign_in(WriteTxn &txn, const User &user, SessionKind kind, Si
                            std::string_view client, std::string_view user_agent, Millis now, std::string detail,
                            const BrowserCookies *browser, bool two_factors) const {
     SignInStep step;
+    // the account keeps the language it last signed in with: its notices are written in it (every
+    // caller has written its own changes to the user before this)
+    const std::string &lang = i18n::RequestLanguage::current();
+    if (!lang.empty() && lang != user.lang) {
+        User kept = user;
+        kept.lang = lang;
+        txn.put_user(kept);
+    }
     if (two_factors) {
         step.session = open_session(txn, user, kind, method, client, user_agent, now, std::move(detail), true, browser);
         return step;

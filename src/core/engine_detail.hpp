@@ -9,12 +9,19 @@
 
 #include "encoding.hpp"
 #include "signin/engine.hpp"
+#include "signin/i18n.hpp"
 #include "signin/mfa.hpp"
 #include "signin/store.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
 namespace detail {
+
+// The language of a notice (an email no request of the person asked for): the account's last, else
+// the request's (which may be someone else's, as for a locked second factor), else the default.
+inline std::string notice_language(const User &user) {
+    return user.lang.empty() ? i18n::RequestLanguage::current() : user.lang;
+}
 
 inline AuditEntry audit(Millis at, std::string kind, std::string_view email, std::string_view client,
                  std::string_view user_id = {}, std::string_view detail = {}) {

@@ -134,6 +134,7 @@ Delivery lock_notice_to(const User &user) {
     d.email = user.email;
     d.purpose = Purpose::MfaLocked;
     d.group_id = user.group_id;
+    d.lang = detail::notice_language(user);
     return d;
 }
 

@@ -20,8 +20,9 @@ constexpr char kOutboxContext[crypto_kdf_CONTEXTBYTES + 1] = "sgoutbox";
 
 // Sealed: nonce (24) || XChaCha20-Poly1305 of the plaintext, with the token's hash as associated
 // data (a sealed delivery moved to another entry does not open). Plaintext: version byte,
-// purpose, with_password, then email, group and token, each a u16 LE length and its bytes.
-constexpr unsigned char kSealVersion = 2;  // 2 added the short code after the token
+// purpose, with_password, then email, group, token, code and language, each a u16 LE length and
+// its bytes.
+constexpr unsigned char kSealVersion = 3;  // 2 added the short code after the token, 3 the language
 
 void put_str16(std::string &out, std::string_view s) {
     if (s.size() > 0xffff) throw std::length_error("outbox: field too long");
@@ -50,6 +51,7 @@ std::string seal(const SecretKey &key, const Delivery &d, std::string_view token
     put_str16(plain, d.group_id);
     put_str16(plain, d.token.reveal());
     put_str16(plain, d.code);
+    put_str16(plain, d.lang);
     std::string out = signin::seal(key, plain, token_hash);
     sodium_memzero(plain.data(), plain.size());
     return out;
@@ -69,7 +71,7 @@ std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, st
         std::string token;
         if (purpose >= 1 && purpose <= static_cast<unsigned char>(Purpose::MfaLocked) && with_password <= 1 && get_str16(in, d.email) &&
             get_str16(in, d.group_id) && get_str16(in, token) && (version < 2 || get_str16(in, d.code)) &&
-            in.empty()) {
+            (version < 3 || get_str16(in, d.lang)) && in.empty()) {
             d.purpose = static_cast<Purpose>(purpose);
             d.with_password = with_password == 1;
             d.token = Secret(std::move(token));

@@ -3,20 +3,22 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <ctime>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
 #include "encoding.hpp"
-#include "pages_data.hpp"
+#include "embedded_data.hpp"
 #include "signin/emails.hpp"
 
 namespace signin::pages {
 namespace {
 
-using pages_data::EmbeddedFile;
+using signin::EmbeddedFile;
 
 const EmbeddedFile *embedded(std::string_view name) {
     for (std::size_t i = 0; i < pages_data::kFileCount; i++) {
@@ -54,8 +56,6 @@ std::string escaped(std::string_view s) {
     append_html_escaped(out, s);
     return out;
 }
-
-std::string minutes(long long n) { return n == 1 ? "1 minute" : std::to_string(n) + " minutes"; }
 
 // A path as a query value: everything but unreserved characters and '/' percent-encoded.
 std::string query_value(std::string_view v) { return enc::percent_encode(v, true); }
@@ -130,10 +130,6 @@ bool value_of(std::string_view name, const Settings &s, std::string &out) {
         out += std::to_string(s.remember_days);
     } else if (name == "resend_seconds") {
         out += std::to_string(s.resend_seconds);
-    } else if (name == "token_validity") {
-        out += minutes(s.token_minutes);
-    } else if (name == "fresh_validity") {
-        out += minutes(s.fresh_minutes);
     } else if (name == "stylesheet") {
         if (!s.stylesheet.empty()) out += "<link rel=\"stylesheet\" href=\"" + escaped(s.stylesheet) + "\">";
     } else if (name == "account") {
@@ -167,17 +163,197 @@ const Asset *asset(std::string_view name) {
     return nullptr;
 }
 
-std::string render(Page page, const Settings &settings) {
-    const EmbeddedFile *f = embedded(page == Page::SignIn      ? "signin.html"
-                                     : page == Page::Account   ? "account.html"
-                                     : page == Page::Forbidden ? "forbidden.html"
-                                                               : "unavailable.html");
-    if (f == nullptr) return {};
+namespace {
+
+const char *template_name(Page page) {
+    return page == Page::SignIn      ? "signin.html"
+           : page == Page::Account   ? "account.html"
+           : page == Page::Forbidden ? "forbidden.html"
+                                     : "unavailable.html";
+}
+
+// The scripts a page loads (their t("...") strings go into the page's catalog).
+std::vector<std::string_view> scripts_of(Page page) {
+    switch (page) {
+    case Page::SignIn: return {"signin.js", "common.js"};
+    case Page::Account: return {"account.js", "common.js"};
+    case Page::Forbidden: return {"forbidden.js", "common.js"};
+    case Page::Unavailable: break;
+    }
+    return {};
+}
+
+// Runs of white space as one space, none at either end: a text as a template wraps it over lines.
+std::string folded(std::string_view text) {
     std::string out;
-    out.reserve(f->body.size() + 256);
+    bool space = false;
+    for (char c : text) {
+        if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+            space = !out.empty();
+            continue;
+        }
+        if (space) out.push_back(' ');
+        space = false;
+        out.push_back(c);
+    }
+    return out;
+}
+
+constexpr std::string_view kOpen = "{{_ ", kClose = " _}}";
+
+// Calls f(msgid) for every {{_ ... _}} of a template.
+template <class F>
+void each_text(std::string_view t, const F &f) {
+    for (std::size_t pos = 0;;) {
+        const std::size_t open = t.find(kOpen, pos);
+        if (open == std::string_view::npos) return;
+        const std::size_t close = t.find(kClose, open + kOpen.size());
+        if (close == std::string_view::npos) return;
+        f(folded(t.substr(open + kOpen.size(), close - open - kOpen.size())));
+        pos = close + kClose.size();
+    }
+}
+
+// Calls f(msgid) for every t("...") of a script (a double-quoted literal without escapes).
+template <class F>
+void each_script_text(std::string_view js, const F &f) {
+    constexpr std::string_view kCall = "t(\"";
+    for (std::size_t pos = 0;;) {
+        const std::size_t at = js.find(kCall, pos);
+        if (at == std::string_view::npos) return;
+        pos = at + kCall.size();
+        const char before = at == 0 ? ' ' : js[at - 1];
+        if ((before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') || before == '_' || before == '.' ||
+            (before >= '0' && before <= '9')) {
+            continue;  // another function whose name ends in t
+        }
+        const std::size_t end = js.find('"', pos);
+        if (end == std::string_view::npos) return;
+        f(std::string(js.substr(pos, end - pos)));
+        pos = end + 1;
+    }
+}
+
+// A string in JSON inside the page's <template id="signin-i18n">: nothing HTML would read (< > &
+// as \u escapes), and no brace (the page's {{name}} placeholders are expanded after this is
+// written).
+void append_script_json(std::string &out, std::string_view s) {
+    out.push_back('"');
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\' || u < 0x20 || c == '<' || c == '>' || c == '&' || c == '{' || c == '}') {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", u);
+            out += buf;
+        } else {
+            out.push_back(c);
+        }
+    }
+    out.push_back('"');
+}
+
+// The template of `page` in language `lang`: its texts translated, its lang, dir, catalog and picker.
+std::string localize(Page page, const i18n::Languages &langs, std::size_t lang, const Settings &fixed) {
+    const EmbeddedFile *f = embedded(template_name(page));
+    if (f == nullptr) return {};
+    const std::vector<i18n::Arg> args = {
+        i18n::text_arg("site", "{{site_name}}"),
+        i18n::text_arg("account", "{{account}}"),
+        i18n::number_arg("minutes", static_cast<double>(fixed.token_minutes)),
+        i18n::number_arg("fresh", static_cast<double>(fixed.fresh_minutes)),
+        i18n::number_arg("days", static_cast<double>(fixed.remember_days)),
+    };
+    std::string out;
+    std::string_view t = f->body;
+    for (std::size_t pos = 0;;) {
+        const std::size_t open = t.find(kOpen, pos);
+        const std::size_t close = open == std::string_view::npos ? open : t.find(kClose, open + kOpen.size());
+        if (close == std::string_view::npos) {
+            out.append(t.substr(pos));
+            break;
+        }
+        out.append(t.substr(pos, open - pos));
+        out += langs.format(lang, folded(t.substr(open + kOpen.size(), close - open - kOpen.size())), args);
+        pos = close + kClose.size();
+    }
+    auto replace = [&out](std::string_view name, const std::string &value) {
+        for (std::size_t at = out.find(name); at != std::string::npos; at = out.find(name, at + value.size())) {
+            out.replace(at, name.size(), value);
+        }
+    };
+    replace("{{lang}}", escaped(langs.tag(lang)));
+    replace("{{dir}}", langs.rtl(lang) ? "rtl" : "ltr");
+    std::string json = "{";
+    std::set<std::string> written;
+    for (std::string_view script : scripts_of(page)) {
+        const EmbeddedFile *js = embedded(script);
+        if (js == nullptr) continue;
+        each_script_text(js->body, [&](const std::string &id) {
+            if (!langs.translates(lang, id) || !written.insert(id).second) return;
+            if (json.size() > 1) json += ",";
+            append_script_json(json, id);
+            json += ":";
+            append_script_json(json, langs.text(lang, id));
+        });
+    }
+    json += "}";
+    replace("{{i18n}}", json);
+    std::string picker;
+    if (langs.size() > 1 && page != Page::Unavailable) {  // the picker needs the pages' script
+        picker = "<footer class=\"languages\"><label for=\"signin-language\">" +
+                 langs.format(lang, "Language") + "</label>\n<select id=\"signin-language\">";
+        for (std::size_t i = 0; i < langs.size(); i++) {
+            picker += "<option value=\"" + escaped(langs.tag(i)) + "\" lang=\"" + escaped(langs.tag(i)) + "\"" +
+                      (i == lang ? " selected" : "") + ">" + escaped(langs.native_name(i)) + "</option>";
+        }
+        picker += "</select></footer>";
+    }
+    replace("{{picker}}", picker);
+    return out;
+}
+
+std::string expand_page(std::string_view t, const Settings &settings) {
+    std::string out;
+    out.reserve(t.size() + 256);
     expand(
-        f->body, [&](std::string_view name, std::string &o) { return value_of(name, settings, o); },
+        t, [&](std::string_view name, std::string &o) { return value_of(name, settings, o); },
         [](std::string_view) { return false; }, out);
+    return out;
+}
+
+constexpr std::array<Page, 4> kPages = {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable};
+
+}  // namespace
+
+std::string render(Page page, const Settings &settings) {
+    return expand_page(localize(page, *i18n::Languages::english(), 0, settings), settings);
+}
+
+Localized::Localized(std::shared_ptr<const i18n::Languages> languages, const Settings &fixed)
+    : languages_(std::move(languages)) {
+    templates_.resize(languages_->size());
+    for (std::size_t lang = 0; lang < languages_->size(); lang++) {
+        for (Page p : kPages) templates_[lang][static_cast<std::size_t>(p)] = localize(p, *languages_, lang, fixed);
+    }
+}
+
+std::string Localized::render(Page page, std::size_t lang, const Settings &settings) const {
+    if (lang >= templates_.size()) lang = 0;
+    return expand_page(templates_[lang][static_cast<std::size_t>(page)], settings);
+}
+
+std::vector<std::string> messages() {
+    std::vector<std::string> out;
+    auto add = [&out](const std::string &id) {
+        if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+    };
+    for (Page p : kPages) {
+        if (const EmbeddedFile *f = embedded(template_name(p))) each_text(f->body, add);
+        for (std::string_view script : scripts_of(p)) {
+            if (const EmbeddedFile *js = embedded(script)) each_script_text(js->body, add);
+        }
+    }
+    add("Language");
     return out;
 }
 

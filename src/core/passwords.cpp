@@ -315,6 +315,7 @@ Result<PasswordChange> Passwords::store_password_change(const Principal &p, cons
         out.notice.email = fresh->email;
         out.notice.purpose = Purpose::PasswordChanged;  // a notice: its token is empty
         out.notice.group_id = fresh->group_id;
+        out.notice.lang = detail::notice_language(*fresh);
         out.outbox_key = engine_.enqueue(*txn, out.notice, client, now);
         txn->commit();
         return out;

@@ -11,6 +11,7 @@
 #include "signin/codes.hpp"
 #include "engine_detail.hpp"
 #include "signin/access.hpp"
+#include "signin/i18n.hpp"
 
 namespace signin {
 namespace {
@@ -56,6 +57,7 @@ NewToken new_token(const std::string &group, const std::string &email, Purpose p
     t.delivery.code = format_code(code);
     t.delivery.purpose = purpose;
     t.delivery.group_id = group;
+    t.delivery.lang = i18n::RequestLanguage::current();  // the language of the request that asked
     return t;
 }
 
@@ -523,6 +525,7 @@ Result<EmailChangeStep> Tokens::spend_change(WriteTxn &txn, const TokenRecord &t
         out.notice.delivery->email = old_email;
         out.notice.delivery->purpose = Purpose::EmailChanged;  // a notice: no token
         out.notice.delivery->group_id = user->group_id;
+        out.notice.delivery->lang = detail::notice_language(*user);
         out.notice.outbox_key = engine_.enqueue(txn, *out.notice.delivery, client, now);
     }
     txn.commit();

@@ -3,7 +3,7 @@
 // one), sign out. Each capability is one <section> of account.html and one load*() here.
 import {
   accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerLink,
-  providerTrouble, publicKeyOptions,
+  providerTrouble, publicKeyOptions, t, when,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -18,27 +18,23 @@ function toSignIn() {
   location.assign(`./?return_to=${encodeURIComponent(location.pathname)}`);
 }
 
-function when(time) {
-  const date = new Date(time);
-  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
-}
-
 // "Chrome on Linux" from a User-Agent; the whole string stays in the title (a tooltip).
 function browserName(ua) {
   const browser = /Edg\//.test(ua) ? "Edge" : /Firefox\//.test(ua) ? "Firefox" : /Chrom(e|ium)\//.test(ua) ? "Chrome"
     : /Safari\//.test(ua) ? "Safari" : /curl\//i.test(ua) ? "curl" : "";
   const os = /Android/.test(ua) ? "Android" : /iPhone|iPad/.test(ua) ? "iOS" : /Windows/.test(ua) ? "Windows"
     : /Mac OS X|Macintosh/.test(ua) ? "macOS" : /Linux/.test(ua) ? "Linux" : "";
-  if (browser && os) return `${browser} on ${os}`;
+  if (browser && os) return t("{browser} on {system}", { browser, system: os });
   return browser || os || ua.slice(0, 60);
 }
 
 function describe(s) {
-  const agent = s.user_agent ? browserName(s.user_agent) : s.kind === "bearer" ? "An app" : "A browser";
-  const parts = [];
-  if (s.client) parts.push(`from ${s.client}`);
-  if (s.last_seen_at) parts.push(`last active ${when(s.last_seen_at)}`);
-  return { agent, detail: parts.join(", ") };
+  const agent = s.user_agent ? browserName(s.user_agent) : s.kind === "bearer" ? t("An app") : t("A browser");
+  const last = s.last_seen_at ? when(s.last_seen_at) : "";
+  const detail = s.client && last ? t("from {client}, last active {when}", { client: s.client, when: last })
+    : s.client ? t("from {client}", { client: s.client })
+      : last ? t("last active {when}", { when: last }) : "";
+  return { agent, detail };
 }
 
 // One entry of a list (accounts, sessions, passkeys): its name (with a badge), a line of detail,
@@ -87,11 +83,11 @@ async function loadAccounts() {
     list.append(listItem({
       name: accountName(a.user),
       nameClass: "address",
-      badge: a.active ? "Signed in" : "",
+      badge: a.active ? t("Signed in") : "",
       button: a.active ? null : {
-        label: "Switch",
-        aria: `Switch to ${accountName(a.user)}`,
-        working: "Switching…",
+        label: t("Switch"),
+        aria: t("Switch to {account}", { account: accountName(a.user) }),
+        working: t("Switching…"),
         run: async () => {
           const switched = await call("accounts/switch", { session_id: a.session_id });
           if (switched.status === 204) return location.reload();
@@ -120,12 +116,12 @@ async function loadSessions() {
     list.append(listItem({
       name: agent,
       nameTitle: s.user_agent,
-      badge: s.current ? "This browser" : "",
+      badge: s.current ? t("This browser") : "",
       hint: detail,
       button: s.current ? null : {
-        label: "Sign out",
-        aria: `Sign out ${agent}${detail ? `, ${detail}` : ""}`,
-        working: "Signing out…",
+        label: t("Sign out"),
+        aria: detail ? t("Sign out {session}, {detail}", { session: agent, detail }) : t("Sign out {session}", { session: agent }),
+        working: t("Signing out…"),
         run: () => revoke(s.id),
       },
     }));
@@ -151,19 +147,19 @@ async function loadProviders() {
   for (const l of linked.body.providers) {
     list.append(listItem({
       name: label(l.provider),
-      hint: `${l.email || "no email address"} · linked ${when(l.created_at)}`,
+      hint: t("{email} · linked {when}", { email: l.email || t("no email address"), when: when(l.created_at) }),
       button: {
-        label: "Unlink",
-        aria: `Unlink ${label(l.provider)} (${l.email || "no email address"})`,
-        working: "Unlinking…",
+        label: t("Unlink"),
+        aria: t("Unlink {provider} ({email})", { provider: label(l.provider), email: l.email || t("no email address") }),
+        working: t("Unlinking…"),
         run: async () => {
           const answer = await call("providers/unlink", { id: l.id });
           if (answer.status === 409) {
-            return msg.error("This is how you sign in here: add a passkey, a password or an email address first.");
+            return msg.error(t("This is how you sign in here: add a passkey, a password or an email address first."));
           }
           if (answer.status !== 204) return msg.error(explain(answer));
           await loadProviders();
-          msg.notice(`${label(l.provider)} is unlinked.`);
+          msg.notice(t("{provider} is unlinked.", { provider: label(l.provider) }));
           return $("providers-title").focus();
         },
       },
@@ -171,7 +167,7 @@ async function loadProviders() {
   }
   const add = $("provider-add");
   add.replaceChildren();
-  for (const p of all) add.append(providerLink(p.name, new URLSearchParams({ link: "1" }), `Link ${p.label}`));
+  for (const p of all) add.append(providerLink(p.name, new URLSearchParams({ link: "1" }), t("Link {provider}", { provider: p.label })));
 }
 
 // ---- passkeys (signin_passkeys)
@@ -186,16 +182,17 @@ async function loadPasskeys() {
   for (const p of answer.body.passkeys) {
     list.append(listItem({
       name: p.name,
-      hint: `Added ${when(p.created_at)}; ${p.last_used_at ? `last used ${when(p.last_used_at)}` : "not used yet"}`,
+      hint: p.last_used_at ? t("Added {added}; last used {used}", { added: when(p.created_at), used: when(p.last_used_at) })
+        : t("Added {added}; not used yet", { added: when(p.created_at) }),
       button: {
-        label: "Remove",
-        aria: `Remove passkey ${p.name}`,
-        working: "Removing…",
+        label: t("Remove"),
+        aria: t("Remove passkey {name}", { name: p.name }),
+        working: t("Removing…"),
         run: async () => {
           const removed = await call("passkeys/remove", { id: p.id });
           if (removed.status !== 204) return msg.error(explain(removed));
           await loadPasskeys();
-          msg.notice(`The passkey ${p.name} is removed.`);
+          msg.notice(t("The passkey {name} is removed.", { name: p.name }));
           return $("passkeys-title").focus();
         },
       },
@@ -205,7 +202,7 @@ async function loadPasskeys() {
 
 $("passkey-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  return busy($("passkey-add"), "Waiting for your device…", async () => {
+  return busy($("passkey-add"), t("Waiting for your device…"), async () => {
     const options = await call("passkeys/register/options", {});
     if (options.status !== 200) {
       if (!needsFresh(options)) msg.error(explain(options));
@@ -225,7 +222,7 @@ $("passkey-form").addEventListener("submit", (event) => {
     }
     $("passkey-form").reset();
     await loadPasskeys();
-    msg.notice(`Passkey added: ${answer.body.name}. Use it to sign in next time.`);
+    msg.notice(t("Passkey added: {name}. Use it to sign in next time.", { name: answer.body.name }));
     $("passkeys-title").focus();
   });
 });
@@ -240,6 +237,7 @@ function showCodes(codes) {
     list.append(item);
   }
   $("mfa-codes").hidden = false;
+  $("mfa-state").hidden = true;  // the notice above says it is on; the state line comes back with "I have saved them"
   $("mfa-on").hidden = true;
   $("mfa-off").hidden = true;
   $("mfa-enroll").hidden = true;
@@ -253,26 +251,27 @@ async function loadMfa() {
   const s = answer.body;
   $("mfa-section").hidden = false;
   $("mfa-codes").hidden = true;
+  $("mfa-state").hidden = false;
   $("mfa-enroll").hidden = true;
   $("mfa-on").hidden = !s.totp;
   $("mfa-off").hidden = s.totp;
-  const browsers = s.remembered_devices === 1 ? "1 remembered browser" : `${s.remembered_devices} remembered browsers`;
   $("mfa-state").textContent = s.totp
-    ? `On: an authenticator app. ${s.recovery_codes_left} of 10 recovery codes left; ${browsers}.`
-    : "Off.";
+    ? t("On: an authenticator app. {left, plural, one {# of 10 recovery codes left} other {# of 10 recovery codes left}}; {browsers, plural, one {# remembered browser} other {# remembered browsers}}.",
+      { left: s.recovery_codes_left, browsers: s.remembered_devices })
+    : t("Off.");
 }
 
 // A change that needs a fresh session: says so and shows how to confirm.
 function needsFresh(answer) {
   if (!(answer.body && answer.body.code === "fresh_session_required")) return false;
   $("confirm-section").hidden = false;
-  msg.error("For your safety, confirm it is you with a code by email first (below).");
+  msg.error(t("For your safety, confirm it is you with a code by email first (below)."));
   $("confirm-title").focus();
   return true;
 }
 
 $("mfa-setup").addEventListener("click", async () => {
-  await busy($("mfa-setup"), "Preparing…", async () => {
+  await busy($("mfa-setup"), t("Preparing…"), async () => {
     const answer = await call("mfa/totp/setup", {});
     if (answer.status !== 200) {
       if (!needsFresh(answer)) msg.error(explain(answer));
@@ -290,19 +289,19 @@ $("mfa-setup").addEventListener("click", async () => {
 $("mfa-enroll").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = $("mfa-confirm-code");
-  if (!input.value.trim()) return msg.error("Enter the 6-digit code your app shows.", input);
-  await busy($("mfa-confirm-submit"), "Checking…", async () => {
+  if (!input.value.trim()) return msg.error(t("Enter the 6-digit code your app shows."), input);
+  await busy($("mfa-confirm-submit"), t("Checking…"), async () => {
     const answer = await call("mfa/totp/confirm", { code: input.value.trim() });
     input.value = "";
     if (answer.status !== 200) {
       msg.error(answer.body && answer.body.code === "invalid_code"
-        ? "That code is not right. Check the time on your phone, and try the next code." : explain(answer), input);
+        ? t("That code is not right. Check the time on your phone, and try the next code.") : explain(answer), input);
       return;
     }
     $("mfa-secret").textContent = "";
     $("mfa-qr").removeAttribute("src");
     await loadSessions();
-    msg.notice("Two-step sign-in is on. Other sessions were signed out.");
+    msg.notice(t("Two-step sign-in is on. Other sessions were signed out."));
     showCodes(answer.body.recovery_codes);
   });
 });
@@ -316,7 +315,7 @@ $("mfa-codes-done").addEventListener("click", async () => {
 $("mfa-new-codes").addEventListener("click", async () => {
   const answer = await call("mfa/recovery-codes", {});
   if (answer.status === 200) {
-    msg.notice("New recovery codes: the old ones no longer work.");
+    msg.notice(t("New recovery codes: the old ones no longer work."));
     showCodes(answer.body.recovery_codes);
   } else if (!needsFresh(answer)) {
     msg.error(explain(answer));
@@ -327,7 +326,7 @@ $("mfa-forget").addEventListener("click", async () => {
   const answer = await call("mfa/devices/forget", {});
   if (answer.status === 204) {
     await loadMfa();
-    msg.notice("No browser is remembered now: each asks for the second step again.");
+    msg.notice(t("No browser is remembered now: each asks for the second step again."));
   } else {
     msg.error(explain(answer));
   }
@@ -337,17 +336,17 @@ $("mfa-disable").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = $("mfa-disable-code");
   const value = input.value.trim();
-  if (!value) return msg.error("Enter a code from your app, or a recovery code.", input);
+  if (!value) return msg.error(t("Enter a code from your app, or a recovery code."), input);
   const body = /^[0-9 ]+$/.test(value) ? { code: value } : { recovery_code: value };
-  await busy($("mfa-disable-submit"), "Turning off…", async () => {
+  await busy($("mfa-disable-submit"), t("Turning off…"), async () => {
     const answer = await call("mfa/disable", body);
     input.value = "";
     if (answer.status === 204) {
       await loadSessions();
       await loadMfa();
-      msg.notice("Two-step sign-in is off. Other sessions were signed out.");
+      msg.notice(t("Two-step sign-in is off. Other sessions were signed out."));
     } else if (!needsFresh(answer)) {
-      msg.error(answer.body && answer.body.code === "invalid_code" ? "That code is not right." : explain(answer), input);
+      msg.error(answer.body && answer.body.code === "invalid_code" ? t("That code is not right.") : explain(answer), input);
     }
   });
 });
@@ -360,10 +359,10 @@ function withGroup(body) {
 // No password, or a forgotten one: a code by email makes this browser's session fresh (a new
 // session replaces this one, which is then ended), and the set-password form appears.
 $("reauth-send").addEventListener("click", async () => {
-  await busy($("reauth-send"), "Sending…", async () => {
+  await busy($("reauth-send"), t("Sending…"), async () => {
     const answer = await call("login", withGroup({ email: me.email }));
     if (answer.status === 202) {
-      msg.notice(`We sent a code to ${me.email}.`);
+      msg.notice(t("We sent a code to {email}.", { email: me.email }));
       $("reauth-form").hidden = false;
       $("reauth-code").focus();
     } else {
@@ -375,8 +374,8 @@ $("reauth-send").addEventListener("click", async () => {
 $("reauth-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = $("reauth-code");
-  if (!input.value.trim()) return msg.error("Enter the code from the email.", input);
-  await busy($("reauth-submit"), "Confirming…", async () => {
+  if (!input.value.trim()) return msg.error(t("Enter the code from the email."), input);
+  await busy($("reauth-submit"), t("Confirming…"), async () => {
     const previous = currentSession;
     const answer = await call("session", withGroup({ email: me.email, code: input.value.trim() }));
     if (answer.status !== 200) return msg.error(explain(answer, "code"), input);
@@ -384,8 +383,8 @@ $("reauth-form").addEventListener("submit", async (event) => {
     if (previous) await call("sessions/revoke", { id: previous });
     await loadSessions();
     await loadMfa();
-    msg.notice(passwords ? "Confirmed. You can set a new password, or change two-step sign-in, now."
-      : "Confirmed. You can change two-step sign-in now.");
+    msg.notice(passwords ? t("Confirmed. You can set a new password, or change two-step sign-in, now.")
+      : t("Confirmed. You can change two-step sign-in now."));
     (passwords ? $("new-password") : $("mfa-title")).focus();
   });
 });
@@ -394,7 +393,7 @@ async function revoke(id) {
   const answer = await call("sessions/revoke", { id });
   if (answer.status === 204) {
     await loadSessions();
-    msg.notice("That session is signed out.");
+    msg.notice(t("That session is signed out."));
     $("sessions-title").focus();
   } else if (answer.status === 401) {
     toSignIn();
@@ -406,13 +405,13 @@ async function revoke(id) {
 $("set-password-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = $("new-password");
-  if (!input.value) return msg.error("Enter a new password.", input);
-  await busy($("set-password-submit"), "Saving…", async () => {
+  if (!input.value) return msg.error(t("Enter a new password."), input);
+  await busy($("set-password-submit"), t("Saving…"), async () => {
     const answer = await call("password", { password: input.value });
     input.value = "";
     if (answer.status === 204) {
       await loadSessions();
-      msg.notice("Your password is set. Other sessions were signed out.");
+      msg.notice(t("Your password is set. Other sessions were signed out."));
     } else {
       msg.error(explain(answer), answer.body && answer.body.code === "weak_password" ? input : null);
     }
@@ -423,15 +422,15 @@ $("change-password-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const current = $("current-password");
   const next = $("changed-password");
-  if (!current.value) return msg.error("Enter your current password.", current);
-  if (!next.value) return msg.error("Enter a new password.", next);
-  await busy($("change-password-submit"), "Saving…", async () => {
+  if (!current.value) return msg.error(t("Enter your current password."), current);
+  if (!next.value) return msg.error(t("Enter a new password."), next);
+  await busy($("change-password-submit"), t("Saving…"), async () => {
     const answer = await call("password/change", { current: current.value, password: next.value });
     current.value = "";
     next.value = "";
     if (answer.status === 204) {
       await loadSessions();
-      msg.notice("Your password is changed. Other sessions were signed out.");
+      msg.notice(t("Your password is changed. Other sessions were signed out."));
     } else {
       const code = answer.body && answer.body.code;
       msg.error(explain(answer), code === "wrong_password" ? current : code === "weak_password" ? next : null);
@@ -445,14 +444,14 @@ $("change-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = $("new-address");
   const email = input.value.trim();
-  if (!email || !input.checkValidity()) return msg.error("Enter an email address like name@example.com.", input);
-  await busy($("change-submit"), "Sending…", async () => {
+  if (!email || !input.checkValidity()) return msg.error(t("Enter an email address like name@example.com."), input);
+  await busy($("change-submit"), t("Sending…"), async () => {
     const answer = await call("email/change", { email });
     if (answer.status !== 202) return msg.error(explain(answer), input);
     changeTo = email;
     $("change-new-code").disabled = false;
     $("change-old-code").disabled = false;
-    msg.notice("Two emails are on their way.");
+    msg.notice(t("Two emails are on their way."));
     $("change-new").textContent = email;
     $("change-sent").hidden = false;
     $("change-new-code").focus();
@@ -465,13 +464,13 @@ $("change-new-form").addEventListener("submit", async (event) => {
     { input: $("change-new-code"), email: changeTo },
     { input: $("change-old-code"), email: me.email },
   ].filter((h) => h.input.value.trim());
-  if (!halves.length) return msg.error("Enter a code from one of the two emails.", $("change-new-code"));
-  await busy($("change-confirm-submit"), "Confirming…", async () => {
+  if (!halves.length) return msg.error(t("Enter a code from one of the two emails."), $("change-new-code"));
+  await busy($("change-confirm-submit"), t("Confirming…"), async () => {
     for (const h of halves) {
       const answer = await call("email/confirm", withGroup({ email: h.email, code: h.input.value.trim() }));
       if (answer.status !== 200) {
         return msg.error(answer.body && answer.body.code === "email_taken"
-          ? "The new address has an account of its own now, so the change was not made."
+          ? t("The new address has an account of its own now, so the change was not made.")
           : explain(answer, "code"), h.input);
       }
       h.input.value = "";
@@ -482,12 +481,12 @@ $("change-new-form").addEventListener("submit", async (event) => {
         $("change-sent").hidden = true;
         $("change-form").reset();
         await loadSessions();
-        msg.notice(`Your address is now ${me.email}. Other sessions were signed out.`);
+        msg.notice(t("Your address is now {email}. Other sessions were signed out.", { email: me.email }));
         $("address-title").focus();
         return;
       }
     }
-    msg.notice("Confirmed. Now the code (or link) of the other email.");
+    msg.notice(t("Confirmed. Now the code (or link) of the other email."));
   });
 });
 
@@ -505,7 +504,7 @@ $("delete-no").addEventListener("click", () => {
 });
 
 $("delete-yes").addEventListener("click", async () => {
-  await busy($("delete-yes"), "Deleting…", async () => {
+  await busy($("delete-yes"), t("Deleting…"), async () => {
     const answer = await call("account/delete", {});
     if (answer.status === 204) {
       location.assign("./#deleted");
@@ -517,7 +516,7 @@ $("delete-yes").addEventListener("click", async () => {
 
 for (const [id, body] of [["sign-out", {}], ["sign-out-all", { all: true }]]) {
   $(id).addEventListener("click", async () => {
-    await busy($(id), "Signing out…", async () => {
+    await busy($(id), t("Signing out…"), async () => {
       const answer = await call("logout", body);
       if (answer.status === 204 || answer.status === 401) {
         location.assign("./#signed-out");
@@ -546,7 +545,7 @@ async function start() {
   if (linkedNow || trouble) {
     history.replaceState(null, "", location.pathname);
     if (trouble) msg.error(providerTrouble(trouble));
-    else msg.notice("The provider is linked: you can sign in with it.");
+    else msg.notice(t("The provider is linked: you can sign in with it."));
   }
 }
 

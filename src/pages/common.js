@@ -27,64 +27,157 @@ export async function call(path, body) {
   return { status: res.status, body: json };
 }
 
-// "in 11 minutes", never seconds past a minute.
-export function inTime(seconds) {
+// ---- the page's language (signin_languages): its catalog, written into the page by the server as
+// JSON ({"English text": "translation"}) in a <template> (inert, and no inline script for the
+// CSP); a string it lacks is shown in English.
+const lang = document.documentElement.lang || "en";
+const catalog = (() => {
+  try {
+    const el = document.getElementById("signin-i18n");
+    return el ? JSON.parse(el.content.textContent) : {};
+  } catch (e) {
+    return {};
+  }
+})();
+
+// The text of a {...} block that starts at text[start] ("{"), and where it ends.
+function block(text, start) {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    if (text[i] === "{") depth++;
+    else if (text[i] === "}" && --depth === 0) return { inner: text.slice(start + 1, i), end: i + 1 };
+  }
+  return { inner: text.slice(start + 1), end: text.length };
+}
+
+// An ICU message as the server's catalog holds it: {name}, and {name, plural, =N {...} one {...}
+// other {...}} with # for the number, chosen by the language's plural rules (Intl.PluralRules).
+function format(pattern, args, number) {
+  let out = "";
+  for (let i = 0; i < pattern.length;) {
+    const c = pattern[i];
+    if (c === "#" && number !== undefined) {
+      out += new Intl.NumberFormat(lang).format(number);
+      i++;
+      continue;
+    }
+    if (c !== "{") {
+      out += c;
+      i++;
+      continue;
+    }
+    const { inner, end } = block(pattern, i);
+    i = end;
+    const comma = inner.indexOf(",");
+    const name = (comma < 0 ? inner : inner.slice(0, comma)).trim();
+    const value = args ? args[name] : undefined;
+    if (comma < 0) {
+      out += value === undefined ? `{${name}}` : String(value);
+      continue;
+    }
+    const rest = inner.slice(comma + 1);
+    const kind = rest.slice(0, rest.indexOf(",")).trim();
+    const options = {};
+    let body = rest.slice(rest.indexOf(",") + 1);
+    for (let j = 0; j < body.length;) {
+      const open = body.indexOf("{", j);
+      if (open < 0) break;
+      const key = body.slice(j, open).trim();
+      const b = block(body, open);
+      options[key] = b.inner;
+      j = b.end;
+    }
+    const n = Number(value);
+    if (kind === "plural") {
+      const chosen = options[`=${n}`] ?? options[new Intl.PluralRules(lang).select(n)] ?? options.other ?? "";
+      out += format(chosen, args, n);
+    } else {
+      out += format(options[value] ?? options.other ?? "", args, number);
+    }
+  }
+  return out;
+}
+
+// The page's text for an English message (the catalog's msgid), with its arguments.
+export function t(english, args) {
+  return format(catalog[english] || english, args);
+}
+
+// A date and time as the page's language writes them.
+export function when(time) {
+  const date = new Date(time);
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString(lang, { dateStyle: "medium", timeStyle: "short" });
+}
+
+// The language picker (more than one signin_languages): the choice is the svc_lang cookie, for a
+// year, on the whole site, and the page is loaded again in that language.
+const picker = document.getElementById("signin-language");
+if (picker) {
+  picker.addEventListener("change", () => {
+    const secure = location.protocol === "https:" ? "; Secure" : "";
+    document.cookie = `svc_lang=${encodeURIComponent(picker.value)}; Path=/; Max-Age=31536000; SameSite=Lax${secure}`;
+    location.reload();
+  });
+}
+
+// "Try again in 11 minutes.", never seconds past a minute.
+export function retryIn(seconds) {
   const s = Math.max(1, Math.ceil(Number(seconds) || 1));
-  if (s < 60) return s === 1 ? "in 1 second" : `in ${s} seconds`;
+  if (s < 60) return t("Too many attempts. Try again in {n, plural, one {# second} other {# seconds}}.", { n: s });
   const m = Math.ceil(s / 60);
-  if (m < 60) return m === 1 ? "in 1 minute" : `in ${m} minutes`;
-  const h = Math.ceil(m / 60);
-  return h === 1 ? "in 1 hour" : `in ${h} hours`;
+  if (m < 60) return t("Too many attempts. Try again in {n, plural, one {# minute} other {# minutes}}.", { n: m });
+  return t("Too many attempts. Try again in {n, plural, one {# hour} other {# hours}}.", { n: Math.ceil(m / 60) });
 }
 
 // What a person is told for an API answer that is not a success. The API's own messages are for
 // developers; these are for visitors and say "code", never "token".
 export function explain(answer, context) {
   const code = answer.body && answer.body.code;
-  if (answer.status === 0) return "We could not reach the server. Check your connection and try again.";
+  if (answer.status === 0) return t("We could not reach the server. Check your connection and try again.");
   switch (code) {
     case "invalid_token":
       return context === "link"
-        ? "This link has expired or was already used. Ask for a new code."
-        : "That code is not right, or it has expired. Check it, or ask for a new one.";
+        ? t("This link has expired or was already used. Ask for a new code.")
+        : t("That code is not right, or it has expired. Check it, or ask for a new one.");
     case "invalid_email":
-      return "Enter an email address like name@example.com.";
+      return t("Enter an email address like name@example.com.");
     case "invalid_credentials":
-      return "The email address or the password is not right.";
+      return t("The email address or the password is not right.");
     case "rate_limited":
-      return `Too many attempts. Try again ${inTime(answer.body.retry_after)}.`;
+      return retryIn(answer.body.retry_after);
     case "suspended":
-      return "This account is suspended.";
+      return t("This account is suspended.");
     case "forbidden":
-      return "This account may not sign in here.";
+      return t("This account may not sign in here.");
     case "registration_disabled":
-      return "New accounts cannot be created here.";
+      return t("New accounts cannot be created here.");
     case "passwords_disabled":
-      return "Passwords are not used on this site. Ask for a code instead.";
+      return t("Passwords are not used on this site. Ask for a code instead.");
     case "weak_password":
-      return answer.body.error ? `Choose another password: ${answer.body.error}.` : "Choose a longer, less common password.";
+      return answer.body.error ? t("Choose another password: {reason}.", { reason: answer.body.error })
+        : t("Choose a longer, less common password.");
     case "wrong_password":
-      return "Your current password is not right.";
+      return t("Your current password is not right.");
     case "no_password":
-      return "Your account has no password yet.";
+      return t("Your account has no password yet.");
     case "passkey_refused":
-      return "This passkey was not accepted. Try again, or sign in another way.";
+      return t("This passkey was not accepted. Try again, or sign in another way.");
     case "passkeys_disabled":
-      return "Passkeys are not used on this site.";
+      return t("Passkeys are not used on this site.");
     case "fresh_session_required":
-      return "For your safety, sign in again with an email code first.";
+      return t("For your safety, sign in again with an email code first.");
     case "origin_mismatch":
-      return "This page is not at the site's configured address (signin_origin), so the server refused it.";
+      return t("This page is not at the site's configured address (signin_origin), so the server refused it.");
     case "unauthenticated":
-      return "You are signed out. Sign in again.";
+      return t("You are signed out. Sign in again.");
     case "busy":
-      return "The server is busy. Try again in a moment.";
+      return t("The server is busy. Try again in a moment.");
     case "storage_full":
     case "storage_unavailable":
     case "internal":
-      return "Sign-in is unavailable right now. Try again in a moment.";
+      return t("Sign-in is unavailable right now. Try again in a moment.");
     default:
-      return `Something went wrong (${answer.status}). Try again.`;
+      return t("Something went wrong ({status}). Try again.", { status: answer.status });
   }
 }
 
@@ -93,22 +186,21 @@ export function explain(answer, context) {
 export function providerTrouble(code) {
   switch (code) {
     case "cancelled":
-      return "Signing in was cancelled at the provider.";
+      return t("Signing in was cancelled at the provider.");
     case "expired":
-      return "That sign-in expired or was started in another browser. Try again.";
+      return t("That sign-in expired or was started in another browser. Try again.");
     case "account_exists":
-      return "An account with this email address already exists. Sign in to it another way, then link the " +
-        "provider on your account page.";
+      return t("An account with this email address already exists. Sign in to it another way, then link the provider on your account page.");
     case "no_account":
-      return "There is no account for you here.";
+      return t("There is no account for you here.");
     case "suspended":
-      return "This account is suspended.";
+      return t("This account is suspended.");
     case "signed_out":
-      return "Sign in first to link a provider.";
+      return t("Sign in first to link a provider.");
     case "provider_error":
-      return "The provider could not sign you in just now. Try again in a moment.";
+      return t("The provider could not sign you in just now. Try again in a moment.");
     default:
-      return "Signing in with the provider did not work. Try again, or sign in another way.";
+      return t("Signing in with the provider did not work. Try again, or sign in another way.");
   }
 }
 
@@ -125,7 +217,7 @@ export function providerLink(name, query, text) {
 // How an account is named on the pages: its address, or what it is without one (an account a
 // provider made without an address).
 export function accountName(user) {
-  return (user && user.email) || "Account without an email address";
+  return (user && user.email) || t("Account without an email address");
 }
 
 // A return_to the pages follow: a path of this site only (`/x`, never `//host`, `/\host`, a
@@ -177,6 +269,7 @@ export function messages() {
     notice(text) {
       error.textContent = "";
       notice.textContent = text;
+      for (const el of document.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
     },
     clear() {
       error.textContent = "";
@@ -218,8 +311,8 @@ export function credentialJSON(c) {
 }
 // What a person is told when the browser's passkey dialog ends without a passkey.
 export function passkeyTrouble(e) {
-  if (e && e.name === "NotAllowedError") return "No passkey was used. Try again, or sign in another way.";
-  if (e && e.name === "InvalidStateError") return "This device already holds a passkey for your account.";
-  if (e && e.name === "SecurityError") return "Passkeys do not work at this address (the site needs a name, not a number).";
-  return "Passkeys are not available in this browser. Sign in another way.";
+  if (e && e.name === "NotAllowedError") return t("No passkey was used. Try again, or sign in another way.");
+  if (e && e.name === "InvalidStateError") return t("This device already holds a passkey for your account.");
+  if (e && e.name === "SecurityError") return t("Passkeys do not work at this address (the site needs a name, not a number).");
+  return t("Passkeys are not available in this browser. Sign in another way.");
 }

@@ -2,7 +2,7 @@
 // "Sign out and use another account" ends this session through the sign-in API at
 // signin_login_url and goes to the sign-in page with return_to. Only when that page is on this
 // site: a cross-site fetch would carry no cookie, and the plain link stays.
-import { call } from "./common.js";
+import { call, t } from "./common.js";
 
 const body = document.body;
 const login = new URL(body.dataset.loginUrl, location.href);
@@ -25,7 +25,7 @@ if (login.origin === location.origin) {
     button.disabled = false;
     button.removeAttribute("aria-busy");
     document.getElementById("error").textContent = status === 0
-      ? "We could not reach the server. Check your connection and try again."
-      : `Signing out did not work (${status}). Try again.`;
+      ? t("We could not reach the server. Check your connection and try again.")
+      : t("Signing out did not work ({status}). Try again.", { status });
   });
 }

@@ -4,7 +4,7 @@
 // (or "Add another account"), the sign-in adds an account to this browser, keeping the others.
 import {
   accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerLink,
-  providerTrouble, publicKeyOptions, safeReturnTo,
+  providerTrouble, publicKeyOptions, safeReturnTo, t,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -77,16 +77,16 @@ function show(step, focus) {
   }
   for (const section of document.querySelectorAll("main > section")) section.hidden = section.id !== `step-${step}`;
   let title = {
-    email: "Sign in",
-    code: "Check your email",
-    password: "Sign in with a password",
-    link: "Sign in",
-    choose: "Choose an account",
-    mfa: "Two-step sign-in",
-    confirm: "Change of address",
-    done: "You are signed in",
+    email: t("Sign in"),
+    code: t("Check your email"),
+    password: t("Sign in with a password"),
+    link: t("Sign in"),
+    choose: t("Choose an account"),
+    mfa: t("Two-step sign-in"),
+    confirm: t("Change of address"),
+    done: t("You are signed in"),
   }[step];
-  if (step === "email" && adding) title = "Add an account";
+  if (step === "email" && adding) title = t("Add an account");
   $("title").textContent = title;
   document.title = `${title} · ${document.title.split(" · ").slice(1).join(" · ")}`;
   if (focus !== null) (focus || $("title")).focus();
@@ -101,7 +101,7 @@ function answered(answer) {
     return true;
   }
   if (answer.status === 200) {
-    msg.notice("Signed in.");
+    msg.notice(t("Signed in."));
     signedIn();
     return true;
   }
@@ -114,9 +114,8 @@ function showMfa() {
   $("mfa-recovery").hidden = true;
   $("mfa-code").value = "";
   $("mfa-recovery-code").value = "";
-  $("mfa-switch").textContent = "Use a recovery code instead";
+  $("mfa-switch").textContent = t("Use a recovery code instead");
   $("mfa-remember-label").hidden = settings.rememberDays <= 0;
-  $("mfa-remember-days").textContent = String(settings.rememberDays);
   show("mfa", $("mfa-code"));
 }
 
@@ -140,7 +139,7 @@ async function loadProviders() {
     const query = new URLSearchParams();
     if (returnTo) query.set("return_to", returnTo);
     if (adding) query.set("add", "1");
-    box.append(providerLink(p.name, query, `Continue with ${p.label}`));
+    box.append(providerLink(p.name, query, t("Continue with {provider}", { provider: p.label })));
   }
 }
 
@@ -173,9 +172,9 @@ function showChooser(accounts) {
     what.textContent = accountName(a.user);
     const button = document.createElement("button");
     button.type = "button";
-    button.textContent = "Continue";
-    button.setAttribute("aria-label", `Continue as ${accountName(a.user)}`);
-    button.addEventListener("click", () => busy(button, "Signing in…", async () => {
+    button.textContent = t("Continue");
+    button.setAttribute("aria-label", t("Continue as {account}", { account: accountName(a.user) }));
+    button.addEventListener("click", () => busy(button, t("Signing in…"), async () => {
       const answer = await call("accounts/switch", { session_id: a.session_id });
       if (answer.status === 204) return signedIn();
       msg.error(explain(answer));
@@ -201,11 +200,11 @@ function startResendTimer() {
     if (left <= 0) {
       clearInterval(resendTimer);
       button.disabled = false;
-      button.textContent = "Send a new code";
+      button.textContent = t("Send a new code");
       return;
     }
     button.disabled = true;
-    button.textContent = `Send a new code (in ${left} s)`;
+    button.textContent = t("Send a new code (in {n, plural, one {# second} other {# seconds}})", { n: left });
     left -= 1;
   };
   tick();
@@ -231,10 +230,10 @@ $("email-form").addEventListener("submit", async (event) => {
   const input = $("email");
   const email = input.value.trim();
   if (!email || !input.checkValidity()) {
-    msg.error("Enter an email address like name@example.com.", input);
+    msg.error(t("Enter an email address like name@example.com."), input);
     return;
   }
-  await busy($("email-submit"), "Sending…", async () => {
+  await busy($("email-submit"), t("Sending…"), async () => {
     const answer = await askForCode(email);
     if (answer.status === 202) {
       msg.clear();
@@ -251,15 +250,15 @@ $("code-form").addEventListener("submit", async (event) => {
   const input = $("code");
   const code = input.value.trim();
   if (!code) {
-    msg.error("Enter the code from the email.", input);
+    msg.error(t("Enter the code from the email."), input);
     return;
   }
-  await busy($("code-submit"), "Signing in…", async () => {
+  await busy($("code-submit"), t("Signing in…"), async () => {
     const answer = await call("session", { email: address, code, add: adding });
     if (answered(answer)) {
       return;
     } else if (answer.body && answer.body.code === "invalid_token" && ++wrongCodes >= 5) {
-      msg.error("Too many wrong codes: the codes sent so far no longer work. Send a new code.");
+      msg.error(t("Too many wrong codes: the codes sent so far no longer work. Send a new code."));
       $("resend").focus();
     } else {
       msg.error(explain(answer, "code"), input);
@@ -270,8 +269,10 @@ $("code-form").addEventListener("submit", async (event) => {
 $("resend").addEventListener("click", async () => {
   const answer = await askForCode(address);
   if (answer.status === 202) {
-    msg.notice(`We sent a new code to ${address}. Use the newest one.`);
+    msg.notice(t("We sent a new code to {address}. Use the newest one.", { address }));
     startResendTimer();
+    $("code").value = "";  // the old code (perhaps the wrong one) must not be sent again by habit
+    wrongCodes = 0;
     $("code").focus();
   } else {
     msg.error(explain(answer));
@@ -285,7 +286,7 @@ $("change-address").addEventListener("click", () => {
   showEmail();
 });
 
-$("use-passkey").addEventListener("click", () => busy($("use-passkey"), "Waiting for your passkey…", async () => {
+$("use-passkey").addEventListener("click", () => busy($("use-passkey"), t("Waiting for your passkey…"), async () => {
   if (conditional) {
     conditional.abort();
     conditional = null;
@@ -319,14 +320,14 @@ $("password-form").addEventListener("submit", async (event) => {
   const passwordInput = $("password");
   const email = emailInput.value.trim();
   if (!email || !emailInput.checkValidity()) {
-    msg.error("Enter an email address like name@example.com.", emailInput);
+    msg.error(t("Enter an email address like name@example.com."), emailInput);
     return;
   }
   if (!passwordInput.value) {
-    msg.error("Enter your password.", passwordInput);
+    msg.error(t("Enter your password."), passwordInput);
     return;
   }
-  await busy($("password-submit"), "Signing in…", async () => {
+  await busy($("password-submit"), t("Signing in…"), async () => {
     const answer = await call("password/session", { email, password: passwordInput.value, add: adding });
     if (answered(answer)) {
       passwordInput.value = "";
@@ -338,7 +339,7 @@ $("password-form").addEventListener("submit", async (event) => {
 });
 
 $("link-submit").addEventListener("click", async () => {
-  await busy($("link-submit"), "Signing in…", async () => {
+  await busy($("link-submit"), t("Signing in…"), async () => {
     const answer = await call("session", { token: linkToken, add: adding });
     linkToken = "";
     if (!answered(answer)) {
@@ -353,13 +354,13 @@ $("mfa-form").addEventListener("submit", async (event) => {
   const input = byRecovery ? $("mfa-recovery-code") : $("mfa-code");
   const value = input.value.trim();
   if (!value) {
-    msg.error(byRecovery ? "Enter one of your recovery codes." : "Enter the 6-digit code from your app.", input);
+    msg.error(byRecovery ? t("Enter one of your recovery codes.") : t("Enter the 6-digit code from your app."), input);
     return;
   }
   const body = { mfa_token: mfaToken, remember: $("mfa-remember").checked && settings.rememberDays > 0 };
   if (byRecovery) body.recovery_code = value;
   else body.code = value;
-  await busy($("mfa-submit"), "Checking…", async () => {
+  await busy($("mfa-submit"), t("Checking…"), async () => {
     const answer = await call("mfa/verify", body);
     if (answered(answer)) {
       mfaToken = "";
@@ -368,11 +369,12 @@ $("mfa-form").addEventListener("submit", async (event) => {
     const code = answer.body && answer.body.code;
     if (code === "invalid_code") {
       input.value = "";
-      msg.error(byRecovery ? "That recovery code is not right, or was used already." : "That code is not right. Wait for the next one and try again.", input);
+      msg.error(byRecovery ? t("That recovery code is not right, or was used already.")
+        : t("That code is not right. Wait for the next one and try again."), input);
     } else if (code === "invalid_token") {
       mfaToken = "";
       showEmail();
-      msg.error("This sign-in took too long or had too many wrong codes. Start again.");
+      msg.error(t("This sign-in took too long or had too many wrong codes. Start again."));
     } else {
       msg.error(explain(answer));
     }
@@ -384,7 +386,7 @@ $("mfa-switch").addEventListener("click", () => {
   msg.clear();
   $("mfa-totp").hidden = byRecovery;
   $("mfa-recovery").hidden = !byRecovery;
-  $("mfa-switch").textContent = byRecovery ? "Use your authenticator app instead" : "Use a recovery code instead";
+  $("mfa-switch").textContent = byRecovery ? t("Use your authenticator app instead") : t("Use a recovery code instead");
   (byRecovery ? $("mfa-recovery-code") : $("mfa-code")).focus();
 });
 
@@ -395,22 +397,22 @@ $("mfa-restart").addEventListener("click", () => {
 });
 
 $("confirm-submit").addEventListener("click", async () => {
-  await busy($("confirm-submit"), "Confirming…", async () => {
+  await busy($("confirm-submit"), t("Confirming…"), async () => {
     const answer = await call("email/confirm", { token: confirmToken });
     confirmToken = "";
     $("confirm-submit").hidden = true;
     if (answer.status === 200) {
       const b = answer.body;
       $("confirm-text").textContent = b.status === "changed"
-        ? `Done: your account's address is now ${b.email}.`
+        ? t("Done: your account's address is now {email}.", { email: b.email })
         : b.status === "confirmed"
-          ? "The new address is confirmed. The change is made once your current address approves it too: open the email sent there."
-          : "Approved. The change is made once the new address is confirmed too: open the email sent there.";
-      msg.notice(b.status === "changed" ? "Your address is changed." : "Thank you.");
+          ? t("The new address is confirmed. The change is made once your current address approves it too: open the email sent there.")
+          : t("Approved. The change is made once the new address is confirmed too: open the email sent there.");
+      msg.notice(b.status === "changed" ? t("Your address is changed.") : t("Thank you."));
     } else if (answer.body && answer.body.code === "email_taken") {
-      msg.error("The new address has an account of its own now, so the change was not made.");
+      msg.error(t("The new address has an account of its own now, so the change was not made."));
     } else {
-      msg.error("This link has expired or was already used. Ask for the change again on your account page.");
+      msg.error(t("This link has expired or was already used. Ask for the change again on your account page."));
     }
   });
 });
@@ -425,7 +427,7 @@ $("sign-out").addEventListener("click", async () => {
   const answer = await call("logout", {});
   if (answer.status === 204 || answer.status === 401) {
     await start();  // the browser's other accounts, if it has any
-    msg.notice("You are signed out.");
+    msg.notice(t("You are signed out."));
   } else {
     msg.error(explain(answer));
   }
@@ -446,7 +448,7 @@ $("choose-forget").addEventListener("click", async () => {
   const answer = await call("logout", { all: true });
   if (answer.status === 204 || answer.status === 401) {
     showEmail();
-    msg.notice("You are signed out of every account in this browser.");
+    msg.notice(t("You are signed out of every account in this browser."));
   } else {
     msg.error(explain(answer));
   }
@@ -505,7 +507,7 @@ async function start() {
   } else {
     showEmail(false);
   }
-  if (signedOut) msg.notice(deleted ? "Your account is deleted." : "You are signed out.");
+  if (signedOut) msg.notice(deleted ? t("Your account is deleted.") : t("You are signed out."));
   if (trouble) msg.error(providerTrouble(trouble));
 }
 

@@ -128,7 +128,7 @@ private:
 
 std::string encode_user(const User &u) {
     Writer w(1 + 4 * 4 + 8 * 2 + 1 + u.id.size() + u.email.size() + u.group_id.size() +
-             u.password_hash.size());
+             u.password_hash.size() + 4 + u.lang.size());
     w.u8(kUserFormat);
     w.str(u.id);
     w.str(u.email);
@@ -141,6 +141,7 @@ std::string encode_user(const User &u) {
     w.u8(static_cast<std::uint8_t>(u.roles.size()));
     for (const auto &role : u.roles) w.str(role);
     w.u8(u.pending ? 1 : 0);
+    w.str(u.lang);
     return w.data();
 }
 
@@ -162,6 +163,7 @@ User decode_user(std::string_view data) {
         }
     }
     if (r.version() >= 3) u.pending = r.boolean();  // format 3 added the pending flag
+    if (r.version() >= 4) u.lang = r.str();         // format 4 added the last language
     r.done();
     return u;
 }

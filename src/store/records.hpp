@@ -12,8 +12,9 @@
 namespace signin::records {
 
 inline constexpr unsigned char kRecordFormat = 1;
-// Users: format 2 adds roles, format 3 the pending flag of an invitation; older records are still read.
-inline constexpr unsigned char kUserFormat = 3;
+// Users: format 2 adds roles, format 3 the pending flag of an invitation, format 4 the last language;
+// older records are still read.
+inline constexpr unsigned char kUserFormat = 4;
 // Tokens: format 2 adds the short code's digest and its failures; format 3 an email change's fields.
 inline constexpr unsigned char kTokenFormat = 3;
 // Sessions: format 2 adds whether the sign-in passed a second factor, format 3 the browser.

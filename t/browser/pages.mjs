@@ -52,6 +52,17 @@ async function twoStep() {
   await h.page.waitForSelector("#mfa-codes", { state: "visible" });
   const hankCodes = await h.page.locator("#mfa-code-list li").allTextContents();
   check("confirming shows 10 recovery codes", hankCodes.length === 10, hankCodes.length);
+  check("... and no state line saying two-step sign-in is off", !(await visible(h.page, "#mfa-state")));
+  // each code on one line of its own, whole, and no two of them (with their numbers) overlapping
+  const codeBoxes = await h.page.locator("#mfa-code-list li").evaluateAll((items) => items.map((li) => {
+    const r = li.getBoundingClientRect();
+    return { top: r.top, bottom: r.bottom, left: r.left, right: r.right,
+             lines: Math.round(r.height / parseFloat(getComputedStyle(li).lineHeight || "20")), wide: li.scrollWidth > li.clientWidth + 1 };
+  }));
+  const overlap = codeBoxes.some((a, i) => codeBoxes.some((b, j) => i < j && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom));
+  check("at 390 px each recovery code is on one line, whole, none overlapping another",
+    codeBoxes.every((c) => c.lines <= 1 && !c.wide) && !overlap, JSON.stringify(codeBoxes.slice(0, 3)));
+  await shot(h.page, "account-mfa-codes-390");
   await axe(h.page, "recovery codes");
   await h.page.click("#mfa-codes-done");
   await h.page.waitForSelector("#mfa-on", { state: "visible" });
@@ -380,8 +391,11 @@ await walk.run(async () => {
   check("an expired code is explained", /expired/.test(await text(e.page, "#error")), await text(e.page, "#error"));
   const sent = await count(e.page, carol);
   check("... and 'send a new code' is available after the wait", !(await e.page.locator("#resend").isDisabled()));
+  check("... the expired code is marked wrong", (await e.page.getAttribute("#code", "aria-invalid")) === "true");
   await e.page.click("#resend");
   await e.page.waitForFunction(() => document.getElementById("notice").textContent.includes("new code"));
+  check("after 'send a new code' the old code is gone from the field, not marked wrong",
+    (await e.page.inputValue("#code")) === "" && (await e.page.getAttribute("#code", "aria-invalid")) === null);
   const fresh = await email(e.page, carol, sent);
   check("... and sends one", fresh && fresh.code !== old.code, fresh && fresh.code);
   await e.page.fill("#code", fresh.code);
@@ -484,6 +498,15 @@ await walk.run(async () => {
   const ivy = `ivy-${stamp}@example.com`;
   await signUp(v.page, ivy);
   await v.page.waitForSelector("#account", { state: "visible" });
+  const looks = await v.page.evaluate(() => {
+    const probe = document.createElement("span");
+    probe.style.color = "var(--signin-error)";
+    document.body.append(probe);
+    const error = getComputedStyle(probe).color;
+    probe.remove();
+    return { error, start: getComputedStyle(document.getElementById("delete-start")).color };
+  });
+  check("'Delete my account' is drawn in the error colour, not as a harmless button", looks.start === looks.error, JSON.stringify(looks));
   await v.page.click("#delete-start");
   await v.page.waitForSelector("#delete-confirm", { state: "visible" });
   check("deleting asks once more, naming the account", (await text(v.page, "#delete-address")) === ivy);
@@ -561,4 +584,12 @@ await walk.run(async () => {
   check("... showing the newest code", (await text(e.page, "body")).includes(newest.code));
   await shot(e.page, "mailbox-1280");
   await axe(e.page, "dev mailbox");
+  // on a phone in dark mode: nothing wider than the screen, links readable
+  const m = await person(phone, { colorScheme: "dark" });
+  await m.page.goto(`${base}/_dev/mailbox`);
+  const mailboxWide = await m.page.evaluate(() => document.documentElement.scrollWidth);
+  check("the dev mailbox at 390 px is no wider than the screen", mailboxWide <= 390, mailboxWide);
+  await shot(m.page, "mailbox-dark-390");
+  await axe(m.page, "dev mailbox, dark, 390 px");
+  await m.context.close();
 });

@@ -90,15 +90,23 @@ TEST(Roles, Normalized) {
 TEST(Roles, StoredSortedAndReadBackFromOlderRecords) {
     User u = user("r@x.example", {"a", "b"});
     EXPECT_EQ(records::decode_user(records::encode_user(u)).roles, u.roles);
-    // a user written before roles existed (format 1) reads back with none, and one written
-    // before invitations were pending (format 2) as not pending
-    std::string v3 = records::encode_user(user("old@x.example", {"a"}));
+    // a user written before roles existed (format 1) reads back with none, one written before
+    // invitations were pending (format 2) as not pending, and one written before the last
+    // language was kept (format 3) with none
+    User with_lang = user("old@x.example", {"a"});
+    with_lang.lang = "pt-BR";
+    EXPECT_EQ(records::decode_user(records::encode_user(with_lang)).lang, "pt-BR");
+    std::string v4 = records::encode_user(user("old@x.example", {"a"}));
+    std::string v3 = v4.substr(0, v4.size() - 4);  // without the empty language
+    v3[0] = 3;
+    EXPECT_EQ(records::decode_user(v3).roles, std::vector<std::string>{"a"});
+    EXPECT_EQ(records::decode_user(v3).lang, "");
     std::string v2 = v3.substr(0, v3.size() - 1);
     v2[0] = 2;
     EXPECT_EQ(records::decode_user(v2).roles, std::vector<std::string>{"a"});
     EXPECT_FALSE(records::decode_user(v2).pending);
     std::string plain = records::encode_user(user("old@x.example"));
-    std::string v1 = plain.substr(0, plain.size() - 2);
+    std::string v1 = plain.substr(0, plain.size() - 6);
     v1[0] = 1;
     EXPECT_TRUE(records::decode_user(v1).roles.empty());
     std::string unsorted = records::encode_user(user("u@x.example", {"b", "a"}));

@@ -30,7 +30,7 @@ TEST(Pages, EveryPlaceholderIsFilled) {
         EXPECT_EQ(html.find("{{"), std::string::npos) << html.substr(html.find("{{"), 40);
         EXPECT_EQ(html.find("}}"), std::string::npos);
         EXPECT_EQ(html.rfind("<!doctype html>", 0), 0U);
-        EXPECT_NE(html.find("<html lang=\"en\">"), std::string::npos);
+        EXPECT_NE(html.find("<html lang=\"en\" dir=\"ltr\">"), std::string::npos);
         EXPECT_NE(html.find("name=\"viewport\""), std::string::npos);
     }
 }

@@ -64,11 +64,24 @@ static bool read_template_file(ngx_conf_t *cf, ngx_str_t name, std::string &out)
     return true;
 }
 
-// signin_email_template PURPOSE FILE [HTML_FILE]: replaces one purpose's ready-made email. The
-// files are read and checked now, so nginx -t refuses a template that would make a bad email.
+// signin_email_template PURPOSE FILE [HTML_FILE] [lang=TAG]: replaces one purpose's ready-made
+// email, in every language or in one. The files are read and checked now, so nginx -t refuses a
+// template that would make a bad email.
 static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     auto *m = static_cast<MainConf *>(conf);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    std::string lang;
+    ngx_uint_t files = cf->args->nelts - 2;  // FILE [HTML_FILE]
+    if (std::string_view last = sv(value[cf->args->nelts - 1]); last.substr(0, 5) == "lang=") {
+        lang = std::string(last.substr(5));
+        if (!signin::i18n::valid_tag(lang)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_email_template: \"%V\" is not a language tag",
+                               &value[cf->args->nelts - 1]);
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
+        files--;
+    }
+    if (files < 1 || files > 2) return const_cast<char *>("takes PURPOSE FILE [HTML_FILE] [lang=TAG]");
     auto purpose = signin::purpose_from_text(sv(value[1]));
     if (!purpose) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -77,15 +90,13 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
                            &value[1]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }
-    if (m->emails->is_custom(*purpose)) return const_cast<char *>("is duplicate for this purpose");
+    if (m->emails->is_custom(*purpose, lang)) return const_cast<char *>("is duplicate for this purpose");
     return guard_conf(cf, "signin_email_template", [&]() -> char * {
         std::string text, html;
         if (!read_template_file(cf, value[2], text)) return static_cast<char *>(NGX_CONF_ERROR);
-        if (cf->args->nelts == 4 && !read_template_file(cf, value[3], html)) {
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
+        if (files == 2 && !read_template_file(cf, value[3], html)) return static_cast<char *>(NGX_CONF_ERROR);
         auto t = signin::Emails::parse(*purpose, text, html);
-        signin::Status st = t ? m->emails->replace(*purpose, t.value()) : signin::Status(t.error());
+        signin::Status st = t ? m->emails->replace(*purpose, t.value(), lang) : signin::Status(t.error());
         if (!st) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid signin_email_template: %s",
                                st.error().message.c_str());
@@ -119,7 +130,7 @@ Directives delivery_directives() {
         {ngx_string("signin_delivery_timeout"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
          setting<ngx_conf_set_msec_slot, ngx_msec_t, &MainConf::outbox, &signin::OutboxSettings::hold>,
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
-        {ngx_string("signin_email_template"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE23, set_email_template,
+        {ngx_string("signin_email_template"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2 | NGX_CONF_TAKE3 | NGX_CONF_TAKE4, set_email_template,
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
         {ngx_string("signin_email_previews"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
          guarded_directive<set_email_previews>, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},

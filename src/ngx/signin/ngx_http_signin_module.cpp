@@ -27,7 +27,7 @@ static ngx_int_t init_module(ngx_cycle_t *cycle);
 static ngx_command_t *all_directives() {
     static std::vector<ngx_command_t> *all = [] {
         auto *v = new std::vector<ngx_command_t>();
-        for (Directives feature : {site_directives(), delivery_directives(), session_directives(),
+        for (Directives feature : {site_directives(), delivery_directives(), language_directives(), session_directives(),
                                    password_directives(), factor_directives(), passkey_directives(),
                                    provider_directives(), location_directives(), event_directives()}) {
             v->insert(v->end(), feature.begin(), feature.end());

@@ -5,6 +5,7 @@
 
 #include "ngx_signin_nginx.h"
 
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
@@ -20,6 +21,8 @@
 #include "signin/outbox.hpp"
 #include "signin/password.hpp"
 #include "signin/emails.hpp"
+#include "signin/i18n.hpp"
+#include "signin/pages.hpp"
 #include "signin/oidc.hpp"
 
 extern "C" {
@@ -73,6 +76,7 @@ struct MainConf {
     ngx_str_t delivery_uri;
     ngx_http_conf_ctx_t *delivery_ctx;  // the server whose locations serve delivery_uri
     signin::Emails *emails;  // the ready-made emails, with every signin_email_template applied
+    struct Texts *texts;     // signin_languages and signin_messages, and the pages in those languages
     ngx_flag_t previews;     // some location uses signin_email_previews
     ngx_str_t link_location;   // {{link}} lands here: the first signin_api location with signin_pages,
     ngx_flag_t link_to_pages;  // or else the first signin_api location
@@ -97,6 +101,14 @@ struct MainConf {
 
     ngx_flag_t used;     // some location uses signin_api or signin_require
     ngx_flag_t has_api;  // some location uses signin_api
+};
+
+// The languages of pages and emails (configuration memory, a pool_object).
+struct Texts {
+    std::vector<std::string> tags;                // signin_languages as written (empty: English only)
+    std::map<std::string, std::string> messages;  // signin_messages: tag -> the PO file's text
+    std::shared_ptr<const signin::i18n::Languages> languages;  // made by check_languages
+    std::optional<signin::pages::Localized> pages;             // ... and the pages in them
 };
 
 // location level

@@ -29,6 +29,11 @@ char *check_mail_pages(ngx_conf_t *cf, MainConf *m);
 // A way to send the emails, and a hold above zero.
 char *check_delivery(ngx_conf_t *cf, MainConf *m);
 
+// The languages of the pages and emails (conf_languages.cpp): signin_languages, signin_messages.
+Directives language_directives();
+// Every language's catalog there (shipped or an operator's), and the pages and emails written in each.
+char *check_languages(ngx_conf_t *cf, MainConf *m);
+
 // Sessions and tokens (conf_sessions.cpp): lifetimes, resends, the audit log, the session cache,
 // accounts per browser.
 Directives session_directives();

@@ -37,6 +37,7 @@ namespace signin_ngx {
 
 void Job::run_stage(ngx_log_t *log) {
     const Stage ran = stage_;
+    const signin::i18n::RequestLanguage language(language_);
     // runs in a thread of a pool: an exception becomes the job's failure
     signin::Status st = guard_log(log, NGX_LOG_ERR, "signin: a job", signin::Status(signin::Error{signin::Code::Internal, "the request failed"}),
                                   [&]() -> signin::Status {
@@ -495,6 +496,7 @@ void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) {
 
 ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     RequestCtx *ctx = get_ctx(r, true);
+    job->set_language(request_language_tag(r));
     if (ctx == nullptr || start_stage(Waiter{r, job.get()}) != NGX_OK) {
         // overloaded (a full queue) or misconfigured: the client may try again shortly; the log
         // says it at most once a second, however many requests are refused

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "signin/session_cache.hpp"
 #include "signin/shared_limits.hpp"
@@ -50,6 +51,9 @@ public:
     }
     // The Answer stage of a request's job: an rc for ngx_http_finalize_request.
     ngx_int_t finish(ngx_http_request_t *r);
+    // The language of the request (a signin_languages tag, "" when none is configured): the
+    // stages run with it as signin::i18n::RequestLanguage, for the emails they cause.
+    void set_language(std::string tag) { language_ = std::move(tag); }
 
 protected:
     explicit Job(Stage first) : stage_(first) {}
@@ -76,6 +80,7 @@ protected:
 private:
     Stage stage_;
     std::optional<signin::Error> failure_;
+    std::string language_;
 };
 
 // A job whose outcome no request waits for (a touch, a cancel, a purge, an audit entry).

@@ -21,7 +21,8 @@ MainConf *create_main_conf(ngx_conf_t *cf) {
     m->policy = pool_object<signin::Policy>(cf->pool);
     m->outbox = pool_object<signin::OutboxSettings>(cf->pool);
     m->emails = pool_object<signin::Emails>(cf->pool);
-    if (m->policy == nullptr || m->outbox == nullptr || m->emails == nullptr) return nullptr;
+    m->texts = pool_object<Texts>(cf->pool);
+    if (m->policy == nullptr || m->outbox == nullptr || m->emails == nullptr || m->texts == nullptr) return nullptr;
     return m;
 }
 
@@ -76,6 +77,7 @@ char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
         ngx_str_set(&m->thread_pool_name, "default");
     }
     m->emails->set_token_ttl(m->policy->token_ttl);
+    if (char *rv = check_languages(cf, m); rv != NGX_CONF_OK) return rv;
     if (char *rv = check_mail_pages(cf, m); rv != NGX_CONF_OK) return rv;
     if (!m->used) return NGX_CONF_OK;
     for (auto check : {check_site, check_providers, check_delivery, check_sessions, check_passwords, check_passkeys}) {

@@ -76,8 +76,22 @@ signin::pages::Settings page_settings(ngx_http_request_t *r) {
     return s;
 }
 
+// The page in the request's language, with the headers that say which: Content-Language, and a
+// Vary for any cache that would keep it despite no-store.
+std::string localized(ngx_http_request_t *r, signin::pages::Page page, const signin::pages::Settings &s) {
+    const Texts *t = main_conf(r)->texts;
+    if (t == nullptr || !t->pages) return signin::pages::render(page, s);
+    const std::size_t lang = request_language(r);
+    if (!add_header(r, "Content-Language", t->languages->tag(lang)) ||
+        (t->languages->size() > 1 && !add_header(r, "Vary", "Accept-Language, Cookie"))) {
+        return {};
+    }
+    return t->pages->render(page, lang, s);
+}
+
 ngx_int_t send_page(ngx_http_request_t *r, signin::pages::Page page) {
-    const std::string html = signin::pages::render(page, page_settings(r));
+    const std::string html = localized(r, page, page_settings(r));
+    if (html.empty()) return NGX_ERROR;
     if (!add_page_headers(r) || !add_header(r, "Cache-Control", "no-store")) return NGX_ERROR;
     return send_body(r, "text/html; charset=utf-8", html, true);
 }
@@ -106,7 +120,8 @@ ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account) {
     s.account = std::string(account);
     s.login_url = std::string(sv(l->login_url));
     s.return_to = std::string(sv(r->unparsed_uri));
-    const std::string html = signin::pages::render(signin::pages::Page::Forbidden, s);
+    const std::string html = localized(r, signin::pages::Page::Forbidden, s);
+    if (html.empty()) return NGX_ERROR;
     if (!add_page_headers(r, signin::pages::content_security_policy(s.login_url)) ||
         !add_header(r, "Cache-Control", "no-store")) {
         return NGX_ERROR;
@@ -118,7 +133,8 @@ ngx_int_t send_unavailable_page(ngx_http_request_t *r) {
     const LocConf *l = loc_conf(r);
     signin::pages::Settings s = page_settings(r);
     s.login_url = std::string(sv(l->login_url));  // a gated location's assets are the sign-in page's
-    const std::string html = signin::pages::render(signin::pages::Page::Unavailable, s);
+    const std::string html = localized(r, signin::pages::Page::Unavailable, s);
+    if (html.empty()) return NGX_ERROR;
     if (!add_page_headers(r, signin::pages::content_security_policy(s.login_url)) ||
         !add_header(r, "Cache-Control", "no-store")) {
         return NGX_ERROR;

@@ -117,6 +117,20 @@ Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name
     return c;
 }
 
+std::size_t request_language(ngx_http_request_t *r) {
+    const Texts *t = main_conf(r)->texts;
+    if (t == nullptr || !t->languages || t->languages->size() < 2) return 0;
+    const signin::Secret cookie = read_cookie(r, "svc_lang");
+    const auto accept = header_value(r, "Accept-Language");
+    return t->languages->choose(cookie.reveal(), accept ? *accept : std::string_view());
+}
+
+std::string request_language_tag(ngx_http_request_t *r) {
+    const Texts *t = main_conf(r)->texts;
+    if (t == nullptr || t->tags.empty() || !t->languages) return {};
+    return t->languages->tag(request_language(r));
+}
+
 signin::Secret read_cookie(ngx_http_request_t *r, std::string_view name) {
     signin::CookieScan cookies;
 #if defined(nginx_version) && nginx_version >= 1023000

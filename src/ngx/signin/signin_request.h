@@ -51,6 +51,12 @@ std::string client_of(ngx_http_request_t *r);
 // The client as the per-client counters know it: an IPv6 client is its signin_client_ipv6_prefix.
 std::string client_key(ngx_http_request_t *r);
 
+// The language of the request's page or email: an index of the configured languages (svc_lang,
+// else Accept-Language, else the first); and its tag, or "" without signin_languages (nothing is
+// then kept on the account).
+std::size_t request_language(ngx_http_request_t *r);
+std::string request_language_tag(ngx_http_request_t *r);
+
 // Credentials of a request: a session cookie or a bearer token, never both, and never two
 // session cookies (cookie tossing).
 struct Credentials {
