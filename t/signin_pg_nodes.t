@@ -52,6 +52,7 @@ sub conf {
         location /auth/ { signin_api; }
         location = /_signin/deliver { internal; signin_dev_mailbox; }
         location = /_dev/mailbox { signin_dev_mailbox; }
+        location = /metrics { signin_metrics; }
         location /app/ {
             signin_require on;
             proxy_set_header X-User "\$signin_user_email";
@@ -260,17 +261,20 @@ SKIP: {
 }
 
 # ---- clients sign in while a node is killed and PostgreSQL restarts: nothing acknowledged is lost
+# Four clients a node at once, so that a worker's write batch holds several sign-ins (one
+# transaction, one commit for them all) when the node or the database dies under it.
 sub clients {
     my ($acks, $seconds) = @_;
     my @kids;
-    for my $k (0 .. 2) {
+    for my $c (0 .. 11) {
+        my $k = $c % 3;
         my $pid = fork // die "fork: $!";
         if ($pid == 0) {
             my $end = time + $seconds;
             my $i = 0;
             while (time < $end) {
                 $i++;
-                my $email = "load$k-$i-$$\@example.com";
+                my $email = "load$c-$i-$$\@example.com";
                 my $via = $n[$k];
                 my $r = $via->req(POST => '/auth/register', json => { email => $email }, finished => 1);
                 next unless ($r->{status} // 0) == 202;
@@ -311,6 +315,14 @@ sub all_work {
     waitpid $_, 0 for @kids;
     all_work($acks, 'kill -9 of node 2');
     ok !-s "$acks.odd", 'no answer but 200, 503 or a dropped connection' or diag `cat $acks.odd`;
+    # the sign-ins were committed in batches of several: what was tested is the group commit
+    my ($jobs, $batches) = (0, 0);
+    for my $i (0, 2) {
+        my $m = $n[$i]->req(GET => '/metrics')->{content} // '';
+        $jobs += $1 if $m =~ /^signin_write_batch_size_sum (\d+)$/m;
+        $batches += $1 if $m =~ /^signin_write_batch_size_count (\d+)$/m;
+    }
+    ok $batches > 0 && $jobs > $batches, "write batches held several jobs ($jobs jobs in $batches batches)";
     $n[1]->{running} = 0;
     # its ports are bound again below: wait until every process of the killed node is gone
     $n[1]->wait_for(sub { !grep { kill(0, $_) && !SigninTest::exited($_) } @pids }, timeout => 10)

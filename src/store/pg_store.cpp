@@ -35,9 +35,13 @@
 // against other nodes is made in a write transaction. The whole-store scans (check, copy) are one
 // REPEATABLE READ snapshot.
 //
+// Write batches (Store::batch, a worker's waiting writes): one transaction for them all, one
+// COMMIT, kept whole or run again with a transaction per write (PgStore::batch).
+//
 // Connections: a transaction takes an idle connection of this process or opens one, and gives
 // it back when it ends (unless it broke). Every statement is prepared at its first use on a
-// connection.
+// connection; BEGIN, and the preparation, travel with a transaction's first statement (libpq's
+// pipeline mode: one round trip).
 // A server that is down or refuses writes (read-only, disk full) is a StoreError; the next
 // transaction connects again: the store recovers by itself.
 #include <libpq-fe.h>
@@ -109,7 +113,7 @@ enum Stmt : unsigned {
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents,
-    UserIndex, PutUserIndex, DelUserIndex, AdvisoryLock, AdvisoryUnlock, StmtCount
+    UserIndex, PutUserIndex, DelUserIndex, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -230,7 +234,24 @@ constexpr const char *kStatements[StmtCount] = {
     /* DelUserIndex */ "DELETE FROM signin_user_search WHERE key = $1",
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
+    /* TryAdvisoryLock */ "SELECT pg_try_advisory_lock($1::bigint)",
 };
+
+// Whether a statement changes the store (a write transaction that ran one cannot be left out of
+// a write batch's commit: PgStore::batch).
+constexpr bool changes(Stmt s) {
+    switch (s) {
+    case PutUser: case PutEmail: case DelEmail: case DelUser: case PutToken: case DelToken: case PutSession:
+    case DelSession: case PutAudit: case PutOutbox: case DelOutbox: case PutMfa: case DelMfa: case PutPending:
+    case DelPending: case DelPendingOf: case PutPasskey: case DelPasskey: case PutLink: case DelLink:
+    case SpendChallenge: case PurgeTokens: case PurgeSessions: case PurgePending: case PurgeChallenges:
+    case PurgeAudit: case TrimAudit: case PutCounter: case DelCounter: case DelCounters: case PurgeCounters:
+    case PutEvent: case UpdateEvent: case DelEvent:
+        return true;
+    default:
+        return false;
+    }
+}
 
 // ---- values ------------------------------------------------------------------------------------
 
@@ -345,10 +366,14 @@ public:
     Connection(const Connection &) = delete;
     Connection &operator=(const Connection &) = delete;
 
-    bool healthy() const { return PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) == PQTRANS_IDLE; }
+    bool healthy() const {
+        return PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) == PQTRANS_IDLE &&
+               PQpipelineStatus(conn_) == PQ_PIPELINE_OFF;
+    }
 
-    // Runs a prepared statement; results in binary. Throws StoreError on failure.
-    Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+    // Runs a prepared statement; results in binary. Throws StoreError on failure. `first`, when
+    // given, is a statement without parameters (a BEGIN) sent ahead of it in the same round trip.
+    Result run(Stmt s, std::initializer_list<Param> params, std::string_view context, const char *first = nullptr) {
         std::array<const char *, 8> values{};
         std::array<int, 8> lengths{}, formats{};
         std::size_t n = 0;
@@ -359,6 +384,10 @@ public:
             ++n;
         }
         const std::string name = "s" + std::to_string(static_cast<unsigned>(s));
+        if (first != nullptr) {
+            return pipelined(first, s, name, static_cast<int>(n), values.data(), lengths.data(), formats.data(),
+                             context);
+        }
         if (!prepared_[s]) {  // once per connection, at its first use
             Result p(PQprepare(conn_, name.c_str(), kStatements[s], 0, nullptr));
             if (PQresultStatus(p.get()) != PGRES_COMMAND_OK) throw_result(conn_, p.get(), context);
@@ -386,6 +415,54 @@ public:
     }
 
 private:
+    // `first`, the statement's preparation when this connection has not seen it yet, and the
+    // statement, in libpq's pipeline mode: sent together, answered together, one wait for the
+    // server instead of two or three. The first failure is thrown; what follows it in the
+    // pipeline was skipped by the server. A connection left in pipeline mode (it broke half-way)
+    // is not healthy: its pool closes it.
+    Result pipelined(const char *first, Stmt s, const std::string &name, int n, const char *const *values,
+                     const int *lengths, const int *formats, std::string_view context) {
+        if (PQenterPipelineMode(conn_) != 1) throw_result(conn_, nullptr, context);
+        const bool prepare = !prepared_[s];
+        bool sent = PQsendQueryParams(conn_, first, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+        if (sent && prepare) sent = PQsendPrepare(conn_, name.c_str(), kStatements[s], 0, nullptr) == 1;
+        if (sent) sent = PQsendQueryPrepared(conn_, name.c_str(), n, values, lengths, formats, 1) == 1;
+        if (sent) sent = PQpipelineSync(conn_) == 1;
+        if (!sent) throw_result(conn_, nullptr, context);
+        // each command's results end with a null; the sync's marks the end of them all
+        std::vector<Result> results;
+        bool synced = false;
+        for (int nulls = 0; nulls < 2;) {
+            PGresult *raw = PQgetResult(conn_);
+            if (raw == nullptr) {
+                ++nulls;  // two in a row: the connection broke before the sync came back
+                continue;
+            }
+            nulls = 0;
+            if (PQresultStatus(raw) == PGRES_PIPELINE_SYNC) {
+                PQclear(raw);
+                synced = true;
+                break;
+            }
+            results.emplace_back(raw);
+        }
+        if (!synced) throw_result(conn_, results.empty() ? nullptr : results.back().get(), context);
+        PQexitPipelineMode(conn_);
+        const std::size_t expected = prepare ? 3 : 2;
+        // a preparation that succeeded stays, whatever became of the rest
+        if (prepare && results.size() >= 2 && PQresultStatus(results[1].get()) == PGRES_COMMAND_OK) prepared_[s] = true;
+        for (const Result &r : results) {
+            const auto st = PQresultStatus(r.get());
+            if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED) {
+                throw_result(conn_, r.get(), context);
+            }
+        }
+        if (results.size() != expected || PQresultStatus(results.back().get()) == PGRES_PIPELINE_ABORTED) {
+            throw StoreError(Code::StorageError, std::string(context) + ": the database's answers were cut short");
+        }
+        return std::move(results.back());
+    }
+
     PGconn *conn_ = nullptr;
     std::array<bool, StmtCount> prepared_{};
 };
@@ -425,11 +502,44 @@ private:
 // snapshot), or the reads of a request (each statement on its own: see read() below).
 enum class Kind { Write, Snapshot, Reads };
 
+// A write batch running on this thread (PgStore::batch): every write() of it is a part of one
+// transaction on one connection, committed once at the end.
+struct Group {
+    const void *store = nullptr;  // whose batch
+    std::unique_ptr<Connection> conn;
+    bool begun = false;    // BEGIN was sent
+    // A write failed (the transaction is aborted) or was abandoned after it changed something
+    // (its changes cannot be taken back alone): nothing of this run is kept.
+    bool spoiled = false;
+    std::vector<std::int64_t> locks;  // serialize_on's keys, held by the connection until the end
+};
+thread_local Group *t_group = nullptr;
+
+// serialize_on's lock: 64 bits of a digest of the key (two keys that share them only wait for
+// each other needlessly).
+std::int64_t lock_key(std::string_view key) {
+    unsigned char digest[8];
+    static const unsigned char kContext[] = "ngx_signin serialize_on";
+    crypto_generichash(digest, sizeof digest, reinterpret_cast<const unsigned char *>(key.data()), key.size(),
+                       kContext, sizeof kContext - 1);
+    std::uint64_t k = 0;
+    for (unsigned char b : digest) k = (k << 8) | b;
+    return static_cast<std::int64_t>(k);
+}
+
 template <class Iface>
 class PgTxn : public Iface {
 public:
     PgTxn(Pool &pool, Kind kind) : pool_(pool), kind_(kind), conn_(pool.take()) {}
+    // A part of a write batch: the batch's connection and transaction.
+    PgTxn(Pool &pool, Group &group) : pool_(pool), kind_(Kind::Write), group_(&group) {
+        if (!group.conn) group.conn = pool.take();
+    }
     ~PgTxn() override {
+        if (group_ != nullptr) {
+            if (!ended_ && wrote_) group_->spoiled = true;
+            return;
+        }
         if (conn_ && open_) {
             try {
                 conn_->exec("ROLLBACK", "end a transaction");
@@ -576,16 +686,13 @@ protected:
     // snapshot is taken after the previous holder's COMMIT (a lock taken inside a SERIALIZABLE
     // transaction would come after its snapshot, and the race would be lost all the same).
     void lock_before_begin(std::string_view key) {
+        if (group_ != nullptr) {
+            lock_in_group(key);
+            return;
+        }
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
         if (open_ || locked_) throw StoreError(Code::Internal, "serialize_on after the transaction began");
-        // 64 bits of a digest: two keys that share them only wait for each other needlessly
-        unsigned char digest[8];
-        static const unsigned char kContext[] = "ngx_signin serialize_on";
-        crypto_generichash(digest, sizeof digest, reinterpret_cast<const unsigned char *>(key.data()), key.size(),
-                           kContext, sizeof kContext - 1);
-        std::uint64_t k = 0;
-        for (unsigned char b : digest) k = (k << 8) | b;
-        lock_key_ = static_cast<std::int64_t>(k);
+        lock_key_ = lock_key(key);
         locked_ = true;  // set first: a wait that fails half-way may have the lock all the same
         conn_->run(AdvisoryLock, {lock_key_}, "wait for the other transactions on that key");
     }
@@ -602,16 +709,66 @@ protected:
         }
     }
 
-    // A statement of this transaction, which begins at its first.
+    // A statement of this transaction, which begins at its first (BEGIN goes with it).
     Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+        if (group_ != nullptr) return run_in_group(s, params, context);
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
         if (!open_ && kind_ != Kind::Reads) {
-            conn_->exec(kind_ == Kind::Write ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
-                                             : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-                        "begin a transaction");
-            open_ = true;
+            open_ = true;  // set first: a BEGIN sent is ended by the destructor's ROLLBACK
+            return conn_->run(s, params, context,
+                              kind_ == Kind::Write ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                                                   : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
         }
         return conn_->run(s, params, context);
+    }
+
+    // A statement of a write batch's transaction. A failed one leaves that transaction aborted:
+    // the batch's run is spoiled, and every later statement of it fails at once.
+    Result run_in_group(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+        if (ended_) throw StoreError(Code::StorageError, "transaction already ended");
+        if (group_->spoiled) throw StoreError(Code::StorageError, std::string(context) + ": the write batch runs again");
+        if (changes(s)) wrote_ = true;
+        try {
+            if (!group_->begun) {
+                group_->begun = true;
+                return group_->conn->run(s, params, context, "BEGIN ISOLATION LEVEL SERIALIZABLE");
+            }
+            return group_->conn->run(s, params, context);
+        } catch (const StoreError &) {
+            group_->spoiled = true;
+            throw;
+        }
+    }
+
+    // serialize_on in a write batch. Before the batch's transaction began, the lock is taken as
+    // outside a batch (waiting for the holder's commit, so that the batch's snapshot comes after
+    // it); the batch keeps it to its end. After that, waiting would not make the snapshot see the
+    // holder's commit, and could wait on a batch that waits on this one: a key that another
+    // transaction holds spoils this run instead, and the batch runs again with a transaction of
+    // its own for every write, which waits its turn.
+    void lock_in_group(std::string_view key) {
+        if (ended_) throw StoreError(Code::StorageError, "transaction already ended");
+        if (group_->spoiled) throw StoreError(Code::StorageError, "the write batch runs again");
+        const std::int64_t k = lock_key(key);
+        for (std::int64_t held : group_->locks) {
+            if (held == k) return;
+        }
+        if (!group_->begun) {
+            group_->locks.push_back(k);  // first: a wait that fails half-way may have the lock all the same
+            try {
+                group_->conn->run(AdvisoryLock, {k}, "wait for the other transactions on that key");
+            } catch (const StoreError &) {
+                group_->spoiled = true;
+                throw;
+            }
+            return;
+        }
+        Result r = run_in_group(TryAdvisoryLock, {k}, "take a key");
+        if (cell(r, 0, 0) != std::string_view("\x01", 1)) {
+            group_->spoiled = true;
+            throw StoreError(Code::StorageError, "another transaction holds that key: the write batch runs again");
+        }
+        group_->locks.push_back(k);
     }
 
     std::size_t count(Stmt s, std::string_view context) {
@@ -643,7 +800,10 @@ protected:
 
     Pool &pool_;
     const Kind kind_;
-    std::unique_ptr<Connection> conn_;
+    std::unique_ptr<Connection> conn_;  // none in a write batch: the batch's (group_)
+    Group *group_ = nullptr;
+    bool ended_ = false;   // in a write batch: commit() was called
+    bool wrote_ = false;   // in a write batch: a statement that changes the store was sent
     bool open_ = false;    // BEGIN was sent
     bool locked_ = false;  // serialize_on's lock is (or may be) held by the connection
     std::int64_t lock_key_ = 0;
@@ -658,6 +818,7 @@ public:
 class PgWriteTxn final : public PgTxn<WriteTxn> {
 public:
     explicit PgWriteTxn(Pool &pool) : PgTxn(pool, Kind::Write) {}
+    PgWriteTxn(Pool &pool, Group &group) : PgTxn(pool, group) {}
 
     void serialize_on(std::string_view key) override { lock_before_begin(key); }
 
@@ -775,6 +936,12 @@ public:
                             "trim audit entries"));
     }
     void commit() override {
+        if (group_ != nullptr) {  // kept in the batch, whose commit makes it durable
+            if (ended_) throw StoreError(Code::StorageError, "transaction already ended");
+            if (group_->spoiled) throw StoreError(Code::StorageError, "commit: the write batch runs again");
+            ended_ = true;
+            return;
+        }
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
         if (open_) {
             open_ = false;
@@ -817,9 +984,25 @@ public:
     std::size_t audit_bound() const override { return audit_max_; }
     std::unique_ptr<WriteTxn> write() override {
         ensure_ready();
-        auto txn = std::make_unique<PgWriteTxn>(pool_);
+        auto txn = t_group != nullptr && t_group->store == this ? std::make_unique<PgWriteTxn>(pool_, *t_group)
+                                                                 : std::make_unique<PgWriteTxn>(pool_);
         txn->follow(audit_hook());
         return txn;
+    }
+
+    // Group commit: first every write() of fn is a part of one SERIALIZABLE transaction, committed
+    // once (one durable commit for a worker's waiting sign-ins). That run is kept whole or not
+    // at all: when one of its writes failed (a lost race, 40001, leaves the transaction
+    // aborted), was abandoned after changing something, or its commit lost a race, it is rolled
+    // back and fn runs again with a transaction of its own for every write(), as outside a batch
+    // (each with its own retries). What fn's writes were told is only acted upon once this
+    // returns, so nothing is acknowledged before its commit.
+    void batch(const std::function<void()> &fn) override {
+        if (t_group != nullptr && t_group->store == this) {  // already in a batch on this thread
+            fn();
+            return;
+        }
+        if (!grouped(fn)) fn();
     }
 
     void backup(const std::string &) const override {
@@ -907,6 +1090,55 @@ public:
     }
 
 private:
+    // One run of a batch as one transaction; false (and nothing written) when fn must run again.
+    bool grouped(const std::function<void()> &fn) {
+        Group g;
+        g.store = this;
+        t_group = &g;
+        try {
+            fn();
+        } catch (...) {
+            t_group = nullptr;
+            end_group(g, false);
+            if (g.spoiled) return false;  // what failed may be the spoiled run's writes: the next run says
+            throw;
+        }
+        t_group = nullptr;
+        if (g.spoiled) {
+            end_group(g, false);
+            return false;
+        }
+        return end_group(g, true);
+    }
+
+    // Commits (or rolls back) a batch's transaction, then gives its keys and its connection back.
+    // False when the commit lost a race (nothing was written: the batch runs again); throws when
+    // it failed otherwise.
+    bool end_group(Group &g, bool commit) {
+        if (!g.conn) return true;  // no write reached the database
+        std::optional<StoreError> failed;
+        if (g.begun) {
+            try {
+                g.conn->exec(commit ? "COMMIT" : "ROLLBACK", commit ? "commit a write batch" : "end a write batch");
+            } catch (const StoreError &e) {
+                failed = e;
+            }
+        }
+        if (!g.locks.empty()) {
+            try {
+                g.conn->exec("SELECT pg_advisory_unlock_all()", "end a write batch");
+            } catch (const StoreError &) {
+                g.conn.reset();  // closed: which gives its keys back too
+            }
+        }
+        pool_.give(std::move(g.conn));
+        if (failed && commit) {
+            if (failed->retry()) return false;
+            throw *failed;
+        }
+        return true;
+    }
+
     // The read transaction of the whole-store scans (check, copy).
     class ScanTxn final : public PgTxn<ReadTxn> {
     public:

@@ -795,6 +795,169 @@ TEST_F(PgOnly, AReadOnlyDatabaseRefusesWrites) {
 // One sign-in code exchanged by many threads at once (one connection each, as nginx workers on
 // several nodes): exactly one session, whichever backend (LMDB serializes the writers; PostgreSQL
 // runs them at once and retries the losers, who then find the code spent).
+// ---- write batches: one transaction for a worker's waiting writes ----
+
+// The writes of a batch are one transaction: none is seen by others before the batch's end,
+// every one of them is after it, durable (a store opened anew finds them).
+TEST_F(PgOnly, ABatchIsOneTransactionCommittedAtItsEnd) {
+    PgOptions o;
+    o.conninfo = schema_->conninfo();
+    auto other = open_pg_store(o);
+    constexpr int kWrites = 40;
+    int runs = 0;
+    std::size_t seen_meanwhile = 99;
+    store_->batch([&] {
+        ++runs;
+        for (int i = 1; i <= kWrites; ++i) {
+            auto w = store_->write();
+            w->put_token(make_token(i, "batch@example.com", i, 1ll << 50));
+            w->commit();
+        }
+        seen_meanwhile = other->read()->tokens_for("g1", "batch@example.com").size();
+    });
+    EXPECT_EQ(runs, 1) << "nothing spoiled the batch: it ran once";
+    EXPECT_EQ(seen_meanwhile, 0u) << "nothing of the batch is committed before its end";
+    store_.reset();
+    store_ = open_pg_store(o);
+    EXPECT_EQ(store_->read()->tokens_for("g1", "batch@example.com").size(), static_cast<std::size_t>(kWrites));
+}
+
+// A write abandoned after it changed something cannot be taken out of the batch's transaction:
+// the batch runs again with a transaction per write, and only that run counts.
+TEST_F(PgOnly, AnAbandonedWriteMakesTheBatchRunAgainWithATransactionPerWrite) {
+    int runs = 0;
+    store_->batch([&] {
+        ++runs;
+        for (int i = 1; i <= 3; ++i) {
+            auto w = store_->write();
+            w->put_token(make_token(i, "abandon@example.com", i, 1ll << 50));
+            if (i != 2) w->commit();
+        }
+    });
+    EXPECT_EQ(runs, 2);
+    auto r = store_->read();
+    EXPECT_TRUE(r->token(digest(1)));
+    EXPECT_FALSE(r->token(digest(2))) << "the abandoned write is undone";
+    EXPECT_TRUE(r->token(digest(3)));
+    EXPECT_EQ(r->tokens_for("g1", "abandon@example.com").size(), 2u) << "nothing of the first run is kept twice";
+}
+
+// A write of the batch that loses a race (40001) leaves the batch's transaction aborted: the
+// writes after it fail at once, nothing of that run is kept, and the second run (a transaction
+// per write) decides: the token spent meanwhile by another node is not spent again.
+TEST_F(PgOnly, ALostRaceInABatchRunsItAgainAndTheSecondRunDecides) {
+    PgOptions o;
+    o.conninfo = schema_->conninfo();
+    auto other = open_pg_store(o);
+    {
+        auto w = store_->write();
+        w->put_token(make_token(1, "race@example.com", 1, 1ll << 50));
+        w->commit();
+    }
+    int runs = 0, spent = 0, failed = 0;
+    store_->batch([&] {
+        ++runs;
+        spent = failed = 0;
+        try {
+            auto w = store_->write();
+            w->put_token(make_token(7, "other@example.com", 1, 1ll << 50));  // an unrelated job
+            w->commit();
+        } catch (const StoreError &) {
+            ++failed;
+        }
+        try {
+            auto w = store_->write();
+            if (w->token(digest(1))) {
+                if (runs == 1) {  // another node spends it first
+                    auto theirs = other->write();
+                    theirs->del_token(digest(1));
+                    theirs->put_session(make_session(1, "u1", 1ll << 50));
+                    theirs->commit();
+                }
+                w->del_token(digest(1));
+                w->put_session(make_session(2, "u1", 1ll << 50));
+                w->commit();
+                ++spent;
+            }
+        } catch (const StoreError &) {
+            ++failed;
+        }
+        try {
+            auto w = store_->write();
+            w->put_token(make_token(8, "other@example.com", 2, 1ll << 50));
+            w->commit();
+        } catch (const StoreError &) {
+            ++failed;
+        }
+    });
+    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(spent, 0) << "the second run found the token spent";
+    EXPECT_EQ(failed, 0);
+    auto r = store_->read();
+    EXPECT_EQ(r->counts().sessions, 1u) << "one session for one token";
+    EXPECT_TRUE(r->token(digest(7)));
+    EXPECT_TRUE(r->token(digest(8)));
+}
+
+// A key another transaction holds, asked for once the batch's transaction began, is not waited
+// for there (the batch's snapshot would stay older than the holder's commit): the batch runs
+// again with a transaction per write, which waits its turn. A key asked for before anything
+// else is waited for, and held to the batch's end.
+TEST_F(PgOnly, AKeyHeldElsewhereMidBatchMakesItRunAgain) {
+    PgOptions o;
+    o.conninfo = schema_->conninfo();
+    auto other = open_pg_store(o);
+    const std::string key = random_key();
+    auto holder = other->write();
+    holder->serialize_on(key);
+    int runs = 0;
+    store_->batch([&] {
+        ++runs;
+        {
+            auto w = store_->write();
+            w->put_token(make_token(1, "key@example.com", 1, 1ll << 50));
+            w->commit();
+        }
+        if (runs == 2) holder.reset();  // the holder's transaction ends: the key's turn comes
+        try {
+            auto w = store_->write();
+            w->serialize_on(key);
+            w->put_token(make_token(2, "key@example.com", 2, 1ll << 50));
+            w->commit();
+        } catch (const StoreError &e) {
+            EXPECT_EQ(runs, 1) << e.what();
+        }
+    });
+    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(store_->read()->tokens_for("g1", "key@example.com").size(), 2u);
+
+    // first in the batch: taken before its transaction begins, and kept until the batch ends
+    bool other_got_it_inside = true;
+    std::promise<void> done;
+    std::future<void> finished = done.get_future();
+    std::thread t;
+    store_->batch([&] {
+        auto w = store_->write();
+        w->serialize_on(key);
+        w->put_token(make_token(3, "key@example.com", 3, 1ll << 50));
+        w->commit();
+        t = std::thread([&] {
+            try {
+                auto x = other->write();
+                x->serialize_on(key);
+                x->commit();
+            } catch (const std::exception &e) {
+                ADD_FAILURE() << e.what();
+            }
+            done.set_value();
+        });
+        other_got_it_inside = finished.wait_for(std::chrono::milliseconds(300)) == std::future_status::ready;
+    });
+    EXPECT_FALSE(other_got_it_inside) << "the batch holds the key to its end";
+    EXPECT_EQ(finished.wait_for(std::chrono::seconds(5)), std::future_status::ready) << "and gives it back then";
+    t.join();
+}
+
 class ExchangeRace : public EngineTest {};
 
 TEST_F(ExchangeRace, OneCodeMakesExactlyOneSession) {

@@ -380,8 +380,9 @@ void batch_done(ngx_event_t *ev) {
 
 ngx_int_t start_stage(const Waiter &w) {
     if (g_write_pool == nullptr || g_hash_pool == nullptr) return NGX_ERROR;
-    // (A store whose reads may block runs its writes in the batch too, one transaction per job:
-    // with a task per job the exchanges were no faster and lost many more races to each other.)
+    // (A store whose reads may block runs its writes in the batch too, as one transaction where
+    // they do not conflict (Store::batch): with a task per job the exchanges were no faster and
+    // lost many more races to each other.)
     if (w.job->stage() == Job::Stage::Read) return post_read(w);
     if (w.job->stage() == Job::Stage::Hash) {
         if (g_hashing < hash_slots()) return post_hash(w);
