@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "signin/accounts.hpp"
+#include "signin/admin.hpp"
 #include "signin/emails.hpp"
 #include "signin/mfa.hpp"
 #include "signin/types.hpp"
@@ -119,5 +120,14 @@ std::string totp_setup(const TotpSetup &s);
 std::string recovery_codes(const std::vector<std::string> &codes);
 // The 202 of a way in that stops at the factor: {"mfa_required": true, "mfa_token", "methods", "expires_in"}
 std::string mfa_required(const SignInStep &step, Millis now);
+
+// The administrator's views (signin_admin). A user there is the API's user with its roles, its
+// state ("active", "pending", "suspended") and whether it is suspended.
+// GET admin/api/users: {"users": [...], "next": CURSOR|null} ("" next: null)
+std::string user_page(const std::vector<User> &users, std::string_view next);
+// GET admin/api/users/{id}: {"user", "password": bool, "sessions", "mfa", "passkeys", "providers", "audit"}
+std::string admin_user(const AdminUserInfo &a);
+// GET admin/api/audit: {"entries": [...]}, each as audit_entry
+std::string audit_entries(const std::vector<AuditEntry> &entries);
 
 }  // namespace signin::json

@@ -305,10 +305,7 @@ void write_user_with_roles(Writer &w, const User &u) {
     w.end_array().end_object();
 }
 
-}  // namespace
-
-std::string audit_entry(const AuditEntry &e) {
-    Writer w;
+void write_audit_entry(Writer &w, const AuditEntry &e) {
     w.begin_object()
         .key("at").time(e.at)
         .key("kind").value(e.kind)
@@ -317,6 +314,13 @@ std::string audit_entry(const AuditEntry &e) {
         .key("user_id").value(e.user_id)
         .key("detail").value(e.detail)
         .end_object();
+}
+
+}  // namespace
+
+std::string audit_entry(const AuditEntry &e) {
+    Writer w;
+    write_audit_entry(w, e);
     return w.take();
 }
 
@@ -503,6 +507,72 @@ std::string email_previews(const Emails &emails, std::string_view origin) {
             .key("html").value(e.html)
             .end_object();
     }
+    w.end_array().end_object();
+    return w.take();
+}
+
+namespace {
+
+void write_admin_user(Writer &w, const User &u) {
+    w.begin_object();
+    user_fields(w, u);
+    w.key("roles").begin_array();
+    for (const auto &role : u.roles) w.value(role);
+    w.end_array();
+    w.key("state").value(user_state(u)).key("suspended").value(u.suspended).end_object();
+}
+
+}  // namespace
+
+std::string user_page(const std::vector<User> &users, std::string_view next) {
+    Writer w;
+    w.begin_object().key("users").begin_array();
+    for (const auto &u : users) write_admin_user(w, u);
+    w.end_array().key("next");
+    if (next.empty()) {
+        w.null();
+    } else {
+        w.value(next);
+    }
+    w.end_object();
+    return w.take();
+}
+
+std::string admin_user(const AdminUserInfo &a) {
+    Writer w;
+    w.begin_object().key("user");
+    write_admin_user(w, a.user);
+    w.key("password").value(a.password);
+    w.key("sessions");
+    write_session_list(w, a.sessions);
+    w.key("mfa").begin_object()
+        .key("totp").value(a.mfa.totp)
+        .key("recovery_codes_left").value(static_cast<std::int64_t>(a.mfa.recovery_codes_left))
+        .key("remembered_devices").value(static_cast<std::int64_t>(a.mfa.remembered_devices))
+        .end_object();
+    w.key("passkeys").begin_array();
+    for (const auto &k : a.passkeys) {
+        w.begin_object().key("id").value(k.id).key("name").value(k.name).key("created_at").time(k.created_at);
+        w.key("last_used_at");
+        if (k.last_used_at > 0) {
+            w.time(k.last_used_at);
+        } else {
+            w.null();
+        }
+        w.key("synced").value(k.synced).end_object();
+    }
+    w.end_array().key("providers");
+    provider_links(w, a.providers);
+    w.key("audit").begin_array();
+    for (const auto &e : a.audit) write_audit_entry(w, e);
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string audit_entries(const std::vector<AuditEntry> &entries) {
+    Writer w;
+    w.begin_object().key("entries").begin_array();
+    for (const auto &e : entries) write_audit_entry(w, e);
     w.end_array().end_object();
     return w.take();
 }
