@@ -27,7 +27,11 @@ struct Field {
     std::string_view name;
     bool required;
     bool boolean = false;  // a JSON true or false, given as "true" or "false"
+    bool list = false;     // an array of at most kMaxListItems strings, given as list_items reads it
 };
+inline constexpr std::size_t kMaxListItems = 32;
+// The items of a Field::list value (each item is kept followed by a NUL, which no item holds).
+std::vector<std::string> list_items(std::string_view value);
 
 // The string fields of a request body. They can hold passwords and tokens: the destructor wipes
 // every value's buffer, including what a move left in a short string's inline buffer.
@@ -41,7 +45,7 @@ struct Fields : std::map<std::string, std::string> {
     void wipe() noexcept;  // zeroes every value's whole buffer (capacity, not just size)
 };
 
-// A flat JSON object of string fields (and booleans where the Field says so). Refuses: invalid UTF-8, malformed JSON, a non-object,
+// A flat JSON object of string fields (and booleans or arrays of strings where the Field says so). Refuses: invalid UTF-8, malformed JSON, a non-object,
 // a field not in `fields`, a field given twice, a non-string value, a missing required field,
 // a string longer than `max_string` bytes or holding a NUL.
 Result<Fields> parse_object(std::string_view body,

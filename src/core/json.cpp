@@ -120,6 +120,24 @@ Result<Fields> parse_object(std::string_view body,
             out.emplace(std::string(name), cJSON_IsTrue(item) ? "true" : "false");
             continue;
         }
+        if (f->list) {
+            if (!cJSON_IsArray(item)) return bad("field \"" + std::string(name) + "\" must be an array of strings");
+            std::string items;
+            std::size_t n = 0;
+            for (cJSON *e = item->child; e; e = e->next) {
+                if (++n > kMaxListItems) return bad("field \"" + std::string(name) + "\" has too many items");
+                if (!cJSON_IsString(e) || !e->valuestring) {
+                    return bad("field \"" + std::string(name) + "\" must be an array of strings");
+                }
+                std::string_view v(e->valuestring);
+                if (v.size() > max_string || !valid_utf8(v)) {
+                    return bad("an item of field \"" + std::string(name) + "\" is too long or not valid UTF-8");
+                }
+                items.append(v).push_back('\0');
+            }
+            out.emplace(std::string(name), std::move(items));
+            continue;
+        }
         if (!cJSON_IsString(item) || !item->valuestring) {
             return bad("field \"" + std::string(name) + "\" must be a string");
         }
@@ -135,6 +153,17 @@ Result<Fields> parse_object(std::string_view body,
         }
     }
     if (has_nul_escape(body)) return bad("a string holds a NUL character");
+    return out;
+}
+
+std::vector<std::string> list_items(std::string_view value) {
+    std::vector<std::string> out;
+    while (!value.empty()) {
+        const auto nul = value.find('\0');
+        out.emplace_back(value.substr(0, nul));
+        if (nul == std::string_view::npos) break;
+        value.remove_prefix(nul + 1);
+    }
     return out;
 }
 
