@@ -2,7 +2,8 @@
 # non-administrator gets 403 everywhere; an administrator whose session did not pass a second
 # factor reads but cannot change; each change answers 204 and leaves its audit entry with the
 # client admin:<id>; a cookie change needs the site's Origin; bad ids and cursors are 400; the
-# search pages through a domain; the audit exports as CSV; no answer holds a secret.
+# search pages through a domain; the audit exports as CSV; no answer holds a secret; with
+# signin_admin off the paths are 404.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -221,6 +222,15 @@ ok scalar(grep { /^\d{4}-\d\d-\d\dT[^,]+,user\.suspended,carol\@acme\.example,\Q
 # ---- nothing secret, anywhere
 my $all = join '', map { api(GET => $_, headers => $B)->{content} } 'users', "users/$boss->{id}", "users/$erin->{id}", 'audit?limit=500';
 unlike $all, qr/"(?:token|secret|password_hash|code)"/, 'no answer has a token, secret, hash or code field';
+
+# ---- signin_admin off: the paths are not there, for an administrator either
+$t->stop;
+$t->run(http => $t->signin_http(extra => q{signin_limits off; signin_mfa on;}));
+$r = api(GET => 'users', headers => $B);
+is $r->{status}, 404, 'signin_admin off: GET admin/api/users is 404';
+is code_of($r), 'not_found', '... not_found';
+is api(POST => "users/$carol->{id}/suspend", json => {}, headers => $B)->{status}, 404, '... and so is a change';
+is $t->req(GET => '/auth/me', headers => $B)->{status}, 200, '... while the rest of the API answers';
 
 $t->done;
 done_testing;
