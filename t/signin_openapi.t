@@ -199,7 +199,7 @@ for my $k (sort keys %ops) {
     my @origin = grep { lc($_->{name}) eq 'origin' && $_->{in} eq 'header' } map { resolve($_) } @{ $op->{parameters} || [] };
     if ($flags =~ /CookieWrite/) {
         ok @origin && $origin[0]{required}, "$k: a cookie write: the Origin header is a required parameter";
-    } elsif ($flags =~ /SignedInWrite/) {
+    } elsif ($flags =~ /SignedInWrite|AdminWrite/) {
         ok @origin && !$origin[0]{required}, "$k: a write by cookie needs the Origin: an optional Origin parameter";
     } else {
         ok !@origin, "$k: no Origin parameter (a present wrong one is refused, as the description says)";
@@ -242,6 +242,7 @@ $t->run(http => $t->signin_http(extra => qq{
     signin_limits off;
     signin_passwords on;
     signin_mfa on;
+    signin_admin on;
     signin_passkeys on;
     signin_provider test issuer=$issuer client_id=test client_secret_file=$dir/test.secret "label=Test ID";
     signin_provider_fetch /_signin/provider;

@@ -47,6 +47,12 @@ struct AuditQuery {
     std::size_t limit = 100;
 };
 
+// Audit entries as CSV (RFC 4180, CRLF lines): a header row, then at,kind,email,client,user_id,detail
+// per entry, times as the JSON writes them. A cell that a spreadsheet would read as a formula
+// (starting with =, +, -, @, a tab or a carriage return) is written with a leading apostrophe: an
+// address or a client is chosen by whoever signs in, and the file is opened by an administrator.
+std::string audit_csv(const std::vector<AuditEntry> &entries);
+
 class Admin {
 public:
     static constexpr std::size_t kMaxPage = 200;

@@ -58,4 +58,8 @@ Problems check_site(const Site &site);
 // Identity providers named without the internal location their calls go through.
 Problems check_providers(std::size_t providers, bool fetch_named);
 
+// The administrators' pages and API with no second factor: every change there needs a session that
+// passed one, so nothing could ever be changed.
+Problems check_admin(bool admin, bool mfa);
+
 }  // namespace signin::conf

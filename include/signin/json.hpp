@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "signin/accounts.hpp"
+#include "signin/admin.hpp"
 #include "signin/emails.hpp"
 #include "signin/mfa.hpp"
 #include "signin/types.hpp"
@@ -26,7 +27,11 @@ struct Field {
     std::string_view name;
     bool required;
     bool boolean = false;  // a JSON true or false, given as "true" or "false"
+    bool list = false;     // an array of at most kMaxListItems strings, given as list_items reads it
 };
+inline constexpr std::size_t kMaxListItems = 32;
+// The items of a Field::list value (each item is kept followed by a NUL, which no item holds).
+std::vector<std::string> list_items(std::string_view value);
 
 // The string fields of a request body. They can hold passwords and tokens: the destructor wipes
 // every value's buffer, including what a move left in a short string's inline buffer.
@@ -40,7 +45,7 @@ struct Fields : std::map<std::string, std::string> {
     void wipe() noexcept;  // zeroes every value's whole buffer (capacity, not just size)
 };
 
-// A flat JSON object of string fields (and booleans where the Field says so). Refuses: invalid UTF-8, malformed JSON, a non-object,
+// A flat JSON object of string fields (and booleans or arrays of strings where the Field says so). Refuses: invalid UTF-8, malformed JSON, a non-object,
 // a field not in `fields`, a field given twice, a non-string value, a missing required field,
 // a string longer than `max_string` bytes or holding a NUL.
 Result<Fields> parse_object(std::string_view body,
@@ -119,5 +124,14 @@ std::string totp_setup(const TotpSetup &s);
 std::string recovery_codes(const std::vector<std::string> &codes);
 // The 202 of a way in that stops at the factor: {"mfa_required": true, "mfa_token", "methods", "expires_in"}
 std::string mfa_required(const SignInStep &step, Millis now);
+
+// The administrator's views (signin_admin). A user there is the API's user with its roles, its
+// state ("active", "pending", "suspended") and whether it is suspended.
+// GET admin/api/users: {"users": [...], "next": CURSOR|null} ("" next: null)
+std::string user_page(const std::vector<User> &users, std::string_view next);
+// GET admin/api/users/{id}: {"user", "password": bool, "sessions", "mfa", "passkeys", "providers", "audit"}
+std::string admin_user(const AdminUserInfo &a);
+// GET admin/api/audit: {"entries": [...]}, each as audit_entry
+std::string audit_entries(const std::vector<AuditEntry> &entries);
 
 }  // namespace signin::json

@@ -6,6 +6,7 @@
 
 #include "engine_detail.hpp"
 #include "signin/access.hpp"
+#include "signin/encoding.hpp"
 #include "signin/mfa.hpp"
 #include "signin/tokens.hpp"
 
@@ -30,7 +31,36 @@ bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(
 
 Error no_such_account() { return Error{Code::NotFound, "no such account"}; }
 
+void csv_cell(std::string &out, std::string_view cell) {
+    const bool formula = !cell.empty() && (cell[0] == '=' || cell[0] == '+' || cell[0] == '-' || cell[0] == '@' ||
+                                           cell[0] == '\t' || cell[0] == '\r');
+    const bool quote = formula || cell.find_first_of(",\"\r\n") != std::string_view::npos;
+    if (quote) out += '"';
+    if (formula) out += '\'';
+    for (char c : cell) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    if (quote) out += '"';
+}
+
 }  // namespace
+
+std::string audit_csv(const std::vector<AuditEntry> &entries) {
+    std::string out = "at,kind,email,client,user_id,detail\r\n";
+    for (const auto &e : entries) {
+        const std::string at = enc::rfc3339(e.at);
+        const std::string_view cells[] = {at, e.kind, e.email, e.client, e.user_id, e.detail};
+        bool first = true;
+        for (std::string_view c : cells) {
+            if (!first) out += ',';
+            first = false;
+            csv_cell(out, c);
+        }
+        out += "\r\n";
+    }
+    return out;
+}
 
 bool Admin::holds_role(const User &u) const {
     return std::binary_search(u.roles.begin(), u.roles.end(), role_);

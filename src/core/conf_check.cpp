@@ -108,4 +108,14 @@ Problems check_providers(std::size_t providers, bool fetch_named) {
     return out;
 }
 
+Problems check_admin(bool admin, bool mfa) {
+    Problems out;
+    if (admin && !mfa) {
+        error(out, "signin_admin",
+              "signin_admin needs \"signin_mfa on\": every change an administrator makes needs a session that "
+              "passed a second factor");
+    }
+    return out;
+}
+
 }  // namespace signin::conf

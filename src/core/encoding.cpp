@@ -94,6 +94,45 @@ std::string rfc3339(std::int64_t unix_ms) {
     return std::string(buf, sizeof buf);
 }
 
+// A civil date to days since 1970-01-01 (the same algorithm, the other way).
+static std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2 ? 1 : 0;
+    const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const auto yoe = static_cast<unsigned>(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+std::optional<std::int64_t> parse_rfc3339(std::string_view t) {
+    if (t.size() != 20 && t.size() != 24) return std::nullopt;
+    auto num = [&t](std::size_t at, std::size_t width) -> std::optional<unsigned> {
+        unsigned v = 0;
+        for (std::size_t i = at; i < at + width; ++i) {
+            if (t[i] < '0' || t[i] > '9') return std::nullopt;
+            v = v * 10 + static_cast<unsigned>(t[i] - '0');
+        }
+        return v;
+    };
+    const bool with_ms = t.size() == 24;
+    if (t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' || t.back() != 'Z' ||
+        (with_ms && t[19] != '.')) {
+        return std::nullopt;
+    }
+    auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), s = num(17, 2);
+    auto ms = with_ms ? num(20, 3) : std::optional<unsigned>(0);
+    if (!y || !mo || !d || !h || !mi || !s || !ms || *y < 1970 || *mo < 1 || *mo > 12 || *d < 1 || *h > 23 ||
+        *mi > 59 || *s > 59) {
+        return std::nullopt;
+    }
+    const std::int64_t days = days_from_civil(*y, *mo, *d);
+    std::int64_t yy;
+    unsigned m2, d2;
+    civil_from_days(days, yy, m2, d2);
+    if (m2 != *mo || d2 != *d) return std::nullopt;  // a day the month does not have
+    return ((days * 24 + *h) * 60 + *mi) * 60000 + static_cast<std::int64_t>(*s) * 1000 + *ms;
+}
+
 std::string uuid7(std::int64_t unix_ms) {
     std::array<unsigned char, 16> b{};
     randombytes_buf(b.data(), b.size());

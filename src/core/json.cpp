@@ -120,6 +120,24 @@ Result<Fields> parse_object(std::string_view body,
             out.emplace(std::string(name), cJSON_IsTrue(item) ? "true" : "false");
             continue;
         }
+        if (f->list) {
+            if (!cJSON_IsArray(item)) return bad("field \"" + std::string(name) + "\" must be an array of strings");
+            std::string items;
+            std::size_t n = 0;
+            for (cJSON *e = item->child; e; e = e->next) {
+                if (++n > kMaxListItems) return bad("field \"" + std::string(name) + "\" has too many items");
+                if (!cJSON_IsString(e) || !e->valuestring) {
+                    return bad("field \"" + std::string(name) + "\" must be an array of strings");
+                }
+                std::string_view v(e->valuestring);
+                if (v.size() > max_string || !valid_utf8(v)) {
+                    return bad("an item of field \"" + std::string(name) + "\" is too long or not valid UTF-8");
+                }
+                items.append(v).push_back('\0');
+            }
+            out.emplace(std::string(name), std::move(items));
+            continue;
+        }
         if (!cJSON_IsString(item) || !item->valuestring) {
             return bad("field \"" + std::string(name) + "\" must be a string");
         }
@@ -135,6 +153,17 @@ Result<Fields> parse_object(std::string_view body,
         }
     }
     if (has_nul_escape(body)) return bad("a string holds a NUL character");
+    return out;
+}
+
+std::vector<std::string> list_items(std::string_view value) {
+    std::vector<std::string> out;
+    while (!value.empty()) {
+        const auto nul = value.find('\0');
+        out.emplace_back(value.substr(0, nul));
+        if (nul == std::string_view::npos) break;
+        value.remove_prefix(nul + 1);
+    }
     return out;
 }
 
@@ -305,10 +334,7 @@ void write_user_with_roles(Writer &w, const User &u) {
     w.end_array().end_object();
 }
 
-}  // namespace
-
-std::string audit_entry(const AuditEntry &e) {
-    Writer w;
+void write_audit_entry(Writer &w, const AuditEntry &e) {
     w.begin_object()
         .key("at").time(e.at)
         .key("kind").value(e.kind)
@@ -317,6 +343,13 @@ std::string audit_entry(const AuditEntry &e) {
         .key("user_id").value(e.user_id)
         .key("detail").value(e.detail)
         .end_object();
+}
+
+}  // namespace
+
+std::string audit_entry(const AuditEntry &e) {
+    Writer w;
+    write_audit_entry(w, e);
     return w.take();
 }
 
@@ -503,6 +536,72 @@ std::string email_previews(const Emails &emails, std::string_view origin) {
             .key("html").value(e.html)
             .end_object();
     }
+    w.end_array().end_object();
+    return w.take();
+}
+
+namespace {
+
+void write_admin_user(Writer &w, const User &u) {
+    w.begin_object();
+    user_fields(w, u);
+    w.key("roles").begin_array();
+    for (const auto &role : u.roles) w.value(role);
+    w.end_array();
+    w.key("state").value(user_state(u)).key("suspended").value(u.suspended).end_object();
+}
+
+}  // namespace
+
+std::string user_page(const std::vector<User> &users, std::string_view next) {
+    Writer w;
+    w.begin_object().key("users").begin_array();
+    for (const auto &u : users) write_admin_user(w, u);
+    w.end_array().key("next");
+    if (next.empty()) {
+        w.null();
+    } else {
+        w.value(next);
+    }
+    w.end_object();
+    return w.take();
+}
+
+std::string admin_user(const AdminUserInfo &a) {
+    Writer w;
+    w.begin_object().key("user");
+    write_admin_user(w, a.user);
+    w.key("password").value(a.password);
+    w.key("sessions");
+    write_session_list(w, a.sessions);
+    w.key("mfa").begin_object()
+        .key("totp").value(a.mfa.totp)
+        .key("recovery_codes_left").value(static_cast<std::int64_t>(a.mfa.recovery_codes_left))
+        .key("remembered_devices").value(static_cast<std::int64_t>(a.mfa.remembered_devices))
+        .end_object();
+    w.key("passkeys").begin_array();
+    for (const auto &k : a.passkeys) {
+        w.begin_object().key("id").value(k.id).key("name").value(k.name).key("created_at").time(k.created_at);
+        w.key("last_used_at");
+        if (k.last_used_at > 0) {
+            w.time(k.last_used_at);
+        } else {
+            w.null();
+        }
+        w.key("synced").value(k.synced).end_object();
+    }
+    w.end_array().key("providers");
+    provider_links(w, a.providers);
+    w.key("audit").begin_array();
+    for (const auto &e : a.audit) write_audit_entry(w, e);
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string audit_entries(const std::vector<AuditEntry> &entries) {
+    Writer w;
+    w.begin_object().key("entries").begin_array();
+    for (const auto &e : entries) write_audit_entry(w, e);
     w.end_array().end_object();
     return w.take();
 }

@@ -481,3 +481,19 @@ TEST(Json, AnUnknownFieldsNameIsQuotedWithoutCuttingACharacter) {
     EXPECT_TRUE(json::valid_utf8(f.error().message)) << f.error().message;
     EXPECT_NE(f.error().message.find(std::string(39, 'a')), std::string::npos);
 }
+
+TEST(JsonFields, ListsOfStrings) {
+    const std::initializer_list<json::Field> fields = {{"add", false, false, true}, {"send", false, true}};
+    auto f = json::parse_object(R"({"add":["ops","support",""],"send":true})", fields);
+    ASSERT_TRUE(f) << f.error().message;
+    EXPECT_EQ(json::list_items(f.value()["add"]), (std::vector<std::string>{"ops", "support", ""}));
+    f = json::parse_object(R"({"add":[]})", fields);
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(json::list_items(f.value()["add"]).empty());
+    for (const char *bad : {R"({"add":"ops"})", R"({"add":[1]})", R"({"add":[["ops"]]})", R"({"add":null})"}) {
+        EXPECT_FALSE(json::parse_object(bad, fields)) << bad;
+    }
+    std::string many = R"({"add":[)";
+    for (std::size_t i = 0; i <= json::kMaxListItems; ++i) many += std::string(i ? "," : "") + "\"r\"";
+    EXPECT_FALSE(json::parse_object(many + "]}", fields));
+}

@@ -226,3 +226,14 @@ TEST_F(AdminTest, AnAdministratorCannotLockThemselvesOut) {
 }
 
 }  // namespace
+
+TEST(AuditCsv, QuotesWhatNeedsItAndDisarmsFormulas) {
+    std::vector<AuditEntry> entries(2);
+    entries[0] = AuditEntry{0, "login.failed", "a@b.example", "=HYPERLINK(\"x\")", "u1", "one, two"};
+    entries[1] = AuditEntry{1000, "session.revoked", "-c@d.example", "admin:u2", "u3", "line\nbreak"};
+    EXPECT_EQ(audit_csv(entries),
+              "at,kind,email,client,user_id,detail\r\n"
+              "1970-01-01T00:00:00.000Z,login.failed,a@b.example,\"'=HYPERLINK(\"\"x\"\")\",u1,\"one, two\"\r\n"
+              "1970-01-01T00:00:01.000Z,session.revoked,\"'-c@d.example\",admin:u2,u3,\"line\nbreak\"\r\n");
+    EXPECT_EQ(audit_csv({}), "at,kind,email,client,user_id,detail\r\n");
+}

@@ -118,3 +118,13 @@ TEST(ConfCheck, ProvidersNeedTheirFetchLocation) {
     EXPECT_EQ(p[0].directive, "signin_provider");
     EXPECT_EQ(p[0].message.rfind("signin_provider needs \"signin_provider_fetch\"", 0), 0u);
 }
+
+TEST(ConfCheck, AdminNeedsSecondFactors) {
+    EXPECT_TRUE(conf::check_admin(false, false).empty());
+    EXPECT_TRUE(conf::check_admin(true, true).empty());
+    const conf::Problems p = conf::check_admin(true, false);
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_TRUE(conf::has_error(p));
+    EXPECT_EQ(p[0].directive, "signin_admin");
+    EXPECT_EQ(p[0].message.rfind("signin_admin needs \"signin_mfa on\"", 0), 0u);
+}

@@ -26,6 +26,19 @@ TEST(Encoding, Rfc3339) {
     EXPECT_EQ(enc::rfc3339(1795000000123), "2026-11-18T11:06:40.123Z");
 }
 
+TEST(Encoding, Rfc3339ReadBack) {
+    EXPECT_EQ(enc::parse_rfc3339("1970-01-01T00:00:00.000Z"), 0);
+    EXPECT_EQ(enc::parse_rfc3339("2026-11-18T11:06:40.123Z"), 1795000000123);
+    EXPECT_EQ(enc::parse_rfc3339("2026-11-18T11:06:40Z"), 1795000000000);
+    EXPECT_EQ(enc::parse_rfc3339("2024-02-29T00:00:00Z"), 1709164800000);
+    for (const char *bad : {"", "2026-11-18", "2026-11-18T11:06:40", "2026-11-18T11:06:40+01:00", "2026-13-01T00:00:00Z",
+                            "2026-04-31T00:00:00Z", "2025-02-29T00:00:00Z", "2026-11-18T24:00:00Z",
+                            "1969-12-31T23:59:59Z", "2026-11-18t11:06:40Z", "2026-11-18T11:06:40.12Z",
+                            "2026-1a-18T11:06:40Z", "1795000000000"}) {
+        EXPECT_FALSE(enc::parse_rfc3339(bad)) << bad;
+    }
+}
+
 TEST(Encoding, Uuid7IsTimeOrderedVersion7) {
     std::string a = enc::uuid7(1795000000000);
     std::string b = enc::uuid7(1795000000001);

@@ -52,6 +52,10 @@ ngx_int_t send_html(ngx_http_request_t *r, const std::string &page) {
     return send_common(r, NGX_HTTP_OK, &page, "text/html; charset=utf-8");
 }
 
+ngx_int_t send_csv(ngx_http_request_t *r, const std::string &text) {
+    return send_common(r, NGX_HTTP_OK, &text, "text/csv; charset=utf-8");
+}
+
 ngx_int_t send_prometheus(ngx_http_request_t *r, const std::string &text) {
     return send_common(r, NGX_HTTP_OK, &text, "text/plain; version=0.0.4; charset=utf-8");
 }

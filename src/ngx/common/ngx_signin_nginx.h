@@ -48,6 +48,8 @@ ngx_int_t send_json(ngx_http_request_t *r, ngx_uint_t status, const std::string 
 // 200 with Prometheus' text exposition format (the metrics endpoint).
 ngx_int_t send_prometheus(ngx_http_request_t *r, const std::string &text);
 ngx_int_t send_empty(ngx_http_request_t *r, ngx_uint_t status);
+// 200 text/csv; charset=utf-8 (an export), cache-control: no-store.
+ngx_int_t send_csv(ngx_http_request_t *r, const std::string &text);
 // 200 text/html; charset=utf-8, cache-control: no-store.
 ngx_int_t send_html(ngx_http_request_t *r, const std::string &page);
 

@@ -25,6 +25,8 @@ struct Route {
         Exchange = 2,       // exchanges a token: refused while the client's failed exchanges are over the limit
         NeedsPasswords = 4, // 403 passwords_disabled unless signin_passwords on
         SignedInWrite = 8,  // changes the caller's account or sessions: by cookie, a cookie write too
+        Admin = 16,         // signin_admin's: not found unless it is on
+        AdminWrite = 32,    // an administrator's change: by cookie, always a cookie write (Origin required)
     };
     unsigned flags;
 };
@@ -34,7 +36,9 @@ namespace {
 using signin::Code;
 
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
-constexpr std::array<Route, 38> kRoutes = {{
+// A path segment written "{id}" matches any one non-empty segment (the endpoint checks it); every
+// other segment matches only itself.
+constexpr std::array<Route, 48> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
@@ -79,13 +83,41 @@ constexpr std::array<Route, 38> kRoutes = {{
     {"providers", NGX_HTTP_GET, get_providers, Bucket::SignedIn, Route::None},
     {"providers/linked", NGX_HTTP_GET, get_providers_linked, Bucket::SignedIn, Route::None},
     {"providers/unlink", NGX_HTTP_POST, post_providers_unlink, Bucket::Sensitive, Route::SignedInWrite},
+    // the administrators' API (signin_admin.cpp); an invitation sends email
+    {"admin/api/users", NGX_HTTP_GET, get_admin_users, Bucket::SignedIn, Route::Admin},
+    {"admin/api/users/{id}", NGX_HTTP_GET, get_admin_user, Bucket::SignedIn, Route::Admin},
+    {"admin/api/users/{id}/suspend", NGX_HTTP_POST, post_admin_suspend, Bucket::SignedIn,
+     Route::Admin | Route::AdminWrite},
+    {"admin/api/users/{id}/unsuspend", NGX_HTTP_POST, post_admin_unsuspend, Bucket::SignedIn,
+     Route::Admin | Route::AdminWrite},
+    {"admin/api/users/{id}/sessions/revoke", NGX_HTTP_POST, post_admin_sessions_revoke, Bucket::SignedIn,
+     Route::Admin | Route::AdminWrite},
+    {"admin/api/users/{id}/mfa/reset", NGX_HTTP_POST, post_admin_mfa_reset, Bucket::SignedIn,
+     Route::Admin | Route::AdminWrite},
+    {"admin/api/users/{id}/delete", NGX_HTTP_POST, post_admin_delete, Bucket::SignedIn, Route::Admin | Route::AdminWrite},
+    {"admin/api/users/{id}/roles", NGX_HTTP_POST, post_admin_roles, Bucket::SignedIn, Route::Admin | Route::AdminWrite},
+    {"admin/api/invitations", NGX_HTTP_POST, post_admin_invitations, Bucket::Sensitive, Route::Admin | Route::AdminWrite},
+    {"admin/api/audit", NGX_HTTP_GET, get_admin_audit, Bucket::SignedIn, Route::Admin},
 }};
+
+bool route_matches(std::string_view pattern, std::string_view path) {
+    while (true) {
+        const auto ps = pattern.find('/'), qs = path.find('/');
+        const std::string_view want = pattern.substr(0, ps), got = path.substr(0, qs);
+        if (want == "{id}" ? got.empty() : want != got) return false;
+        if (ps == std::string_view::npos || qs == std::string_view::npos) return ps == qs;
+        pattern.remove_prefix(ps + 1);
+        path.remove_prefix(qs + 1);
+    }
+}
 
 const Route *find_route(ngx_http_request_t *r) {
     auto path = sub_path(r);
     if (!path) return nullptr;
     for (const Route &route : kRoutes) {
-        if (route.path == *path) return &route;
+        if (route.path.find('{') == std::string_view::npos ? route.path == *path : route_matches(route.path, *path)) {
+            return &route;
+        }
     }
     return nullptr;
 }
@@ -200,6 +232,8 @@ ngx_int_t api(ngx_http_request_t *r) {
             }
         }
     }
+    // signin_admin off: its paths are not there
+    if ((route->flags & Route::Admin) && !main_conf(r)->admin) return reject(r, Code::NotFound, "not found");
     // signin_passwords off: every password endpoint is this 403 and nothing else
     if ((route->flags & Route::NeedsPasswords) && !engine->policy().with_passwords) {
         return reject(r, Code::PasswordsDisabled, "password sign-in is not enabled");
@@ -214,9 +248,12 @@ ngx_int_t api(ngx_http_request_t *r) {
     // one. A state change authenticated by the cookie is a cookie write too (CSRF: a cross-site
     // form carries a SameSite=Lax cookie on a top-level POST in some browsers, and a same-site
     // one always), unless the browser says the request is same-origin (Sec-Fetch-Site).
+    // An administrator's change by cookie always needs the Origin: the browser's word alone
+    // (Sec-Fetch-Site) is not taken for an account that can change everyone's.
     const bool cookie_write = (route->flags & Route::CookieWrite) ||
                               ((route->flags & Route::SignedInWrite) && credentials.state == Credentials::Cookie &&
-                               header_value(r, "Sec-Fetch-Site") != std::optional<std::string_view>("same-origin"));
+                               header_value(r, "Sec-Fetch-Site") != std::optional<std::string_view>("same-origin")) ||
+                              ((route->flags & Route::AdminWrite) && credentials.state == Credentials::Cookie);
     auto ok = engine->check_origin(header_value(r, "Origin"), cookie_write);
     if (!ok) {
         log_origin_refusal(r, engine->origin().text);

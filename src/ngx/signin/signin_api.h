@@ -87,6 +87,18 @@ ngx_int_t post_account_delete(ApiCall &call);
 ngx_int_t post_email_change(ApiCall &call);
 ngx_int_t post_email_confirm(ApiCall &call);
 
+// The administrators' API under admin/api/ (signin_admin.cpp).
+ngx_int_t get_admin_users(ApiCall &call);
+ngx_int_t get_admin_user(ApiCall &call);
+ngx_int_t post_admin_suspend(ApiCall &call);
+ngx_int_t post_admin_unsuspend(ApiCall &call);
+ngx_int_t post_admin_sessions_revoke(ApiCall &call);
+ngx_int_t post_admin_mfa_reset(ApiCall &call);
+ngx_int_t post_admin_delete(ApiCall &call);
+ngx_int_t post_admin_roles(ApiCall &call);
+ngx_int_t post_admin_invitations(ApiCall &call);
+ngx_int_t get_admin_audit(ApiCall &call);
+
 // Shared by the capabilities (signin_sessions.cpp).
 
 // The principal behind the request's credentials, kept in ctx->principal ($signin_user_*) for

@@ -100,6 +100,9 @@ struct MainConf {
 
     ngx_array_t *written;  // DirectiveAt of the directives written through noted, setting and a few handlers
 
+    ngx_flag_t admin;       // signin_admin: the administrators' API under {auth_path}/admin/api/
+    ngx_str_t admin_role;   // signin_admin_role (default "admin"), checked as a role is
+
     ngx_flag_t used;     // some location uses signin_api or signin_require
     ngx_flag_t has_api;  // some location uses signin_api
 };

@@ -48,6 +48,11 @@ Directives factor_directives();
 Directives passkey_directives();
 char *check_passkeys(ngx_conf_t *cf, MainConf *m);
 
+// The administrators' API (conf_admin.cpp): signin_admin, signin_admin_role.
+Directives admin_directives();
+// signin_admin needs second factors (signin_mfa on).
+char *check_admin(ngx_conf_t *cf, MainConf *m);
+
 // Identity providers (conf_providers.cpp): signin_provider, signin_provider_fetch.
 Directives provider_directives();
 char *check_providers(ngx_conf_t *cf, MainConf *m);

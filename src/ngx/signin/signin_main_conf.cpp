@@ -17,6 +17,7 @@ MainConf *create_main_conf(ngx_conf_t *cf) {
     m->session_cache = NGX_CONF_UNSET_MSEC;
     m->audit_max = NGX_CONF_UNSET_UINT;
     m->events_retries = NGX_CONF_UNSET_UINT;
+    m->admin = NGX_CONF_UNSET;
     m->events_types = static_cast<ngx_array_t *>(NGX_CONF_UNSET_PTR);
     m->policy = pool_object<signin::Policy>(cf->pool);
     m->outbox = pool_object<signin::OutboxSettings>(cf->pool);
@@ -73,6 +74,10 @@ char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_size_value(m->body_max, 4096);
     ngx_conf_init_msec_value(m->session_cache, 0);
     ngx_conf_init_uint_value(m->audit_max, 0);  // 0: the store's own bound, by its size
+    ngx_conf_init_value(m->admin, 0);
+    if (m->admin_role.len == 0) {
+        ngx_str_set(&m->admin_role, "admin");
+    }
     if (m->thread_pool_name.len == 0) {
         ngx_str_set(&m->thread_pool_name, "default");
     }
@@ -80,7 +85,8 @@ char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
     if (char *rv = check_languages(cf, m); rv != NGX_CONF_OK) return rv;
     if (char *rv = check_mail_pages(cf, m); rv != NGX_CONF_OK) return rv;
     if (!m->used) return NGX_CONF_OK;
-    for (auto check : {check_site, check_providers, check_delivery, check_sessions, check_passwords, check_passkeys}) {
+    for (auto check : {check_site, check_providers, check_delivery, check_sessions, check_passwords, check_passkeys,
+                       check_admin}) {
         if (char *rv = check(cf, m); rv != NGX_CONF_OK) return rv;
     }
     if (check_events_conf(cf, m) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);

@@ -103,36 +103,6 @@ std::string redirect_uri(const ProviderCall &call) {
     return id().origin().text + call.base + "providers/" + call.provider->name + "/callback";
 }
 
-// A query argument, percent-decoded ('+' is a space); nullopt when absent or not decodable.
-std::optional<std::string> query_arg(ngx_http_request_t *r, std::string_view name) {
-    ngx_str_t raw;
-    if (ngx_http_arg(r, reinterpret_cast<u_char *>(const_cast<char *>(name.data())), name.size(), &raw) != NGX_OK) {
-        return std::nullopt;
-    }
-    std::string out;
-    out.reserve(raw.len);
-    for (size_t i = 0; i < raw.len; i++) {
-        const u_char c = raw.data[i];
-        if (c == '+') {
-            out += ' ';
-        } else if (c == '%') {
-            if (i + 2 >= raw.len) return std::nullopt;
-            auto hex = [](u_char h) -> int {
-                if (h >= '0' && h <= '9') return h - '0';
-                h = static_cast<u_char>(h | 0x20);
-                return h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
-            };
-            const int hi = hex(raw.data[i + 1]), lo = hex(raw.data[i + 2]);
-            if (hi < 0 || lo < 0) return std::nullopt;
-            out += static_cast<char>(hi * 16 + lo);
-            i += 2;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
-}
-
 // 302 to url; a path of this site becomes an absolute URL of signin_origin (not of whatever Host
 // the request named). No referrer leaves with it (the provider's URL carries the state).
 ngx_int_t redirect(ngx_http_request_t *r, std::string_view url) {

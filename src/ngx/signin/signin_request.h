@@ -76,6 +76,8 @@ bool hide_credentials(ngx_http_request_t *r, std::initializer_list<std::string_v
 
 // The path below the location: "/auth/" + "register" → "register".
 std::optional<std::string_view> sub_path(ngx_http_request_t *r);
+// A query argument, percent-decoded ('+' is a space); nullopt when absent or not decodable.
+std::optional<std::string> query_arg(ngx_http_request_t *r, std::string_view name);
 bool is_json_content_type(ngx_http_request_t *r);
 
 // A header of a subrequest's own (its headers_in list made anew, not the parent's): value is
