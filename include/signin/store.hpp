@@ -89,7 +89,8 @@ struct EventFacts {
 // A search takes the entries under a prefix (tag and the start of a value) in order, and goes on
 // after the last one it saw: the cursor of a page.
 std::vector<std::string> user_index_keys(const User &u);
-// "active", "pending" or "suspended" (a suspension counts before a pending invitation).
+// "active", "pending" or "suspended" (a suspension counts before a pending invitation). Defined in
+// the core (src/core/admin.cpp), which the admin views and this index share.
 std::string_view user_state(const User &u);
 
 class WriteTxn;

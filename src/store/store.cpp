@@ -38,10 +38,6 @@ std::string describe_store(std::string_view where) {
     return std::string(where);
 }
 
-std::string_view user_state(const User &u) {
-    return u.suspended ? "suspended" : u.pending ? "pending" : "active";
-}
-
 std::vector<std::string> user_index_keys(const User &u) {
     auto lower = [](std::string s) {
         for (char &c : s) {
