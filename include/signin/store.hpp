@@ -90,7 +90,7 @@ struct EventFacts {
 // after the last one it saw: the cursor of a page.
 std::vector<std::string> user_index_keys(const User &u);
 // "active", "pending" or "suspended" (a suspension counts before a pending invitation). Defined in
-// the core (src/core/admin.cpp), which the admin views and this index share.
+// the core (src/core/types.cpp): the admin views and this index share it.
 std::string_view user_state(const User &u);
 
 class WriteTxn;

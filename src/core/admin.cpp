@@ -62,10 +62,6 @@ std::string audit_csv(const std::vector<AuditEntry> &entries) {
     return out;
 }
 
-std::string_view user_state(const User &u) {
-    return u.suspended ? "suspended" : u.pending ? "pending" : "active";
-}
-
 bool Admin::holds_role(const User &u) const {
     return std::binary_search(u.roles.begin(), u.roles.end(), role_);
 }

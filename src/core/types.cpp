@@ -1,5 +1,7 @@
 #include "signin/types.hpp"
 
+#include "signin/store.hpp"
+
 namespace signin {
 
 std::string_view purpose_name(Purpose p) {
@@ -86,6 +88,12 @@ std::string_view code_name(Code c) {
     case Code::MfaLocked: return "mfa_locked";
     }
     return "internal";
+}
+
+// Declared with the store's search index (signin/store.hpp), which the admin views share; here,
+// among the core's plain helpers, so that whatever links it needs nothing else.
+std::string_view user_state(const User &u) {
+    return u.suspended ? "suspended" : u.pending ? "pending" : "active";
 }
 
 }  // namespace signin
