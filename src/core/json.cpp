@@ -444,6 +444,19 @@ std::string provider_links(const std::vector<ProviderLinkInfo> &links) {
     return w.take();
 }
 
+namespace {
+
+// {totp, recovery_codes_left, remembered_devices}: GET /mfa, and the account's and the admin's views.
+void write_mfa_status(Writer &w, const MfaStatus &s) {
+    w.begin_object()
+        .key("totp").value(s.totp)
+        .key("recovery_codes_left").value(static_cast<std::int64_t>(s.recovery_codes_left))
+        .key("remembered_devices").value(static_cast<std::int64_t>(s.remembered_devices))
+        .end_object();
+}
+
+}  // namespace
+
 std::string account(const AccountInfo &a) {
     Writer w;
     w.begin_object().key("user");
@@ -451,11 +464,8 @@ std::string account(const AccountInfo &a) {
     w.key("password").value(a.password);
     w.key("sessions");
     write_session_list(w, a.sessions);
-    w.key("mfa").begin_object()
-        .key("totp").value(a.mfa.totp)
-        .key("recovery_codes_left").value(static_cast<std::int64_t>(a.mfa.recovery_codes_left))
-        .key("remembered_devices").value(static_cast<std::int64_t>(a.mfa.remembered_devices))
-        .end_object();
+    w.key("mfa");
+    write_mfa_status(w, a.mfa);
     w.key("outstanding_codes").value(static_cast<std::int64_t>(a.outstanding_tokens));
     w.key("passkeys").value(static_cast<std::int64_t>(a.passkeys));
     w.key("providers");
@@ -466,11 +476,7 @@ std::string account(const AccountInfo &a) {
 
 std::string mfa_status(const MfaStatus &s) {
     Writer w;
-    w.begin_object()
-        .key("totp").value(s.totp)
-        .key("recovery_codes_left").value(static_cast<std::int64_t>(s.recovery_codes_left))
-        .key("remembered_devices").value(static_cast<std::int64_t>(s.remembered_devices))
-        .end_object();
+    write_mfa_status(w, s);
     return w.take();
 }
 
@@ -574,11 +580,8 @@ std::string admin_user(const AdminUserInfo &a) {
     w.key("password").value(a.password);
     w.key("sessions");
     write_session_list(w, a.sessions);
-    w.key("mfa").begin_object()
-        .key("totp").value(a.mfa.totp)
-        .key("recovery_codes_left").value(static_cast<std::int64_t>(a.mfa.recovery_codes_left))
-        .key("remembered_devices").value(static_cast<std::int64_t>(a.mfa.remembered_devices))
-        .end_object();
+    w.key("mfa");
+    write_mfa_status(w, a.mfa);
     w.key("passkeys").begin_array();
     for (const auto &k : a.passkeys) {
         w.begin_object().key("id").value(k.id).key("name").value(k.name).key("created_at").time(k.created_at);
