@@ -32,21 +32,7 @@ my $JSON = JSON::PP->new->canonical;
 sub api { my ($m, $path, %o) = @_; $t->req($m => "/auth/admin/api/$path", %o) }
 sub code_of { my ($r) = @_; return $r->{json} ? $r->{json}{code} // '' : '' }
 
-# A cookie session whose TOTP enrollment counts as a passed second factor, and its user.
-sub enrolled {
-    my ($email) = @_;
-    my ($cookie, $user) = $t->sign_in($email);
-    my $r = $t->req(POST => '/auth/mfa/totp/setup', json => {}, headers => { %$O, cookie => $cookie });
-    die "setup: $r->{status} $r->{content}" unless $r->{status} == 200;
-    my $secret = $r->{json}{secret};
-    SigninTest::totp_settle();
-    $r = $t->req(POST => '/auth/mfa/totp/confirm', json => { code => SigninTest::totp_code($secret) },
-        headers => { %$O, cookie => $cookie });
-    die "confirm: $r->{status} $r->{content}" unless $r->{status} == 200;
-    return ($cookie, $user, $r->{json}{recovery_codes});
-}
-
-my ($boss_cookie, $boss, $recovery) = enrolled('boss@acme.example');
+my ($boss_cookie, $boss, $recovery) = $t->mfa_enrolled('boss@acme.example');
 my ($rc) = $t->admin('role', 'add', 'boss@acme.example', 'admin');
 is $rc, 0, 'signin-admin grants boss the admin role';
 # a bearer token of the same administrator, through the second factor
@@ -142,7 +128,7 @@ change_ok("users/$dave->{id}/sessions/revoke", {}, 'sessions/revoke: 204');
 audited('session.revoked', $dave->{id}, 'sessions/revoke');
 is $t->req(GET => '/auth/me', headers => { cookie => $dave_cookie })->{status}, 401, '... dave is signed out';
 
-my ($erin_cookie, $erin) = enrolled('erin@acme.example');
+my ($erin_cookie, $erin) = $t->mfa_enrolled('erin@acme.example');
 change_ok("users/$erin->{id}/mfa/reset", {}, 'mfa/reset: 204');
 audited('mfa.reset', $erin->{id}, 'mfa/reset');
 is api(GET => "users/$erin->{id}", headers => $B)->{json}{mfa}{totp}, JSON::PP::false, '... erin has no factor now';

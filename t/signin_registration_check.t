@@ -236,6 +236,58 @@ sub stored {
     $t->done;
 }
 
+# ================================================================ an administrator's invitation
+# Asked too, with self-registration off (invitations are then the only way in): a refusal makes
+# nothing and sends nothing; the roles the application gives join the administrator's.
+SKIP: {
+    skip 'no oathtool (build.sh installs Debian\'s oathtool)', 13 unless SigninTest::which('oathtool');
+    my $t = SigninTest->new;
+    my $app = Application->new(port => $t->port3);
+    (my $closed = conf($t, extra => 'signin_mfa on; signin_admin on;')) =~ s/signin_registration on;/signin_registration off;/
+        or die 'no signin_registration in the configuration';
+    $t->run(http => $closed);
+    $t->admin('invite', 'boss@example.com');
+    $t->admin('role', 'add', 'boss@example.com', 'admin');
+    my ($cookie) = $t->mfa_enrolled('boss@example.com', login => 1);
+    my $asked = () = $app->asked;
+    my $invite = sub {
+        $t->req(POST => '/auth/admin/api/invitations', json => { @_, send => JSON::PP::true() },
+            headers => { origin => $t->origin, cookie => $cookie }, finished => 1);
+    };
+
+    $app->answer(status => 403);
+    my $r = $invite->(email => 'gil@example.com');
+    is $r->{status}, 403, 'a refused invitation: 403';
+    is $r->{json}{code}, 'registration_refused', '... registration_refused';
+    my @asked = $app->asked;
+    is scalar(@asked) - $asked, 1, '... the application was asked once';
+    is_deeply [@{ $SigninTest::JSON->decode($asked[-1]{body}) }{qw(email method)}], ['gil@example.com', 'invitation'],
+        '... about the address, with method "invitation"';
+    my (undef, $out) = $t->admin('user', 'gil@example.com');
+    like $out, qr/no such account/, '... no account was made';
+
+    $app->answer(status => 500);
+    $r = $invite->(email => 'gil@example.com');
+    is "$r->{status} " . ($r->{json}{code} // ''), '503 registration_check_failed', 'a failed check: 503';
+    $app->answer(status => 200);
+    $t->assert_nothing_sent(qr/^gil\@example\.com$/, name => 'no invitation was sent to a refused address',
+        control => { path => '/auth/admin/api/invitations', json => { send => JSON::PP::true() },
+                     headers => { origin => $t->origin, cookie => $cookie } });
+    ok !stored($t, 'gil@example.com'), '... and the store holds nothing of it';
+
+    $app->answer(status => 200, body => '{"roles":["beta"]}');
+    $r = $invite->(email => 'hal@example.com', roles => ['staff']);
+    is $r->{status}, 202, 'an allowed invitation is sent' or diag $r->{content};
+    my $m = $t->last_email('hal@example.com');
+    is $m && $m->{purpose}, 'Invitation', '... the Invitation email';
+    (undef, $out) = $t->admin('user', 'hal@example.com');
+    my $user = eval { $SigninTest::JSON->decode($out) } // {};
+    is_deeply $user->{roles}, ['beta', 'staff'], '... the account has the administrator\'s and the application\'s roles'
+        or diag $out;
+    is $SigninTest::JSON->decode(($app->asked)[-1]{body})->{method}, 'invitation', '... asked with method "invitation"';
+    $t->done;
+}
+
 # ================================================================ a provider's first sign-in
 SKIP: {
     my $why = SigninTest::missing_node_packages('oidc-provider', 'jose');

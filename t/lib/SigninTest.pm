@@ -654,6 +654,21 @@ sub sign_in {
     return wantarray ? ($cookie, $r->{json}) : $cookie;
 }
 
+# A cookie session whose TOTP enrollment (needs signin_mfa on, and oathtool) counts as a passed
+# second factor: returns (cookie, user json, recovery codes). %o as sign_in's.
+sub mfa_enrolled {
+    my ($self, $email, %o) = @_;
+    my ($cookie, $user) = $self->sign_in($email, %o);
+    my $h = { origin => $self->origin, cookie => $cookie };
+    my $r = $self->req(POST => '/auth/mfa/totp/setup', json => {}, headers => $h);
+    die "setup: $r->{status} $r->{content}" unless $r->{status} == 200;
+    my $secret = $r->{json}{secret};
+    totp_settle();
+    $r = $self->req(POST => '/auth/mfa/totp/confirm', json => { code => totp_code($secret) }, headers => $h);
+    die "confirm: $r->{status} $r->{content}" unless $r->{status} == 200;
+    return ($cookie, $user, $r->{json}{recovery_codes});
+}
+
 sub bearer {
     my ($self, $email, %o) = @_;
     my $token = $self->request_token($email, %o);

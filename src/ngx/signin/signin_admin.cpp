@@ -10,9 +10,11 @@
 #include "signin_conf.h"
 #include "signin_delivery.h"
 #include "signin_jobs.h"
+#include "signin_registration.h"
 #include "signin_reply.h"
 
 #include <functional>
+#include <iterator>
 
 namespace signin_ngx {
 namespace {
@@ -79,13 +81,18 @@ private:
 };
 
 // POST invitations: the account made (or found) and its roles added in one write, then the
-// invitation's email from the outbox when it was asked for.
+// invitation's email from the outbox when it was asked for. With signin_registration_check, the
+// application is asked first; the roles it gives join the administrator's.
 class InviteJob final : public Job {
 public:
     InviteJob(signin::Principal admin, std::string role, std::string email, std::string group,
               std::vector<std::string> roles, bool send, std::string client)
         : Job(Stage::Write), admin_(std::move(admin)), role_(std::move(role)), email_(std::move(email)),
           group_(std::move(group)), roles_(std::move(roles)), send_(send), client_(std::move(client)) {}
+
+    void add_roles(std::vector<std::string> more) {
+        roles_.insert(roles_.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
 
 private:
     signin::Status write() override {
@@ -238,9 +245,13 @@ ngx_int_t post_admin_invitations(ApiCall &call) {
         call.body, {{"email", true}, {"group", false}, {"roles", false, false, true}, {"send", false, true}});
     if (!f) return send_failure(call.r, f.error());
     auto &v = f.value();
-    return start_job(call.r, std::make_unique<InviteJob>(*p, admin_role(call.r), v["email"], v["group"],
-                                                         signin::json::list_items(v["roles"]), v["send"] == "true",
-                                                         call.client()));
+    auto job = std::make_unique<InviteJob>(*p, admin_role(call.r), v["email"], v["group"],
+                                           signin::json::list_items(v["roles"]), v["send"] == "true", call.client());
+    InviteJob *invite = job.get();
+    RegistrationAsk ask{v["email"], v["group"], "invitation", call.client()};
+    ask.even_if_closed = true;
+    return check_registration(call.r, std::move(ask), std::move(job),
+                              [invite](std::vector<std::string> roles) { invite->add_roles(std::move(roles)); });
 }
 
 ngx_int_t get_admin_audit(ApiCall &call) {

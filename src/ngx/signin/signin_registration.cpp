@@ -92,7 +92,7 @@ bool registration_checked(ngx_http_request_t *r) { return main_conf(r)->registra
 ngx_int_t check_registration(ngx_http_request_t *r, RegistrationAsk ask, std::unique_ptr<Job> job,
                              std::function<void(std::vector<std::string>)> give_roles) {
     MainConf *m = main_conf(r);
-    if (m->registration_check_uri.len == 0 || !identity()->policy().allow_registration) {
+    if (m->registration_check_uri.len == 0 || (!ask.even_if_closed && !identity()->policy().allow_registration)) {
         return start_job(r, std::move(job));
     }
     auto email = signin::normalize_email(ask.email);

@@ -20,14 +20,16 @@ namespace signin_ngx {
 struct MainConf;
 
 // What the check is asked: the address and group as the visitor sent them (normalized before
-// they are sent), the way in ("email", "password", "provider"), and the client. any_address: the
-// way in may make an account without an address (a provider's), so an empty or unusable one is
-// asked about as "" instead of being left to the job to refuse.
+// they are sent), the way in ("email", "password", "provider", "invitation"), and the client.
+// any_address: the way in may make an account without an address (a provider's), so an empty or
+// unusable one is asked about as "" instead of being left to the job to refuse. even_if_closed:
+// asked with self-registration off too (an administrator's invitation makes accounts then).
 struct RegistrationAsk {
     std::string email, group;
     const char *method;
     std::string client;
     bool any_address = false;
+    bool even_if_closed = false;
 };
 
 // Starts `job` at once when no check is configured, or when the address or group is not valid
