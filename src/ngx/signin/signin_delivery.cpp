@@ -516,33 +516,17 @@ void on_end(ngx_event_t *ev) {
 
 // ---------------------------------------------------------------- the outbox check
 
-class ClaimJob final : public BackgroundJob {
-public:
-    explicit ClaimJob(std::size_t budget) : BackgroundJob(Stage::Write), budget_(budget) {}
-
-private:
-    signin::Status write() override {
-        auto items = id().outbox().claim_due(budget_);
-        if (!items) return items.error();
-        items_ = std::move(items.value());
-        return signin::ok_status();
-    }
-    void done(const signin::Error *) override;
-
-    std::size_t budget_;
-    std::vector<signin::OutboxItem> items_;
-};
-
 bool g_claiming = false;
 ngx_event_t g_check;
 ngx_connection_t g_check_dummy;
 
-void ClaimJob::done(const signin::Error *failure) {
+// The claimed emails, on the event loop.
+void take_claimed(const signin::Error *failure, std::vector<signin::OutboxItem> items) {
     g_claiming = false;
     if (failure != nullptr) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: the outbox check failed: %s", failure->message.c_str());
     }
-    for (auto &item : items_) {
+    for (auto &item : items) {
         ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
                       "signin: sending an email from the outbox whose sender stopped (try %uD)", item.attempts);
         enqueue(std::move(item));
@@ -555,8 +539,13 @@ void check_outbox(ngx_event_t *ev) {
         // a store whose reads may block is not read here: the claim (in the thread pool) finds out
         auto due = reads_block() ? signin::Result<bool>(true) : id().outbox().any_due();
         if (due && due.value()) {
-            g_claiming = guard([] { return start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_in_flight)) == NGX_OK; },
-                               [](const std::exception *) { return false; });
+            auto claim = [](std::size_t budget) { return id().outbox().claim_due(budget); };
+            g_claiming = guard(
+                [&] {
+                    return start_background_job(std::make_unique<ClaimJob<signin::OutboxItem>>(
+                               kMaxSending - g_in_flight, claim, take_claimed)) == NGX_OK;
+                },
+                [](const std::exception *) { return false; });
         }
     }
     ngx_add_timer(ev, kCheckEvery);

@@ -168,36 +168,27 @@ void send(signin::EventItem item) {
     }
 }
 
-class ClaimJob final : public BackgroundJob {
-public:
-    explicit ClaimJob(std::size_t budget) : BackgroundJob(Stage::Write), budget_(budget) {}
-
-private:
-    signin::Status write() override {
-        auto items = id().events().claim_due(budget_);
-        if (!items) return items.error();
-        items_ = std::move(items.value());
-        return signin::ok_status();
+// The claimed deliveries, on the event loop.
+void take_claimed(const signin::Error *failure, std::vector<signin::EventItem> items) {
+    g_claiming = false;
+    if (failure != nullptr) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: the events check failed: %s", failure->message.c_str());
     }
-    void done(const signin::Error *failure) override {
-        g_claiming = false;
-        if (failure != nullptr) {
-            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: the events check failed: %s", failure->message.c_str());
-        }
-        for (auto &item : items_) send(std::move(item));
-    }
-
-    std::size_t budget_;
-    std::vector<signin::EventItem> items_;
-};
+    for (auto &item : items) send(std::move(item));
+}
 
 void check_events(ngx_event_t *ev) {
     if (ngx_exiting || ngx_quit || ngx_terminate || identity() == nullptr) return;
     if (!g_claiming && g_sending.size() < kMaxSending) {
         auto due = reads_block() ? signin::Result<bool>(true) : id().events().any_due();
         if (due && due.value()) {
-            g_claiming = guard([] { return start_background_job(std::make_unique<ClaimJob>(kMaxSending - g_sending.size())) == NGX_OK; },
-                               [](const std::exception *) { return false; });
+            auto claim = [](std::size_t budget) { return id().events().claim_due(budget); };
+            g_claiming = guard(
+                [&] {
+                    return start_background_job(std::make_unique<ClaimJob<signin::EventItem>>(
+                               kMaxSending - g_sending.size(), claim, take_claimed)) == NGX_OK;
+                },
+                [](const std::exception *) { return false; });
         }
     }
     ngx_add_timer(ev, check_every());

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "signin/session_cache.hpp"
 #include "signin/shared_limits.hpp"
@@ -93,6 +94,32 @@ public:
 protected:
     using Job::Job;
     ngx_int_t answer(ngx_http_request_t *) final { return NGX_OK; }
+};
+
+// A background job that claims, in the write batch, up to `budget` of what is due (the outbox's
+// emails, the events' deliveries), then gives them, or why the claim failed, to `take` on the
+// event loop.
+template <class Item>
+class ClaimJob final : public BackgroundJob {
+public:
+    using Claim = std::function<signin::Result<std::vector<Item>>(std::size_t budget)>;
+    using Take = std::function<void(const signin::Error *failure, std::vector<Item> items)>;
+    ClaimJob(std::size_t budget, Claim claim, Take take)
+        : BackgroundJob(Stage::Write), budget_(budget), claim_(std::move(claim)), take_(std::move(take)) {}
+
+private:
+    signin::Status write() override {
+        auto items = claim_(budget_);
+        if (!items) return items.error();
+        items_ = std::move(items.value());
+        return signin::ok_status();
+    }
+    void done(const signin::Error *failure) override { take_(failure, std::move(items_)); }
+
+    std::size_t budget_;
+    Claim claim_;
+    Take take_;
+    std::vector<Item> items_;
 };
 
 // The pools of this worker's jobs (init_process): writes, and Argon2id.
