@@ -16,8 +16,9 @@ namespace signin::pages {
 
 // SignIn and Account are served by the signin_api location; Forbidden by a gated location whose
 // signin_allow/signin_deny refused a signed-in browser (it loads its assets from signin_login_url);
-// Unavailable (a 503) by either when the store cannot be used, in place of the JSON a script gets.
-enum class Page { SignIn, Account, Forbidden, Unavailable };
+// Unavailable (a 503) by either when the store cannot be used, in place of the JSON a script gets;
+// Admin (signin_admin) by the signin_api location at {auth_path}/admin/.
+enum class Page { SignIn, Account, Forbidden, Unavailable, Admin };
 
 // What a page is told by the server: the rest it learns from the API.
 struct Settings {
@@ -56,7 +57,7 @@ public:
 
 private:
     std::shared_ptr<const i18n::Languages> languages_;
-    std::vector<std::array<std::string, 4>> templates_;  // per language, per Page
+    std::vector<std::array<std::string, 5>> templates_;  // per language, per Page
 };
 
 // The English texts of the pages: every {{_ ... _}} of the templates and every t("...") of their

@@ -169,6 +169,7 @@ const char *template_name(Page page) {
     return page == Page::SignIn      ? "signin.html"
            : page == Page::Account   ? "account.html"
            : page == Page::Forbidden ? "forbidden.html"
+           : page == Page::Admin     ? "admin.html"
                                      : "unavailable.html";
 }
 
@@ -178,6 +179,7 @@ std::vector<std::string_view> scripts_of(Page page) {
     case Page::SignIn: return {"signin.js", "common.js"};
     case Page::Account: return {"account.js", "common.js"};
     case Page::Forbidden: return {"forbidden.js", "common.js"};
+    case Page::Admin: return {"admin.js", "common.js"};
     case Page::Unavailable: break;
     }
     return {};
@@ -321,7 +323,7 @@ std::string expand_page(std::string_view t, const Settings &settings) {
     return out;
 }
 
-constexpr std::array<Page, 4> kPages = {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable};
+constexpr std::array<Page, 5> kPages = {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable, Page::Admin};
 
 }  // namespace
 

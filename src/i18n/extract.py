@@ -33,7 +33,7 @@ def texts():
             seen.append(text)
 
     pages = ROOT / "src" / "pages"
-    for name in ["signin", "account", "forbidden", "unavailable"]:
+    for name in ["signin", "account", "forbidden", "unavailable", "admin"]:
         html = (pages / f"{name}.html").read_text()
         for m in re.finditer(r"\{\{_ (.*?) _\}\}", html, re.S):
             add(folded(m.group(1)))

@@ -214,7 +214,8 @@ TEST(LocalizedPages, NoRawKeyInAnyLanguage) {
     s.remember_days = 30;
     pages::Localized localized(*langs, s);
     for (std::size_t lang = 0; lang < tags.size(); lang++) {
-        for (auto page : {pages::Page::SignIn, pages::Page::Account, pages::Page::Forbidden, pages::Page::Unavailable}) {
+        for (auto page : {pages::Page::SignIn, pages::Page::Account, pages::Page::Forbidden, pages::Page::Unavailable,
+                          pages::Page::Admin}) {
             const std::string html = localized.render(page, lang, s);
             SCOPED_TRACE(tags[lang] + " page " + std::to_string(static_cast<int>(page)));
             EXPECT_EQ(html.find("{{"), std::string::npos);

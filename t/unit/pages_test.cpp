@@ -24,7 +24,7 @@ Settings sample() {
 }  // namespace
 
 TEST(Pages, EveryPlaceholderIsFilled) {
-    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable}) {
+    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable, Page::Admin}) {
         const std::string html = render(p, sample());
         ASSERT_FALSE(html.empty());
         EXPECT_EQ(html.find("{{"), std::string::npos) << html.substr(html.find("{{"), 40);
@@ -144,7 +144,7 @@ TEST(Pages, NothingInlineThatTheCspRefuses) {
     EXPECT_FALSE(has_inline_script("<script type=\"module\" src=\"x.js\"></script>"));
     EXPECT_TRUE(has_handler("<img src=x onerror=alert(1)>"));
     EXPECT_FALSE(has_handler("<p>once upon a time = now</p>"));
-    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable}) {
+    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable, Page::Admin}) {
         const std::string html = render(p, sample());
         EXPECT_FALSE(has_inline_script(html));
         EXPECT_FALSE(has_handler(html));
@@ -162,7 +162,7 @@ TEST(Pages, NothingInlineThatTheCspRefuses) {
 
 // Copy: a visitor is asked for a "code", never a "token".
 TEST(Pages, CopySaysCodeNotToken) {
-    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable}) {
+    for (Page p : {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable, Page::Admin}) {
         const std::string text = visible_text(render(p, sample()));
         EXPECT_EQ(text.find("token"), std::string::npos);
         EXPECT_EQ(text.find("Token"), std::string::npos);

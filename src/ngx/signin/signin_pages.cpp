@@ -1,6 +1,6 @@
 // signin_pages: the ready-made sign-in and account pages, served by the signin_api
-// location itself: GET {auth_path}/ and {auth_path}/account, and their assets under
-// {auth_path}/assets/. The pages and assets are the core's (signin/pages.hpp); this file only
+// location itself: GET {auth_path}/, {auth_path}/account and (signin_admin) {auth_path}/admin/,
+// and their assets under {auth_path}/assets/. The pages and assets are the core's (signin/pages.hpp); this file only
 // adds what HTTP needs: the security headers, and conditional GETs of the assets.
 #include "signin_handlers.h"
 
@@ -151,6 +151,9 @@ bool serves_pages(ngx_http_request_t *r, std::string_view path) {
         auto accept = header_value(r, "Accept");
         return accept && accept->find("text/html") != std::string_view::npos;
     }
+    // signin_admin: the administrators' page, a shell that holds nothing of the store (what it
+    // shows comes from admin/api/, which checks the role and the second factor on each call)
+    if (path == "admin/") return main_conf(r)->admin != 0;
     return path.empty() || path.substr(0, 7) == "assets/";
 }
 
@@ -158,6 +161,7 @@ ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path) {
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (path.empty()) return send_page(r, signin::pages::Page::SignIn);
     if (path == "account") return send_page(r, signin::pages::Page::Account);
+    if (path == "admin/") return send_page(r, signin::pages::Page::Admin);
     const signin::pages::Asset *a = signin::pages::asset(path.substr(7));
     if (a == nullptr) return send_error(r, signin::Code::NotFound, "not found");
     return send_asset(r, *a);
