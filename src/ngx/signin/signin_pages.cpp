@@ -158,9 +158,12 @@ ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path) {
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (path.empty()) return send_page(r, signin::pages::Page::SignIn);
     if (path == "account") return send_page(r, signin::pages::Page::Account);
-    const signin::pages::Asset *a = signin::pages::asset(path.substr(7));
-    if (a == nullptr) return send_error(r, signin::Code::NotFound, "not found");
-    return send_asset(r, *a);
+    const std::string_view name = path.substr(7);
+    if (const signin::pages::Asset *a = signin::pages::asset(name)) return send_asset(r, *a);
+    const Texts *t = main_conf(r)->texts;
+    const auto catalog = t != nullptr && t->pages ? t->pages->catalog(name) : std::nullopt;
+    if (!catalog) return send_error(r, signin::Code::NotFound, "not found");
+    return send_asset(r, *catalog);
 }
 
 }  // namespace signin_ngx
