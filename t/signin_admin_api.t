@@ -218,5 +218,18 @@ is code_of($r), 'not_found', '... not_found';
 is api(POST => "users/$carol->{id}/suspend", json => {}, headers => $B)->{status}, 404, '... and so is a change';
 is $t->req(GET => '/auth/me', headers => $B)->{status}, 200, '... while the rest of the API answers';
 
+# ---- signin_admin per location: written beside signin_api alone, or turned off there
+$t->stop;
+$t->run(http => $t->signin_http(extra => q{signin_limits off; signin_mfa on;}, auth => 'signin_admin on;'));
+is api(GET => 'users', headers => $B)->{status}, 200, 'signin_admin on in the signin_api location alone: the API answers';
+$t->stop;
+$t->run(http => $t->signin_http(extra => q{signin_limits off; signin_mfa on; signin_admin on;}, auth => 'signin_admin off;'));
+is api(GET => 'users', headers => $B)->{status}, 404, 'on at the http level, off in the location: 404';
+{
+    my ($rc, $out) = $t->nginx_t(http => $t->signin_http(extra => 'signin_limits off;', auth => 'signin_admin on;'));
+    isnt $rc, 0, 'nginx -t: signin_admin on in a location without signin_mfa is refused';
+    like $out, qr/signin_admin needs "signin_mfa on"/, '... saying why';
+}
+
 $t->done;
 done_testing;

@@ -52,7 +52,27 @@ like $html, qr{<html lang="de" dir="ltr">}, 'Accept-Language de-CH: German (look
 like $html, qr{<h1 id="title" tabindex="-1">Einloggen bei uns</h1>}, '... with the override file\'s wording';
 like $html, qr{Code per E-Mail senden}, '... an empty msgstr there: the shipped German';
 like $html, qr{Diesen Browser 30 Tage lang merken}, '... plurals by ICU';
-like $html, qr{"Signing in…":"Anmeldung läuft…"}, '... and the scripts\' strings in the page';
+# the scripts' strings: a script of their own per language, cached like the other assets
+my ($catalog) = $html =~ m{<script src="assets/(i18n-de\.js\?v=[0-9a-f]{12})" defer></script>};
+ok $catalog, '... the scripts\' catalog linked as assets/i18n-de.js?v=HASH';
+unlike $html, qr{Anmeldung läuft}, '... and not written into the page';
+my $js = $t->req(GET => "/auth/assets/$catalog");
+is $js->{status}, 200, 'the catalog script: 200';
+like $js->{headers}{'content-type'} // '', qr{^text/javascript}, '... JavaScript';
+my ($hash) = $catalog =~ /v=(\w+)/;
+is $js->{headers}{etag}, qq{"$hash"}, '... its ETag the hash in its link';
+is $js->{headers}{'cache-control'}, 'no-cache', '... revalidated like the other assets';
+like decode_utf8($js->{content}), qr{^globalThis\.signinCatalog=\{.*"Signing in…":"Anmeldung läuft…"}s,
+    '... setting the catalog with the scripts\' strings';
+is $t->req(GET => "/auth/assets/$catalog", headers => { 'if-none-match' => qq{"$hash"} })->{status}, 304,
+    '... and 304 when unchanged';
+my ($en_r, $english) = page();
+unlike $english, qr{i18n-}, 'an English page links no catalog';
+is $t->req(GET => '/auth/assets/i18n-en.js')->{status}, 404, '... and there is none';
+is $t->req(GET => '/auth/assets/i18n-sv.js')->{status}, 404, 'nor for a language not configured';
+cmp_ok length($r->{content}), '<', 1.25 * length($en_r->{content}),
+    sprintf 'the German page is about the size of the English one (%d vs %d bytes)',
+        length($r->{content}), length($en_r->{content});
 
 ($r, $html) = page('accept-language' => 'fr;q=0.4, ja;q=0.9, *');
 like $html, qr{<html lang="ja"}, 'q-values: Japanese before French';

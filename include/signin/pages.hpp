@@ -6,6 +6,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,20 +44,37 @@ struct Settings {
 // (?v=), so a new module version is never served a stale script from a cache.
 std::string render(Page page, const Settings &settings);
 
+// A stylesheet, script or image of the pages, with its content type and content hash.
+struct Asset {
+    std::string_view name, content_type, body, hash;
+};
+
 // The pages in every configured language (signin_languages), translated once: the templates'
-// texts ({{_ English text _}}, an ICU message), the strings their scripts show (a JSON catalog in
-// the page), lang and dir, and the language picker. `fixed` gives what the texts say that is the
-// same for every request (token_minutes, fresh_minutes, remember_days); a request then costs what
-// an English page costs.
+// texts ({{_ English text _}}, an ICU message), lang and dir, the language picker, and the
+// strings the scripts show. Those are one script per language, "i18n-TAG.js", an asset named in
+// the page with its content hash like the others, so that a translated page is no larger than
+// an English one and the catalog is cached once for every page. `fixed` gives what the texts say
+// that is the same for every request (token_minutes, fresh_minutes, remember_days); a request
+// then costs what an English page costs. Not copied or moved once made (assets point into it).
 class Localized {
 public:
     Localized(std::shared_ptr<const i18n::Languages> languages, const Settings &fixed);
+    Localized(const Localized &) = delete;
+    Localized &operator=(const Localized &) = delete;
     // The page in language `lang` (an index of languages(); out of range: the first).
     std::string render(Page page, std::size_t lang, const Settings &settings) const;
     const i18n::Languages &languages() const { return *languages_; }
+    // The scripts' catalog of a language by its asset name ("i18n-de.js"): a script setting
+    // globalThis.signinCatalog to {"English text": "translation"}. nullopt for any other name, and
+    // for a language that translates none of the scripts' strings (its pages link no catalog).
+    std::optional<Asset> catalog(std::string_view name) const;
 
 private:
+    struct Catalog {
+        std::string name, body, hash;
+    };
     std::shared_ptr<const i18n::Languages> languages_;
+    std::vector<Catalog> catalogs_;                      // per language; an empty body: none
     std::vector<std::array<std::string, 5>> templates_;  // per language, per Page
 };
 
@@ -64,11 +82,8 @@ private:
 // scripts, whitespace folded as the catalogs hold them (the msgids the catalogs must have).
 std::vector<std::string> messages();
 
-// A stylesheet, script or image of the pages by its file name ("pages.css", "signin.js"), with its
-// content type; nullptr for any other name (the page templates themselves are not assets).
-struct Asset {
-    std::string_view name, content_type, body, hash;
-};
+// An asset of the module by its file name ("pages.css", "signin.js"); nullptr for any other name
+// (the page templates themselves are not assets, and the catalogs are Localized's).
 const Asset *asset(std::string_view name);
 
 // The Content-Security-Policy of the pages: scripts, styles, images and fetches from this origin

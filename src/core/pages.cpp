@@ -236,9 +236,8 @@ void each_script_text(std::string_view js, const F &f) {
     }
 }
 
-// A string in JSON inside the page's <template id="signin-i18n">: nothing HTML would read (< > &
-// as \u escapes), and no brace (the page's {{name}} placeholders are expanded after this is
-// written).
+// A string in JSON inside a script: nothing HTML would read (< > & as \u escapes, so that the
+// catalog stays inert if it is ever written into a page), and no brace.
 void append_script_json(std::string &out, std::string_view s) {
     out.push_back('"');
     for (char c : s) {
@@ -254,8 +253,43 @@ void append_script_json(std::string &out, std::string_view s) {
     out.push_back('"');
 }
 
-// The template of `page` in language `lang`: its texts translated, its lang, dir, catalog and picker.
-std::string localize(Page page, const i18n::Languages &langs, std::size_t lang, const Settings &fixed) {
+// The scripts' catalog of language `lang`: "globalThis.signinCatalog={...};" with every string of
+// every page's scripts that the language translates, or "" when it translates none.
+std::string catalog_script(const i18n::Languages &langs, std::size_t lang) {
+    std::string json;
+    std::set<std::string> written;
+    for (std::string_view script : {"common.js", "signin.js", "account.js", "forbidden.js"}) {
+        const EmbeddedFile *js = embedded(script);
+        if (js == nullptr) continue;
+        each_script_text(js->body, [&](const std::string &id) {
+            if (!langs.translates(lang, id) || !written.insert(id).second) return;
+            json += json.empty() ? "{" : ",";
+            append_script_json(json, id);
+            json += ":";
+            append_script_json(json, langs.text(lang, id));
+        });
+    }
+    if (json.empty()) return {};
+    return "globalThis.signinCatalog=" + json + "};\n";
+}
+
+// The first 12 hex digits of the SHA-256 of `body`, as the embedded files' hashes are written.
+std::string content_hash(std::string_view body) {
+    unsigned char digest[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(digest, reinterpret_cast<const unsigned char *>(body.data()), body.size());
+    static const char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < 6; i++) {
+        out.push_back(kHex[digest[i] >> 4]);
+        out.push_back(kHex[digest[i] & 15]);
+    }
+    return out;
+}
+
+// The template of `page` in language `lang`: its texts translated, its lang, dir, the link to its
+// scripts' catalog (none when catalog_hash is empty) and the picker.
+std::string localize(Page page, const i18n::Languages &langs, std::size_t lang, const Settings &fixed,
+                     std::string_view catalog_hash = {}) {
     const EmbeddedFile *f = embedded(template_name(page));
     if (f == nullptr) return {};
     const std::vector<i18n::Arg> args = {
@@ -285,21 +319,13 @@ std::string localize(Page page, const i18n::Languages &langs, std::size_t lang, 
     };
     replace("{{lang}}", escaped(langs.tag(lang)));
     replace("{{dir}}", langs.rtl(lang) ? "rtl" : "ltr");
-    std::string json = "{";
-    std::set<std::string> written;
-    for (std::string_view script : scripts_of(page)) {
-        const EmbeddedFile *js = embedded(script);
-        if (js == nullptr) continue;
-        each_script_text(js->body, [&](const std::string &id) {
-            if (!langs.translates(lang, id) || !written.insert(id).second) return;
-            if (json.size() > 1) json += ",";
-            append_script_json(json, id);
-            json += ":";
-            append_script_json(json, langs.text(lang, id));
-        });
+    // the scripts' catalog, before the page's module scripts (a deferred classic script runs first)
+    std::string link;
+    if (!catalog_hash.empty() && page != Page::Unavailable) {
+        link = "<script src=\"" + std::string(page == Page::Forbidden ? "{{assets}}" : page == Page::Admin ? "../assets/" : "assets/") + "i18n-" +
+               escaped(langs.tag(lang)) + ".js?v=" + std::string(catalog_hash) + "\" defer></script>";
     }
-    json += "}";
-    replace("{{i18n}}", json);
+    replace("{{i18n}}", link);
     std::string picker;
     if (langs.size() > 1 && page != Page::Unavailable) {  // the picker needs the pages' script
         picker = "<footer class=\"languages\"><label for=\"signin-language\">" +
@@ -334,9 +360,25 @@ std::string render(Page page, const Settings &settings) {
 Localized::Localized(std::shared_ptr<const i18n::Languages> languages, const Settings &fixed)
     : languages_(std::move(languages)) {
     templates_.resize(languages_->size());
+    catalogs_.resize(languages_->size());
     for (std::size_t lang = 0; lang < languages_->size(); lang++) {
-        for (Page p : kPages) templates_[lang][static_cast<std::size_t>(p)] = localize(p, *languages_, lang, fixed);
+        Catalog &c = catalogs_[lang];
+        c.body = catalog_script(*languages_, lang);
+        if (!c.body.empty()) {
+            c.name = "i18n-" + languages_->tag(lang) + ".js";
+            c.hash = content_hash(c.body);
+        }
+        for (Page p : kPages) {
+            templates_[lang][static_cast<std::size_t>(p)] = localize(p, *languages_, lang, fixed, c.hash);
+        }
     }
+}
+
+std::optional<Asset> Localized::catalog(std::string_view name) const {
+    for (const Catalog &c : catalogs_) {
+        if (!c.body.empty() && c.name == name) return Asset{c.name, "text/javascript; charset=utf-8", c.body, c.hash};
+    }
+    return std::nullopt;
 }
 
 std::string Localized::render(Page page, std::size_t lang, const Settings &settings) const {

@@ -27,18 +27,12 @@ export async function call(path, body) {
   return { status: res.status, body: json };
 }
 
-// ---- the page's language (signin_languages): its catalog, written into the page by the server as
-// JSON ({"English text": "translation"}) in a <template> (inert, and no inline script for the
-// CSP); a string it lacks is shown in English.
+// ---- the page's language (signin_languages): its catalog ({"English text": "translation"}) is
+// set by the language's i18n-TAG.js, which the page loads before this script; a string it lacks,
+// or a page without a catalog (English), is shown in English.
 const lang = document.documentElement.lang || "en";
-const catalog = (() => {
-  try {
-    const el = document.getElementById("signin-i18n");
-    return el ? JSON.parse(el.content.textContent) : {};
-  } catch (e) {
-    return {};
-  }
-})();
+const catalog =
+  globalThis.signinCatalog !== null && typeof globalThis.signinCatalog === "object" ? globalThis.signinCatalog : {};
 
 // The text of a {...} block that starts at text[start] ("{"), and where it ends.
 function block(text, start) {

@@ -53,6 +53,10 @@ for (const [lang, want] of Object.entries(expected).filter(([l]) => l === only))
         await page.fill("#email", address);
         await page.click("#email-submit");
         await page.waitForSelector("#step-code", { state: "visible" });
+        // the heading the page's script writes comes from the language's catalog script
+        const codeTitle = await text(page, "#title");
+        check(`${lang}: the code step's heading, written by the script, is translated`,
+          codeTitle.length > 0 && codeTitle !== "Check your email", codeTitle);
         await axe(page, `${lang} code step`);
         await shot(page, `languages-${lang}-code-390`);
         const m = await email(page, address);

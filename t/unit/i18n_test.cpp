@@ -233,6 +233,31 @@ TEST(LocalizedPages, NoRawKeyInAnyLanguage) {
     EXPECT_NE(de.find("<option value=\"de\" lang=\"de\" selected>Deutsch</option>"), std::string::npos);
 }
 
+// The scripts' strings are an asset per language, linked by its hash: never inline in the page.
+TEST(LocalizedPages, TheScriptsCatalogIsAnAssetOfItsLanguage) {
+    auto langs = Languages::make({"en", "de"});
+    ASSERT_TRUE(langs);
+    pages::Settings s;
+    s.login_url = "/auth/";
+    pages::Localized localized(*langs, s);
+    EXPECT_FALSE(localized.catalog("i18n-en.js")) << "English translates nothing: no catalog";
+    EXPECT_FALSE(localized.catalog("i18n-fr.js"));
+    EXPECT_FALSE(localized.catalog("signin.js"));
+    const auto de = localized.catalog("i18n-de.js");
+    ASSERT_TRUE(de);
+    EXPECT_EQ(de->content_type, "text/javascript; charset=utf-8");
+    EXPECT_EQ(de->hash.size(), 12u);
+    EXPECT_EQ(de->body.rfind("globalThis.signinCatalog={", 0), 0u);
+    EXPECT_NE(de->body.find("\"Check your email\":"), std::string_view::npos) << "signin.js's strings";
+    EXPECT_NE(de->body.find("\"An app\":"), std::string_view::npos) << "account.js's strings";
+    for (auto page : {pages::Page::SignIn, pages::Page::Account, pages::Page::Forbidden}) {
+        const std::string html = localized.render(page, 1, s);
+        EXPECT_NE(html.find("i18n-de.js?v=" + std::string(de->hash) + "\" defer></script>"), std::string::npos);
+        EXPECT_EQ(html.find("Check your email"), std::string::npos) << "no catalog in the page";
+        EXPECT_EQ(localized.render(page, 0, s).find("i18n-"), std::string::npos) << "English links none";
+    }
+}
+
 TEST(LocalizedEmails, InTheDeliverysLanguageWithTheDefaultForAnUnknownOne) {
     auto langs = Languages::make({"en", "de", "ar", "pl"});
     ASSERT_TRUE(langs);

@@ -1,6 +1,7 @@
-// The administrators' API: on or off, and the role that makes an administrator. Reading needs the
-// role; every change needs, as well, a fresh session that passed a second factor, so nginx -t
-// refuses signin_admin without signin_mfa (the core's check).
+// The administrators' API: on or off (per location, inherited like nginx's own flags), and the
+// role that makes an administrator. Reading needs the role; every change needs, as well, a fresh
+// session that passed a second factor, so nginx -t refuses signin_admin on anywhere without
+// signin_mfa (the core's check).
 #include "signin_conf.h"
 #include "signin_directives.h"
 
@@ -31,12 +32,25 @@ char *set_admin_role(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     return NGX_CONF_OK;
 }
 
+// signin_admin on|off: the location's flag, and in the http block's conf whether any level turned
+// it on, for the check against signin_mfa once the http block is parsed.
+char *set_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    char *rv = ngx_conf_set_flag_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) return rv;
+    auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    if (static_cast<LocConf *>(conf)->admin == 1) {
+        m->admin = 1;
+        if (!note_line(cf, m, cmd)) return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
 }  // namespace
 
 Directives admin_directives() {
     static ngx_command_t table[] = {
-        {ngx_string("signin_admin"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, noted<ngx_conf_set_flag_slot>,
-         NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, admin), nullptr},
+        {ngx_string("signin_admin"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+         set_admin, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, admin), nullptr},
         {ngx_string("signin_admin_role"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_admin_role, NGX_HTTP_MAIN_CONF_OFFSET,
          0, nullptr},
     };

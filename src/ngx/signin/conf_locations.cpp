@@ -109,6 +109,7 @@ void *create_loc_conf(ngx_conf_t *cf) {
     l->previews = NGX_CONF_UNSET;
     l->pass_credentials = NGX_CONF_UNSET;
     l->pages = NGX_CONF_UNSET;
+    l->admin = NGX_CONF_UNSET;
     return l;
 }
 
@@ -126,6 +127,7 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     ngx_conf_merge_str_value(conf->pages_css, prev->pages_css, "");
+    ngx_conf_merge_value(conf->admin, prev->admin, 0);
     if (conf->api == 1) {
         auto *mc = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
         auto *lc = static_cast<ngx_http_core_loc_conf_t *>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));

@@ -233,7 +233,7 @@ ngx_int_t api(ngx_http_request_t *r) {
         }
     }
     // signin_admin off: its paths are not there
-    if ((route->flags & Route::Admin) && !main_conf(r)->admin) return reject(r, Code::NotFound, "not found");
+    if ((route->flags & Route::Admin) && !loc_conf(r)->admin) return reject(r, Code::NotFound, "not found");
     // signin_passwords off: every password endpoint is this 403 and nothing else
     if ((route->flags & Route::NeedsPasswords) && !engine->policy().with_passwords) {
         return reject(r, Code::PasswordsDisabled, "password sign-in is not enabled");

@@ -100,7 +100,7 @@ struct MainConf {
 
     ngx_array_t *written;  // DirectiveAt of the directives written through noted, setting and a few handlers
 
-    ngx_flag_t admin;       // signin_admin: the administrators' API under {auth_path}/admin/api/
+    ngx_flag_t admin;       // signin_admin on at some level (for nginx -t's check; the location's own is LocConf's)
     ngx_str_t admin_role;   // signin_admin_role (default "admin"), checked as a role is
 
     ngx_flag_t used;     // some location uses signin_api or signin_require
@@ -127,6 +127,7 @@ struct LocConf {
     ngx_str_t login_url;  // signin_login_url (inherited): where a signed-out browser navigation goes
     ngx_flag_t pages;     // signin_pages: the sign-in and account pages, beside signin_api
     ngx_str_t pages_css;  // signin_pages_css (inherited): the site's stylesheet for the pages
+    ngx_flag_t admin;     // signin_admin (inherited): the administrators' API under this signin_api's admin/api/
 };
 
 inline MainConf *main_conf(ngx_http_request_t *r) {

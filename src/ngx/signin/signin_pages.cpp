@@ -153,7 +153,7 @@ bool serves_pages(ngx_http_request_t *r, std::string_view path) {
     }
     // signin_admin: the administrators' page, a shell that holds nothing of the store (what it
     // shows comes from admin/api/, which checks the role and the second factor on each call)
-    if (path == "admin/") return main_conf(r)->admin != 0;
+    if (path == "admin/") return l->admin == 1;
     return path.empty() || path.substr(0, 7) == "assets/";
 }
 
@@ -162,9 +162,12 @@ ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path) {
     if (path.empty()) return send_page(r, signin::pages::Page::SignIn);
     if (path == "account") return send_page(r, signin::pages::Page::Account);
     if (path == "admin/") return send_page(r, signin::pages::Page::Admin);
-    const signin::pages::Asset *a = signin::pages::asset(path.substr(7));
-    if (a == nullptr) return send_error(r, signin::Code::NotFound, "not found");
-    return send_asset(r, *a);
+    const std::string_view name = path.substr(7);
+    if (const signin::pages::Asset *a = signin::pages::asset(name)) return send_asset(r, *a);
+    const Texts *t = main_conf(r)->texts;
+    const auto catalog = t != nullptr && t->pages ? t->pages->catalog(name) : std::nullopt;
+    if (!catalog) return send_error(r, signin::Code::NotFound, "not found");
+    return send_asset(r, *catalog);
 }
 
 }  // namespace signin_ngx
