@@ -166,4 +166,144 @@ bool may_use(const Client &c, const User &u, bool mfa);
 // provider sign-in has no value of its own ("" not listed).
 std::vector<std::string> amr(SignInMethod method, bool mfa);
 
+// ---------------------------------------------------------------- grants: records and rules
+
+inline constexpr Millis kCodeTtl = 60 * 1000;                        // signin_oidc_code_ttl
+inline constexpr Millis kAccessTokenTtl = 60 * 60 * 1000;
+inline constexpr Millis kRefreshIdle = 30LL * 24 * 60 * 60 * 1000;  // a refresh token unused this long dies
+inline constexpr Millis kFamilyTtl = 180LL * 24 * 60 * 60 * 1000;   // a family ends this long after its code
+
+// What a code binds, keyed by record_key(code).
+struct CodeRecord {
+    std::string key;
+    std::string client_id;
+    std::string redirect_uri;
+    std::string code_challenge;  // "" when the request had none
+    std::string user_id;
+    Millis auth_time = 0;
+    std::vector<std::string> amr;
+    bool mfa = false;
+    std::string nonce;
+    std::vector<std::string> scopes;
+    Millis created_at = 0;
+    Millis expires_at = 0;
+    bool spent = false;
+    std::string family_id;  // once spent: the refresh family it began ("" when none)
+    std::string access_key; // once spent: the access token it gave
+};
+CodeRecord new_code(const AuthorizeRequest &r, const std::string &user_id, Millis auth_time, SignInMethod method,
+                    bool mfa, std::string key, Millis now, Millis ttl = kCodeTtl);
+
+// An access token (userinfo, revoke), keyed by record_key(token).
+struct AccessTokenRecord {
+    std::string key;
+    std::string client_id;
+    std::string user_id;
+    std::vector<std::string> scopes;
+    std::string family_id;  // "" when no refresh token came with it
+    Millis created_at = 0;
+    Millis expires_at = 0;
+};
+
+// A chain of refresh tokens from one code, keyed by its id. Each use hands out the next
+// generation; the token of an earlier generation coming back means two parties hold them: the
+// family ends (RFC 9700 §4.14.2).
+struct RefreshFamily {
+    std::string id;
+    std::string client_id;
+    std::string user_id;
+    std::vector<std::string> scopes;
+    Millis auth_time = 0;
+    std::vector<std::string> amr;
+    bool mfa = false;
+    std::uint32_t generation = 0;  // the live token's
+    Millis created_at = 0;
+    Millis expires_at = 0;         // absolute end of the family
+    Millis last_used_at = 0;
+    bool revoked = false;
+};
+// A refresh token, keyed by record_key(token).
+struct RefreshTokenRecord {
+    std::string key;
+    std::string family_id;
+    std::uint32_t generation = 0;
+    Millis expires_at = 0;
+};
+
+// An OAuth error answer of the token endpoint (RFC 6749 §5.2).
+struct TokenError {
+    std::string error;        // invalid_request, invalid_client, invalid_grant, ...
+    std::string description;
+    int status = 400;         // 401 for invalid_client
+    bool basic_challenge = false;  // answer WWW-Authenticate: Basic (the client tried Basic)
+};
+// {"error", "error_description"}
+std::string token_error_json(const TokenError &e);
+
+enum class Grant : std::uint8_t { AuthorizationCode = 1, RefreshToken = 2 };
+enum class ClientAuth : std::uint8_t { None = 0, Basic = 1, Post = 2 };
+
+struct TokenRequest {
+    Grant grant = Grant::AuthorizationCode;
+    std::string client_id;
+    ClientAuth auth = ClientAuth::None;
+    Secret client_secret;
+    Secret code;           // authorization_code
+    std::string redirect_uri;
+    Secret code_verifier;  // "" when not given
+    Secret refresh_token;  // refresh_token
+    std::string scope;     // refresh_token: "" = the family's
+};
+inline constexpr std::size_t kMaxTokenBody = 16384;
+// POST /oauth2/token: the form body (application/x-www-form-urlencoded) and the Authorization
+// header's value ("" when none).
+std::variant<TokenRequest, TokenError> parse_token_request(std::string_view body, std::string_view authorization);
+// The client the request speaks for: a confidential client by its secret (and only by the method
+// it used), a public client by its id alone; invalid_client otherwise.
+std::variant<const Client *, TokenError> authenticate(const TokenRequest &t, const Clients &clients);
+
+// PKCE (RFC 7636 §4.6): whether the verifier is well formed and its S256 digest is the challenge.
+bool pkce_matches(std::string_view verifier, std::string_view challenge);
+// The S256 challenge of a verifier (tests and the relying party's side compute it the same way).
+std::string pkce_challenge(std::string_view verifier);
+
+// Spending a code: what the store found under record_key(t.code) (nullptr: nothing), checked
+// against the authenticated client and the request. Reused: the code was spent already, and what
+// it gave (code->family_id, code->access_key) must be revoked; the answer is invalid_grant.
+enum class CodeOutcome : std::uint8_t { Ok, Invalid, Reused };
+struct CodeCheck {
+    CodeOutcome outcome = CodeOutcome::Invalid;
+    TokenError error;  // unless Ok
+};
+CodeCheck check_code(const CodeRecord *code, const TokenRequest &t, const Client &client, Millis now);
+
+// A family begun by a code with offline_access (nullopt without it).
+std::optional<RefreshFamily> new_family(const CodeRecord &code, std::string id, Millis now);
+
+// Using a refresh token: what the store found under its key and its family. Rotate: `family` is
+// updated (next generation, last use) and a token of family.generation is to be handed out.
+// Reused: the family is marked revoked (write it back) and the answer is invalid_grant.
+enum class RefreshOutcome : std::uint8_t { Rotate, Invalid, Reused };
+struct RefreshCheck {
+    RefreshOutcome outcome = RefreshOutcome::Invalid;
+    TokenError error;
+    std::vector<std::string> scopes;  // Rotate: the scopes of the new tokens
+};
+RefreshCheck use_refresh(const RefreshTokenRecord *token, RefreshFamily *family, const TokenRequest &t,
+                         const Client &client, Millis now);
+
+// The record of a refresh token of the family's current generation, made now: it dies when
+// unused for kRefreshIdle, and with its family.
+RefreshTokenRecord refresh_token_record(const RefreshFamily &f, std::string key, Millis now);
+
+// The access token's record for a code or a rotation.
+AccessTokenRecord new_access_token(std::string key, const std::string &client_id, const std::string &user_id,
+                                   const std::vector<std::string> &scopes, const std::string &family_id, Millis now,
+                                   Millis ttl = kAccessTokenTtl);
+
+// The token answer (RFC 6749 §5.1, Core §3.1.3.3): {access_token, token_type, expires_in,
+// id_token, refresh_token?, scope}.
+std::string token_response(std::string_view access_token, Millis expires_in, std::string_view id_token,
+                           std::string_view refresh_token, const std::vector<std::string> &scopes);
+
 }  // namespace signin::op
