@@ -306,4 +306,85 @@ AccessTokenRecord new_access_token(std::string key, const std::string &client_id
 std::string token_response(std::string_view access_token, Millis expires_in, std::string_view id_token,
                            std::string_view refresh_token, const std::vector<std::string> &scopes);
 
+// ---------------------------------------------------------------- ID tokens
+
+// The key ID tokens are signed with. It comes from a PEM file the operator names (a private key
+// made by `openssl genpkey`), not from the store nor the secret key file: an RSA key cannot be
+// derived from the key file's 32 bytes the way the assertion's Ed25519 keys are, the store is the
+// one place every node shares and so the last place a private key should sit, and a file is what
+// operators already rotate and back up. Several files may be given: the first signs, the
+// others stay in the JWKS until tokens signed by them have expired.
+class SigningKey {
+public:
+    SigningKey();
+    ~SigningKey();
+    SigningKey(SigningKey &&) noexcept;
+    SigningKey &operator=(SigningKey &&) noexcept;
+
+    // A PEM private key: RSA of at least 2048 bits (RS256), EC P-256 (ES256) or Ed25519 (EdDSA).
+    static Result<SigningKey> from_pem(std::string_view pem);
+    // A new key (RSA 2048 for RS256): for tests, and to write a first key file.
+    static Result<SigningKey> generate(Alg alg);
+    // The private key as PKCS#8 PEM (for writing a generated key file, mode 0600).
+    Secret pem() const;
+
+    Alg alg() const { return alg_; }
+    // Its key id: the RFC 7638 thumbprint (base64url SHA-256 of the JWK's required members).
+    const std::string &kid() const { return kid_; }
+    // The public JWK with kid, use "sig" and alg.
+    std::string jwk() const;
+    // header.payload.signature over the given JSON texts (the header gets alg, typ and kid).
+    std::string sign_jwt(std::string_view claims_json) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    Alg alg_ = Alg::RS256;
+    std::string kid_;
+};
+
+// The keys of a provider: the signer of each algorithm (the first key of it given) and every key
+// in the JWKS.
+class KeyRing {
+public:
+    void add(std::shared_ptr<const SigningKey> key);
+    const SigningKey *signer(Alg a) const;
+    // {"keys": [...]}
+    std::string jwks() const;
+    bool empty() const { return keys_.empty(); }
+
+private:
+    std::vector<std::shared_ptr<const SigningKey>> keys_;
+};
+// "" when every client's algorithm has a key in the ring, else which client lacks one.
+std::string check_keys(const Clients &clients, const KeyRing &keys);
+
+struct IdToken {
+    std::string issuer;
+    std::string client_id;  // aud and azp
+    const User *user = nullptr;
+    bool email = false;     // the email scope was granted: email, email_verified
+    std::vector<std::string> amr;
+    Millis auth_time = 0;
+    std::string nonce;      // "" = none
+    Millis now = 0;
+    Millis ttl = 5 * 60 * 1000;
+};
+// The person's subject: the account's id, stable for the account's life whatever address it
+// moves to, and never the address.
+std::string subject(const User &u);
+// The claims as JSON: iss, sub, aud, azp, exp, iat, auth_time, nonce, amr, email and
+// email_verified (with the email scope), roles (always, sorted; [] when none): times in seconds.
+// An address is verified unless the account is an invitation never signed in to.
+std::string id_token_claims(const IdToken &t);
+std::string sign_id_token(const SigningKey &key, const IdToken &t);
+// GET /oauth2/userinfo: {sub, email?, email_verified?, roles}, per the access token's scopes (as
+// the ID token).
+std::string userinfo(const User &u, const std::vector<std::string> &scopes);
+
+// The discovery document (OpenID Connect Discovery 1.0 §3) of `issuer` ({origin}{auth_path}):
+// the endpoints under it, /.well-known/openid-configuration itself, /oauth2/authorize, /token,
+// /userinfo, /revoke, /end_session and /jwks; the algorithms of the ring.
+std::string discovery(std::string_view issuer, const KeyRing &keys);
+
 }  // namespace signin::op
