@@ -1,5 +1,6 @@
 // libFuzzer: the OpenID provider's token request (oidc_provider.hpp), the form body and the
-// Authorization header anyone can POST to /oauth2/token. The input is "HEADER\nBODY". Besides
+// Authorization header anyone can POST to /oauth2/token (and /oauth2/revoke, read the same way).
+// The input is "HEADER\nBODY". Besides
 // never crashing, reading out of bounds or leaking: a client is authenticated only by its own
 // secret (a confidential one) or by nothing (a public one), and a code is spent only with its
 // client, its redirect URI and the verifier of its challenge.
@@ -35,6 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     const auto nl = in.find('\n');
     const std::string_view header = nl == std::string_view::npos ? std::string_view() : in.substr(0, nl);
     const std::string_view body = nl == std::string_view::npos ? in : in.substr(nl + 1);
+    auto revoke = op::parse_revoke_request(body, header);
+    if (const auto *r = std::get_if<op::RevokeRequest>(&revoke)) {
+        if (r->token.empty() || r->client_id.empty() || (!r->hint.empty() && r->hint != "access_token" && r->hint != "refresh_token")) {
+            __builtin_trap();
+        }
+    }
     auto parsed = op::parse_token_request(body, header);
     if (const auto *e = std::get_if<op::TokenError>(&parsed)) {
         if (e->error.empty() || (e->status != 400 && e->status != 401)) __builtin_trap();

@@ -11,11 +11,14 @@
 //               to a redirect URI that is not the client's) and those sent back to the client;
 //               who may use a client, and what the sign-in still lacks (login, factor, consent)
 //   grants      authorization codes, access tokens and refresh token families as records and
-//               the rules that spend, rotate and revoke them; the token request's parser, its
-//               client authentication (client_secret_basic, client_secret_post, or none for a
-//               public client with PKCE) and the PKCE check (RFC 7636, S256 only)
+//               the rules that spend, rotate and revoke them; the token and revocation
+//               requests' parsers, their client authentication (client_secret_basic,
+//               client_secret_post, or none for a public client with PKCE) and the PKCE check
+//               (RFC 7636, S256 only)
+//   consent     what a person agreed to per client
 //   ID tokens   signed with RS256 (the default: most applications take nothing else), ES256 or
-//               EdDSA by OpenSSL's libcrypto; the JWKS and discovery documents
+//               EdDSA by OpenSSL's libcrypto; the JWKS and discovery documents; the
+//               end_session request (RP-initiated logout) and its id_token_hint
 //
 // How the store will keep the grants (the next step, LMDB and PostgreSQL alike): every secret
 // handed out (code, access token, refresh token) is a random enc::ordered_secret and is kept only
@@ -23,7 +26,8 @@
 // as sessions are. A spent code stays until its expiry, marked spent, so that its reuse is seen
 // and revokes the family it began. A refresh family is one record keyed by its id; each refresh
 // token record names its family and generation, and only the family's current generation is
-// live. Purged with expired tokens and sessions.
+// live. A consent is one record keyed by user and client. Purged with expired tokens and
+// sessions (consents with their account).
 //
 // Valid C++17: the glue includes it.
 #pragma once
@@ -51,6 +55,7 @@ std::optional<Alg> parse_alg(std::string_view name);
 
 // signin_oidc_client NAME redirect_uri=URL ... (secret_file=PATH | public) [consent=on|off]
 //                    [require=mfa] [allow=email:ADDR|domain:DOMAIN|role:ROLE ...] [id_token_alg=ALG]
+//                    [post_logout_redirect_uri=URL ...]
 struct Client {
     std::string id;                          // NAME: the client_id, [A-Za-z0-9._-]{1,64}
     std::vector<std::string> redirect_uris;  // compared exactly, byte for byte
@@ -61,6 +66,7 @@ struct Client {
     bool require_mfa = false;                // only sign-ins that passed a second factor
     std::vector<AccessRule> allow;           // any match lets a person in; none: every account
     Alg alg = Alg::RS256;
+    std::vector<std::string> post_logout_redirect_uris;  // where end_session may send the browser back
 };
 
 // A client from the directive's words after its name's keyword (words[0] is NAME); Error
@@ -243,11 +249,15 @@ std::string token_error_json(const TokenError &e);
 enum class Grant : std::uint8_t { AuthorizationCode = 1, RefreshToken = 2 };
 enum class ClientAuth : std::uint8_t { None = 0, Basic = 1, Post = 2 };
 
-struct TokenRequest {
-    Grant grant = Grant::AuthorizationCode;
+// Who a request to the token or revocation endpoint says it is, and how it proves it.
+struct ClientCredentials {
     std::string client_id;
     ClientAuth auth = ClientAuth::None;
     Secret client_secret;
+};
+
+struct TokenRequest : ClientCredentials {
+    Grant grant = Grant::AuthorizationCode;
     Secret code;           // authorization_code
     std::string redirect_uri;
     Secret code_verifier;  // "" when not given
@@ -260,7 +270,17 @@ inline constexpr std::size_t kMaxTokenBody = 16384;
 std::variant<TokenRequest, TokenError> parse_token_request(std::string_view body, std::string_view authorization);
 // The client the request speaks for: a confidential client by its secret (and only by the method
 // it used), a public client by its id alone; invalid_client otherwise.
-std::variant<const Client *, TokenError> authenticate(const TokenRequest &t, const Clients &clients);
+std::variant<const Client *, TokenError> authenticate(const ClientCredentials &t, const Clients &clients);
+
+// POST /oauth2/revoke (RFC 7009): the token, and the client's credentials read as the token
+// endpoint reads them. The hint is only a hint: "access_token", "refresh_token" or "" (any other
+// value is dropped, §2.1). The transport answers 200 for a token it does not know, and revokes a
+// token only for the client it was given to; a refresh token's revocation ends its family.
+struct RevokeRequest : ClientCredentials {
+    Secret token;
+    std::string hint;
+};
+std::variant<RevokeRequest, TokenError> parse_revoke_request(std::string_view body, std::string_view authorization);
 
 // PKCE (RFC 7636 §4.6): whether the verifier is well formed and its S256 digest is the challenge.
 bool pkce_matches(std::string_view verifier, std::string_view challenge);
@@ -306,6 +326,22 @@ AccessTokenRecord new_access_token(std::string key, const std::string &client_id
 std::string token_response(std::string_view access_token, Millis expires_in, std::string_view id_token,
                            std::string_view refresh_token, const std::vector<std::string> &scopes);
 
+// ---------------------------------------------------------------- consent
+
+// A person's agreement to a client, keyed by user id and client id. Kept until the person
+// withdraws it (or the account goes); a later request for more scopes asks again.
+struct ConsentRecord {
+    std::string user_id;
+    std::string client_id;
+    std::vector<std::string> scopes;
+    Millis granted_at = 0;
+};
+// Whether a consent given before covers this request (every scope it asks for): SignedIn::consented.
+bool covers(const ConsentRecord *consent, const AuthorizeRequest &r);
+// The consent after the person agreed to `r`: what they agreed to before, and r's scopes.
+ConsentRecord grant_consent(const ConsentRecord *before, const AuthorizeRequest &r, const std::string &user_id,
+                            Millis now);
+
 // ---------------------------------------------------------------- ID tokens
 
 // The key ID tokens are signed with. It comes from a PEM file the operator names (a private key
@@ -335,6 +371,8 @@ public:
     std::string jwk() const;
     // header.payload.signature over the given JSON texts (the header gets alg, typ and kid).
     std::string sign_jwt(std::string_view claims_json) const;
+    // Whether `signature` (as a JWS carries it: r || s for ES256) signs `input` under this key.
+    bool verify(std::string_view input, std::string_view signature) const;
 
 private:
     struct Impl;
@@ -349,6 +387,7 @@ class KeyRing {
 public:
     void add(std::shared_ptr<const SigningKey> key);
     const SigningKey *signer(Alg a) const;
+    const SigningKey *find(std::string_view kid) const;
     // {"keys": [...]}
     std::string jwks() const;
     bool empty() const { return keys_.empty(); }
@@ -381,6 +420,30 @@ std::string sign_id_token(const SigningKey &key, const IdToken &t);
 // GET /oauth2/userinfo: {sub, email?, email_verified?, roles}, per the access token's scopes (as
 // the ID token).
 std::string userinfo(const User &u, const std::vector<std::string> &scopes);
+
+// What an id_token_hint (RP-Initiated Logout 1.0 §2) says, once its signature by a key of the
+// ring and its issuer are checked. Its expiry is not checked: a hint is usually old.
+struct IdTokenHint {
+    std::string client_id;  // aud
+    std::string subject;    // sub
+};
+std::optional<IdTokenHint> read_id_token_hint(std::string_view jwt, const KeyRing &keys, std::string_view issuer);
+
+// GET /oauth2/end_session (RP-Initiated Logout 1.0): the query parsed. The browser is sent to
+// post_logout_redirect_uri only when the client is known (by client_id, or the hint's audience,
+// the two agreeing) and that URI is one of its post_logout_redirect_uri= words, compared
+// exactly: never an open redirect. Otherwise the transport shows its signed-out page.
+struct EndSession {
+    std::string client_id;        // "" when neither client_id nor a valid hint names one
+    std::string subject;          // the hint's sub: sign out only when it is the session's user
+    std::string redirect_uri;     // "" = show the signed-out page
+    std::string state;            // echoed on the redirect
+    bool bad_hint = false;        // an id_token_hint was given and did not verify: ask before signing out
+};
+EndSession parse_end_session(std::string_view query, const Clients &clients, const KeyRing &keys,
+                             std::string_view issuer);
+// redirect_uri with state.
+std::string end_session_redirect(const EndSession &e);
 
 // The discovery document (OpenID Connect Discovery 1.0 §3) of `issuer` ({origin}{auth_path}):
 // the endpoints under it, /.well-known/openid-configuration itself, /oauth2/authorize, /token,

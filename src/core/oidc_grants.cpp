@@ -68,6 +68,39 @@ bool unreserved(char c) {
            c == '_' || c == '~';
 }
 
+// The client's credentials of a token or revocation request: HTTP Basic, or client_id and
+// client_secret in the body, or a client_id alone (a public client); never two ways at once.
+std::optional<TokenError> read_credentials(const form::Params &p, std::string_view authorization, ClientCredentials &t) {
+    const std::string *body_id = p.get("client_id");
+    const std::string *body_secret = p.get("client_secret");
+    if (!authorization.empty()) {
+        if (authorization.size() < 6 || !text::equals_lowercase(authorization.substr(0, 6), "basic ")) {
+            return token_error("invalid_client", "Only HTTP Basic client authentication is supported.", 401, true);
+        }
+        if (body_secret != nullptr) return token_error("invalid_request", "The client authenticates in more than one way.");
+        if (!basic_credentials(authorization, t.client_id, t.client_secret)) {
+            return token_error("invalid_client", "The Authorization header is not well formed.", 401, true);
+        }
+        if (body_id != nullptr && *body_id != t.client_id) {
+            return token_error("invalid_request", "client_id differs from the authenticated client.");
+        }
+        t.auth = ClientAuth::Basic;
+    } else if (body_secret != nullptr) {
+        if (body_id == nullptr) return token_error("invalid_request", "client_secret without a client_id.");
+        t.client_id = *body_id;
+        t.client_secret = Secret(*body_secret);
+        t.auth = ClientAuth::Post;
+    } else if (body_id != nullptr) {
+        t.client_id = *body_id;
+    } else {
+        return token_error("invalid_client", "The request names no client.", 401);
+    }
+    if (t.client_id.empty() || t.client_id.size() > 64) {
+        return token_error("invalid_client", "Unknown client.", 401, t.auth == ClientAuth::Basic);
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::string token_error_json(const TokenError &e) {
@@ -112,34 +145,7 @@ std::variant<TokenRequest, TokenError> parse_token_request(std::string_view body
         return token_error("unsupported_grant_type", "Only authorization_code and refresh_token are supported.");
     }
 
-    const std::string *body_id = p.get("client_id");
-    const std::string *body_secret = p.get("client_secret");
-    if (!authorization.empty()) {
-        if (authorization.size() < 6 || !text::equals_lowercase(authorization.substr(0, 6), "basic ")) {
-            return token_error("invalid_client", "Only HTTP Basic client authentication is supported.", 401, true);
-        }
-        if (body_secret != nullptr) {
-            return token_error("invalid_request", "The client authenticates in more than one way.");
-        }
-        if (!basic_credentials(authorization, t.client_id, t.client_secret)) {
-            return token_error("invalid_client", "The Authorization header is not well formed.", 401, true);
-        }
-        if (body_id != nullptr && *body_id != t.client_id) {
-            return token_error("invalid_request", "client_id differs from the authenticated client.");
-        }
-        t.auth = ClientAuth::Basic;
-    } else if (body_secret != nullptr) {
-        if (body_id == nullptr) return token_error("invalid_request", "client_secret without a client_id.");
-        t.client_id = *body_id;
-        t.client_secret = Secret(*body_secret);
-        t.auth = ClientAuth::Post;
-    } else if (body_id != nullptr) {
-        t.client_id = *body_id;
-    } else {
-        return token_error("invalid_client", "The request names no client.", 401);
-    }
-    if (t.client_id.empty() || t.client_id.size() > 64) return token_error("invalid_client", "Unknown client.", 401, t.auth == ClientAuth::Basic);
-
+    if (auto e = read_credentials(p, authorization, t)) return *e;
     if (t.grant == Grant::AuthorizationCode) {
         const std::string *code = p.get("code");
         const std::string *redirect_uri = p.get("redirect_uri");
@@ -157,7 +163,22 @@ std::variant<TokenRequest, TokenError> parse_token_request(std::string_view body
     return t;
 }
 
-std::variant<const Client *, TokenError> authenticate(const TokenRequest &t, const Clients &clients) {
+std::variant<RevokeRequest, TokenError> parse_revoke_request(std::string_view body, std::string_view authorization) {
+    if (body.size() > kMaxTokenBody) return token_error("invalid_request", "The request is too long.");
+    const form::Params p = form::Params::parse(body);
+    if (p.malformed) return token_error("invalid_request", "The request body is not well formed.");
+    if (!p.duplicate.empty()) return token_error("invalid_request", "The request names " + p.duplicate_shown() + " twice.");
+    RevokeRequest r;
+    if (auto e = read_credentials(p, authorization, r)) return *e;
+    const std::string *token = p.get("token");
+    if (token == nullptr) return token_error("invalid_request", "The request has no token.");
+    r.token = Secret(*token);
+    const std::string hint = p.value("token_type_hint");
+    if (hint == "access_token" || hint == "refresh_token") r.hint = hint;
+    return r;
+}
+
+std::variant<const Client *, TokenError> authenticate(const ClientCredentials &t, const Clients &clients) {
     const bool basic = t.auth == ClientAuth::Basic;
     const Client *c = clients.find(t.client_id);
     if (c == nullptr) return token_error("invalid_client", "Unknown client.", 401, basic);

@@ -1,5 +1,6 @@
 // OpenID Connect, the provider's side (oidc_provider.hpp): the signing keys, ID tokens, userinfo,
 // the JWKS and discovery documents. Signatures are OpenSSL's libcrypto.
+#include <cjson/cJSON.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -202,7 +203,89 @@ std::string SigningKey::sign_jwt(std::string_view claims_json) const {
     return input + "." + b64(sig);
 }
 
+bool SigningKey::verify(std::string_view input, std::string_view signature) const {
+    if (!impl_) return false;
+    std::string der;
+    if (alg_ == Alg::ES256) {
+        // r || s to the DER OpenSSL reads
+        if (signature.size() != 64) return false;
+        ECDSA_SIG *es = ECDSA_SIG_new();
+        BIGNUM *r = BN_bin2bn(reinterpret_cast<const unsigned char *>(signature.data()), 32, nullptr);
+        BIGNUM *ss = BN_bin2bn(reinterpret_cast<const unsigned char *>(signature.data()) + 32, 32, nullptr);
+        if (es != nullptr && r != nullptr && ss != nullptr && ECDSA_SIG_set0(es, r, ss) == 1) {
+            r = ss = nullptr;
+            unsigned char *out = nullptr;
+            const int len = i2d_ECDSA_SIG(es, &out);
+            if (len > 0) der.assign(reinterpret_cast<char *>(out), static_cast<std::size_t>(len));
+            OPENSSL_free(out);
+        }
+        BN_free(r);
+        BN_free(ss);
+        ECDSA_SIG_free(es);
+        if (der.empty()) return false;
+        signature = der;
+    }
+    std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+    const EVP_MD *md = alg_ == Alg::EdDSA ? nullptr : EVP_sha256();
+    return ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, md, nullptr, impl_->pkey.get()) == 1 &&
+           EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char *>(signature.data()), signature.size(),
+                            reinterpret_cast<const unsigned char *>(input.data()), input.size()) == 1;
+}
+
 // ---------------------------------------------------------------- the key ring
+
+const SigningKey *KeyRing::find(std::string_view kid) const {
+    for (const auto &k : keys_) {
+        if (k->kid() == kid) return k.get();
+    }
+    return nullptr;
+}
+
+namespace {
+
+struct JsonFree {
+    void operator()(cJSON *j) const { cJSON_Delete(j); }
+};
+using Json = std::unique_ptr<cJSON, JsonFree>;
+
+Json parse_json(std::string_view text) {
+    if (text.size() > 16384 || !json::valid_utf8(text) || !json::free_of_raw_controls(text)) return nullptr;
+    Json j(cJSON_ParseWithLength(text.data(), text.size()));
+    return j && cJSON_IsObject(j.get()) ? std::move(j) : nullptr;
+}
+
+std::optional<std::string> str(const cJSON *obj, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!cJSON_IsString(v) || v->valuestring == nullptr) return std::nullopt;
+    return std::string(v->valuestring);
+}
+
+}  // namespace
+
+std::optional<IdTokenHint> read_id_token_hint(std::string_view jwt, const KeyRing &keys, std::string_view issuer) {
+    if (jwt.size() > 16384) return std::nullopt;
+    const auto dot1 = jwt.find('.');
+    const auto dot2 = dot1 == std::string_view::npos ? dot1 : jwt.find('.', dot1 + 1);
+    if (dot2 == std::string_view::npos || jwt.find('.', dot2 + 1) != std::string_view::npos) return std::nullopt;
+    auto header_text = enc::base64url_decode(jwt.substr(0, dot1));
+    auto payload_text = enc::base64url_decode(jwt.substr(dot1 + 1, dot2 - dot1 - 1));
+    auto sig = enc::base64url_decode(jwt.substr(dot2 + 1));
+    if (!header_text || !payload_text || !sig) return std::nullopt;
+    Json header = parse_json(*header_text);
+    if (!header || cJSON_GetObjectItemCaseSensitive(header.get(), "crit") != nullptr) return std::nullopt;
+    auto kid = str(header.get(), "kid");
+    auto alg = str(header.get(), "alg");
+    const SigningKey *key = kid ? keys.find(*kid) : nullptr;
+    // the key decides the algorithm; a header naming another one is refused, never followed
+    if (key == nullptr || !alg || *alg != alg_name(key->alg())) return std::nullopt;
+    if (!key->verify(jwt.substr(0, dot2), *sig)) return std::nullopt;
+    Json claims = parse_json(*payload_text);
+    if (!claims || str(claims.get(), "iss") != std::optional<std::string>(std::string(issuer))) return std::nullopt;
+    auto aud = str(claims.get(), "aud");
+    auto sub = str(claims.get(), "sub");
+    if (!aud || !sub || aud->empty() || sub->empty()) return std::nullopt;
+    return IdTokenHint{std::move(*aud), std::move(*sub)};
+}
 
 void KeyRing::add(std::shared_ptr<const SigningKey> key) {
     if (key) keys_.push_back(std::move(key));

@@ -109,12 +109,17 @@ Result<Client> parse_client(const std::vector<std::string> &words) {
             seen = true;
             return std::nullopt;
         };
-        if (key == "redirect_uri") {
-            if (auto why = check_redirect_uri(value); !why.empty()) return config_error(why + ": \"" + std::string(value) + "\"");
-            if (std::find(c.redirect_uris.begin(), c.redirect_uris.end(), value) != c.redirect_uris.end()) {
-                return config_error("redirect_uri \"" + std::string(value) + "\" is given twice");
+        if (key == "redirect_uri" || key == "post_logout_redirect_uri") {
+            auto &list = key == "redirect_uri" ? c.redirect_uris : c.post_logout_redirect_uris;
+            if (auto why = check_redirect_uri(value); !why.empty()) {
+                // the same rules for both: the words name the redirect_uri's
+                return config_error((key == "redirect_uri" ? "" : "post_logout_redirect_uri=, as ") + why + ": \"" +
+                                    std::string(value) + "\"");
             }
-            c.redirect_uris.emplace_back(value);
+            if (std::find(list.begin(), list.end(), value) != list.end()) {
+                return config_error(std::string(key) + " \"" + std::string(value) + "\" is given twice");
+            }
+            list.emplace_back(value);
         } else if (key == "secret_file") {
             if (auto e = once(secret)) return *e;
             if (value.empty()) return config_error("secret_file= needs a path");
@@ -411,6 +416,67 @@ bool may_use(const Client &c, const User &u, bool mfa) {
     }
     return mfa || !c.require_mfa;
 }
+
+bool covers(const ConsentRecord *consent, const AuthorizeRequest &r) {
+    if (consent == nullptr || consent->client_id != r.client_id) return false;
+    return std::all_of(r.scopes.begin(), r.scopes.end(), [&](const std::string &s) {
+        return std::find(consent->scopes.begin(), consent->scopes.end(), s) != consent->scopes.end();
+    });
+}
+
+ConsentRecord grant_consent(const ConsentRecord *before, const AuthorizeRequest &r, const std::string &user_id,
+                            Millis now) {
+    ConsentRecord c;
+    c.user_id = user_id;
+    c.client_id = r.client_id;
+    if (before != nullptr && before->client_id == r.client_id && before->user_id == user_id) c.scopes = before->scopes;
+    for (const auto &s : r.scopes) {
+        if (std::find(c.scopes.begin(), c.scopes.end(), s) == c.scopes.end()) c.scopes.push_back(s);
+    }
+    c.granted_at = now;
+    return c;
+}
+
+EndSession parse_end_session(std::string_view query, const Clients &clients, const KeyRing &keys,
+                             std::string_view issuer) {
+    EndSession e;
+    if (query.size() > kMaxQuery) {
+        e.bad_hint = true;  // nothing of it is trusted: ask before signing out
+        return e;
+    }
+    const form::Params p = form::Params::parse(query);
+    std::optional<IdTokenHint> hint;
+    if (const std::string *jwt = p.get("id_token_hint")) {
+        hint = read_id_token_hint(*jwt, keys, issuer);
+        if (!hint || p.repeated("id_token_hint")) {
+            hint.reset();
+            e.bad_hint = true;
+        }
+    }
+    if (p.malformed) e.bad_hint = true;
+    const std::string *client_id = p.repeated("client_id") ? nullptr : p.get("client_id");
+    const Client *client = nullptr;
+    if (client_id != nullptr) {
+        client = clients.find(*client_id);
+        if (hint && hint->client_id != *client_id) client = nullptr;  // the two disagree: trust neither
+    } else if (hint) {
+        client = clients.find(hint->client_id);
+    }
+    if (hint) e.subject = hint->subject;
+    if (client == nullptr) return e;
+    e.client_id = client->id;
+    const std::string *uri = p.repeated("post_logout_redirect_uri") ? nullptr : p.get("post_logout_redirect_uri");
+    if (uri != nullptr && !p.malformed &&
+        std::find(client->post_logout_redirect_uris.begin(), client->post_logout_redirect_uris.end(), *uri) !=
+            client->post_logout_redirect_uris.end()) {
+        e.redirect_uri = *uri;
+        const std::string state = p.value("state");
+        if (state.size() <= 1024 && printable(state) && !p.repeated("state")) e.state = state;
+    }
+    return e;
+}
+
+std::string end_session_redirect(const EndSession &e) { return with_params(e.redirect_uri, {{"state", e.state}}); }
 
 std::vector<std::string> amr(SignInMethod method, bool mfa) {
     std::vector<std::string> out;

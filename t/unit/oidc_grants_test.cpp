@@ -240,3 +240,32 @@ TEST(OidcGrants, TheTokenAnswer) {
     EXPECT_EQ(op::token_response("A1", 60000, "h.p.s", "R1", {"openid"}),
               R"({"access_token":"A1","token_type":"Bearer","expires_in":60,"id_token":"h.p.s","refresh_token":"R1","scope":"openid"})");
 }
+
+TEST(OidcGrants, RevocationRequestsAreParsed) {
+    auto parse = [](const std::string &body, const std::string &authorization = {}) { return op::parse_revoke_request(body, authorization); };
+    auto r = parse("token=T1&token_type_hint=refresh_token&client_id=cli");
+    ASSERT_TRUE(std::holds_alternative<op::RevokeRequest>(r));
+    const auto &rr = std::get<op::RevokeRequest>(r);
+    EXPECT_EQ(rr.token.reveal(), "T1");
+    EXPECT_EQ(rr.hint, "refresh_token");
+    EXPECT_EQ(rr.client_id, "cli");
+    EXPECT_EQ(rr.auth, op::ClientAuth::None);
+    auto other = parse("token=T1&token_type_hint=id_token", basic("wiki", kSecret));
+    ASSERT_TRUE(std::holds_alternative<op::RevokeRequest>(other));
+    EXPECT_EQ(std::get<op::RevokeRequest>(other).hint, "");  // an unknown hint is dropped
+    EXPECT_EQ(std::get<op::RevokeRequest>(other).auth, op::ClientAuth::Basic);
+    const auto clients = registry();
+    auto who = op::authenticate(std::get<op::RevokeRequest>(other), clients);
+    ASSERT_TRUE(std::holds_alternative<const op::Client *>(who));
+    EXPECT_EQ(std::get<const op::Client *>(who)->id, "wiki");
+
+    auto error = [&](const std::string &body, const std::string &authorization = {}) {
+        auto e = parse(body, authorization);
+        return std::holds_alternative<op::TokenError>(e) ? std::get<op::TokenError>(e).error : std::string("accepted");
+    };
+    EXPECT_EQ(error("client_id=cli"), "invalid_request");                 // no token
+    EXPECT_EQ(error("token=T1"), "invalid_client");                       // no client
+    EXPECT_EQ(error("token=T1&token=T2&client_id=cli"), "invalid_request");
+    EXPECT_EQ(error("token=T1&client_secret=x", basic("wiki", kSecret)), "invalid_request");
+    EXPECT_EQ(error("token=%", basic("wiki", kSecret)), "invalid_request");
+}

@@ -303,3 +303,66 @@ TEST(OidcIdToken, IdTokensVerifyWithJose) {
     EXPECT_NE(entry(3).find(R"("code":"ERR_JWS_SIGNATURE_VERIFICATION_FAILED")"), std::string::npos) << entry(3);
     EXPECT_NE(entry(4).find(R"("code":"ERR_JWT_CLAIM_VALIDATION_FAILED")"), std::string::npos) << entry(4);
 }
+
+TEST(OidcIdToken, AnIdTokenHintIsReadOnlyWithAValidSignature) {
+    User alice;
+    alice.id = "u-hint";
+    alice.email = "alice@acme.com";
+    for (const auto &key : {keys().rsa, keys().ec, keys().ed}) {
+        auto t = id_token(alice);
+        t.now = 1'000'000'000'000;  // long expired: a hint may be old
+        const std::string jwt = op::sign_id_token(*key, t);
+        auto hint = op::read_id_token_hint(jwt, keys().ring, kIssuer);
+        ASSERT_TRUE(hint) << op::alg_name(key->alg());
+        EXPECT_EQ(hint->client_id, "wiki");
+        EXPECT_EQ(hint->subject, "u-hint");
+        EXPECT_FALSE(op::read_id_token_hint(jwt, keys().ring, "https://other.example"));
+        std::string forged = jwt;
+        forged[forged.rfind('.') + 3] = forged[forged.rfind('.') + 3] == 'A' ? 'B' : 'A';
+        EXPECT_FALSE(op::read_id_token_hint(forged, keys().ring, kIssuer));
+        op::KeyRing without;
+        without.add(make_key(key->alg()));
+        EXPECT_FALSE(op::read_id_token_hint(jwt, without, kIssuer));  // a key not in the ring
+    }
+    // a header that names another algorithm than its key's is refused, whatever the signature
+    const std::string claims = op::id_token_claims(id_token(alice));
+    const std::string header = R"({"alg":"HS256","kid":")" + keys().rsa->kid() + "\"}";
+    const std::string input = enc::base64url(reinterpret_cast<const unsigned char *>(header.data()), header.size()) + "." +
+                              enc::base64url(reinterpret_cast<const unsigned char *>(claims.data()), claims.size());
+    EXPECT_FALSE(op::read_id_token_hint(input + ".c2ln", keys().ring, kIssuer));
+    EXPECT_FALSE(op::read_id_token_hint("a.b", keys().ring, kIssuer));
+    EXPECT_FALSE(op::read_id_token_hint("", keys().ring, kIssuer));
+}
+
+TEST(OidcIdToken, EndSessionRedirectsOnlyToARegisteredUri) {
+    op::Clients clients;
+    ASSERT_TRUE(clients.add(client({"wiki", "redirect_uri=https://wiki.example/cb", "public",
+                                    "post_logout_redirect_uri=https://wiki.example/bye"})));
+    ASSERT_TRUE(clients.add(client({"ops", "redirect_uri=https://ops.example/cb", "public",
+                                    "post_logout_redirect_uri=https://ops.example/bye"})));
+    User alice;
+    alice.id = "u-1";
+    const std::string hint = op::sign_id_token(*keys().rsa, id_token(alice));  // aud: wiki
+    auto end = [&](const std::string &q) { return op::parse_end_session(q, clients, keys().ring, kIssuer); };
+    const std::string bye = "post_logout_redirect_uri=https%3A%2F%2Fwiki.example%2Fbye&state=s1";
+
+    auto e = end("id_token_hint=" + hint + "&" + bye);
+    EXPECT_EQ(e.client_id, "wiki");
+    EXPECT_EQ(e.subject, "u-1");
+    EXPECT_EQ(e.redirect_uri, "https://wiki.example/bye");
+    EXPECT_FALSE(e.bad_hint);
+    EXPECT_EQ(op::end_session_redirect(e), "https://wiki.example/bye?state=s1");
+    EXPECT_EQ(end("client_id=wiki&" + bye).redirect_uri, "https://wiki.example/bye");
+    // never an open redirect: unregistered, another client's, no client, the hint and client_id disagreeing
+    EXPECT_EQ(end("client_id=wiki&post_logout_redirect_uri=https%3A%2F%2Fevil.example%2F").redirect_uri, "");
+    EXPECT_EQ(end("client_id=wiki&post_logout_redirect_uri=https%3A%2F%2Fops.example%2Fbye").redirect_uri, "");
+    EXPECT_EQ(end(bye).redirect_uri, "");
+    EXPECT_EQ(end("client_id=ops&id_token_hint=" + hint + "&" + bye).redirect_uri, "");
+    EXPECT_EQ(end("client_id=ops&id_token_hint=" + hint + "&post_logout_redirect_uri=https%3A%2F%2Fops.example%2Fbye").redirect_uri, "");
+    EXPECT_EQ(end("client_id=wiki&client_id=ops&" + bye).redirect_uri, "");
+    // a hint that does not verify is marked, so that the person is asked before being signed out
+    auto bad = end("id_token_hint=x.y.z&" + bye);
+    EXPECT_TRUE(bad.bad_hint);
+    EXPECT_EQ(bad.redirect_uri, "");
+    EXPECT_EQ(bad.subject, "");
+}

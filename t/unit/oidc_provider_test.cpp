@@ -288,3 +288,34 @@ TEST(OidcProvider, AmrNamesHowThePersonSignedIn) {
     EXPECT_EQ(op::amr(SignInMethod::Passkey, true), (V{"hwk", "mfa"}));
     EXPECT_EQ(op::amr(SignInMethod::Provider, false), V{});
 }
+
+TEST(OidcProvider, AConsentCoversTheScopesAgreedTo) {
+    const auto clients = registry();
+    const auto a = op::parse_authorize(kWiki + "&response_type=code&scope=openid+email", clients);
+    const auto &r = std::get<op::AuthorizeRequest>(a);
+    EXPECT_FALSE(op::covers(nullptr, r));
+    const op::ConsentRecord first = op::grant_consent(nullptr, r, "u-1", 1000);
+    EXPECT_EQ(first.scopes, (std::vector<std::string>{"openid", "email"}));
+    EXPECT_EQ(first.client_id, "wiki");
+    EXPECT_TRUE(op::covers(&first, r));
+    // more scopes ask again; the new consent keeps the old ones
+    const auto b = op::parse_authorize(kWiki + "&response_type=code&scope=openid+offline_access", clients);
+    const auto &wider = std::get<op::AuthorizeRequest>(b);
+    EXPECT_FALSE(op::covers(&first, wider));
+    const op::ConsentRecord second = op::grant_consent(&first, wider, "u-1", 2000);
+    EXPECT_EQ(second.scopes, (std::vector<std::string>{"openid", "email", "offline_access"}));
+    EXPECT_TRUE(op::covers(&second, r));
+    // a consent to one client is not one to another
+    const auto c = op::parse_authorize("client_id=ops&redirect_uri=https%3A%2F%2Fops.example%2Fcb&response_type=code&scope=openid", clients);
+    EXPECT_FALSE(op::covers(&second, std::get<op::AuthorizeRequest>(c)));
+}
+
+TEST(OidcProvider, PostLogoutRedirectUrisAreRegisteredLikeRedirectUris) {
+    auto c = client({"a", "redirect_uri=https://a.example/cb", "public", "post_logout_redirect_uri=https://a.example/bye",
+                     "post_logout_redirect_uri=http://localhost:3000/"});
+    EXPECT_EQ(c.post_logout_redirect_uris, (std::vector<std::string>{"https://a.example/bye", "http://localhost:3000/"}));
+    EXPECT_NE(error_of({"a", "redirect_uri=https://a.example/cb", "public", "post_logout_redirect_uri=http://a.example/"}), "");
+    EXPECT_NE(error_of({"a", "redirect_uri=https://a.example/cb", "public", "post_logout_redirect_uri=https://a.example/#x"}), "");
+    EXPECT_NE(error_of({"a", "redirect_uri=https://a.example/cb", "public", "post_logout_redirect_uri=https://a/b",
+                        "post_logout_redirect_uri=https://a/b"}), "");
+}
