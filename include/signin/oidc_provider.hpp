@@ -152,6 +152,7 @@ enum class Next : std::uint8_t {
     Issue,         // give a code
     SignIn,        // show the sign-in page (nobody, prompt=login, or max_age passed), then ask again
     SecondFactor,  // the client requires one: a sign-in with a second factor, then ask again
+                   // (an account without a factor cannot pass: the page says so, no code is given)
     Consent,       // show the consent page, then ask again
     Refuse,        // `refusal` goes back to the client (access_denied, login_required, ...)
 };
@@ -322,7 +323,7 @@ AccessTokenRecord new_access_token(std::string key, const std::string &client_id
                                    Millis ttl = kAccessTokenTtl);
 
 // The token answer (RFC 6749 §5.1, Core §3.1.3.3): {access_token, token_type, expires_in,
-// id_token, refresh_token?, scope}.
+// id_token, refresh_token?, scope}. Its errors and it are sent with Cache-Control: no-store.
 std::string token_response(std::string_view access_token, Millis expires_in, std::string_view id_token,
                            std::string_view refresh_token, const std::vector<std::string> &scopes);
 

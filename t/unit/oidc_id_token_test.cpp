@@ -1,7 +1,7 @@
 // The OpenID provider's ID tokens (oidc_provider.hpp), checked by verifiers that share no code
 // with the signer: the relying party's verifier of oidc.cpp (RS256, ES256), libsodium (EdDSA),
 // OpenSSL's digest for the key ids, and jose from npm; the signing keys from PEM, the JWKS and
-// the discovery document.
+// the discovery document; end_session; and a whole code flow through the core.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -16,6 +16,7 @@
 
 #include "oidc_op_fixtures.hpp"
 #include "signin/encoding.hpp"
+#include "signin/engine.hpp"
 #include "signin/oidc.hpp"
 #include "signin/oidc_provider.hpp"
 
@@ -365,4 +366,86 @@ TEST(OidcIdToken, EndSessionRedirectsOnlyToARegisteredUri) {
     EXPECT_TRUE(bad.bad_hint);
     EXPECT_EQ(bad.redirect_uri, "");
     EXPECT_EQ(bad.subject, "");
+}
+
+// The pieces in the order the endpoints will use them, for a public client with PKCE: the
+// authorization request, the decision, the code, the token request and its client, the code
+// spent, the ID token checked by the relying party's verifier, then a refresh, a reuse of the
+// old refresh token that ends the family, and the code's reuse.
+TEST(OidcFlow, ACodeFlowThroughTheCore) {
+    const Millis t0 = 1'800'000'000'000;
+    op::Clients clients;
+    ASSERT_TRUE(clients.add(client({"cli", "redirect_uri=http://127.0.0.1:8400/cb", "public", "consent=off"})));
+    User alice;
+    alice.id = "u-flow";
+    alice.email = "alice@acme.com";
+
+    const auto a = op::parse_authorize("response_type=code&client_id=cli&redirect_uri=http%3A%2F%2F127.0.0.1%3A8400%2Fcb"
+                                       "&scope=openid+email+offline_access&state=st&nonce=N-1&code_challenge=" + kChallenge +
+                                       "&code_challenge_method=S256", clients);
+    ASSERT_TRUE(std::holds_alternative<op::AuthorizeRequest>(a));
+    const auto &req = std::get<op::AuthorizeRequest>(a);
+    const op::Client &cli = *clients.find(req.client_id);
+    op::SignedIn s;
+    s.user = &alice;
+    s.auth_time = t0 - 5000;
+    ASSERT_EQ(op::decide(req, cli, s, t0).next, op::Next::Issue);
+    const std::string code = "the-code";
+    const op::CodeRecord stored = op::new_code(req, alice.id, s.auth_time, SignInMethod::EmailToken, false, record_key(code), t0);
+    EXPECT_EQ(op::code_redirect(req, code, kIssuer),
+              "http://127.0.0.1:8400/cb?code=the-code&state=st&iss=https%3A%2F%2Fid.example%2Fauth");
+
+    auto parsed = op::parse_token_request("grant_type=authorization_code&code=" + code +
+                                              "&redirect_uri=http%3A%2F%2F127.0.0.1%3A8400%2Fcb&client_id=cli&code_verifier=" + kVerifier,
+                                          "");
+    ASSERT_TRUE(std::holds_alternative<op::TokenRequest>(parsed));
+    const auto &t = std::get<op::TokenRequest>(parsed);
+    auto who = op::authenticate(t, clients);
+    ASSERT_TRUE(std::holds_alternative<const op::Client *>(who));
+    EXPECT_EQ(record_key(t.code.reveal()), stored.key);  // the store finds the code by the key of what was sent
+    const Millis t1 = t0 + 2000;
+    ASSERT_EQ(op::check_code(&stored, t, cli, t1).outcome, op::CodeOutcome::Ok);
+    op::CodeRecord spent = stored;
+    spent.spent = true;
+    auto family = op::new_family(stored, "fam", t1);
+    ASSERT_TRUE(family);
+    spent.family_id = family->id;
+    op::RefreshTokenRecord refresh1 = op::refresh_token_record(*family, record_key("R1"), t1);
+
+    op::IdToken it;
+    it.issuer = kIssuer;
+    it.client_id = cli.id;
+    it.user = &alice;
+    it.email = true;
+    it.amr = stored.amr;
+    it.auth_time = stored.auth_time;
+    it.nonce = stored.nonce;
+    it.now = t1;
+    const std::string jwt = op::sign_id_token(*keys().rsa, it);
+    auto jwks = oidc::KeySet::parse(keys().ring.jwks());
+    ASSERT_TRUE(jwks);
+    oidc::Expected e;
+    e.issuer = kIssuer;
+    e.client_id = "cli";
+    e.nonce = "N-1";
+    e.now = t1;
+    auto v = oidc::verify_id_token(jwt, jwks.value(), e);
+    ASSERT_EQ(v.refusal, oidc::Refusal::None) << oidc::refusal_name(v.refusal);
+    EXPECT_EQ(v.claims.sub, "u-flow");
+    EXPECT_NE(op::token_response("A1", op::kAccessTokenTtl, jwt, "R1", stored.scopes)
+                  .find(R"("refresh_token":"R1","scope":"openid email offline_access")"),
+              std::string::npos);
+
+    // a refresh rotates; the first token coming back afterwards ends the family
+    auto rt = op::parse_token_request("grant_type=refresh_token&refresh_token=R1&client_id=cli", "");
+    const auto &refresh_req = std::get<op::TokenRequest>(rt);
+    ASSERT_EQ(op::use_refresh(&refresh1, &*family, refresh_req, cli, t1 + 1000).outcome, op::RefreshOutcome::Rotate);
+    const op::RefreshTokenRecord refresh2 = op::refresh_token_record(*family, record_key("R2"), t1 + 1000);
+    EXPECT_EQ(op::use_refresh(&refresh1, &*family, refresh_req, cli, t1 + 2000).outcome, op::RefreshOutcome::Reused);
+    EXPECT_TRUE(family->revoked);
+    EXPECT_EQ(op::use_refresh(&refresh2, &*family, refresh_req, cli, t1 + 3000).outcome, op::RefreshOutcome::Invalid);
+    // and the code once more: reused, pointing at what to revoke
+    auto again = op::check_code(&spent, t, cli, t1 + 4000);
+    EXPECT_EQ(again.outcome, op::CodeOutcome::Reused);
+    EXPECT_EQ(spent.family_id, "fam");
 }
