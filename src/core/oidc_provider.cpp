@@ -238,129 +238,165 @@ std::string AuthorizeRequest::scope() const {
     return out;
 }
 
-Authorize parse_authorize(std::string_view query, const Clients &clients) {
-    auto page = [](std::string error, std::string description) {
-        AuthorizeError e;
-        e.page = true;
-        e.error = std::move(error);
-        e.description = std::move(description);
-        return Authorize(std::move(e));
-    };
-    if (query.size() > kMaxQuery) return page("invalid_request", "The request is too long.");
-    const form::Params p = form::Params::parse(query);
-    // First who the client is and where it wants the answer: until both are known to be the
-    // client's own, nothing may be sent anywhere.
-    if (p.malformed) return page("invalid_request", "The request is not well formed.");
-    for (const char *name : {"client_id", "redirect_uri"}) {
-        if (p.repeated(name)) return page("invalid_request", std::string("The request names its ") + name + " twice.");
-    }
-    const std::string *client_id = p.get("client_id");
-    if (client_id == nullptr) return page("invalid_request", "The request names no application (client_id).");
-    const Client *client = clients.find(*client_id);
-    if (client == nullptr) return page("unauthorized_client", "This application is not known here.");
-    const std::string *redirect_uri = p.get("redirect_uri");
-    if (redirect_uri == nullptr) return page("invalid_request", "The request has no redirect_uri.");
-    if (std::find(client->redirect_uris.begin(), client->redirect_uris.end(), *redirect_uri) == client->redirect_uris.end()) {
-        return page("invalid_request", "The redirect_uri is not one registered for this application.");
-    }
+namespace {
 
-    AuthorizeRequest r;
-    r.client_id = client->id;
-    r.redirect_uri = *redirect_uri;
-    const std::string state = p.value("state");
-    auto back = [&](std::string error, std::string description) {
-        AuthorizeError e;
-        e.error = std::move(error);
-        e.description = std::move(description);
-        e.redirect_uri = r.redirect_uri;
-        // a state that could not be echoed safely is not echoed
-        if (state.size() <= 1024 && printable(state) && !p.repeated("state")) e.state = state;
-        return Authorize(std::move(e));
-    };
-    if (!p.duplicate.empty()) return back("invalid_request", "The request names " + p.duplicate_shown() + " twice.");
-    if (state.size() > 1024 || !printable(state)) return back("invalid_request", "The state is too long or not printable.");
-    r.state = state;
+// A refusal sent back to the client: its error code and description.
+struct Refusal {
+    const char *error;
+    std::string description;
+};
+using Refused = std::optional<Refusal>;
+
+// The words of a space-separated parameter (scope, prompt).
+std::vector<std::string_view> words(std::string_view text) {
+    std::vector<std::string_view> out;
+    while (!text.empty()) {
+        const auto sp = text.find(' ');
+        if (sp != 0) out.push_back(text.substr(0, sp));
+        text = sp == std::string_view::npos ? std::string_view() : text.substr(sp + 1);
+    }
+    return out;
+}
+
+// response_type and response_mode, and the request objects this provider does not take.
+Refused read_response_type(const form::Params &p) {
     // Core §6: request objects are not supported, and say so in their own words
-    if (p.get("request") != nullptr) return back("request_not_supported", "Request objects are not supported.");
-    if (p.get("request_uri") != nullptr) return back("request_uri_not_supported", "request_uri is not supported.");
+    if (p.get("request") != nullptr) return Refusal{"request_not_supported", "Request objects are not supported."};
+    if (p.get("request_uri") != nullptr) return Refusal{"request_uri_not_supported", "request_uri is not supported."};
     const std::string *response_type = p.get("response_type");
-    if (response_type == nullptr) return back("invalid_request", "The request has no response_type.");
-    if (*response_type != "code") return back("unsupported_response_type", "Only response_type=code is supported.");
+    if (response_type == nullptr) return Refusal{"invalid_request", "The request has no response_type."};
+    if (*response_type != "code") return Refusal{"unsupported_response_type", "Only response_type=code is supported."};
     if (const std::string *mode = p.get("response_mode"); mode != nullptr && *mode != "query") {
-        return back("invalid_request", "Only response_mode=query is supported.");
+        return Refusal{"invalid_request", "Only response_mode=query is supported."};
     }
+    return std::nullopt;
+}
 
-    const std::string *scope = p.get("scope");
-    bool openid = false;
+// scope (openid required; scopes not understood are ignored, Core §5.4) and nonce.
+Refused read_scope(const form::Params &p, AuthorizeRequest &r) {
     std::vector<bool> wanted(kScopes.size(), false);
-    if (scope != nullptr) {
-        std::string_view rest = *scope;
-        while (!rest.empty()) {
-            const auto sp = rest.find(' ');
-            const std::string_view one = rest.substr(0, sp);
-            rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
-            // Core §5.4: scopes not understood are ignored
+    if (const std::string *scope = p.get("scope")) {
+        for (std::string_view one : words(*scope)) {
             for (std::size_t i = 0; i < kScopes.size(); ++i) {
                 if (one == kScopes[i]) wanted[i] = true;
             }
         }
-        openid = wanted[0];
     }
-    if (!openid) return back("invalid_scope", "The scope must hold openid.");
+    if (!wanted[0]) return Refusal{"invalid_scope", "The scope must hold openid."};
     for (std::size_t i = 0; i < kScopes.size(); ++i) {
         if (wanted[i]) r.scopes.emplace_back(kScopes[i]);
     }
-
     const std::string nonce = p.value("nonce");
-    if (nonce.size() > 512 || !printable(nonce)) return back("invalid_request", "The nonce is too long or not printable.");
+    if (nonce.size() > 512 || !printable(nonce)) return Refusal{"invalid_request", "The nonce is too long or not printable."};
     r.nonce = nonce;
+    return std::nullopt;
+}
 
+// code_challenge and its method: S256 only, and required of a public client.
+Refused read_pkce(const form::Params &p, const Client &client, AuthorizeRequest &r) {
     const std::string *challenge = p.get("code_challenge");
     const std::string *method = p.get("code_challenge_method");
     if (challenge == nullptr) {
-        if (method != nullptr) return back("invalid_request", "code_challenge_method without a code_challenge.");
-        if (client->is_public) return back("invalid_request", "This application must use PKCE (code_challenge with S256).");
-    } else {
-        // RFC 7636 §4.3: an absent method means "plain", which gives nothing a listener could not read
-        if (method == nullptr || *method != "S256") return back("invalid_request", "code_challenge_method must be S256.");
-        if (challenge->size() != 43 || !base64url_chars(*challenge)) {
-            return back("invalid_request", "The code_challenge is not an S256 challenge.");
-        }
-        r.code_challenge = *challenge;
+        if (method != nullptr) return Refusal{"invalid_request", "code_challenge_method without a code_challenge."};
+        if (client.is_public) return Refusal{"invalid_request", "This application must use PKCE (code_challenge with S256)."};
+        return std::nullopt;
     }
+    // RFC 7636 §4.3: an absent method means "plain", which gives nothing a listener could not read
+    if (method == nullptr || *method != "S256") return Refusal{"invalid_request", "code_challenge_method must be S256."};
+    if (challenge->size() != 43 || !base64url_chars(*challenge)) {
+        return Refusal{"invalid_request", "The code_challenge is not an S256 challenge."};
+    }
+    r.code_challenge = *challenge;
+    return std::nullopt;
+}
 
+// prompt, max_age and login_hint.
+Refused read_prompt(const form::Params &p, AuthorizeRequest &r) {
     if (const std::string *prompt = p.get("prompt")) {
-        std::string_view rest = *prompt;
-        bool other = false;
-        while (!rest.empty()) {
-            const auto sp = rest.find(' ');
-            const std::string_view one = rest.substr(0, sp);
-            rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+        for (std::string_view one : words(*prompt)) {
             if (one == "none") {
                 r.prompt_none = true;
             } else if (one == "login") {
                 r.prompt_login = true;
             } else if (one == "consent") {
                 r.prompt_consent = true;
-            } else if (!one.empty()) {
-                other = true;
+            } else {
+                return Refusal{"invalid_request", "prompt takes none, login and consent only."};
             }
         }
-        if (other) return back("invalid_request", "prompt takes none, login and consent only.");
         if (r.prompt_none && (r.prompt_login || r.prompt_consent)) {
-            return back("invalid_request", "prompt=none cannot be combined with another value.");
+            return Refusal{"invalid_request", "prompt=none cannot be combined with another value."};
         }
     }
     if (const std::string *max_age = p.get("max_age")) {
         if (max_age->empty() || max_age->size() > 10 ||
             !std::all_of(max_age->begin(), max_age->end(), [](char c) { return c >= '0' && c <= '9'; })) {
-            return back("invalid_request", "max_age is a number of seconds.");
+            return Refusal{"invalid_request", "max_age is a number of seconds."};
         }
         r.max_age = std::stoll(*max_age);
     }
     if (const std::string *hint = p.get("login_hint"); hint != nullptr && hint->size() <= 320) {
         if (auto email = normalize_email(*hint)) r.login_hint = *email;  // a hint, nothing more: ignored when not an address
     }
+    return std::nullopt;
+}
+
+AuthorizeError page_error(std::string error, std::string description) {
+    AuthorizeError e;
+    e.page = true;
+    e.error = std::move(error);
+    e.description = std::move(description);
+    return e;
+}
+
+// The client and its redirect URI, or the refusal shown on a page: until both are known to be
+// the client's own, nothing may be sent anywhere.
+std::variant<const Client *, AuthorizeError> trusted_client(const form::Params &p, const Clients &clients) {
+    if (p.malformed) return page_error("invalid_request", "The request is not well formed.");
+    for (const char *name : {"client_id", "redirect_uri"}) {
+        if (p.repeated(name)) return page_error("invalid_request", std::string("The request names its ") + name + " twice.");
+    }
+    const std::string *client_id = p.get("client_id");
+    if (client_id == nullptr) return page_error("invalid_request", "The request names no application (client_id).");
+    const Client *client = clients.find(*client_id);
+    if (client == nullptr) return page_error("unauthorized_client", "This application is not known here.");
+    const std::string *redirect_uri = p.get("redirect_uri");
+    if (redirect_uri == nullptr) return page_error("invalid_request", "The request has no redirect_uri.");
+    if (std::find(client->redirect_uris.begin(), client->redirect_uris.end(), *redirect_uri) == client->redirect_uris.end()) {
+        return page_error("invalid_request", "The redirect_uri is not one registered for this application.");
+    }
+    return client;
+}
+
+}  // namespace
+
+Authorize parse_authorize(std::string_view query, const Clients &clients) {
+    if (query.size() > kMaxQuery) return page_error("invalid_request", "The request is too long.");
+    const form::Params p = form::Params::parse(query);
+    auto trusted = trusted_client(p, clients);
+    if (auto *e = std::get_if<AuthorizeError>(&trusted)) return std::move(*e);
+    const Client &client = *std::get<const Client *>(trusted);
+
+    AuthorizeRequest r;
+    r.client_id = client.id;
+    r.redirect_uri = p.value("redirect_uri");
+    const std::string state = p.value("state");
+    auto back = [&](Refusal refusal) {
+        AuthorizeError e;
+        e.error = refusal.error;
+        e.description = std::move(refusal.description);
+        e.redirect_uri = r.redirect_uri;
+        // a state that could not be echoed safely is not echoed
+        if (state.size() <= 1024 && printable(state) && !p.repeated("state")) e.state = state;
+        return Authorize(std::move(e));
+    };
+    if (!p.duplicate.empty()) return back({"invalid_request", "The request names " + p.duplicate_shown() + " twice."});
+    if (state.size() > 1024 || !printable(state)) return back({"invalid_request", "The state is too long or not printable."});
+    r.state = state;
+    if (auto refused = read_response_type(p)) return back(std::move(*refused));
+    if (auto refused = read_scope(p, r)) return back(std::move(*refused));
+    if (auto refused = read_pkce(p, client, r)) return back(std::move(*refused));
+    if (auto refused = read_prompt(p, r)) return back(std::move(*refused));
     return r;
 }
 
