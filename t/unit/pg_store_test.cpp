@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <limits>
 #include <string>
@@ -84,6 +85,11 @@ protected:
             auto server = pg_server();
             if (!server) GTEST_SKIP() << "SIGNIN_TEST_PG is not set: no PostgreSQL to test against";
             schema_ = std::make_unique<PgSchema>(*server);
+        }
+        open();
+    }
+    void open() {
+        if (GetParam() == Backend::Pg) {
             PgOptions o;
             o.conninfo = schema_->conninfo();
             store_ = open_pg_store(o);
@@ -93,6 +99,26 @@ protected:
             o.map_size = 1ull << 24;
             store_ = open_lmdb_store(o);
         }
+    }
+    // Closes the store, changes its tables underneath it (`sql` on PostgreSQL; `lmdb` in a raw
+    // write transaction of the LMDB file otherwise), and opens it again: a store as an older
+    // version, or a broken disk, would leave it.
+    void reopen_changed(const std::string &sql, const std::function<void(MDB_txn *)> &lmdb) {
+        store_.reset();
+        if (GetParam() == Backend::Pg) {
+            pg_exec(schema_->conninfo(), sql);
+        } else {
+            MDB_env *env = nullptr;
+            ASSERT_EQ(mdb_env_create(&env), 0);
+            mdb_env_set_maxdbs(env, 32);
+            ASSERT_EQ(mdb_env_open(env, (root_ + "/db").c_str(), 0, 0600), 0);
+            MDB_txn *txn = nullptr;
+            ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+            lmdb(txn);
+            ASSERT_EQ(mdb_txn_commit(txn), 0);
+            mdb_env_close(env);
+        }
+        open();
     }
     void TearDown() override {
         store_.reset();
@@ -202,32 +228,14 @@ TEST_P(StoreContract, AStoreWithoutTheSearchIndexGetsItFilledAtOpen) {
         w->put_user(make_user("u1", "old@example.com"));
         w->commit();
     }
-    store_.reset();
-    if (GetParam() == Backend::Pg) {
-        pg_exec(schema_->conninfo(), "DROP TABLE signin_user_search; DELETE FROM signin_meta WHERE name = 'user_search'");
-        PgOptions o;
-        o.conninfo = schema_->conninfo();
-        store_ = open_pg_store(o);
-    } else {
-        MDB_env *env = nullptr;
-        ASSERT_EQ(mdb_env_create(&env), 0);
-        mdb_env_set_maxdbs(env, 32);
-        ASSERT_EQ(mdb_env_open(env, (root_ + "/db").c_str(), 0, 0600), 0);
-        MDB_txn *txn = nullptr;
-        ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+    reopen_changed("DROP TABLE signin_user_search; DELETE FROM signin_meta WHERE name = 'user_search'", [](MDB_txn *txn) {
         MDB_dbi search = 0, meta = 0;
         ASSERT_EQ(mdb_dbi_open(txn, "user_search", 0, &search), 0);
         ASSERT_EQ(mdb_drop(txn, search, 1), 0);
         ASSERT_EQ(mdb_dbi_open(txn, "meta", 0, &meta), 0);
         MDB_val k{11, const_cast<char *>("user_search")};
         ASSERT_EQ(mdb_del(txn, meta, &k, nullptr), 0);
-        ASSERT_EQ(mdb_txn_commit(txn), 0);
-        mdb_env_close(env);
-        LmdbOptions o;
-        o.path = root_ + "/db";
-        o.map_size = 1ull << 24;
-        store_ = open_lmdb_store(o);
-    }
+    });
     auto r = store_->read();
     EXPECT_EQ(indexed(*r, "eold@"), std::vector<std::string>{"u1"});
     EXPECT_EQ(indexed(*r, "dexample.com"), std::vector<std::string>{"u1"});
@@ -249,43 +257,26 @@ TEST_P(StoreContract, TheCheckFindsAMissingAndAStaleSearchEntry) {
         bob = keys[0];
     }
     const std::string stale = std::string("ezed@example.com") + '\0' + "u9";
-    store_.reset();
-    if (GetParam() == Backend::Pg) {
-        auto hex = [](const std::string &b) {
-            static const char *digits = "0123456789abcdef";
-            std::string out = "'\\x";
-            for (unsigned char c : b) {
-                out += digits[c >> 4];
-                out += digits[c & 15];
-            }
-            return out + "'::bytea";
-        };
-        pg_exec(schema_->conninfo(), "DELETE FROM signin_user_search WHERE key = " + hex(bob) +
-                                         "; INSERT INTO signin_user_search (key) VALUES (" + hex(stale) + ")");
-        PgOptions o;
-        o.conninfo = schema_->conninfo();
-        store_ = open_pg_store(o);
-    } else {
-        MDB_env *env = nullptr;
-        ASSERT_EQ(mdb_env_create(&env), 0);
-        mdb_env_set_maxdbs(env, 32);
-        ASSERT_EQ(mdb_env_open(env, (root_ + "/db").c_str(), 0, 0600), 0);
-        MDB_txn *txn = nullptr;
-        ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-        MDB_dbi search = 0;
-        ASSERT_EQ(mdb_dbi_open(txn, "user_search", 0, &search), 0);
-        MDB_val gone{bob.size(), bob.data()};
-        ASSERT_EQ(mdb_del(txn, search, &gone, nullptr), 0);
-        std::string stale_key = stale;
-        MDB_val k{stale_key.size(), stale_key.data()}, v{0, nullptr};
-        ASSERT_EQ(mdb_put(txn, search, &k, &v, 0), 0);
-        ASSERT_EQ(mdb_txn_commit(txn), 0);
-        mdb_env_close(env);
-        LmdbOptions o;
-        o.path = root_ + "/db";
-        o.map_size = 1ull << 24;
-        store_ = open_lmdb_store(o);
-    }
+    auto hex = [](const std::string &b) {
+        static const char *digits = "0123456789abcdef";
+        std::string out = "'\\x";
+        for (unsigned char c : b) {
+            out += digits[c >> 4];
+            out += digits[c & 15];
+        }
+        return out + "'::bytea";
+    };
+    reopen_changed("DELETE FROM signin_user_search WHERE key = " + hex(bob) +
+                       "; INSERT INTO signin_user_search (key) VALUES (" + hex(stale) + ")",
+                   [&](MDB_txn *txn) {
+                       MDB_dbi search = 0;
+                       ASSERT_EQ(mdb_dbi_open(txn, "user_search", 0, &search), 0);
+                       MDB_val gone{bob.size(), bob.data()};
+                       ASSERT_EQ(mdb_del(txn, search, &gone, nullptr), 0);
+                       std::string key = stale;
+                       MDB_val k{key.size(), key.data()}, v{0, nullptr};
+                       ASSERT_EQ(mdb_put(txn, search, &k, &v, 0), 0);
+                   });
     const auto problems = store_->check_integrity();
     auto has = [&problems](const std::string &text) {
         return std::any_of(problems.begin(), problems.end(),
