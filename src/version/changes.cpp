@@ -477,19 +477,32 @@ std::string check_routes(const std::vector<std::vector<Change>> &changes, const 
     return {};
 }
 
+namespace {
+
+// Whether two pointers can reach the same place: token by token equal, or one of them `*`.
+bool meet(const std::string &a, const std::string &b) {
+    std::vector<Token> x, y;
+    if (!split_pointer(a, x).empty() || !split_pointer(b, y).empty() || x.size() != y.size()) return a == b;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (!x[i].all && !y[i].all && x[i].name != y[i].name) return false;
+    return true;
+}
+
+}  // namespace
+
 std::string check_chain(const std::vector<std::vector<Change>> &changes) {
     // the fields the chain knows to exist, per scope ("" = every route): path -> scope set
     std::multimap<std::string, std::string> known;
     auto overlaps = [](const std::string &a, const std::string &b) { return a.empty() || b.empty() || a == b; };
     auto is_known = [&](const std::string &path, const std::string &scope) {
-        auto [lo, hi] = known.equal_range(path);
-        for (auto it = lo; it != hi; ++it)
-            if (overlaps(it->second, scope)) return true;
+        for (const auto &[field, where] : known)
+            if (overlaps(where, scope) && meet(field, path)) return true;
         return false;
     };
     auto forget = [&](const std::string &path, const std::string &scope) {
         auto [lo, hi] = known.equal_range(path);
-        for (auto it = lo; it != hi;) it = overlaps(it->second, scope) ? known.erase(it) : std::next(it);
+        // a change on one route takes the field away there only, not where every route has it
+        for (auto it = lo; it != hi;) it = scope.empty() || it->second == scope ? known.erase(it) : std::next(it);
     };
     for (std::size_t v = 0; v < changes.size(); ++v) {
         const auto &list = changes[v];
@@ -504,13 +517,13 @@ std::string check_chain(const std::vector<std::vector<Change>> &changes) {
                 if (!overlaps(scope, dscope)) continue;
                 bool add_remove = (c.kind == ChangeKind::FieldAdded && d.kind == ChangeKind::FieldRemoved) ||
                                   (c.kind == ChangeKind::FieldRemoved && d.kind == ChangeKind::FieldAdded);
-                if (add_remove && c.path == d.path)
+                if (add_remove && meet(c.path, d.path))
                     return "a version both adds and removes " + c.path + ": going back could not tell which";
                 if (c.kind == ChangeKind::FieldRenamed && d.kind == ChangeKind::FieldRenamed &&
-                    (c.path == d.path || c.new_path == d.new_path || c.new_path == d.path || c.path == d.new_path))
-                    return "two renames of one version meet at " + (c.path == d.path || c.path == d.new_path ? c.path : c.new_path) +
+                    (meet(c.path, d.path) || meet(c.new_path, d.new_path) || meet(c.new_path, d.path) || meet(c.path, d.new_path)))
+                    return "two renames of one version meet at " + (meet(c.path, d.path) || meet(c.path, d.new_path) ? c.path : c.new_path) +
                            ": going back could not tell them apart";
-                if (c.kind == ChangeKind::ValueMapped && d.kind == ChangeKind::ValueMapped && c.path == d.path) {
+                if (c.kind == ChangeKind::ValueMapped && d.kind == ChangeKind::ValueMapped && meet(c.path, d.path)) {
                     Node a, b, x, y;
                     parse_json(c.value, a);
                     parse_json(c.mapped, b);
@@ -522,7 +535,11 @@ std::string check_chain(const std::vector<std::vector<Change>> &changes) {
                 }
             }
             switch (c.kind) {
-            case ChangeKind::FieldAdded: known.emplace(c.path, scope); break;
+            case ChangeKind::FieldAdded:
+                if (is_known(c.path, scope))
+                    return "field_added " + c.path + ", a field that exists already (added or renamed to before)";
+                known.emplace(c.path, scope);
+                break;
             case ChangeKind::FieldRemoved: forget(c.path, scope); break;
             case ChangeKind::ValueMapped: break;
             case ChangeKind::FieldRenamed:
@@ -579,7 +596,9 @@ void reach(Node &n, const std::vector<Token> &tokens, std::size_t i, std::size_t
         if (n.type == Node::Type::Array)
             for (Node &item : n.items) reach(item, tokens, i + 1, end, f);
     } else if (n.type == Node::Type::Object) {
-        if (Member *m = find(n, t.name)) reach(m->value, tokens, i + 1, end, f);
+        // a name given twice (JSON allows it): each is changed alike, whichever one a reader keeps
+        for (Member &m : n.members)
+            if (m.key == t.name) reach(m.value, tokens, i + 1, end, f);
     } else if (n.type == Node::Type::Array) {
         std::size_t at = 0;
         if (index_of(t.name, n.items.size(), at)) reach(n.items[at], tokens, i + 1, end, f);
@@ -587,13 +606,9 @@ void reach(Node &n, const std::vector<Token> &tokens, std::size_t i, std::size_t
 }
 
 void remove_field(Node &obj, const std::string &key, bool &changed) {
-    for (auto it = obj.members.begin(); it != obj.members.end(); ++it) {
-        if (it->key == key) {
-            obj.members.erase(it);
-            changed = true;
-            return;
-        }
-    }
+    std::size_t before = obj.members.size();
+    std::erase_if(obj.members, [&](const Member &m) { return m.key == key; });
+    changed |= obj.members.size() != before;
 }
 
 void add_field(Node &obj, const std::string &key, std::string_view raw_key, const Node &value, bool &changed) {
@@ -607,19 +622,15 @@ void add_field(Node &obj, const std::string &key, std::string_view raw_key, cons
 }
 
 void rename_field(Node &obj, const std::string &from, const std::string &to, std::string_view raw_to, bool &changed) {
-    Member *m = find(obj, from);
-    if (!m) return;
-    std::size_t at = static_cast<std::size_t>(m - obj.members.data());
-    // the renamed field takes the place of one already named so
-    for (std::size_t k = 0; k < obj.members.size(); ++k) {
-        if (k != at && obj.members[k].key == to) {
-            obj.members.erase(obj.members.begin() + static_cast<std::ptrdiff_t>(k));
-            if (k < at) --at;
-            break;
+    if (!find(obj, from)) return;
+    // the renamed field takes the place of any already named so
+    std::erase_if(obj.members, [&](const Member &m) { return m.key == to; });
+    for (Member &m : obj.members) {
+        if (m.key == from) {
+            m.key = to;
+            m.raw_key = raw_to;
         }
     }
-    obj.members[at].key = to;
-    obj.members[at].raw_key = raw_to;
     changed = true;
 }
 

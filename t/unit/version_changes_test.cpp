@@ -128,6 +128,16 @@ TEST(VersionChanges, ChecksTheChain) {
     EXPECT_EQ(check_chain({{}, {change({"value_mapped", "/s", "a", "b"}), change({"value_mapped", "/t", "c", "b"})}}), "");
     EXPECT_NE(check_chain({{}, {change({"field_renamed", "/a", "/b"}), change({"field_renamed", "/b", "/c"})}}), "");
     EXPECT_NE(check_chain({{change({"field_added", "/a"})}}), "");  // the oldest differs from nothing
+    // adding a field the chain already has
+    EXPECT_NE(check_chain({{}, {change({"field_renamed", "/b", "/a"})}, {change({"field_added", "/a"})}}), "");
+    // removed on one route only: it still exists on the others
+    EXPECT_NE(check_chain({{},
+                           {change({"field_added", "/a"})},
+                           {change({"field_removed", "/a", "on", "POST", "/u"}), change({"field_renamed", "/c", "/a"})}}),
+              "");
+    // `*` meets every index
+    EXPECT_NE(check_chain({{}, {change({"field_added", "/i/*/a"})}, {change({"field_added", "/i/0/a"})}}), "");
+    EXPECT_EQ(check_chain({{}, {change({"field_added", "/i/*/a"})}, {change({"field_added", "/i/0/b"})}}), "");
 }
 
 TEST(VersionChanges, MigratesResponsesBackOneVersionAtATime) {
@@ -190,6 +200,12 @@ TEST(VersionChanges, ArraysNestedObjectsAndEscapes) {
     EXPECT_EQ(run(m, R"({"error":"no","code":{"n":404}})", 1, 0), R"({"error":"no","code":"not_found"})");
     // keys and strings with unicode escapes and UTF-8 pass as written
     EXPECT_EQ(run(m, "{\"\\u00e9\":\"caf\xc3\xa9\",\"tags\":[\"old\"]}", 0, 1), "{\"\\u00e9\":\"caf\xc3\xa9\",\"tags\":[\"new\"]}");
+}
+
+TEST(VersionChanges, NamesGivenTwice) {
+    Migrator m({{}, {change({"field_added", "/a"}), change({"field_renamed", "/b", "/c"})}});
+    EXPECT_EQ(run(m, R"({"a":1,"x":0,"a":{"k":2}})", 1, 0), R"({"x":0})");
+    EXPECT_EQ(run(m, R"({"b":1,"c":0,"b":2})", 0, 1), R"({"c":1,"c":2})");
 }
 
 TEST(VersionChanges, ForwardThenBackReturnsTheOldShape) {
