@@ -310,7 +310,10 @@ bool same(const Node &a, const Node &b) {
     switch (a.type) {
     case Node::Type::Number: return a.raw == b.raw;
     case Node::Type::String:
-        return a.raw == b.raw || decode_string(a.raw) == decode_string(b.raw);
+        if (a.raw == b.raw) return true;
+        // without escapes the text is the value: no need to decode
+        if (a.raw.find('\\') == std::string_view::npos && b.raw.find('\\') == std::string_view::npos) return false;
+        return decode_string(a.raw) == decode_string(b.raw);
     case Node::Type::Array:
         if (a.items.size() != b.items.size()) return false;
         for (std::size_t i = 0; i < a.items.size(); ++i)
