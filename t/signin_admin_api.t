@@ -2,8 +2,8 @@
 # non-administrator gets 403 everywhere; an administrator whose session did not pass a second
 # factor reads but cannot change; each change answers 204 and leaves its audit entry with the
 # client admin:<id>; a cookie change needs the site's Origin; bad ids and cursors are 400; the
-# search pages through a domain; the audit exports as CSV; no answer holds a secret; with
-# signin_admin off the paths are 404.
+# search pages through a domain; the audit exports as CSV; the dashboard's counts, with and
+# without signin_metrics; no answer holds a secret; with signin_admin off the paths are 404.
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -50,7 +50,7 @@ my ($dave_cookie, $dave) = $t->sign_in('dave@acme.example');
 # ---- who may
 is api(GET => 'users')->{status}, 401, 'no credential: 401';
 for my $k (['GET', 'users'], ['GET', "users/$dave->{id}"], ['GET', 'audit'], ['POST', "users/$dave->{id}/suspend"],
-           ['POST', 'invitations']) {
+           ['POST', 'invitations'], ['GET', 'stats']) {
     my ($m, $p) = @$k;
     $r = api($m => $p, headers => { %$O, cookie => $carol_cookie }, ($m eq 'POST' ? (json => {}) : ()));
     is $r->{status}, 403, "a non-administrator: $m $p is 403";
@@ -205,9 +205,39 @@ is $lines[0], 'at,kind,email,client,user_id,detail', '... its header';
 ok scalar(grep { /^\d{4}-\d\d-\d\dT[^,]+,user\.suspended,carol\@acme\.example,\Q$actor\E,\Q$carol->{id}\E,/ } @lines),
     '... a row per entry, with the administrator as client';
 
+# ---- the dashboard's counts: none without a signin_metrics location
+$r = api(GET => 'stats', headers => $B);
+is $r->{status}, 200, 'GET stats';
+is $r->{json}{metrics}, JSON::PP::false, '... without a signin_metrics location, metrics is false';
+ok !exists $r->{json}{totals} && !exists $r->{json}{minutes}, '... and nothing counted is shown';
+ok exists $r->{json}{store}{used_bytes} && exists $r->{json}{store}{map_bytes}, '... only the store\'s use (0 on PostgreSQL, which gives no such figure)';
+is api(GET => 'stats', headers => { cookie => $helper_cookie })->{status}, 200,
+    '... read without a passed second factor, as every read';
+
 # ---- nothing secret, anywhere
 my $all = join '', map { api(GET => $_, headers => $B)->{content} } 'users', "users/$boss->{id}", "users/$erin->{id}", 'audit?limit=500';
 unlike $all, qr/"(?:token|secret|password_hash|code)"/, 'no answer has a token, secret, hash or code field';
+
+# ---- the dashboard with signin_metrics: the totals, and this minute's sign-ins and refusals
+$t->stop;
+$t->run(http => $t->signin_http(extra => q{signin_limits off; signin_mfa on; signin_admin on;},
+                                locations => q{location = /m { signin_metrics; }}));
+$t->sign_in('frank@acme.example') for 1 .. 2;
+$t->req(POST => '/auth/session', json => { token => 'x' x 43 }, headers => $O) for 1 .. 3;    # refused: invalid_token
+$r = api(GET => 'stats', headers => $B);
+is $r->{status}, 200, 'with signin_metrics: GET stats';
+is $r->{json}{metrics}, JSON::PP::true, '... metrics is true';
+ok $r->{json}{totals}{signins}{email} >= 2, '... the sign-ins by email are counted';
+ok $r->{json}{totals}{failures}{invalid_token} >= 3, '... and the refusals by reason';
+is scalar @{ $r->{json}{minutes}{signins} }, 60, '... 60 minutes';
+is scalar @{ $r->{json}{hours}{failures} }, 48, '... and 48 hours';
+is $r->{json}{minutes}{step_seconds}, 60, '... a minute apart';
+my $last = $r->{json}{minutes};
+# the sign-ins fall in this minute or (at its turn) the one before
+cmp_ok $last->{signins}[-1] + $last->{signins}[-2], '>=', 2, '... the sign-ins in the last minutes';
+cmp_ok $last->{failures}[-1] + $last->{failures}[-2], '>=', 3, '... and the refusals';
+cmp_ok $r->{json}{hours}{signins}[-1] + $r->{json}{hours}{signins}[-2], '>=', 2, '... and in the hours';
+like $last->{start}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/, '... starting on a minute';
 
 # ---- signin_admin off: the paths are not there, for an administrator either
 $t->stop;

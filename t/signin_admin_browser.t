@@ -15,15 +15,15 @@ local $ENV{CHROMIUM} = $chromium;
 
 my $t = SigninTest->new;
 $t->run(http => $t->signin_http(
-    extra => q{signin_limits off; signin_site_name "Acme Tools"; signin_mfa on; signin_admin on;},
-    auth => q{signin_pages on;}));
+    extra => q{signin_limits off; signin_site_name "Acme Tools"; signin_mfa on; signin_admin on; signin_languages en de;},
+    auth => q{signin_pages on;}, locations => q{location = /m { signin_metrics; }}));
 
 my (undef, undef, $recovery) = $t->mfa_enrolled('boss@acme.example');
 my ($rc) = $t->admin('role', 'add', 'boss@acme.example', 'admin');
 is $rc, 0, 'boss holds the admin role';
 $t->sign_in('dave@acme.example');
 
-$t->browser_walk('admin.mjs', 15, $t->origin, $t->prefix, 'boss@acme.example', $recovery->[0], 'dave@acme.example');
+$t->browser_walk('admin.mjs', 30, $t->origin, $t->prefix, 'boss@acme.example', $recovery->[0], 'dave@acme.example');
 
 $t->done;
 done_testing;

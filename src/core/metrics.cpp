@@ -1,6 +1,8 @@
 // The Prometheus text format of metrics.hpp.
 #include "signin/metrics.hpp"
 
+#include "signin/json.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -100,6 +102,73 @@ std::size_t bucket_of(const double *bounds, std::size_t n, double v) {
         if (v <= bounds[i]) return i;
     }
     return n;
+}
+
+std::uint64_t slot_add(std::uint64_t word, std::uint32_t period) {
+    const auto held = static_cast<std::uint32_t>(word >> 32);
+    const auto count = static_cast<std::uint32_t>(word);
+    if (held == period) return count == UINT32_MAX ? word : word + 1;
+    if (held > period) return word;
+    return (static_cast<std::uint64_t>(period) << 32) | 1u;
+}
+
+std::vector<std::uint64_t> slot_series(const std::vector<std::uint64_t> &ring, std::uint32_t now) {
+    const std::size_t n = ring.size();
+    std::vector<std::uint64_t> out(n, 0);
+    for (std::size_t i = 0; i < n && i <= now; ++i) {  // i periods back from now
+        const std::uint32_t period = now - static_cast<std::uint32_t>(i);
+        const std::uint64_t word = ring[period % n];
+        if (static_cast<std::uint32_t>(word >> 32) == period) out[n - 1 - i] = static_cast<std::uint32_t>(word);
+    }
+    return out;
+}
+
+namespace {
+
+void write_samples(json::Writer &w, std::string_view name, const std::vector<Sample> &samples) {
+    w.key(name).begin_object();
+    for (const Sample &s : samples) w.key(s.label_value).value(static_cast<std::int64_t>(s.value));
+    w.end_object();
+}
+
+void write_series(json::Writer &w, std::string_view name, const std::vector<std::uint64_t> (&series)[kSeries],
+                  Millis at, Millis step) {
+    const std::size_t n = series[0].size();
+    const Millis start = (at / step - static_cast<Millis>(n > 0 ? n - 1 : 0)) * step;
+    w.key(name).begin_object().key("start").time(start).key("step_seconds").value(step / 1000);
+    for (std::size_t s = 0; s < kSeries; ++s) {
+        w.key(kSeriesNames[s]).begin_array();
+        for (std::uint64_t v : series[s]) w.value(static_cast<std::int64_t>(v));
+        w.end_array();
+    }
+    w.end_object();
+}
+
+}  // namespace
+
+std::string dashboard_json(const Dashboard &d) {
+    json::Writer w;
+    w.begin_object().key("metrics").value(d.metrics).key("at").time(d.at);
+    w.key("store").begin_object();
+    w.key("used_bytes").value(static_cast<std::int64_t>(d.store_used_bytes));
+    w.key("map_bytes").value(static_cast<std::int64_t>(d.store_map_bytes));
+    w.end_object();
+    if (d.metrics) {
+        w.key("totals").begin_object();
+        write_samples(w, "signins", d.signins);
+        write_samples(w, "failures", d.failures);
+        write_samples(w, "rate_limited", d.rate_limited);
+        w.key("emails").begin_object();
+        w.key("sent").value(static_cast<std::int64_t>(d.emails_sent));
+        w.key("retried").value(static_cast<std::int64_t>(d.emails_retried));
+        w.key("failed").value(static_cast<std::int64_t>(d.emails_failed));
+        w.end_object();
+        w.end_object();
+        write_series(w, "minutes", d.minutes, d.at, 60 * 1000);
+        write_series(w, "hours", d.hours, d.at, 3600 * 1000);
+    }
+    w.end_object();
+    return w.take();
 }
 
 }  // namespace signin::metrics

@@ -173,6 +173,9 @@ const char *template_name(Page page) {
                                      : "unavailable.html";
 }
 
+// Every page, in the order of the Page enumeration.
+constexpr std::array<Page, 5> kPages = {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable, Page::Admin};
+
 // The scripts a page loads (their t("...") strings go into the page's catalog).
 std::vector<std::string_view> scripts_of(Page page) {
     switch (page) {
@@ -258,16 +261,20 @@ void append_script_json(std::string &out, std::string_view s) {
 std::string catalog_script(const i18n::Languages &langs, std::size_t lang) {
     std::string json;
     std::set<std::string> written;
-    for (std::string_view script : {"common.js", "signin.js", "account.js", "forbidden.js"}) {
-        const EmbeddedFile *js = embedded(script);
-        if (js == nullptr) continue;
-        each_script_text(js->body, [&](const std::string &id) {
-            if (!langs.translates(lang, id) || !written.insert(id).second) return;
-            json += json.empty() ? "{" : ",";
-            append_script_json(json, id);
-            json += ":";
-            append_script_json(json, langs.text(lang, id));
-        });
+    // every page's scripts: one catalog serves them all (a script shared by pages is read once
+    // per page, its strings written once)
+    for (Page p : kPages) {
+        for (std::string_view script : scripts_of(p)) {
+            const EmbeddedFile *js = embedded(script);
+            if (js == nullptr) continue;
+            each_script_text(js->body, [&](const std::string &id) {
+                if (!langs.translates(lang, id) || !written.insert(id).second) return;
+                json += json.empty() ? "{" : ",";
+                append_script_json(json, id);
+                json += ":";
+                append_script_json(json, langs.text(lang, id));
+            });
+        }
     }
     if (json.empty()) return {};
     return "globalThis.signinCatalog=" + json + "};\n";
@@ -349,7 +356,6 @@ std::string expand_page(std::string_view t, const Settings &settings) {
     return out;
 }
 
-constexpr std::array<Page, 5> kPages = {Page::SignIn, Page::Account, Page::Forbidden, Page::Unavailable, Page::Admin};
 
 }  // namespace
 

@@ -2,8 +2,8 @@
 // their sessions (revoke), their password (set from a fresh session, change with the current
 // one), sign out. Each capability is one <section> of account.html and one load*() here.
 import {
-  accountName, busy, call, credentialJSON, explain, messages, passkeysAvailable, passkeyTrouble, providerLink,
-  providerTrouble, publicKeyOptions, t, when,
+  accountName, busy, call, credentialJSON, describe, explain, messages, passkeysAvailable, passkeyTrouble,
+  providerLink, providerTrouble, publicKeyOptions, t, when,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -16,25 +16,6 @@ let currentSession = "";  // the id of this browser's session
 
 function toSignIn() {
   location.assign(`./?return_to=${encodeURIComponent(location.pathname)}`);
-}
-
-// "Chrome on Linux" from a User-Agent; the whole string stays in the title (a tooltip).
-function browserName(ua) {
-  const browser = /Edg\//.test(ua) ? "Edge" : /Firefox\//.test(ua) ? "Firefox" : /Chrom(e|ium)\//.test(ua) ? "Chrome"
-    : /Safari\//.test(ua) ? "Safari" : /curl\//i.test(ua) ? "curl" : "";
-  const os = /Android/.test(ua) ? "Android" : /iPhone|iPad/.test(ua) ? "iOS" : /Windows/.test(ua) ? "Windows"
-    : /Mac OS X|Macintosh/.test(ua) ? "macOS" : /Linux/.test(ua) ? "Linux" : "";
-  if (browser && os) return t("{browser} on {system}", { browser, system: os });
-  return browser || os || ua.slice(0, 60);
-}
-
-function describe(s) {
-  const agent = s.user_agent ? browserName(s.user_agent) : s.kind === "bearer" ? t("An app") : t("A browser");
-  const last = s.last_seen_at ? when(s.last_seen_at) : "";
-  const detail = s.client && last ? t("from {client}, last active {when}", { client: s.client, when: last })
-    : s.client ? t("from {client}", { client: s.client })
-      : last ? t("last active {when}", { when: last }) : "";
-  return { agent, detail };
 }
 
 // One entry of a list (accounts, sessions, passkeys): its name (with a badge), a line of detail,

@@ -103,6 +103,26 @@ export function when(time) {
   return Number.isNaN(date.getTime()) ? "" : date.toLocaleString(lang, { dateStyle: "medium", timeStyle: "short" });
 }
 
+// "Chrome on Linux" from a User-Agent; the whole string stays in the title (a tooltip).
+export function browserName(ua) {
+  const browser = /Edg\//.test(ua) ? "Edge" : /Firefox\//.test(ua) ? "Firefox" : /Chrom(e|ium)\//.test(ua) ? "Chrome"
+    : /Safari\//.test(ua) ? "Safari" : /curl\//i.test(ua) ? "curl" : "";
+  const os = /Android/.test(ua) ? "Android" : /iPhone|iPad/.test(ua) ? "iOS" : /Windows/.test(ua) ? "Windows"
+    : /Mac OS X|Macintosh/.test(ua) ? "macOS" : /Linux/.test(ua) ? "Linux" : "";
+  if (browser && os) return t("{browser} on {system}", { browser, system: os });
+  return browser || os || ua.slice(0, 60);
+}
+
+// A session as a list shows it: what it is, and where and when it was last seen.
+export function describe(s) {
+  const agent = s.user_agent ? browserName(s.user_agent) : s.kind === "bearer" ? t("An app") : t("A browser");
+  const last = s.last_seen_at ? when(s.last_seen_at) : "";
+  const detail = s.client && last ? t("from {client}, last active {when}", { client: s.client, when: last })
+    : s.client ? t("from {client}", { client: s.client })
+      : last ? t("last active {when}", { when: last }) : "";
+  return { agent, detail };
+}
+
 // The language picker (more than one signin_languages): the choice is the svc_lang cookie, for a
 // year, on the whole site, and the page is loaded again in that language.
 const picker = document.getElementById("signin-language");

@@ -113,7 +113,7 @@ enum Stmt : unsigned {
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents,
-    UserIndex, PutUserIndex, DelUserIndex, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, StmtCount
+    UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -232,6 +232,7 @@ constexpr const char *kStatements[StmtCount] = {
     "SELECT key FROM signin_user_search WHERE key >= $1 AND key > $2 AND key < $3 ORDER BY key LIMIT $4",
     /* PutUserIndex */ "INSERT INTO signin_user_search (key) VALUES ($1) ON CONFLICT (key) DO NOTHING",
     /* DelUserIndex */ "DELETE FROM signin_user_search WHERE key = $1",
+    /* AllUserSearch */ "SELECT key, ''::bytea FROM signin_user_search ORDER BY key",
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
     /* TryAdvisoryLock */ "SELECT pg_try_advisory_lock($1::bigint)",
@@ -1027,6 +1028,12 @@ public:
         for (;;) {
             auto users = txn.users(after, 1000);
             for (const User &u : users) {
+                for (const auto &key : user_index_keys(u)) {
+                    const auto found = txn.user_index(key, "", 1);
+                    if (found.empty() || found.front() != key) {
+                        problems.push_back("users: " + u.id + " is missing from the search index");
+                    }
+                }
                 if (u.email.empty()) continue;
                 auto owner = txn.user_by_email(u.group_id, u.email);
                 if (!owner || owner->id != u.id) problems.push_back("users: " + u.id + " is missing from the address index");
@@ -1036,6 +1043,18 @@ public:
         }
         scan(AllEmails, "signin_user_email", [&](std::string_view, std::string_view id) {
             if (!txn.user_by_id(id)) problems.push_back("signin_user_email: names a user that does not exist (" + std::string(id) + ")");
+        });
+        // an entry's user id follows its last NUL; the entry must be one that user's record makes
+        scan(AllUserSearch, "signin_user_search", [&](std::string_view key, std::string_view) {
+            const auto nul = key.rfind('\0');
+            const std::string_view id = nul == std::string_view::npos ? std::string_view() : key.substr(nul + 1);
+            auto u = id.empty() ? std::nullopt : txn.user_by_id(id);
+            bool current = false;
+            if (u) {
+                const auto keys = user_index_keys(*u);
+                current = std::find(keys.begin(), keys.end(), key) != keys.end();
+            }
+            if (!current) problems.push_back("signin_user_search: an entry no user has (" + std::string(id) + ")");
         });
         scan(AllTokens, "signin_tokens", [](std::string_view k, std::string_view v) { (void)decode_token(k, v); });
         scan(AllSessions, "signin_sessions", [&](std::string_view k, std::string_view v) {

@@ -1,8 +1,10 @@
 // Walks the administrators' page (signin_admin) in Debian's chromium, driven by playwright-core:
 // an administrator signs in through the sign-in page with a second factor (a recovery code), finds
-// a person by the search, opens them, suspends them and finds the entry in the audit, at 1280 px
-// and again at 390 px (unsuspend), in light and dark; a signed-in person without the role is told
-// the page is not for them. axe-core judges every state; screenshots go to OUT_DIR.
+// a person by the search, opens them (their sessions shown), suspends them and finds the entry in
+// the audit (with a time range, and the CSV and JSON links), invites someone, reads the dashboard's
+// charts, at 1280 px and again at 390 px (unsuspend), in light and dark; the page in German; a
+// signed-in person without the role gets the 403 page. axe-core judges every state; screenshots
+// go to OUT_DIR.
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_admin_browser.t.
 // usage: node admin.mjs BASE_URL OUT_DIR ADMIN_EMAIL RECOVERY_CODE PERSON_EMAIL
 import { startWalk } from "./walk.mjs";
@@ -43,6 +45,9 @@ async function openPerson(page, size) {
   await row.click();
   await page.waitForSelector("#person-view", { state: "visible" });
   check(`${size}: the person's page names them`, (await text(page, "#person-title")) === target);
+  const sessions = await text(page, "#person-sessions");
+  check(`${size}: ... and lists their session with its browser and client`,
+    /127\.0\.0\.1/.test(sessions) && (await page.locator("#person-sessions li").count()) >= 1, sessions);
 }
 
 async function auditShows(page, size, kind) {
@@ -56,6 +61,37 @@ async function auditShows(page, size, kind) {
   check(`${size}: the CSV link carries the filter`,
     /format=csv/.test(await page.getAttribute("#audit-csv", "href")) &&
     /kind=/.test(await page.getAttribute("#audit-csv", "href")));
+  // a time range: from an hour ago (the entry is in it), then from tomorrow (nothing is)
+  const local = (ms) => {
+    const d = new Date(ms);
+    return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+  };
+  await page.fill("#audit-since", local(Date.now() - 3600 * 1000));
+  await page.click("#audit-search button[type=submit]");
+  const ranged = await until(page, "#audit", new RegExp(kind.replace(".", "\\.")));
+  const json = await page.getAttribute("#audit-json", "href");
+  check(`${size}: from an hour ago, the entry is still there, and the JSON link carries the range`,
+    ranged.includes(target) && /since=\d{4}-\d\d-\d\dT/.test(json) && !/format=/.test(json), json);
+  await page.fill("#audit-since", local(Date.now() + 24 * 3600 * 1000));
+  await page.click("#audit-search button[type=submit]");
+  await page.waitForFunction(() => document.querySelectorAll("#audit li").length === 0, null, { timeout: 5000 })
+    .catch(() => {});
+  check(`${size}: from tomorrow, nothing`, (await page.locator("#audit li").count()) === 0, await text(page, "#audit"));
+  await page.fill("#audit-since", "");
+}
+
+// The dashboard: totals and two charts of bars, each chart named with its totals.
+async function dashboard(page, size) {
+  await page.goto(`${base}/auth/admin/#dashboard`);
+  await page.waitForSelector("#dashboard-view", { state: "visible" });
+  await page.waitForSelector("#minutes-chart svg.bars");
+  const label = await page.getAttribute("#minutes-chart svg", "aria-label");
+  check(`${size}: the dashboard draws the last hour's sign-ins`, /Sign-ins: [1-9]/.test(label || ""), label);
+  check(`${size}: ... and the two days'`, (await page.locator("#hours-chart svg rect.signins").count()) === 48);
+  const totals = await text(page, "#totals");
+  check(`${size}: ... with the totals`, /Sign-ins/.test(totals) && /Emails sent/.test(totals), totals);
+  const scrolls = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+  check(`${size}: ... without scrolling sideways`, !scrolls);
 }
 
 await walk.run(async () => {
@@ -84,6 +120,27 @@ await walk.run(async () => {
   await auditShows(a.page, "1280", "user.suspended");
   await axe(a.page, "audit, 1280");
   await shot(a.page, "admin-audit-1280");
+  await dashboard(a.page, "1280");
+  await axe(a.page, "dashboard, 1280, light");
+  await shot(a.page, "admin-dashboard-1280");
+  await a.page.emulateMedia({ colorScheme: "dark" });
+  await axe(a.page, "dashboard, 1280, dark");
+  await a.page.emulateMedia({ colorScheme: "light" });
+
+  // ---- an invitation from the list
+  const invitee = `newbie-${Date.now()}@example.com`;
+  await a.page.goto(`${base}/auth/admin/`);
+  await a.page.waitForSelector("#users-view", { state: "visible" });
+  await a.page.fill("#invite-email", invitee);
+  await a.page.fill("#invite-roles", "support");
+  await a.page.uncheck("#invite-send");
+  await a.page.click("#invite-form button[type=submit]");
+  const invited = await until(a.page, "#notice", /invited/);
+  check("1280: an invitation says so", invited.includes(invitee), invited + " / " + (await text(a.page, "#error")));
+  await a.page.fill("#q", invitee);
+  await a.page.click("#search button[type=submit]");
+  const row = await until(a.page, "#users", new RegExp(invitee.replace(/[.]/g, "\\.")));
+  check("1280: ... and the person is there, pending, with the role", /Pending/.test(row) && /support/.test(row), row);
 
   // ---- 390 px: the same session, on a phone
   const state = await a.context.storageState();
@@ -107,14 +164,28 @@ await walk.run(async () => {
   await axe(p.page, "person, 390");
   await shot(p.page, "admin-person-390");
   await auditShows(p.page, "390", "user.restored");
+  await dashboard(p.page, "390");
+  await axe(p.page, "dashboard, 390");
+  await shot(p.page, "admin-dashboard-390");
+
+  // ---- in German: the page's texts and its script's
+  const g = await walk.person({ viewport: desktop, locale: "de-DE", storageState: state });
+  await g.page.goto(`${base}/auth/admin/`);
+  await g.page.waitForSelector("#users-view", { state: "visible" });
+  check("de: the page is in German", (await text(g.page, "h1")) === "Verwaltung", await text(g.page, "h1"));
+  const states = await text(g.page, "#users");
+  check("de: ... and so is what its script writes", /Aktiv/.test(states) && !/\bActive\b/.test(states), states);
+  await axe(g.page, "people, de");
 
   // ---- someone without the role
   const c = await walk.person({ viewport: desktop });
   await signUp(c.page, `nobody-${Date.now()}@example.com`);
-  await c.page.goto(`${base}/auth/admin/`);
-  const refused = await until(c.page, "#error", /may not/);
-  check("without the role: the page says it is not for this account", /may not open the administration/.test(refused),
-    refused);
-  check("... and shows no list", !(await visible(c.page, "#users-view")));
+  const answer = await c.page.goto(`${base}/auth/admin/`);
+  check("without the role: 403", answer.status() === 403, String(answer.status()));
+  const heading = await text(c.page, "h1");
+  check("... the page that says it is not for this account", /Not for this account/.test(heading), heading);
+  await c.page.waitForSelector("#sign-out", { state: "visible" });
+  check("... offering to sign out and use another one", await visible(c.page, "#sign-out"));
+  check("... and no list", (await c.page.locator("#users-view").count()) === 0);
   await axe(c.page, "refused, 1280");
 });

@@ -250,7 +250,9 @@ TEST(LocalizedPages, TheScriptsCatalogIsAnAssetOfItsLanguage) {
     EXPECT_EQ(de->body.rfind("globalThis.signinCatalog={", 0), 0u);
     EXPECT_NE(de->body.find("\"Check your email\":"), std::string_view::npos) << "signin.js's strings";
     EXPECT_NE(de->body.find("\"An app\":"), std::string_view::npos) << "account.js's strings";
-    for (auto page : {pages::Page::SignIn, pages::Page::Account, pages::Page::Forbidden}) {
+    EXPECT_NE(de->body.find("\"This account may not open the administration pages.\":"), std::string_view::npos)
+        << "admin.js's strings";
+    for (auto page : {pages::Page::SignIn, pages::Page::Account, pages::Page::Forbidden, pages::Page::Admin}) {
         const std::string html = localized.render(page, 1, s);
         EXPECT_NE(html.find("i18n-de.js?v=" + std::string(de->hash) + "\" defer></script>"), std::string::npos);
         EXPECT_EQ(html.find("Check your email"), std::string::npos) << "no catalog in the page";

@@ -94,3 +94,63 @@ TEST(Metrics, BucketsAndFailureSlots) {
     EXPECT_EQ(failure_slot(signin::Code::InvalidToken), 0u);
     EXPECT_FALSE(failure_slot(signin::Code::Internal));
 }
+
+// The dashboard's rings: a slot counts in its period, starts again in a later one, ignores an
+// earlier one (a worker a moment behind), and never wraps its count into the period's bits.
+TEST(Metrics, SlotsCountPerPeriodAndStartAgainInALaterOne) {
+    std::uint64_t w = 0;
+    w = slot_add(w, 100);
+    w = slot_add(w, 100);
+    EXPECT_EQ(w, (std::uint64_t{100} << 32) | 2u);
+    EXPECT_EQ(slot_add(w, 99), w) << "an older period counts nothing";
+    EXPECT_EQ(slot_add(w, 160), (std::uint64_t{160} << 32) | 1u) << "a later period starts at one";
+    const std::uint64_t full = (std::uint64_t{7} << 32) | UINT32_MAX;
+    EXPECT_EQ(slot_add(full, 7), full) << "a full count stays full, its period unchanged";
+}
+
+TEST(Metrics, SeriesReadTheLastPeriodsOldestFirst) {
+    std::vector<std::uint64_t> ring(4, 0);
+    auto put = [&ring](std::uint32_t period, std::uint32_t count) {
+        ring[period % ring.size()] = (std::uint64_t{period} << 32) | count;
+    };
+    put(10, 5);   // now
+    put(9, 4);    // a period ago
+    put(4, 9);    // slot 0: a stale period (8 is the one three back): reads as zero
+    put(7, 2);    // slot 3: 7 is three back
+    EXPECT_EQ(slot_series(ring, 10), (std::vector<std::uint64_t>{2, 0, 4, 5}));
+    EXPECT_EQ(slot_series(ring, 11), (std::vector<std::uint64_t>{0, 4, 5, 0})) << "a period later";
+    EXPECT_EQ(slot_series(ring, 100), (std::vector<std::uint64_t>{0, 0, 0, 0})) << "long after";
+    EXPECT_EQ(slot_series(std::vector<std::uint64_t>(3, 0), 1), (std::vector<std::uint64_t>{0, 0, 0}))
+        << "no period before zero is read";
+}
+
+TEST(Metrics, TheDashboardInJson) {
+    Dashboard d;
+    d.at = 1764000000000 + 90 * 1000;  // 2025-11-24T16:01:30.000Z
+    d.store_used_bytes = 4096;
+    d.store_map_bytes = 1 << 20;
+    EXPECT_EQ(dashboard_json(d),
+              "{\"metrics\":false,\"at\":\"2025-11-24T16:01:30.000Z\",\"store\":{\"used_bytes\":4096,\"map_bytes\":1048576}}");
+    d.metrics = true;
+    d.signins = {{"email", 3}, {"passkey", 1}};
+    d.failures = {{"invalid_code", 2}};
+    d.rate_limited = {{"sensitive", 1}};
+    d.emails_sent = 4;
+    d.emails_failed = 1;
+    for (std::size_t s = 0; s < kSeries; ++s) {
+        d.minutes[s] = {0, static_cast<std::uint64_t>(s)};
+        d.hours[s] = {static_cast<std::uint64_t>(s)};
+    }
+    const std::string j = dashboard_json(d);
+    EXPECT_NE(j.find("\"totals\":{\"signins\":{\"email\":3,\"passkey\":1},\"failures\":{\"invalid_code\":2},"
+                     "\"rate_limited\":{\"sensitive\":1},\"emails\":{\"sent\":4,\"retried\":0,\"failed\":1}}"),
+              std::string::npos)
+        << j;
+    EXPECT_NE(j.find("\"minutes\":{\"start\":\"2025-11-24T16:00:00.000Z\",\"step_seconds\":60,\"signins\":[0,0],"
+                     "\"failures\":[0,1],\"rate_limited\":[0,2],\"emails_sent\":[0,3],\"emails_failed\":[0,4]}"),
+              std::string::npos)
+        << "the first minute of two, ending with the current one: " << j;
+    EXPECT_NE(j.find("\"hours\":{\"start\":\"2025-11-24T16:00:00.000Z\",\"step_seconds\":3600,\"signins\":[0]"),
+              std::string::npos)
+        << j;
+}

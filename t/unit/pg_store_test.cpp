@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -230,6 +231,68 @@ TEST_P(StoreContract, AStoreWithoutTheSearchIndexGetsItFilledAtOpen) {
     auto r = store_->read();
     EXPECT_EQ(indexed(*r, "eold@"), std::vector<std::string>{"u1"});
     EXPECT_EQ(indexed(*r, "dexample.com"), std::vector<std::string>{"u1"});
+}
+
+// signin-admin check: an account's missing search entry, and an entry no account makes, are both
+// found, on either store.
+TEST_P(StoreContract, TheCheckFindsAMissingAndAStaleSearchEntry) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "bob@example.com"));
+        w->commit();
+    }
+    std::string bob;
+    {
+        auto r = store_->read();
+        auto keys = r->user_index("ebob@", "", 1);
+        ASSERT_EQ(keys.size(), 1u);
+        bob = keys[0];
+    }
+    const std::string stale = std::string("ezed@example.com") + '\0' + "u9";
+    store_.reset();
+    if (GetParam() == Backend::Pg) {
+        auto hex = [](const std::string &b) {
+            static const char *digits = "0123456789abcdef";
+            std::string out = "'\\x";
+            for (unsigned char c : b) {
+                out += digits[c >> 4];
+                out += digits[c & 15];
+            }
+            return out + "'::bytea";
+        };
+        pg_exec(schema_->conninfo(), "DELETE FROM signin_user_search WHERE key = " + hex(bob) +
+                                         "; INSERT INTO signin_user_search (key) VALUES (" + hex(stale) + ")");
+        PgOptions o;
+        o.conninfo = schema_->conninfo();
+        store_ = open_pg_store(o);
+    } else {
+        MDB_env *env = nullptr;
+        ASSERT_EQ(mdb_env_create(&env), 0);
+        mdb_env_set_maxdbs(env, 32);
+        ASSERT_EQ(mdb_env_open(env, (root_ + "/db").c_str(), 0, 0600), 0);
+        MDB_txn *txn = nullptr;
+        ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+        MDB_dbi search = 0;
+        ASSERT_EQ(mdb_dbi_open(txn, "user_search", 0, &search), 0);
+        MDB_val gone{bob.size(), bob.data()};
+        ASSERT_EQ(mdb_del(txn, search, &gone, nullptr), 0);
+        std::string stale_key = stale;
+        MDB_val k{stale_key.size(), stale_key.data()}, v{0, nullptr};
+        ASSERT_EQ(mdb_put(txn, search, &k, &v, 0), 0);
+        ASSERT_EQ(mdb_txn_commit(txn), 0);
+        mdb_env_close(env);
+        LmdbOptions o;
+        o.path = root_ + "/db";
+        o.map_size = 1ull << 24;
+        store_ = open_lmdb_store(o);
+    }
+    const auto problems = store_->check_integrity();
+    auto has = [&problems](const std::string &text) {
+        return std::any_of(problems.begin(), problems.end(),
+                           [&text](const std::string &p) { return p.find(text) != std::string::npos; });
+    };
+    EXPECT_TRUE(has("u1 is missing from the search index")) << ::testing::PrintToString(problems);
+    EXPECT_TRUE(has("an entry no user has (u9)")) << ::testing::PrintToString(problems);
 }
 
 TEST_P(StoreContract, TokensOfAnAddressOldestFirst) {

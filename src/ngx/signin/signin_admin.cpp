@@ -9,9 +9,12 @@
 #include "signin_api.h"
 #include "signin_conf.h"
 #include "signin_delivery.h"
+#include "signin_handlers.h"
 #include "signin_jobs.h"
+#include "signin_metrics.h"
 #include "signin_registration.h"
 #include "signin_reply.h"
+#include "signin_request.h"
 
 #include <functional>
 #include <iterator>
@@ -136,6 +139,54 @@ ngx_int_t account_change(ApiCall &call, AccountChange change) {
                                                         }));
 }
 
+
+void admin_page_resume(ngx_http_request_t *r);
+
+// The sign-in page of this API location ("/auth/" for the admin page "/auth/admin/"): where the
+// 403 page's "use another account" leads.
+std::string auth_base(ngx_http_request_t *r) {
+    const std::string_view uri = sv(r->uri), path = sub_path(r).value_or("");
+    return std::string(uri.substr(0, uri.size() - std::min(path.size(), uri.size())));
+}
+
+ngx_int_t admin_page_step(ngx_http_request_t *r) {
+    signin::Identity *engine = identity();
+    if (engine == nullptr) return send_unavailable_page(r);
+    Credentials c = read_credentials(r, engine->cookie_name());
+    // only a browser's session decides: without one (or with a bearer token, which no browser
+    // sends on a navigation) the page asks the visitor to sign in itself
+    if (c.state != Credentials::Cookie) return send_admin_shell(r);
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (reads_block() && !ctx->pre_auth && !from_session_cache(r, c)) {
+        if (start_auth_read(r, c) != NGX_OK) {
+            if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return send_unavailable_page(r);
+        }
+        r->main->count++;  // the request's own reference while it waits (released by the resume)
+        r->write_event_handler = admin_page_resume;
+        return NGX_DONE;
+    }
+    auto p = authenticate(r, c);
+    if (!p) return send_admin_shell(r);  // an ended session: the page sends the visitor to sign in
+    if (auto st = signin::Admin(id(), id().tokens(), admin_role(r)).may_read(*p.value()); !st) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "signin: user %s may not open the admin page",
+                      p.value()->user.id.c_str());
+        count_failure(signin::Code::Forbidden);
+        const std::string email = p.value()->user.email;
+        if (RequestCtx *rctx = get_ctx(r, false)) rctx->principal.reset();
+        return send_forbidden_page(r, email, auth_base(r));
+    }
+    return send_admin_shell(r);
+}
+
+void admin_page_resume(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx == nullptr || ctx->auth_reading) return;  // a stray write event while waiting
+    r->write_event_handler = ngx_http_request_empty_handler;
+    ngx_http_finalize_request(r, guard_request(r, "signin: the admin page", [r] { return admin_page_step(r); }));
+}
+
 }  // namespace
 
 ngx_int_t get_admin_users(ApiCall &call) {
@@ -254,6 +305,18 @@ ngx_int_t post_admin_invitations(ApiCall &call) {
                               [invite](std::vector<std::string> roles) { invite->add_roles(std::move(roles)); });
 }
 
+// The dashboard: counters of the shared zone (signin_metrics) and the store's use, nothing of
+// any one person. Read in the thread pool when the store's reads may block.
+ngx_int_t get_admin_stats(ApiCall &call) {
+    ngx_int_t rc = NGX_ERROR;
+    if (administrator(call, rc, false) == nullptr) return rc;
+    return with_read<signin::metrics::Dashboard>(
+        call.r, [] { return signin::Result<signin::metrics::Dashboard>(dashboard()); },
+        [](ngx_http_request_t *r, signin::metrics::Dashboard &d) {
+            return send_json(r, 200, signin::metrics::dashboard_json(d));
+        });
+}
+
 ngx_int_t get_admin_audit(ApiCall &call) {
     ngx_int_t rc = NGX_ERROR;
     const signin::Principal *p = administrator(call, rc, false);
@@ -293,5 +356,9 @@ ngx_int_t get_admin_audit(ApiCall &call) {
             return send_json(r, 200, signin::json::audit_entries(entries));
         });
 }
+
+// A signed-in account that is not an administrator gets the 403 page, not the page's shell: the
+// page is for the role, and saying so before any script runs is the server's answer.
+ngx_int_t admin_page(ngx_http_request_t *r) { return admin_page_step(r); }
 
 }  // namespace signin_ngx

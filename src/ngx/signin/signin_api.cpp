@@ -38,7 +38,7 @@ using signin::Code;
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
 // A path segment written "{id}" matches any one non-empty segment (the endpoint checks it); every
 // other segment matches only itself.
-constexpr std::array<Route, 48> kRoutes = {{
+constexpr std::array<Route, 49> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
@@ -98,6 +98,7 @@ constexpr std::array<Route, 48> kRoutes = {{
     {"admin/api/users/{id}/roles", NGX_HTTP_POST, post_admin_roles, Bucket::SignedIn, Route::Admin | Route::AdminWrite},
     {"admin/api/invitations", NGX_HTTP_POST, post_admin_invitations, Bucket::Sensitive, Route::Admin | Route::AdminWrite},
     {"admin/api/audit", NGX_HTTP_GET, get_admin_audit, Bucket::SignedIn, Route::Admin},
+    {"admin/api/stats", NGX_HTTP_GET, get_admin_stats, Bucket::SignedIn, Route::Admin},
 }};
 
 bool route_matches(std::string_view pattern, std::string_view path) {

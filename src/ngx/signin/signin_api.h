@@ -98,6 +98,7 @@ ngx_int_t post_admin_delete(ApiCall &call);
 ngx_int_t post_admin_roles(ApiCall &call);
 ngx_int_t post_admin_invitations(ApiCall &call);
 ngx_int_t get_admin_audit(ApiCall &call);
+ngx_int_t get_admin_stats(ApiCall &call);
 
 // Shared by the capabilities (signin_sessions.cpp).
 

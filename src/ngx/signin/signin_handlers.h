@@ -17,7 +17,13 @@ bool serves_pages(ngx_http_request_t *r, std::string_view path);
 ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path);
 // The 403 page of a gated location for a signed-in browser its rules refuse (signin_login_url
 // set): names the account, offers to sign out and use another one.
-ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account);
+// `login_url`: where "use another account" goes, signin_login_url when empty.
+ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account, std::string_view login_url = {});
+// signin_admin (signin_admin.cpp): GET {auth_path}/admin/, the administrators' page for an
+// administrator or a stranger (who is sent to sign in by the page), the 403 page for a signed-in
+// account without the role. send_admin_shell (signin_pages.cpp) is the page itself.
+ngx_int_t admin_page(ngx_http_request_t *r);
+ngx_int_t send_admin_shell(ngx_http_request_t *r);
 // The 503 page for a browser when the store cannot be used (signin_reply.cpp decides when).
 ngx_int_t send_unavailable_page(ngx_http_request_t *r);
 

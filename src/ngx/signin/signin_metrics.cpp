@@ -1,6 +1,8 @@
 // signin_metrics: the shared counters and the Prometheus endpoint (signin_metrics.h).
 #include "signin_metrics.h"
 
+#include <iterator>
+#include <utility>
 #include <vector>
 
 #include "signin/auth.hpp"
@@ -39,6 +41,9 @@ struct Counters {
     ngx_atomic_t commits[kCommitBounds + 1];
     ngx_atomic_t commit_micros;
     ngx_atomic_t queue[kWorkers];
+    // the admin page's dashboard (signin/metrics.hpp): counts per minute and per hour
+    ngx_atomic_t minutes[mx::kSeries][mx::kMinuteSlots];
+    ngx_atomic_t hours[mx::kSeries][mx::kHourSlots];
 };
 
 Counters *g_counters = nullptr;  // this worker's cycle's zone, or none
@@ -64,6 +69,47 @@ void add(ngx_atomic_t &a, ngx_atomic_int_t n = 1) { (void)ngx_atomic_fetch_add(&
 
 double get(const ngx_atomic_t &a) { return static_cast<double>(a); }
 
+// One more in the current minute's and hour's slots of a series. The compare-and-swap is tried a
+// few times: a count lost to a slot that changes under every try is a dashboard's blur, while
+// spinning would cost the request.
+void add_over_time(mx::Series series) {
+    Counters *c = g_counters;
+    if (c == nullptr) return;
+    const auto now = static_cast<std::uint64_t>(ngx_time());
+    const auto i = static_cast<std::size_t>(series);
+    const std::pair<ngx_atomic_t *, std::uint32_t> slots[] = {
+        {&c->minutes[i][(now / 60) % mx::kMinuteSlots], static_cast<std::uint32_t>(now / 60)},
+        {&c->hours[i][(now / 3600) % mx::kHourSlots], static_cast<std::uint32_t>(now / 3600)}};
+    for (auto [slot, period] : slots) {
+        for (int tries = 0; tries < 4; ++tries) {
+            const ngx_atomic_uint_t old = *slot;
+            const std::uint64_t next = mx::slot_add(old, period);
+            if (next == old || ngx_atomic_cmp_set(slot, old, static_cast<ngx_atomic_uint_t>(next))) break;
+        }
+    }
+}
+
+// The totals by label that both the metrics and the dashboard show.
+std::vector<mx::Sample> signin_samples(const Counters &c) {
+    std::vector<mx::Sample> out;
+    for (std::size_t i = 0; i < kWays; ++i) out.push_back({std::string(mx::kMethods[i]), get(c.signins[i])});
+    return out;
+}
+
+std::vector<mx::Sample> failure_samples(const Counters &c) {
+    std::vector<mx::Sample> out;
+    for (std::size_t i = 0; i < kReasons; ++i) {
+        out.push_back({std::string(signin::code_name(mx::kFailureCodes[i])), get(c.failures[i])});
+    }
+    return out;
+}
+
+std::vector<mx::Sample> limited_samples(const Counters &c) {
+    std::vector<mx::Sample> out;
+    for (std::size_t i = 0; i < kBuckets; ++i) out.push_back({bucket_name(static_cast<Bucket>(i + 1)), get(c.limited[i])});
+    return out;
+}
+
 ngx_int_t metrics(ngx_http_request_t *r) {
     if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) return NGX_HTTP_NOT_ALLOWED;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -75,13 +121,11 @@ ngx_int_t metrics(ngx_http_request_t *r) {
         f.push_back({name, help, type, label, {}, {}, {}, {}});
         return f.back();
     };
-    auto &signins = family("signin_signins_total", "Sign-ins (sessions and bearer tokens made), by way in.", Type::Counter, "method");
-    for (std::size_t i = 0; i < kWays; ++i) signins.samples.push_back({std::string(mx::kMethods[i]), get(c->signins[i])});
-    auto &failures = family("signin_signin_failures_total", "Refused requests of the sign-in API and the gate, by the answer's code.",
-                            Type::Counter, "reason");
-    for (std::size_t i = 0; i < kReasons; ++i) {
-        failures.samples.push_back({std::string(signin::code_name(mx::kFailureCodes[i])), get(c->failures[i])});
-    }
+    family("signin_signins_total", "Sign-ins (sessions and bearer tokens made), by way in.", Type::Counter, "method")
+        .samples = signin_samples(*c);
+    family("signin_signin_failures_total", "Refused requests of the sign-in API and the gate, by the answer's code.",
+           Type::Counter, "reason")
+        .samples = failure_samples(*c);
     auto &tokens = family("signin_tokens_issued_total", "Emails with a code and link handed to delivery, by purpose.",
                           Type::Counter, "purpose");
     for (std::size_t i = 0; i < kPurposes; ++i) {
@@ -111,10 +155,8 @@ ngx_int_t metrics(ngx_http_request_t *r) {
             events.outer_values.emplace_back(signin::kEventTypes[t]);
         }
     }
-    auto &limited = family("signin_rate_limited_total", "Requests answered 429, by limit.", Type::Counter, "limit");
-    for (std::size_t i = 0; i < kBuckets; ++i) {
-        limited.samples.push_back({bucket_name(static_cast<Bucket>(i + 1)), get(c->limited[i])});
-    }
+    family("signin_rate_limited_total", "Requests answered 429, by limit.", Type::Counter, "limit").samples =
+        limited_samples(*c);
     auto &batches = family("signin_write_batch_size", "Jobs per durable write batch.", Type::Histogram, "");
     batches.histogram.bounds.assign(mx::kBatchSizeBounds, mx::kBatchSizeBounds + kBatchBounds);
     for (auto &n : c->batch_sizes) batches.histogram.counts.push_back(static_cast<std::uint64_t>(n));
@@ -167,7 +209,9 @@ void metrics_attach(ngx_cycle_t *cycle) {
 }
 
 void count_signin(Way way) {
-    if (g_counters) add(g_counters->signins[static_cast<std::size_t>(way)]);
+    if (!g_counters) return;
+    add(g_counters->signins[static_cast<std::size_t>(way)]);
+    add_over_time(mx::Series::SignIns);
 }
 
 void count_signin(signin::SignInMethod method) {
@@ -181,7 +225,10 @@ void count_signin(signin::SignInMethod method) {
 
 void count_failure(signin::Code code) {
     if (!g_counters) return;
-    if (auto slot = mx::failure_slot(code)) add(g_counters->failures[*slot]);
+    if (auto slot = mx::failure_slot(code)) {
+        add(g_counters->failures[*slot]);
+        add_over_time(mx::Series::Failures);
+    }
 }
 
 void count_token(signin::Purpose purpose) {
@@ -190,7 +237,10 @@ void count_token(signin::Purpose purpose) {
 }
 
 void count_delivery(Transport transport, DeliveryResult result) {
-    if (g_counters) add(g_counters->deliveries[static_cast<std::size_t>(transport)][static_cast<std::size_t>(result)]);
+    if (!g_counters) return;
+    add(g_counters->deliveries[static_cast<std::size_t>(transport)][static_cast<std::size_t>(result)]);
+    if (result == DeliveryResult::Sent) add_over_time(mx::Series::Sent);
+    if (result == DeliveryResult::Failed) add_over_time(mx::Series::NotDelivered);
 }
 
 void count_event(std::string_view type, EventResult result) {
@@ -200,7 +250,10 @@ void count_event(std::string_view type, EventResult result) {
 
 void count_limited(Bucket bucket) {
     const auto i = static_cast<std::size_t>(bucket);
-    if (g_counters && i >= 1 && i <= kBuckets) add(g_counters->limited[i - 1]);
+    if (g_counters && i >= 1 && i <= kBuckets) {
+        add(g_counters->limited[i - 1]);
+        add_over_time(mx::Series::RateLimited);
+    }
 }
 
 void count_batch_replay() {
@@ -214,6 +267,35 @@ void count_batch(std::size_t size, double seconds) {
     add(c->batch_jobs, static_cast<ngx_atomic_int_t>(size));
     add(c->commits[mx::bucket_of(mx::kCommitBounds, kCommitBounds, seconds)]);
     add(c->commit_micros, static_cast<ngx_atomic_int_t>(seconds * 1e6));
+}
+
+signin::metrics::Dashboard dashboard() {
+    mx::Dashboard d;
+    if (signin::Identity *id = identity()) {
+        const signin::Store::Space space = id->store_space();
+        d.store_used_bytes = space.used_bytes;
+        d.store_map_bytes = space.map_bytes;
+    }
+    const auto now = static_cast<std::uint64_t>(ngx_time());
+    d.at = static_cast<signin::Millis>(now) * 1000;
+    const Counters *c = g_counters;
+    if (c == nullptr) return d;
+    d.metrics = true;
+    d.signins = signin_samples(*c);
+    d.failures = failure_samples(*c);
+    d.rate_limited = limited_samples(*c);
+    for (const auto &transport : c->deliveries) {
+        d.emails_sent += transport[static_cast<std::size_t>(DeliveryResult::Sent)];
+        d.emails_retried += transport[static_cast<std::size_t>(DeliveryResult::Retried)];
+        d.emails_failed += transport[static_cast<std::size_t>(DeliveryResult::Failed)];
+    }
+    for (std::size_t s = 0; s < mx::kSeries; ++s) {
+        d.minutes[s] = mx::slot_series(std::vector<std::uint64_t>(std::begin(c->minutes[s]), std::end(c->minutes[s])),
+                                       static_cast<std::uint32_t>(now / 60));
+        d.hours[s] = mx::slot_series(std::vector<std::uint64_t>(std::begin(c->hours[s]), std::end(c->hours[s])),
+                                     static_cast<std::uint32_t>(now / 3600));
+    }
+    return d;
 }
 
 void set_queue_depth(std::size_t waiting) {

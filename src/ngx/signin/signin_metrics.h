@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "signin/metrics.hpp"
 #include "signin/types.hpp"
 #include "../limits/signin_limits.h"
 
@@ -32,6 +33,9 @@ void count_limited(Bucket bucket);
 void count_batch(std::size_t size, double seconds);
 // A write batch that ran twice (Store::batch), whatever its end (a pool thread calls it).
 void count_batch_replay();
+// The admin page's dashboard: the totals and the counts over time (none without a signin_metrics
+// location), and the store's use. Reads shared memory and the store: a pool thread may call it.
+signin::metrics::Dashboard dashboard();
 // This worker's jobs waiting for a write batch.
 void set_queue_depth(std::size_t waiting);
 

@@ -114,11 +114,11 @@ ngx_int_t send_asset(ngx_http_request_t *r, const signin::pages::Asset &a) {
 
 }  // namespace
 
-ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account) {
+ngx_int_t send_forbidden_page(ngx_http_request_t *r, std::string_view account, std::string_view login_url) {
     const LocConf *l = loc_conf(r);
     signin::pages::Settings s = page_settings(r);
     s.account = std::string(account);
-    s.login_url = std::string(sv(l->login_url));
+    s.login_url = std::string(login_url.empty() ? sv(l->login_url) : login_url);
     s.return_to = std::string(sv(r->unparsed_uri));
     const std::string html = localized(r, signin::pages::Page::Forbidden, s);
     if (html.empty()) return NGX_ERROR;
@@ -142,6 +142,8 @@ ngx_int_t send_unavailable_page(ngx_http_request_t *r) {
     return send_body(r, "text/html; charset=utf-8", html, true, NGX_HTTP_SERVICE_UNAVAILABLE);
 }
 
+ngx_int_t send_admin_shell(ngx_http_request_t *r) { return send_page(r, signin::pages::Page::Admin); }
+
 bool serves_pages(ngx_http_request_t *r, std::string_view path) {
     const LocConf *l = loc_conf(r);
     if (!l->pages || !(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return false;
@@ -161,7 +163,7 @@ ngx_int_t pages_handler(ngx_http_request_t *r, std::string_view path) {
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (path.empty()) return send_page(r, signin::pages::Page::SignIn);
     if (path == "account") return send_page(r, signin::pages::Page::Account);
-    if (path == "admin/") return send_page(r, signin::pages::Page::Admin);
+    if (path == "admin/") return admin_page(r);
     const std::string_view name = path.substr(7);
     if (const signin::pages::Asset *a = signin::pages::asset(name)) return send_asset(r, *a);
     const Texts *t = main_conf(r)->texts;
