@@ -164,6 +164,8 @@ await walk.run(async () => {
   await axe(p.page, "person, 390");
   await shot(p.page, "admin-person-390");
   await auditShows(p.page, "390", "user.restored");
+  await axe(p.page, "audit, 390");
+  await shot(p.page, "admin-audit-390");
   await dashboard(p.page, "390");
   await axe(p.page, "dashboard, 390");
   await shot(p.page, "admin-dashboard-390");
