@@ -82,12 +82,13 @@ async function loadUsers(more) {
 }
 
 // ---- one person
-function fact(name, value) {
+// One name and value of a definition list (a person's facts, the dashboard's totals).
+function fact(name, value, list = "facts") {
   const dt = document.createElement("dt");
   dt.textContent = name;
   const dd = document.createElement("dd");
   dd.textContent = value;
-  $("facts").append(dt, dd);
+  $(list).append(dt, dd);
 }
 
 function auditItem(entry) {
@@ -224,13 +225,7 @@ async function loadDashboard() {
   const d = answer.body;
   show("dashboard-view");
   $("totals").replaceChildren();
-  const total = (name, value) => {
-    const dt = document.createElement("dt");
-    dt.textContent = name;
-    const dd = document.createElement("dd");
-    dd.textContent = value;
-    $("totals").append(dt, dd);
-  };
+  const total = (name, value) => fact(name, value, "totals");
   $("no-metrics").hidden = d.metrics;
   for (const id of ["minutes-title", "minutes-chart", "hours-title", "hours-chart"]) $(id).hidden = !d.metrics;
   if (d.metrics) {

@@ -139,7 +139,6 @@ ngx_int_t account_change(ApiCall &call, AccountChange change) {
                                                         }));
 }
 
-
 void admin_page_resume(ngx_http_request_t *r);
 
 // The sign-in page of this API location ("/auth/" for the admin page "/auth/admin/"): where the
@@ -149,7 +148,11 @@ std::string auth_base(ngx_http_request_t *r) {
     return std::string(uri.substr(0, uri.size() - std::min(path.size(), uri.size())));
 }
 
-ngx_int_t admin_page_step(ngx_http_request_t *r) {
+}  // namespace
+
+// A signed-in account that is not an administrator gets the 403 page, not the page's shell: the
+// page is for the role, and saying so before any script runs is the server's answer.
+ngx_int_t admin_page(ngx_http_request_t *r) {
     signin::Identity *engine = identity();
     if (engine == nullptr) return send_unavailable_page(r);
     Credentials c = read_credentials(r, engine->cookie_name());
@@ -180,11 +183,13 @@ ngx_int_t admin_page_step(ngx_http_request_t *r) {
     return send_admin_shell(r);
 }
 
+namespace {
+
 void admin_page_resume(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, false);
     if (ctx == nullptr || ctx->auth_reading) return;  // a stray write event while waiting
     r->write_event_handler = ngx_http_request_empty_handler;
-    ngx_http_finalize_request(r, guard_request(r, "signin: the admin page", [r] { return admin_page_step(r); }));
+    ngx_http_finalize_request(r, guard_request(r, "signin: the admin page", [r] { return admin_page(r); }));
 }
 
 }  // namespace
@@ -356,9 +361,5 @@ ngx_int_t get_admin_audit(ApiCall &call) {
             return send_json(r, 200, signin::json::audit_entries(entries));
         });
 }
-
-// A signed-in account that is not an administrator gets the 403 page, not the page's shell: the
-// page is for the role, and saying so before any script runs is the server's answer.
-ngx_int_t admin_page(ngx_http_request_t *r) { return admin_page_step(r); }
 
 }  // namespace signin_ngx
