@@ -20,6 +20,7 @@
 #include "signin_directives.h"
 #include "signin_jobs.h"
 #include "signin_request.h"
+#include "signin_smtp.h"
 
 namespace signin_ngx {
 namespace {
@@ -239,6 +240,8 @@ Directives event_directives() {
          NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_retries), &events_retries_bounds},
         {ngx_string("signin_events_types"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, noted<set_events_types>,
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+        {ngx_string("signin_new_signin_notice"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+         policy_flag<&signin::Policy::new_signin_notice>, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
         // its checks are find_registration_check's (signin_registration.cpp)
         {ngx_string("signin_registration_check"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
          NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, registration_check_uri), nullptr},
@@ -247,6 +250,11 @@ Directives event_directives() {
 }
 
 ngx_int_t check_events_conf(ngx_conf_t *cf, MainConf *m) {
+    if (m->policy->new_signin_notice && m->delivery_uri.len == 0 && !smtp_written(cf)) {
+        log_at(cf, NGX_LOG_EMERG, m, "signin_new_signin_notice",
+               "signin_new_signin_notice needs a way to send email: \"signin_delivery\" or \"signin_smtp\"");
+        return NGX_ERROR;
+    }
     if (m->events_retries == NGX_CONF_UNSET_UINT) m->events_retries = 16;
     if (m->events_types == NGX_CONF_UNSET_PTR) m->events_types = nullptr;
     if (m->events_uri.len == 0) {
