@@ -5,8 +5,9 @@
 // that a worker that dies meanwhile leaves them to another), and posts each to the signin_events
 // location with its webhook-* headers. The engine hands out at most one event per user at a
 // time, so a user's events arrive in order. What became of a send is written back in the thread
-// pool: a 2xx deletes the event; anything else sets its next try (the engine's backoff), or drops
-// it after signin_events_retries.
+// pool: a 2xx deletes the event (the sends that end while one such write runs are deleted together
+// by the next); anything else sets its next try (the engine's backoff), or drops it after
+// signin_events_retries.
 #include "signin_events.h"
 
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "signin_conf.h"
 #include "signin_delivery.h"
@@ -63,22 +65,43 @@ void forget(EventSend *s) {
     }
 }
 
+// The events sent while the last record of sends was being written: recorded together by the
+// next one, one write however many ended meanwhile.
+std::vector<signin::EventItem> g_sent;
+bool g_recording_sent = false;
+void record_sent();
+
 class SentJob final : public BackgroundJob {
 public:
-    explicit SentJob(signin::EventItem item) : BackgroundJob(Stage::Write), item_(std::move(item)) {}
+    explicit SentJob(std::vector<signin::EventItem> items) : BackgroundJob(Stage::Write), items_(std::move(items)) {}
 
 private:
-    signin::Status write() override { return id().events().sent(item_); }
+    signin::Status write() override { return id().events().sent(items_); }
     void done(const signin::Error *failure) override {
+        g_recording_sent = false;
         if (failure != nullptr) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                          "signin: could not record a sent event (%s); it is sent again after signin_delivery_timeout",
-                          failure->message.c_str());
+                          "signin: could not record %uz sent events (%s); they are sent again after "
+                          "signin_delivery_timeout",
+                          items_.size(), failure->message.c_str());
         }
+        record_sent();
         check_soon();
     }
-    signin::EventItem item_;
+    std::vector<signin::EventItem> items_;
 };
+
+void record_sent() {
+    if (g_recording_sent || g_sent.empty()) return;
+    std::vector<signin::EventItem> items;
+    items.swap(g_sent);
+    const std::size_t n = items.size();
+    g_recording_sent = start_background_job(std::make_unique<SentJob>(std::move(items))) == NGX_OK;
+    if (!g_recording_sent) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "signin: could not record %uz sent events; they are sent again after signin_delivery_timeout", n);
+    }
+}
 
 class FailedJob final : public BackgroundJob {
 public:
@@ -114,14 +137,13 @@ private:
 };
 
 void record(signin::EventItem item, bool ok, std::string error) {
-    std::unique_ptr<BackgroundJob> job;
     if (ok) {
         count_event(item.type, EventResult::Sent);
-        job = std::make_unique<SentJob>(std::move(item));
-    } else {
-        job = std::make_unique<FailedJob>(std::move(item), std::move(error));
+        g_sent.push_back(std::move(item));
+        record_sent();
+        return;
     }
-    if (start_background_job(std::move(job)) != NGX_OK) {
+    if (start_background_job(std::make_unique<FailedJob>(std::move(item), std::move(error))) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "signin: could not record an event's send; it is sent again after signin_delivery_timeout");
     }
