@@ -294,6 +294,58 @@ TEST_P(OidcStore, RefreshTokensRotateAndAReusedOneEndsTheFamily) {
     EXPECT_TRUE(store_->check_integrity().empty());
 }
 
+// One refresh token used by two parties at once: one rotation wins, and the other use is the
+// token's reuse, which ends the family with the token just handed out (neither party keeps it).
+TEST_P(OidcStore, OfConcurrentUsesOfOneRefreshTokenOneRotatesAndTheFamilyEnds) {
+    constexpr int kThreads = 4;
+    const op::CodeRecord c = code(record_key(secret(1)), "u1", "wiki", {"openid", "offline_access"});
+    auto family = op::new_family(c, "fam-1", kNow);
+    const std::string first = secret(2);
+    {
+        auto w = store_->write();
+        w->put_oidc_family(*family);
+        w->put_oidc_refresh_token(op::refresh_token_record(*family, record_key(first), kNow));
+        w->commit();
+    }
+    std::vector<std::string> next;
+    for (int i = 0; i < kThreads; ++i) next.push_back(record_key(secret(10 + i)));
+    std::atomic<int> ready{0}, rotated{0}, reused{0}, failed{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+        threads.emplace_back([&, i] {
+            ready.fetch_add(1);
+            while (ready.load() < kThreads) std::this_thread::yield();
+            try {
+                op::RefreshOutcome outcome = op::RefreshOutcome::Invalid;
+                retried([&](WriteTxn &w) {
+                    auto token = w.oidc_refresh_token(record_key(first));
+                    auto f = token ? w.oidc_family(token->family_id) : std::nullopt;
+                    const op::RefreshCheck check = op::use_refresh(token ? &*token : nullptr, f ? &*f : nullptr,
+                                                                   refresh(first), client(), kNow + 1000);
+                    outcome = check.outcome;
+                    if (outcome == op::RefreshOutcome::Rotate) {
+                        w.put_oidc_family(*f);
+                        w.put_oidc_refresh_token(op::refresh_token_record(*f, next[static_cast<std::size_t>(i)], kNow + 1000));
+                    } else if (outcome == op::RefreshOutcome::Reused) {
+                        w.end_oidc_family(f->id);
+                    }
+                });
+                if (outcome == op::RefreshOutcome::Rotate) rotated.fetch_add(1);
+                if (outcome == op::RefreshOutcome::Reused) reused.fetch_add(1);
+            } catch (const std::exception &) {
+                failed.fetch_add(1);
+            }
+        });
+    }
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(rotated.load(), 1);
+    EXPECT_EQ(reused.load(), 1) << "the next use sees the reuse; later ones find the family ended";
+    auto r = store_->read();
+    EXPECT_TRUE(r->oidc_family("fam-1")->revoked);
+    for (const auto &k : next) EXPECT_FALSE(r->oidc_refresh_token(k)) << "the winner's token went with its family";
+}
+
 TEST_P(OidcStore, ConsentsPerUserAndClient) {
     {
         auto w = store_->write();
