@@ -48,6 +48,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         }
     } catch (const signin::StoreError &) {
     }
+    try {  // the OpenID provider's grants
+        if (r::encode_oidc_code(r::decode_oidc_code(key, in)) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        if (r::encode_oidc_access(r::decode_oidc_access(key, in)) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        if (r::encode_oidc_refresh(r::decode_oidc_refresh(key, in)) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
+    try {
+        if (r::encode_oidc_family(r::decode_oidc_family(key, in)) != in) __builtin_trap();
+    } catch (const signin::StoreError &) {
+    }
     try {
         signin::MfaRecord m = r::decode_mfa(key, in);
         if (!in.empty() && in[0] == static_cast<char>(r::kMfaFormat) && r::encode_mfa(m) != in) __builtin_trap();

@@ -229,6 +229,9 @@ my $t = SigninTest->new;
 my $dir = $t->prefix;
 my $port3 = $t->port3;
 { open my $fh, '>', "$dir/test.secret" or die; print $fh "test-secret\n"; close $fh; }
+# the module as an OpenID provider: a client, and a key to sign its ID tokens with
+system("openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out $dir/op.pem 2>/dev/null") == 0
+    or die 'openssl genpkey';
 # The provider's discovery document comes from the fetch location itself: enough for a start
 # (which needs only discovery) without a running OpenID provider. Nothing listens on PORT3: a
 # callback never gets that far without the flow cookie.
@@ -246,6 +249,8 @@ $t->run(http => $t->signin_http(extra => qq{
     signin_passkeys on;
     signin_provider test issuer=$issuer client_id=test client_secret_file=$dir/test.secret "label=Test ID";
     signin_provider_fetch /_signin/provider;
+    signin_oidc_client app redirect_uri=http://127.0.0.1:8400/cb public;
+    signin_oidc_signing_key_file $dir/op.pem;
 }, locations => qq{
         location = /_signin/provider {
             internal;

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "signin/oidc_provider.hpp"
 #include "signin/types.hpp"
 
 namespace signin {
@@ -163,6 +164,18 @@ public:
     // A limit's counter (StoreAttemptLimiter: password attempts counted across nginx nodes): its
     // state as the limiter wrote it, or nullopt.
     virtual std::optional<std::string> counter(std::string_view key) = 0;
+
+    // The OpenID provider's grants (oidc_provider.hpp). Codes, access tokens and refresh tokens
+    // are found by the record_key of the secret handed out (never the secret), families by their
+    // id, consents by user and client. A spent code is only what revoking its grant needs: its
+    // client, user, times, and the family and access token it gave.
+    virtual std::optional<op::CodeRecord> oidc_code(std::string_view key) = 0;
+    virtual std::optional<op::AccessTokenRecord> oidc_access_token(std::string_view key) = 0;
+    virtual std::optional<op::RefreshTokenRecord> oidc_refresh_token(std::string_view key) = 0;
+    virtual std::optional<op::RefreshFamily> oidc_family(std::string_view id) = 0;
+    virtual std::optional<op::ConsentRecord> oidc_consent(std::string_view user_id, std::string_view client_id) = 0;
+    // A person's consents, by client id.
+    virtual std::vector<op::ConsentRecord> oidc_consents_of(std::string_view user_id) = 0;
 };
 
 // One atomic, serialized write. Destroying it without commit() aborts it.
@@ -225,7 +238,34 @@ public:
     virtual void put_counter(std::string_view key, std::string_view state, Millis expires_at) = 0;
     virtual void del_counter(std::string_view key) = 0;
     virtual std::size_t del_counters(std::string_view prefix) = 0;
-    // Deletes expired tokens, sessions, pending second-factor steps, spent challenges and counters (at most `budget`
+    // The OpenID provider's grants. A code is written live; spent (c.spent) only what
+    // ReadTxn::oidc_code says a spent code keeps is written, whatever else `c` holds.
+    virtual void put_oidc_code(const op::CodeRecord &c) = 0;
+    // The token endpoint's use of a code: its record as it was (nullopt: no such code), and, when
+    // it was live, the code spent in this transaction: the live record is deleted and its spent
+    // form (spent, nothing granted yet) takes its place until it would have expired, so that a
+    // second take finds it spent and can revoke what the first gave (the caller writes that with
+    // put_oidc_code once it has granted it). Of two transactions taking one code, one finds it
+    // live: on PostgreSQL the other loses the race (StoreError::retry) and finds it spent when
+    // run again.
+    virtual std::optional<op::CodeRecord> take_oidc_code(std::string_view key) = 0;
+    virtual void put_oidc_access_token(const op::AccessTokenRecord &a) = 0;
+    virtual void del_oidc_access_token(std::string_view key) = 0;
+    // A family as op::use_refresh leaves it: a rotation writes the family (its generation moved
+    // on, which makes the token just used an old one) and the next token, in one transaction.
+    virtual void put_oidc_family(const op::RefreshFamily &f) = 0;
+    virtual void put_oidc_refresh_token(const op::RefreshTokenRecord &r) = 0;
+    // Ends a family (a token of it came back twice, was revoked, or its code was reused): the
+    // family is kept, revoked, until it would have expired, and every refresh and access token
+    // it gave is deleted. Nothing happens for an id that names no family.
+    virtual void end_oidc_family(std::string_view id) = 0;
+    virtual void put_oidc_consent(const op::ConsentRecord &c) = 0;
+    virtual void del_oidc_consent(std::string_view user_id, std::string_view client_id) = 0;
+    // Deletes every grant of a user (codes, access tokens, families with their refresh tokens,
+    // consents): the account goes. Returns how many records.
+    virtual std::size_t del_oidc_of(std::string_view user_id) = 0;
+    // Deletes expired tokens, sessions, pending second-factor steps, spent challenges, counters
+    // and the provider's codes, access tokens, refresh tokens and families (at most `budget`
     // records); returns how many. What is left of the budget goes to purge_index.
     virtual std::size_t purge_expired(Millis now, std::size_t budget) = 0;
     // Deletes index entries whose record is gone (at most `budget`); returns how many. LMDB's

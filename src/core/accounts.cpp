@@ -52,6 +52,7 @@ void detail::erase_account(WriteTxn &txn, const User &user, Millis now, std::str
     for (const auto &k : txn.passkeys_of(user.id)) txn.del_passkey(k.key);
     for (const auto &l : txn.provider_links_of(user.id)) txn.del_provider_link(l.key);
     txn.del_counter(known_key(user.id));  // the browsers it was signed in from
+    txn.del_oidc_of(user.id);  // what the person let other applications have, and agreed to
     txn.del_user(user.id);
     // no address: the account is gone, its entry says only that it was
     txn.append_audit(detail::audit(now, "user.deleted", {}, client, user.id));

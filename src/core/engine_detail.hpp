@@ -95,7 +95,8 @@ PasskeyInfo passkey_info(const PasskeyRecord &r);
 Result<User> find_account(ReadTxn &txn, const AccountRef &who);
 
 // Deletes a user and everything tied to it (sessions, tokens, second factors, remembered devices,
-// pending sign-ins, passkeys, provider links) with the user.deleted entry; the caller commits
+// pending sign-ins, passkeys, provider links, the grants and consents of the OpenID provider) with
+// the user.deleted entry; the caller commits
 // (accounts.cpp).
 void erase_account(WriteTxn &txn, const User &user, Millis now, std::string_view client);
 

@@ -28,6 +28,15 @@
 //   counters       a limit's key -> expires_at (8 bytes BE ms) + its state (StoreAttemptLimiter)
 //   user_search    user_index_keys (store.hpp) -> "": accounts by address, domain, role and state;
 //                  filled from the users at the open that first finds it missing
+//   oidc_codes     the OpenID provider's authorization codes: record_key(code) -> code record (a
+//                  spent code: only what revoking its grant needs)
+//   oidc_access    record_key(access token) -> access token record
+//   oidc_refresh   record_key(refresh token) -> refresh token record (its family and generation)
+//   oidc_families  family id -> refresh family record
+//   oidc_family_tokens (DUPSORT) family id -> 'a' or 'r' + the key of an access or refresh token
+//                  the family gave: what ending the family deletes
+//   user_oidc_families (DUPSORT) user id -> family id
+//   oidc_consents  user id '\0' client id -> consent record (a user's consents are a key range)
 //
 // Records (users, tokens, sessions) use a compact binary format: one format-version byte, then the
 // fields in declaration order; integers are fixed-width little-endian (u8 for enums and bools, i64
@@ -123,7 +132,8 @@ struct Dbis {
     MDB_dbi meta = 0, users = 0, user_email = 0, tokens = 0, addr_tokens = 0, sessions = 0,
             session_ids = 0, user_sessions = 0, browser_sessions = 0, audit = 0, outbox = 0, mfa = 0, mfa_pending = 0,
             passkeys = 0, user_passkeys = 0, spent_challenges = 0, provider_links = 0,
-            user_provider_links = 0, counters = 0, events = 0, user_search = 0;
+            user_provider_links = 0, counters = 0, events = 0, user_search = 0, oidc_codes = 0, oidc_access = 0,
+            oidc_refresh = 0, oidc_families = 0, oidc_family_tokens = 0, user_oidc_families = 0, oidc_consents = 0;
 };
 
 struct Env {
@@ -441,6 +451,49 @@ public:
         auto v = get(env_.dbi.mfa_pending, hash, "read a pending second factor");
         if (!v) return std::nullopt;
         return decode_mfa_pending(hash, *v);
+    }
+
+    std::optional<op::CodeRecord> oidc_code(std::string_view key) override {
+        auto v = get(env_.dbi.oidc_codes, key, "read a provider code");
+        if (!v) return std::nullopt;
+        return decode_oidc_code(key, *v);
+    }
+    std::optional<op::AccessTokenRecord> oidc_access_token(std::string_view key) override {
+        auto v = get(env_.dbi.oidc_access, key, "read a provider access token");
+        if (!v) return std::nullopt;
+        return decode_oidc_access(key, *v);
+    }
+    std::optional<op::RefreshTokenRecord> oidc_refresh_token(std::string_view key) override {
+        auto v = get(env_.dbi.oidc_refresh, key, "read a provider refresh token");
+        if (!v) return std::nullopt;
+        return decode_oidc_refresh(key, *v);
+    }
+    std::optional<op::RefreshFamily> oidc_family(std::string_view id) override {
+        auto v = get(env_.dbi.oidc_families, id, "read a provider refresh family");
+        if (!v) return std::nullopt;
+        return decode_oidc_family(id, *v);
+    }
+    std::optional<op::ConsentRecord> oidc_consent(std::string_view user_id, std::string_view client_id) override {
+        if (user_id.empty() || client_id.empty()) return std::nullopt;
+        const std::string key = oidc_consent_key(user_id, client_id);
+        auto v = get(env_.dbi.oidc_consents, key, "read a consent");
+        if (!v) return std::nullopt;
+        return decode_oidc_consent(key, *v);
+    }
+    std::vector<op::ConsentRecord> oidc_consents_of(std::string_view user_id) override {
+        std::vector<op::ConsentRecord> out;
+        if (user_id.empty()) return out;
+        const std::string prefix = oidc_consent_key(user_id, "");
+        if (!key_ok(prefix)) return out;
+        Cursor c(env_.env, live(), env_.dbi.oidc_consents);
+        MDB_val k = val(prefix), d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_RANGE); rc != MDB_NOTFOUND;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            check(env_.env, rc, "read a user's consents");
+            if (view(k).substr(0, prefix.size()) != prefix) break;
+            out.push_back(decode_oidc_consent(view(k), view(d)));
+        }
+        return out;
     }
 
 protected:
@@ -776,6 +829,132 @@ public:
         return n;
     }
 
+    // ---- the OpenID provider's grants
+
+    void put_oidc_code(const op::CodeRecord &c) override {
+        put(env_.dbi.oidc_codes, c.key, encode_oidc_code(c.spent ? spent_code(c) : c), 0, "write a provider code");
+    }
+
+    // One writer at a time: nobody else takes the code between the read and the write.
+    std::optional<op::CodeRecord> take_oidc_code(std::string_view key) override {
+        auto c = oidc_code(key);
+        if (c && !c->spent) put(env_.dbi.oidc_codes, key, encode_oidc_code(spent_code(*c)), 0, "spend a provider code");
+        return c;
+    }
+
+    void put_oidc_access_token(const op::AccessTokenRecord &a) override {
+        if (auto old = oidc_access_token(a.key); old && old->family_id != a.family_id) unlink_from_family(*old);
+        put(env_.dbi.oidc_access, a.key, encode_oidc_access(a), 0, "write a provider access token");
+        if (!a.family_id.empty()) {
+            put(env_.dbi.oidc_family_tokens, a.family_id, family_entry('a', a.key), MDB_NODUPDATA,
+                "write a family's tokens");
+        }
+    }
+    void del_oidc_access_token(std::string_view key) override {
+        auto a = oidc_access_token(key);
+        if (!a) return;
+        unlink_from_family(*a);
+        del(env_.dbi.oidc_access, key, nullptr, "delete a provider access token");
+    }
+
+    void put_oidc_family(const op::RefreshFamily &f) override {
+        if (auto old = oidc_family(f.id); old && old->user_id != f.user_id) {
+            del(env_.dbi.user_oidc_families, old->user_id, &old->id, "delete a user's family");
+        }
+        put(env_.dbi.oidc_families, f.id, encode_oidc_family(f), 0, "write a provider refresh family");
+        put(env_.dbi.user_oidc_families, f.user_id, f.id, MDB_NODUPDATA, "write a user's families");
+    }
+    void put_oidc_refresh_token(const op::RefreshTokenRecord &r) override {
+        put(env_.dbi.oidc_refresh, r.key, encode_oidc_refresh(r), 0, "write a provider refresh token");
+        put(env_.dbi.oidc_family_tokens, r.family_id, family_entry('r', r.key), MDB_NODUPDATA, "write a family's tokens");
+    }
+    void end_oidc_family(std::string_view id) override {
+        auto f = oidc_family(id);
+        if (!f) return;
+        f->revoked = true;
+        put(env_.dbi.oidc_families, f->id, encode_oidc_family(*f), 0, "end a provider refresh family");
+        drop_family_tokens(f->id);
+    }
+
+    void put_oidc_consent(const op::ConsentRecord &c) override {
+        put(env_.dbi.oidc_consents, oidc_consent_key(c.user_id, c.client_id), encode_oidc_consent(c), 0,
+            "write a consent");
+    }
+    void del_oidc_consent(std::string_view user_id, std::string_view client_id) override {
+        del(env_.dbi.oidc_consents, oidc_consent_key(user_id, client_id), nullptr, "delete a consent");
+    }
+
+    // Codes and access tokens live minutes and an hour: a scan of each finds the user's.
+    std::size_t del_oidc_of(std::string_view user_id) override {
+        if (user_id.empty()) return 0;
+        std::size_t n = 0;
+        std::vector<std::string> families;
+        each_dup(env_.dbi.user_oidc_families, user_id, "read a user's families",
+                 [&](std::string_view id) { families.emplace_back(id); });
+        for (const auto &id : families) n += delete_family(id);
+        std::vector<std::string> access;
+        scan_table(env_.dbi.oidc_access, "read provider access tokens", [&](std::string_view k, std::string_view v) {
+            if (decode_oidc_access(k, v).user_id == user_id) access.emplace_back(k);
+        });
+        for (const auto &k : access) del_oidc_access_token(k);
+        n += access.size();
+        std::vector<std::string> codes;
+        scan_table(env_.dbi.oidc_codes, "read provider codes", [&](std::string_view k, std::string_view v) {
+            if (decode_oidc_code(k, v).user_id == user_id) codes.emplace_back(k);
+        });
+        for (const auto &k : codes) del(env_.dbi.oidc_codes, k, nullptr, "delete a provider code");
+        n += codes.size();
+        for (const auto &c : oidc_consents_of(user_id)) {
+            del_oidc_consent(c.user_id, c.client_id);
+            ++n;
+        }
+        return n;
+    }
+
+    // The provider's expired records, at most `budget`: codes (a spent one too: its reuse can
+    // no longer be told from a code never given), access and refresh tokens, and families (with
+    // whatever tokens of theirs are left).
+    std::size_t purge_oidc(Millis now, std::size_t budget) {
+        std::size_t n = 0;
+        auto expired_keys = [&](MDB_dbi dbi, const char *context, Millis (*expiry)(std::string_view, std::string_view)) {
+            std::vector<std::string> out;
+            if (n >= budget) return out;
+            const std::size_t room = budget - n;
+            Cursor c(env_.env, live(), dbi);
+            MDB_val k{}, d{};
+            for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc != MDB_NOTFOUND && out.size() < room;
+                 rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+                check(env_.env, rc, context);
+                if (expiry(view(k), view(d)) <= now) out.emplace_back(view(k));
+            }
+            return out;
+        };
+        for (const auto &k : expired_keys(env_.dbi.oidc_codes, "scan provider codes",
+                                          [](std::string_view k, std::string_view v) { return decode_oidc_code(k, v).expires_at; })) {
+            del(env_.dbi.oidc_codes, k, nullptr, "delete an expired provider code");
+            ++n;
+        }
+        for (const auto &k : expired_keys(env_.dbi.oidc_access, "scan provider access tokens",
+                                          [](std::string_view k, std::string_view v) { return decode_oidc_access(k, v).expires_at; })) {
+            del_oidc_access_token(k);
+            ++n;
+        }
+        for (const auto &k : expired_keys(env_.dbi.oidc_refresh, "scan provider refresh tokens",
+                                          [](std::string_view k, std::string_view v) { return decode_oidc_refresh(k, v).expires_at; })) {
+            if (auto r = oidc_refresh_token(k)) {
+                const std::string entry = family_entry('r', k);
+                del(env_.dbi.oidc_family_tokens, r->family_id, &entry, "delete a family's token");
+            }
+            del(env_.dbi.oidc_refresh, k, nullptr, "delete an expired provider refresh token");
+            ++n;
+        }
+        for (const auto &id : expired_keys(env_.dbi.oidc_families, "scan provider refresh families",
+                                           [](std::string_view k, std::string_view v) { return decode_oidc_family(k, v).expires_at; })) {
+            n += delete_family(id);
+        }
+        return n;
+    }
+
     // A plain full scan of tokens and sessions: both tables are small (live tokens expire in
     // minutes, sessions are bounded per user), and the budget bounds the deletions per call.
     std::size_t purge_expired(Millis now, std::size_t budget) override {
@@ -812,7 +991,8 @@ public:
                 ++pending;
             }
         }
-        return tokens.size() + sessions.size() + pending;
+        const std::size_t done = tokens.size() + sessions.size() + pending;
+        return done + (done < budget ? purge_oidc(now, budget - done) : 0);
     }
 
     // The purge's share of del_token's deferred work: up to `budget` entries of addr_tokens whose
@@ -939,6 +1119,51 @@ private:
         return true;
     }
 
+    // A family's entry for one of its tokens: the tag ('a' access, 'r' refresh) and the token's key.
+    static std::string family_entry(char tag, std::string_view key) {
+        std::string e(1, tag);
+        e.append(key);
+        return e;
+    }
+    void unlink_from_family(const op::AccessTokenRecord &a) {
+        if (a.family_id.empty()) return;
+        const std::string entry = family_entry('a', a.key);
+        del(env_.dbi.oidc_family_tokens, a.family_id, &entry, "delete a family's token");
+    }
+    // Deletes every token a family gave, and the family's list of them.
+    void drop_family_tokens(const std::string &id) {
+        std::vector<std::string> entries;
+        each_dup(env_.dbi.oidc_family_tokens, id, "read a family's tokens", [&](std::string_view e) { entries.emplace_back(e); });
+        for (const auto &e : entries) {
+            if (e.size() < 2) corrupt("oidc_family_tokens: bad value");
+            const std::string_view key = std::string_view(e).substr(1);
+            del(e[0] == 'a' ? env_.dbi.oidc_access : env_.dbi.oidc_refresh, key, nullptr, "delete a family's token");
+        }
+        if (!entries.empty()) del(env_.dbi.oidc_family_tokens, id, nullptr, "delete a family's tokens");
+    }
+    // A family and its tokens; how many records went.
+    std::size_t delete_family(const std::string &id) {
+        auto f = oidc_family(id);
+        if (!f) return 0;
+        std::size_t tokens = 0;
+        each_dup(env_.dbi.oidc_family_tokens, id, "read a family's tokens", [&](std::string_view) { ++tokens; });
+        drop_family_tokens(id);
+        del(env_.dbi.user_oidc_families, f->user_id, &f->id, "delete a user's family");
+        del(env_.dbi.oidc_families, id, nullptr, "delete a provider refresh family");
+        return 1 + tokens;
+    }
+    // f(key, value) for every record of a table (f must not write to it).
+    template <class F>
+    void scan_table(MDB_dbi dbi, const char *context, F f) {
+        Cursor c(env_.env, live(), dbi);
+        MDB_val k{}, d{};
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc != MDB_NOTFOUND;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+            check(env_.env, rc, context);
+            f(view(k), view(d));
+        }
+    }
+
     void drop_session_index(const SessionRecord &s) {
         if (auto h = get(env_.dbi.session_ids, s.id, "read session by id"); h && *h == s.hash)
             del(env_.dbi.session_ids, s.id, nullptr, "delete session id");
@@ -1059,6 +1284,20 @@ public:
             ProviderLinkRecord l = decode_provider_link(k, v);
             if (!has(d.users, l.user_id)) problems.push_back("provider_links: a link of no user (" + l.user_id + ")");
         });
+        scan(d.oidc_codes, "oidc_codes", [&](std::string_view k, std::string_view v) { (void)decode_oidc_code(k, v); });
+        scan(d.oidc_access, "oidc_access", [&](std::string_view k, std::string_view v) { (void)decode_oidc_access(k, v); });
+        scan(d.oidc_refresh, "oidc_refresh", [&](std::string_view k, std::string_view v) {
+            const op::RefreshTokenRecord r = decode_oidc_refresh(k, v);
+            if (!has(d.oidc_families, r.family_id)) problems.push_back("oidc_refresh: a token of no family");
+        });
+        scan(d.oidc_families, "oidc_families", [&](std::string_view k, std::string_view v) {
+            const op::RefreshFamily f = decode_oidc_family(k, v);
+            if (!has(d.users, f.user_id)) problems.push_back("oidc_families: a family of no user (" + f.user_id + ")");
+        });
+        scan(d.oidc_consents, "oidc_consents", [&](std::string_view k, std::string_view v) {
+            const op::ConsentRecord c = decode_oidc_consent(k, v);
+            if (!has(d.users, c.user_id)) problems.push_back("oidc_consents: a consent of no user (" + c.user_id + ")");
+        });
         scan(d.outbox, "outbox", [&](std::string_view k, std::string_view v) { (void)decode_outbox(k, v); });
         scan(d.events, "events", [&](std::string_view k, std::string_view v) { (void)decode_event(k, v); });
         scan(d.audit, "audit", [&](std::string_view k, std::string_view v) { (void)decode_audit(k, v); });
@@ -1097,6 +1336,15 @@ public:
                 to.put_event(e);
             });
             each(d.audit, [&](std::string_view k, std::string_view v) { to.append_audit(decode_audit(k, v)); });
+            each(d.oidc_codes, [&](std::string_view k, std::string_view v) { to.put_oidc_code(decode_oidc_code(k, v)); });
+            each(d.oidc_families, [&](std::string_view k, std::string_view v) { to.put_oidc_family(decode_oidc_family(k, v)); });
+            each(d.oidc_access, [&](std::string_view k, std::string_view v) {
+                to.put_oidc_access_token(decode_oidc_access(k, v));
+            });
+            each(d.oidc_refresh, [&](std::string_view k, std::string_view v) {
+                to.put_oidc_refresh_token(decode_oidc_refresh(k, v));
+            });
+            each(d.oidc_consents, [&](std::string_view k, std::string_view v) { to.put_oidc_consent(decode_oidc_consent(k, v)); });
             each(d.spent_challenges, [&](std::string_view k, std::string_view v) {
                 if (v.size() != 8) corrupt("spent_challenges: bad value");
                 to.spend_challenge(k, static_cast<Millis>(get_be64(reinterpret_cast<const unsigned char *>(v.data()))));
@@ -1299,6 +1547,13 @@ void LmdbStore::open_tables() {
         open("counters", 0, d.counters);                                  // the same
         open("events", 0, d.events);                                      // the same
         open("user_search", 0, d.user_search);                            // the same, then filled
+        open("oidc_codes", 0, d.oidc_codes);                              // the same
+        open("oidc_access", 0, d.oidc_access);                            // the same
+        open("oidc_refresh", 0, d.oidc_refresh);                          // the same
+        open("oidc_families", 0, d.oidc_families);                        // the same
+        open("oidc_family_tokens", MDB_DUPSORT, d.oidc_family_tokens);    // the same
+        open("user_oidc_families", MDB_DUPSORT, d.user_oidc_families);    // the same
+        open("oidc_consents", 0, d.oidc_consents);                        // the same
 
         MDB_val k = val(kSchemaKey), v{};
         int rc = mdb_get(txn, d.meta, &k, &v);

@@ -17,6 +17,11 @@
 //   signin_passkeys      key -> user_id, rec;  signin_provider_links  key -> user_id, rec
 //   signin_spent_challenges hash -> expires_at
 //   signin_counters      key -> expires_at, state (password attempts counted across nodes)
+//   signin_oidc_codes    key -> user_id, expires_at, rec    (the OpenID provider's grants)
+//   signin_oidc_access   key -> user_id, family_id, expires_at, rec
+//   signin_oidc_refresh  key -> family_id, expires_at, rec
+//   signin_oidc_families id -> user_id, expires_at, rec
+//   signin_oidc_consents key (user id '\0' client id) -> user_id, rec
 // Keys and records are bytea (sent and read in binary), times bigint milliseconds.
 //
 // Transactions: a write is BEGIN ISOLATION LEVEL SERIALIZABLE ... COMMIT, so a check-and-spend
@@ -100,6 +105,25 @@ constexpr const char *kSchema[] = {
     "CREATE SEQUENCE IF NOT EXISTS signin_events_seq",
     "CREATE TABLE IF NOT EXISTS signin_events (key bytea PRIMARY KEY, rec bytea NOT NULL)",
     "CREATE TABLE IF NOT EXISTS signin_user_search (key bytea PRIMARY KEY)",
+    "CREATE TABLE IF NOT EXISTS signin_oidc_codes (key bytea PRIMARY KEY, user_id bytea NOT NULL, "
+    "expires_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_codes_user ON signin_oidc_codes (user_id)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_codes_expires ON signin_oidc_codes (expires_at)",
+    "CREATE TABLE IF NOT EXISTS signin_oidc_access (key bytea PRIMARY KEY, user_id bytea NOT NULL, "
+    "family_id bytea NOT NULL, expires_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_access_user ON signin_oidc_access (user_id)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_access_family ON signin_oidc_access (family_id)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_access_expires ON signin_oidc_access (expires_at)",
+    "CREATE TABLE IF NOT EXISTS signin_oidc_refresh (key bytea PRIMARY KEY, family_id bytea NOT NULL, "
+    "expires_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_refresh_family ON signin_oidc_refresh (family_id)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_refresh_expires ON signin_oidc_refresh (expires_at)",
+    "CREATE TABLE IF NOT EXISTS signin_oidc_families (id bytea PRIMARY KEY, user_id bytea NOT NULL, "
+    "expires_at bigint NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_families_user ON signin_oidc_families (user_id)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_families_expires ON signin_oidc_families (expires_at)",
+    "CREATE TABLE IF NOT EXISTS signin_oidc_consents (key bytea PRIMARY KEY, user_id bytea NOT NULL, rec bytea NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS signin_oidc_consents_user ON signin_oidc_consents (user_id)",
     "INSERT INTO signin_meta (name, value) VALUES ('schema_version', '1') ON CONFLICT (name) DO NOTHING",
 };
 
@@ -113,7 +137,11 @@ enum Stmt : unsigned {
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents,
-    UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, StmtCount
+    UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock,
+    OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
+    DelOidcAccess, PutOidcRefresh, PutOidcFamily, DelFamilyTokens, PutOidcConsent, DelOidcConsent, DelOidcOf,
+    PurgeOidcCodes, PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies, AllOidcCodes, AllOidcAccess,
+    AllOidcRefresh, AllOidcFamilies, AllOidcConsents, StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -236,6 +264,54 @@ constexpr const char *kStatements[StmtCount] = {
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
     /* TryAdvisoryLock */ "SELECT pg_try_advisory_lock($1::bigint)",
+    /* OidcCode */ "SELECT key, rec FROM signin_oidc_codes WHERE key = $1",
+    /* OidcAccess */ "SELECT key, rec FROM signin_oidc_access WHERE key = $1",
+    /* OidcRefresh */ "SELECT key, rec FROM signin_oidc_refresh WHERE key = $1",
+    /* OidcFamily */ "SELECT id, rec FROM signin_oidc_families WHERE id = $1",
+    /* OidcConsent */ "SELECT key, rec FROM signin_oidc_consents WHERE key = $1",
+    /* OidcConsentsOf */ "SELECT key, rec FROM signin_oidc_consents WHERE user_id = $1 ORDER BY key",
+    /* PutOidcCode */
+    "INSERT INTO signin_oidc_codes (key, user_id, expires_at, rec) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (key) DO UPDATE SET user_id = excluded.user_id, expires_at = excluded.expires_at, rec = excluded.rec",
+    /* PutOidcAccess */
+    "INSERT INTO signin_oidc_access (key, user_id, family_id, expires_at, rec) VALUES ($1, $2, $3, $4, $5) "
+    "ON CONFLICT (key) DO UPDATE SET user_id = excluded.user_id, family_id = excluded.family_id, "
+    "expires_at = excluded.expires_at, rec = excluded.rec",
+    /* DelOidcAccess */ "DELETE FROM signin_oidc_access WHERE key = $1",
+    /* PutOidcRefresh */
+    "INSERT INTO signin_oidc_refresh (key, family_id, expires_at, rec) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (key) DO UPDATE SET family_id = excluded.family_id, expires_at = excluded.expires_at, rec = excluded.rec",
+    /* PutOidcFamily */
+    "INSERT INTO signin_oidc_families (id, user_id, expires_at, rec) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, expires_at = excluded.expires_at, rec = excluded.rec",
+    /* DelFamilyTokens */
+    "WITH a AS (DELETE FROM signin_oidc_access WHERE family_id = $1) "
+    "DELETE FROM signin_oidc_refresh WHERE family_id = $1",
+    /* PutOidcConsent */
+    "INSERT INTO signin_oidc_consents (key, user_id, rec) VALUES ($1, $2, $3) "
+    "ON CONFLICT (key) DO UPDATE SET user_id = excluded.user_id, rec = excluded.rec",
+    /* DelOidcConsent */ "DELETE FROM signin_oidc_consents WHERE key = $1",
+    /* DelOidcOf */
+    "WITH f AS (DELETE FROM signin_oidc_families WHERE user_id = $1 RETURNING id), "
+    "r AS (DELETE FROM signin_oidc_refresh WHERE family_id IN (SELECT id FROM f) RETURNING 1), "
+    "a AS (DELETE FROM signin_oidc_access WHERE user_id = $1 OR family_id IN (SELECT id FROM f) RETURNING 1), "
+    "c AS (DELETE FROM signin_oidc_codes WHERE user_id = $1 RETURNING 1), "
+    "k AS (DELETE FROM signin_oidc_consents WHERE user_id = $1 RETURNING 1) "
+    "SELECT (SELECT count(*) FROM f) + (SELECT count(*) FROM r) + (SELECT count(*) FROM a) + "
+    "(SELECT count(*) FROM c) + (SELECT count(*) FROM k)",
+    /* PurgeOidcCodes */
+    "DELETE FROM signin_oidc_codes WHERE key IN (SELECT key FROM signin_oidc_codes WHERE expires_at <= $1 LIMIT $2)",
+    /* PurgeOidcAccess */
+    "DELETE FROM signin_oidc_access WHERE key IN (SELECT key FROM signin_oidc_access WHERE expires_at <= $1 LIMIT $2)",
+    /* PurgeOidcRefresh */
+    "DELETE FROM signin_oidc_refresh WHERE key IN (SELECT key FROM signin_oidc_refresh WHERE expires_at <= $1 LIMIT $2)",
+    /* PurgeOidcFamilies */
+    "DELETE FROM signin_oidc_families WHERE id IN (SELECT id FROM signin_oidc_families WHERE expires_at <= $1 LIMIT $2)",
+    /* AllOidcCodes */ "SELECT key, rec FROM signin_oidc_codes ORDER BY key",
+    /* AllOidcAccess */ "SELECT key, rec FROM signin_oidc_access ORDER BY key",
+    /* AllOidcRefresh */ "SELECT key, rec FROM signin_oidc_refresh ORDER BY key",
+    /* AllOidcFamilies */ "SELECT id, rec FROM signin_oidc_families ORDER BY id",
+    /* AllOidcConsents */ "SELECT key, rec FROM signin_oidc_consents ORDER BY key",
 };
 
 // Whether a statement changes the store (a write transaction that ran one cannot be left out of
@@ -247,7 +323,9 @@ constexpr bool changes(Stmt s) {
     case DelPending: case DelPendingOf: case PutPasskey: case DelPasskey: case PutLink: case DelLink:
     case SpendChallenge: case PurgeTokens: case PurgeSessions: case PurgePending: case PurgeChallenges:
     case PurgeAudit: case TrimAudit: case PutCounter: case DelCounter: case DelCounters: case PurgeCounters:
-    case PutEvent: case UpdateEvent: case DelEvent:
+    case PutEvent: case UpdateEvent: case DelEvent: case PutOidcCode: case PutOidcAccess: case DelOidcAccess:
+    case PutOidcRefresh: case PutOidcFamily: case DelFamilyTokens: case PutOidcConsent: case DelOidcConsent:
+    case DelOidcOf: case PurgeOidcCodes: case PurgeOidcAccess: case PurgeOidcRefresh: case PurgeOidcFamilies:
         return true;
     default:
         return false;
@@ -681,6 +759,28 @@ public:
         return rows<ProviderLinkRecord>(ProviderLinksOf, {user_id}, "read a user's provider links",
                                         decode_provider_link);
     }
+    std::optional<op::CodeRecord> oidc_code(std::string_view key) override {
+        return keyed<op::CodeRecord>(OidcCode, key, "read a provider code", decode_oidc_code, false);
+    }
+    std::optional<op::AccessTokenRecord> oidc_access_token(std::string_view key) override {
+        return keyed<op::AccessTokenRecord>(OidcAccess, key, "read a provider access token", decode_oidc_access, false);
+    }
+    std::optional<op::RefreshTokenRecord> oidc_refresh_token(std::string_view key) override {
+        return keyed<op::RefreshTokenRecord>(OidcRefresh, key, "read a provider refresh token", decode_oidc_refresh,
+                                             false);
+    }
+    std::optional<op::RefreshFamily> oidc_family(std::string_view id) override {
+        return keyed<op::RefreshFamily>(OidcFamily, id, "read a provider refresh family", decode_oidc_family, false);
+    }
+    std::optional<op::ConsentRecord> oidc_consent(std::string_view user_id, std::string_view client_id) override {
+        if (user_id.empty() || client_id.empty()) return std::nullopt;
+        return keyed<op::ConsentRecord>(OidcConsent, oidc_consent_key(user_id, client_id), "read a consent",
+                                        decode_oidc_consent, false);
+    }
+    std::vector<op::ConsentRecord> oidc_consents_of(std::string_view user_id) override {
+        if (user_id.empty()) return {};
+        return rows<op::ConsentRecord>(OidcConsentsOf, {user_id}, "read a user's consents", decode_oidc_consent);
+    }
 
 protected:
     // serialize_on: the lock is the session's, taken before BEGIN, so that this transaction's
@@ -917,9 +1017,58 @@ public:
         if (prefix.empty()) return 0;
         return affected(run(DelCounters, {prefix}, "delete counters"));
     }
+    void put_oidc_code(const op::CodeRecord &c) override {
+        run(PutOidcCode, {c.key, c.user_id, c.expires_at, encode_oidc_code(c.spent ? spent_code(c) : c)},
+            "write a provider code");
+    }
+    // Read, then rewritten spent: of two SERIALIZABLE transactions that both read it live, the
+    // second to write waits for the first and then fails with a serialization failure (retry),
+    // and finds it spent when it runs again.
+    std::optional<op::CodeRecord> take_oidc_code(std::string_view key) override {
+        auto c = oidc_code(key);
+        if (c && !c->spent) {
+            run(PutOidcCode, {c->key, c->user_id, c->expires_at, encode_oidc_code(spent_code(*c))}, "spend a provider code");
+        }
+        return c;
+    }
+    void put_oidc_access_token(const op::AccessTokenRecord &a) override {
+        run(PutOidcAccess, {a.key, a.user_id, a.family_id, a.expires_at, encode_oidc_access(a)},
+            "write a provider access token");
+    }
+    void del_oidc_access_token(std::string_view key) override {
+        if (!key.empty()) run(DelOidcAccess, {key}, "delete a provider access token");
+    }
+    void put_oidc_family(const op::RefreshFamily &f) override {
+        run(PutOidcFamily, {f.id, f.user_id, f.expires_at, encode_oidc_family(f)}, "write a provider refresh family");
+    }
+    void put_oidc_refresh_token(const op::RefreshTokenRecord &r) override {
+        run(PutOidcRefresh, {r.key, r.family_id, r.expires_at, encode_oidc_refresh(r)},
+            "write a provider refresh token");
+    }
+    void end_oidc_family(std::string_view id) override {
+        auto f = oidc_family(id);
+        if (!f) return;
+        f->revoked = true;
+        put_oidc_family(*f);
+        run(DelFamilyTokens, {f->id}, "delete a family's tokens");
+    }
+    void put_oidc_consent(const op::ConsentRecord &c) override {
+        run(PutOidcConsent, {oidc_consent_key(c.user_id, c.client_id), c.user_id, encode_oidc_consent(c)},
+            "write a consent");
+    }
+    void del_oidc_consent(std::string_view user_id, std::string_view client_id) override {
+        run(DelOidcConsent, {oidc_consent_key(user_id, client_id)}, "delete a consent");
+    }
+    std::size_t del_oidc_of(std::string_view user_id) override {
+        if (user_id.empty()) return 0;
+        Result r = run(DelOidcOf, {user_id}, "delete a user's grants");
+        return static_cast<std::size_t>(number(r, 0, 0));
+    }
+
     std::size_t purge_expired(Millis now, std::size_t budget) override {
         std::size_t n = 0;
-        for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges, PurgeCounters}) {
+        for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges, PurgeCounters, PurgeOidcCodes,
+                       PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies}) {
             if (n >= budget) break;
             n += affected(run(s, {now, static_cast<std::int64_t>(budget - n)}, "purge expired records"));
         }
@@ -1071,6 +1220,20 @@ public:
             ProviderLinkRecord l = decode_provider_link(k, v);
             if (!txn.user_by_id(l.user_id)) problems.push_back("signin_provider_links: a link of no user (" + l.user_id + ")");
         });
+        scan(AllOidcCodes, "signin_oidc_codes", [](std::string_view k, std::string_view v) { (void)decode_oidc_code(k, v); });
+        scan(AllOidcAccess, "signin_oidc_access", [](std::string_view k, std::string_view v) { (void)decode_oidc_access(k, v); });
+        scan(AllOidcRefresh, "signin_oidc_refresh", [&](std::string_view k, std::string_view v) {
+            const op::RefreshTokenRecord r = decode_oidc_refresh(k, v);
+            if (!txn.oidc_family(r.family_id)) problems.push_back("signin_oidc_refresh: a token of no family");
+        });
+        scan(AllOidcFamilies, "signin_oidc_families", [&](std::string_view k, std::string_view v) {
+            const op::RefreshFamily f = decode_oidc_family(k, v);
+            if (!txn.user_by_id(f.user_id)) problems.push_back("signin_oidc_families: a family of no user (" + f.user_id + ")");
+        });
+        scan(AllOidcConsents, "signin_oidc_consents", [&](std::string_view k, std::string_view v) {
+            const op::ConsentRecord c = decode_oidc_consent(k, v);
+            if (!txn.user_by_id(c.user_id)) problems.push_back("signin_oidc_consents: a consent of no user (" + c.user_id + ")");
+        });
         scan(AllOutbox, "signin_outbox", [](std::string_view k, std::string_view v) { (void)decode_outbox(k, v); });
         scan(AllEvents, "signin_events", [](std::string_view k, std::string_view v) { (void)decode_event(k, v); });
         scan(AllAudit, "signin_audit", [](std::string_view k, std::string_view v) { (void)decode_audit(k, v); });
@@ -1104,6 +1267,13 @@ public:
             to.put_event(e);
         });
         each(AllAudit, [&](std::string_view k, std::string_view v) { to.append_audit(decode_audit(k, v)); });
+        each(AllOidcCodes, [&](std::string_view k, std::string_view v) { to.put_oidc_code(decode_oidc_code(k, v)); });
+        each(AllOidcFamilies, [&](std::string_view k, std::string_view v) { to.put_oidc_family(decode_oidc_family(k, v)); });
+        each(AllOidcAccess, [&](std::string_view k, std::string_view v) { to.put_oidc_access_token(decode_oidc_access(k, v)); });
+        each(AllOidcRefresh, [&](std::string_view k, std::string_view v) {
+            to.put_oidc_refresh_token(decode_oidc_refresh(k, v));
+        });
+        each(AllOidcConsents, [&](std::string_view k, std::string_view v) { to.put_oidc_consent(decode_oidc_consent(k, v)); });
         Result r = txn.all(AllChallenges);
         for (int i = 0; i < PQntuples(r.get()); ++i) to.spend_challenge(cell(r, i, 0), number(r, i, 1));
     }
@@ -1171,7 +1341,9 @@ private:
         auto missing = conn.text("SELECT count(*) FROM unnest(ARRAY['signin_meta', 'signin_users', 'signin_user_email', "
                                  "'signin_tokens', 'signin_sessions', 'signin_audit', 'signin_outbox', 'signin_mfa', "
                                  "'signin_mfa_pending', 'signin_passkeys', 'signin_provider_links', "
-                                 "'signin_spent_challenges', 'signin_counters', 'signin_events', 'signin_user_search']) "
+                                 "'signin_spent_challenges', 'signin_counters', 'signin_events', 'signin_user_search', "
+                                 "'signin_oidc_codes', 'signin_oidc_access', 'signin_oidc_refresh', "
+                                 "'signin_oidc_families', 'signin_oidc_consents']) "
                                  "AS t(name) WHERE to_regclass(name) IS NULL",
                                  "read the schema version");
         if (!missing || *missing != "0") return std::nullopt;

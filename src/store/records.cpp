@@ -426,6 +426,197 @@ ProviderLinkRecord decode_provider_link(std::string_view key, std::string_view d
     return l;
 }
 
+namespace {
+
+// A list of short strings (scopes, amr values): a count byte, then each string.
+void put_list(Writer &w, const std::vector<std::string> &list, const char *what) {
+    if (list.size() > 255) throw StoreError(Code::StorageError, std::string("too many ") + what + " to store");
+    w.u8(static_cast<std::uint8_t>(list.size()));
+    for (const auto &s : list) w.str(s);
+}
+std::vector<std::string> get_list(Reader &r) {
+    std::vector<std::string> out;
+    const std::uint8_t n = r.u8();
+    out.reserve(n);
+    for (std::uint8_t i = 0; i < n; ++i) out.push_back(r.str());
+    return out;
+}
+
+}  // namespace
+
+std::string encode_oidc_code(const op::CodeRecord &c) {
+    Writer w(128 + c.client_id.size() + c.redirect_uri.size() + c.code_challenge.size() + c.user_id.size() +
+             c.nonce.size() + c.family_id.size() + c.access_key.size());
+    w.u8(kOidcFormat);
+    w.str(c.client_id);
+    w.str(c.redirect_uri);
+    w.str(c.code_challenge);
+    w.str(c.user_id);
+    w.i64(c.auth_time);
+    put_list(w, c.amr, "amr values");
+    w.u8(c.mfa ? 1 : 0);
+    w.str(c.nonce);
+    put_list(w, c.scopes, "scopes");
+    w.i64(c.created_at);
+    w.i64(c.expires_at);
+    w.u8(c.spent ? 1 : 0);
+    w.str(c.family_id);
+    w.str(c.access_key);
+    return w.data();
+}
+
+op::CodeRecord decode_oidc_code(std::string_view key, std::string_view data) {
+    Reader r(data, "provider code", kOidcFormat);
+    op::CodeRecord c;
+    c.key = std::string(key);
+    c.client_id = r.str();
+    c.redirect_uri = r.str();
+    c.code_challenge = r.str();
+    c.user_id = r.str();
+    c.auth_time = r.i64();
+    c.amr = get_list(r);
+    c.mfa = r.boolean();
+    c.nonce = r.str();
+    c.scopes = get_list(r);
+    c.created_at = r.i64();
+    c.expires_at = r.i64();
+    c.spent = r.boolean();
+    c.family_id = r.str();
+    c.access_key = r.str();
+    r.done();
+    return c;
+}
+
+op::CodeRecord spent_code(const op::CodeRecord &c) {
+    op::CodeRecord s;
+    s.key = c.key;
+    s.client_id = c.client_id;
+    s.user_id = c.user_id;
+    s.created_at = c.created_at;
+    s.expires_at = c.expires_at;
+    s.spent = true;
+    s.family_id = c.family_id;
+    s.access_key = c.access_key;
+    return s;
+}
+
+std::string encode_oidc_access(const op::AccessTokenRecord &a) {
+    Writer w(64 + a.client_id.size() + a.user_id.size() + a.family_id.size() + 16 * a.scopes.size());
+    w.u8(kOidcFormat);
+    w.str(a.client_id);
+    w.str(a.user_id);
+    put_list(w, a.scopes, "scopes");
+    w.str(a.family_id);
+    w.i64(a.created_at);
+    w.i64(a.expires_at);
+    return w.data();
+}
+
+op::AccessTokenRecord decode_oidc_access(std::string_view key, std::string_view data) {
+    Reader r(data, "provider access token", kOidcFormat);
+    op::AccessTokenRecord a;
+    a.key = std::string(key);
+    a.client_id = r.str();
+    a.user_id = r.str();
+    a.scopes = get_list(r);
+    a.family_id = r.str();
+    a.created_at = r.i64();
+    a.expires_at = r.i64();
+    r.done();
+    return a;
+}
+
+std::string encode_oidc_refresh(const op::RefreshTokenRecord &t) {
+    Writer w(32 + t.family_id.size());
+    w.u8(kOidcFormat);
+    w.str(t.family_id);
+    w.i64(static_cast<std::int64_t>(t.generation));
+    w.i64(t.expires_at);
+    return w.data();
+}
+
+op::RefreshTokenRecord decode_oidc_refresh(std::string_view key, std::string_view data) {
+    Reader r(data, "provider refresh token", kOidcFormat);
+    op::RefreshTokenRecord t;
+    t.key = std::string(key);
+    t.family_id = r.str();
+    const std::int64_t generation = r.i64();
+    if (generation < 0 || generation > 0xffffffffLL) corrupt("provider refresh token: bad generation");
+    t.generation = static_cast<std::uint32_t>(generation);
+    t.expires_at = r.i64();
+    r.done();
+    return t;
+}
+
+std::string encode_oidc_family(const op::RefreshFamily &f) {
+    Writer w(96 + f.client_id.size() + f.user_id.size() + 16 * (f.scopes.size() + f.amr.size()));
+    w.u8(kOidcFormat);
+    w.str(f.client_id);
+    w.str(f.user_id);
+    put_list(w, f.scopes, "scopes");
+    w.i64(f.auth_time);
+    put_list(w, f.amr, "amr values");
+    w.u8(f.mfa ? 1 : 0);
+    w.i64(static_cast<std::int64_t>(f.generation));
+    w.i64(f.created_at);
+    w.i64(f.expires_at);
+    w.i64(f.last_used_at);
+    w.u8(f.revoked ? 1 : 0);
+    return w.data();
+}
+
+op::RefreshFamily decode_oidc_family(std::string_view key, std::string_view data) {
+    Reader r(data, "provider refresh family", kOidcFormat);
+    op::RefreshFamily f;
+    f.id = std::string(key);
+    f.client_id = r.str();
+    f.user_id = r.str();
+    f.scopes = get_list(r);
+    f.auth_time = r.i64();
+    f.amr = get_list(r);
+    f.mfa = r.boolean();
+    const std::int64_t generation = r.i64();
+    if (generation < 0 || generation > 0xffffffffLL) corrupt("provider refresh family: bad generation");
+    f.generation = static_cast<std::uint32_t>(generation);
+    f.created_at = r.i64();
+    f.expires_at = r.i64();
+    f.last_used_at = r.i64();
+    f.revoked = r.boolean();
+    r.done();
+    return f;
+}
+
+std::string oidc_consent_key(std::string_view user_id, std::string_view client_id) {
+    std::string k;
+    k.reserve(user_id.size() + 1 + client_id.size());
+    k.append(user_id);
+    k.push_back('\0');
+    k.append(client_id);
+    return k;
+}
+
+std::string encode_oidc_consent(const op::ConsentRecord &c) {
+    Writer w(32 + c.user_id.size() + c.client_id.size() + 16 * c.scopes.size());
+    w.u8(kOidcFormat);
+    w.str(c.user_id);
+    w.str(c.client_id);
+    put_list(w, c.scopes, "scopes");
+    w.i64(c.granted_at);
+    return w.data();
+}
+
+op::ConsentRecord decode_oidc_consent(std::string_view key, std::string_view data) {
+    Reader r(data, "provider consent", kOidcFormat);
+    op::ConsentRecord c;
+    c.user_id = r.str();
+    c.client_id = r.str();
+    c.scopes = get_list(r);
+    c.granted_at = r.i64();
+    r.done();
+    if (key != oidc_consent_key(c.user_id, c.client_id)) corrupt("provider consent: kept under another key");
+    return c;
+}
+
 std::string encode_outbox(const OutboxRecord &o) {
     Writer w(1 + 8 * 3 + 4 * 4 + o.token_hash.size() + o.client.size() + o.sealed.size() + o.last_error.size());
     w.u8(kOutboxFormat);

@@ -27,6 +27,8 @@ inline constexpr unsigned char kMfaFormat = 2;
 // Outbox entries: format 2 adds the next try's time and the last failure's reason.
 inline constexpr unsigned char kOutboxFormat = 2;
 inline constexpr unsigned char kEventFormat = 1;
+// The OpenID provider's grants (codes, access tokens, refresh tokens, families, consents).
+inline constexpr unsigned char kOidcFormat = 1;
 
 [[noreturn]] void corrupt(std::string_view what);
 
@@ -60,6 +62,21 @@ OutboxRecord decode_outbox(std::string_view key, std::string_view data);
 // Events: the key is the 8-byte big-endian sequence number.
 std::string encode_event(const EventRecord &e);
 EventRecord decode_event(std::string_view key, std::string_view data);
+// The OpenID provider's grants: the key (a secret's record_key, a family's id) is not repeated
+// inside. A consent's key is oidc_consent_key(user id, client id).
+std::string encode_oidc_code(const op::CodeRecord &c);
+op::CodeRecord decode_oidc_code(std::string_view key, std::string_view data);
+// What a spent code keeps (ReadTxn::oidc_code): its client, user, times and what it gave.
+op::CodeRecord spent_code(const op::CodeRecord &c);
+std::string encode_oidc_access(const op::AccessTokenRecord &a);
+op::AccessTokenRecord decode_oidc_access(std::string_view key, std::string_view data);
+std::string encode_oidc_refresh(const op::RefreshTokenRecord &r);
+op::RefreshTokenRecord decode_oidc_refresh(std::string_view key, std::string_view data);
+std::string encode_oidc_family(const op::RefreshFamily &f);
+op::RefreshFamily decode_oidc_family(std::string_view key, std::string_view data);
+std::string oidc_consent_key(std::string_view user_id, std::string_view client_id);
+std::string encode_oidc_consent(const op::ConsentRecord &c);
+op::ConsentRecord decode_oidc_consent(std::string_view key, std::string_view data);
 // Audit entries are JSON (readable with mdb_dump); the key is the time (BE) and 8 random bytes.
 std::string encode_audit(const AuditEntry &e);
 AuditEntry decode_audit(std::string_view key, std::string_view data);

@@ -72,6 +72,44 @@ TEST_F(AccountsTest, DeletionTakesEverythingAndFreesTheAddress) {
     EXPECT_NE(again.user.id, user_id) << "the address registers again, as a new account";
 }
 
+// What the account let other applications have (the OpenID provider's codes, tokens, refresh
+// families) and what it agreed to goes with it; another account's stays.
+TEST_F(AccountsTest, DeletionTakesTheProvidersGrantsAndConsents) {
+    Session s = sign_in("leaving@example.com");
+    Session other = sign_in("staying@example.com");
+    auto grant = [&](const std::string &user_id, const std::string &tag) {
+        op::AuthorizeRequest req;
+        req.client_id = "wiki";
+        req.redirect_uri = "https://wiki.example.com/cb";
+        req.scopes = {"openid", "offline_access"};
+        const Millis now = clock_->now();
+        op::CodeRecord c = op::new_code(req, user_id, now, SignInMethod::EmailToken, false, "code-" + tag, now);
+        auto family = op::new_family(c, "family-" + tag, now);
+        auto w = store_->write();
+        w->put_oidc_code(c);
+        w->put_oidc_family(*family);
+        w->put_oidc_refresh_token(op::refresh_token_record(*family, "refresh-" + tag, now));
+        w->put_oidc_access_token(op::new_access_token("access-" + tag, "wiki", user_id, c.scopes, family->id, now));
+        w->put_oidc_consent(op::grant_consent(nullptr, req, user_id, now));
+        w->commit();
+    };
+    grant(s.user.id, "a");
+    grant(other.user.id, "b");
+    ASSERT_TRUE(id_->accounts().delete_account(principal(s), "c"));
+    auto r = store_->read();
+    EXPECT_FALSE(r->oidc_code("code-a"));
+    EXPECT_FALSE(r->oidc_family("family-a"));
+    EXPECT_FALSE(r->oidc_refresh_token("refresh-a"));
+    EXPECT_FALSE(r->oidc_access_token("access-a"));
+    EXPECT_FALSE(r->oidc_consent(s.user.id, "wiki"));
+    EXPECT_TRUE(r->oidc_code("code-b"));
+    EXPECT_TRUE(r->oidc_family("family-b"));
+    EXPECT_TRUE(r->oidc_refresh_token("refresh-b"));
+    EXPECT_TRUE(r->oidc_access_token("access-b"));
+    EXPECT_TRUE(r->oidc_consent(other.user.id, "wiki"));
+    EXPECT_TRUE(store_->check_integrity().empty());
+}
+
 TEST_F(AccountsTest, ASuspendedAccountGetsNoEmail) {
     sign_in("held-back@example.com");
     ASSERT_TRUE(id_->set_suspended("", "held-back@example.com", true));

@@ -30,7 +30,7 @@ static ngx_command_t *all_directives() {
         auto *v = new std::vector<ngx_command_t>();
         for (Directives feature : {site_directives(), delivery_directives(), language_directives(), session_directives(),
                                    password_directives(), factor_directives(), passkey_directives(),
-                                   admin_directives(), provider_directives(), location_directives(),
+                                   admin_directives(), provider_directives(), oidc_directives(), location_directives(),
                                    event_directives()}) {
             v->insert(v->end(), feature.begin(), feature.end());
         }

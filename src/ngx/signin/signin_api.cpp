@@ -38,13 +38,16 @@ using signin::Code;
 // Sensitive: sends email, exchanges tokens or checks passwords. SignedIn: the caller's own data.
 // A path segment written "{id}" matches any one non-empty segment (the endpoint checks it); every
 // other segment matches only itself.
-constexpr std::array<Route, 49> kRoutes = {{
+constexpr std::array<Route, 51> kRoutes = {{
     {"register", NGX_HTTP_POST, post_register, Bucket::Sensitive, Route::None},
     {"login", NGX_HTTP_POST, post_login, Bucket::Sensitive, Route::None},
     {"session", NGX_HTTP_POST, post_session, Bucket::Sensitive, Route::CookieWrite | Route::Exchange},
     {"token", NGX_HTTP_POST, post_token, Bucket::Sensitive, Route::Exchange},
     {"me", NGX_HTTP_GET, get_me, Bucket::SignedIn, Route::None},
     {".well-known/jwks.json", NGX_HTTP_GET, get_jwks, Bucket::SignedIn, Route::None},
+    // the module as an OpenID provider (signin_oidc_client)
+    {".well-known/openid-configuration", NGX_HTTP_GET, get_oidc_discovery, Bucket::SignedIn, Route::None},
+    {"oauth2/jwks", NGX_HTTP_GET, get_oidc_jwks, Bucket::SignedIn, Route::None},
     {"sessions", NGX_HTTP_GET, get_sessions, Bucket::SignedIn, Route::None},
     {"sessions/revoke", NGX_HTTP_POST, post_sessions_revoke, Bucket::SignedIn, Route::SignedInWrite},
     {"logout", NGX_HTTP_POST, post_logout, Bucket::SignedIn, Route::SignedInWrite},

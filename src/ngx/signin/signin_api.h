@@ -45,6 +45,10 @@ ngx_int_t post_token(ApiCall &call);
 // signin_sessions.cpp
 ngx_int_t get_me(ApiCall &call);
 ngx_int_t get_jwks(ApiCall &call);
+
+// signin_oidc.cpp: the module as an OpenID provider
+ngx_int_t get_oidc_discovery(ApiCall &call);
+ngx_int_t get_oidc_jwks(ApiCall &call);
 ngx_int_t get_sessions(ApiCall &call);
 ngx_int_t post_sessions_revoke(ApiCall &call);
 ngx_int_t post_logout(ApiCall &call);

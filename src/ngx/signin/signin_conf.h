@@ -24,6 +24,7 @@
 #include "signin/i18n.hpp"
 #include "signin/pages.hpp"
 #include "signin/oidc.hpp"
+#include "signin/oidc_provider.hpp"
 
 extern "C" {
 extern ngx_module_t ngx_http_signin_module;
@@ -70,6 +71,10 @@ struct MainConf {
     // providers
     std::vector<signin::oidc::ProviderConfig> *providers;  // signin_provider, in order
     ngx_str_t provider_fetch_uri;  // signin_provider_fetch: the internal location of provider calls
+
+    // the module as an OpenID provider
+    signin::op::Clients *oidc_clients;  // signin_oidc_client (nullptr: none)
+    signin::op::KeyRing *oidc_keys;     // signin_oidc_signing_key_file (nullptr: none)
 
     // emails and their delivery
     signin::OutboxSettings *outbox;     // signin_delivery_timeout, signin_delivery_retries (the key comes later)

@@ -57,6 +57,11 @@ char *check_admin(ngx_conf_t *cf, MainConf *m);
 Directives provider_directives();
 char *check_providers(ngx_conf_t *cf, MainConf *m);
 
+// The module as an OpenID provider (conf_oidc.cpp): signin_oidc_client,
+// signin_oidc_signing_key_file; every client's algorithm has a key.
+Directives oidc_directives();
+char *check_oidc(ngx_conf_t *cf, MainConf *m);
+
 // The locations (conf_locations.cpp): signin_api, signin_pages*, signin_require and who may pass
 // (signin_allow, signin_deny, signin_login_url, signin_pass_credentials, signin_assertion_audience),
 // signin_metrics; and the location level's conf.

@@ -85,8 +85,8 @@ char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
     if (char *rv = check_languages(cf, m); rv != NGX_CONF_OK) return rv;
     if (char *rv = check_mail_pages(cf, m); rv != NGX_CONF_OK) return rv;
     if (!m->used) return NGX_CONF_OK;
-    for (auto check : {check_site, check_providers, check_delivery, check_sessions, check_passwords, check_passkeys,
-                       check_admin}) {
+    for (auto check : {check_site, check_providers, check_oidc, check_delivery, check_sessions, check_passwords,
+                       check_passkeys, check_admin}) {
         if (char *rv = check(cf, m); rv != NGX_CONF_OK) return rv;
     }
     if (check_events_conf(cf, m) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
