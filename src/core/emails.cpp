@@ -146,60 +146,16 @@ EmailTemplate from_copy(Purpose p, const Copy &c, bool linked, const Words &word
     return t;
 }
 
-// What each purpose's built-in email says (in English: the msgids of the catalogs).
-Copy copy_of(Purpose p) {
-    constexpr std::string_view kOnceIgnore =
-        "It is valid for {validity} and can be used once. If you did not ask for it, ignore this email.";
+// What each notice (an email with no code) says, in English (msgids of the catalogs, as below).
+Copy notice_copy_of(Purpose p) {
     Copy c;
     switch (p) {
-    case Purpose::SignIn:
-        c = {"Your sign-in code for {site}", {"Use this code to sign in to {site}:"}, {kOnceIgnore},
-             "Sign in to {site}", {}};
-        break;
-    case Purpose::Registration:
-        c = {"Confirm your address for {site}",
-             {"Use this code to finish creating your account on {site}:"}, {kOnceIgnore}, "Create your account",
-             "{{password_note}}"};
-        break;
-    case Purpose::AlreadyRegistered:
-        // it answers whoever asked to sign in through a page that uses /register (which signs
-        // existing accounts in): every returning visitor of such a site gets it, so it is the
-        // plain sign-in email
-        c = {"Your sign-in code for {site}",
-             {"Use this code to sign in to {site}:"},
-             {kOnceIgnore},
-             "Sign in to {site}",
-             {}};
-        break;
-    case Purpose::EmailChange:
-        c = {"Confirm your new address for {site}",
-             {"Use this code to confirm {email} as the new address of your account on {site}:"},
-             {"It is valid for {validity}. It cannot be used to sign in."},
-             "Confirm the new address",
-             {}};
-        break;
-    case Purpose::EmailChangeApproval:
-        c = {"Approve a change of address for {site}",
-             {"Someone asked to move your account on {site} to a new address. If it was you, approve it "
-              "with this code:"},
-             {"It is valid for {validity}. If it was not you, do not use it."},
-             "Approve the change",
-             {}};
-        break;
     case Purpose::EmailChanged:
         c = {"Your address for {site} was changed",
              {},
              {"The address of your account on {site} was just changed. If this was not you, contact the "
               "site right away."},
              {},
-             {}};
-        break;
-    case Purpose::Invitation:
-        c = {"You are invited to {site}",
-             {"You are invited to {site}. Use this code to sign in:"},
-             {"It is valid for {validity} and can be used once. Later, sign in with your address, "
-              "{email}."},
-             "Join {site}",
              {}};
         break;
     case Purpose::PasswordChanged:
@@ -237,6 +193,65 @@ Copy copy_of(Purpose p) {
              "Review your sessions",
              {},
              "See where your account is signed in: {link}"};
+        break;
+    default:
+        break;
+    }
+    return c;
+}
+
+// What each purpose's built-in email says (in English: the msgids of the catalogs).
+Copy copy_of(Purpose p) {
+    constexpr std::string_view kOnceIgnore =
+        "It is valid for {validity} and can be used once. If you did not ask for it, ignore this email.";
+    Copy c;
+    switch (p) {
+    case Purpose::EmailChanged:
+    case Purpose::PasswordChanged:
+    case Purpose::MfaLocked:
+    case Purpose::NewSignIn:
+        return notice_copy_of(p);
+    case Purpose::SignIn:
+        c = {"Your sign-in code for {site}", {"Use this code to sign in to {site}:"}, {kOnceIgnore},
+             "Sign in to {site}", {}};
+        break;
+    case Purpose::Registration:
+        c = {"Confirm your address for {site}",
+             {"Use this code to finish creating your account on {site}:"}, {kOnceIgnore}, "Create your account",
+             "{{password_note}}"};
+        break;
+    case Purpose::AlreadyRegistered:
+        // it answers whoever asked to sign in through a page that uses /register (which signs
+        // existing accounts in): every returning visitor of such a site gets it, so it is the
+        // plain sign-in email
+        c = {"Your sign-in code for {site}",
+             {"Use this code to sign in to {site}:"},
+             {kOnceIgnore},
+             "Sign in to {site}",
+             {}};
+        break;
+    case Purpose::EmailChange:
+        c = {"Confirm your new address for {site}",
+             {"Use this code to confirm {email} as the new address of your account on {site}:"},
+             {"It is valid for {validity}. It cannot be used to sign in."},
+             "Confirm the new address",
+             {}};
+        break;
+    case Purpose::EmailChangeApproval:
+        c = {"Approve a change of address for {site}",
+             {"Someone asked to move your account on {site} to a new address. If it was you, approve it "
+              "with this code:"},
+             {"It is valid for {validity}. If it was not you, do not use it."},
+             "Approve the change",
+             {}};
+        break;
+    case Purpose::Invitation:
+        c = {"You are invited to {site}",
+             {"You are invited to {site}. Use this code to sign in:"},
+             {"It is valid for {validity} and can be used once. Later, sign in with your address, "
+              "{email}."},
+             "Join {site}",
+             {}};
         break;
     }
     return c;

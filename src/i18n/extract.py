@@ -47,11 +47,12 @@ def texts():
                   "kUnknownBrowser"]:
         m = re.search(r"constexpr std::string_view " + const + r"\s*=\s*(.*?);", emails, re.S)
         add(c_strings(m.group(1))[0])
-    body = emails[emails.index("Copy copy_of(Purpose p) {"):]
-    body = body[:body.index("\n}\n")]
-    for s in c_strings(body):
-        if "{{" not in s:
-            add(s)
+    for function in ["Copy copy_of(Purpose p) {", "Copy notice_copy_of(Purpose p) {"]:
+        body = emails[emails.index(function):]
+        body = body[:body.index("\n}\n")]
+        for s in c_strings(body):
+            if "{{" not in s:
+                add(s)
     return seen
 
 
