@@ -566,7 +566,10 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) {
         }
         *h = apiv::rewrite_handler;
     }
-    return apiv::install_filter(cf);
+    if (apiv::install_filter(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    return mcf->state->migrator ? apiv::install_body_filter(cf) : NGX_OK;
 }
 
 ngx_http_module_t module_ctx = {
