@@ -29,7 +29,7 @@ my %answers = (
 );
 
 sub serve {
-    my ($listen) = @_;
+    my ($listen, $answers) = @_;
     my $deadline = time + 600;    # bounded: it outlives no test
     while (time < $deadline) {
         my $c = $listen->accept or next;
@@ -45,7 +45,7 @@ sub serve {
         }
         my $body = '';
         read $c, $body, $h{'content-length'} if $h{'content-length'};
-        my ($status, $type, $content, $chunked) = @{ $answers{$path} // [404, 'application/json', '{"error": "?"}'] };
+        my ($status, $type, $content, $chunked) = @{ $answers->{$path} // [404, 'application/json', '{"error": "?"}'] };
         if ($method eq 'POST') {    # creates the user it was sent, as v3 knows users
             ($status, $type) = (201, 'application/json');
             $content = $body =~ /^\{/ ? '{"id": 8, ' . substr($body, 1) : $body;
@@ -72,25 +72,32 @@ sub serve {
     }
 }
 
-my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $t->port2, Listen => 64, ReuseAddr => 1)
-    or die "upstream: listen: $!";
-my $upstream = fork // die "fork: $!";
-if ($upstream == 0) {
-    $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP PIPE);
-    serve($listen);
-    POSIX::_exit(0);
+# Starts the upstream on `port` with its answers; returns its pid.
+sub upstream {
+    my ($port, $answers) = @_;
+    my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port, Listen => 64, ReuseAddr => 1)
+        or die "upstream: listen: $!";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP PIPE);
+        serve($listen, $answers);
+        POSIX::_exit(0);
+    }
+    close $listen;
+    return $pid;
 }
-close $listen;
-END { kill 'TERM', $upstream if $upstream; }
+my @upstreams = (upstream($t->port2, \%answers));
+END { kill 'TERM', @upstreams if @upstreams; }
 
 # ---------------------------------------------------------------- the gateway
 # v1 -> v2: "name" became "full_name", status "active" became "enabled", "tier" was added.
 # v2 -> v3: "legacy" was removed (older versions still get true), the address's "zip" became
 # "postcode", and on GET /orders each item's "sku" became "code".
-$t->run(http => <<'END', wait_ports => [$t->port]);
+my $gateway = <<'END';
     api_versions {
         strategy header X-API-Version;
         default v3;
+%%UPSTREAM_VERSION%%
         version v1 {
             controller @legacy {
                 GET /users/:id; POST /users; GET /orders; GET /missing; GET /broken; GET /text;
@@ -121,11 +128,13 @@ $t->run(http => <<'END', wait_ports => [$t->port]);
         }
     }
 END
+$t->run(http => $gateway =~ s/%%UPSTREAM_VERSION%%\n//r, wait_ports => [$t->port]);
 
 sub get {
     my ($version, $path, %o) = @_;
+    my $via = $o{via} // $t;
     my %h = (%{ $o{headers} || {} }, ($version ? ('X-API-Version' => $version) : ()));
-    return $t->req($o{method} // 'GET', $path, headers => \%h, (exists $o{json} ? (json => $o{json}) : ()),
+    return $via->req($o{method} // 'GET', $path, headers => \%h, (exists $o{json} ? (json => $o{json}) : ()),
         (exists $o{body} ? (body => $o{body}) : ()));
 }
 
@@ -212,4 +221,20 @@ $r = get('v1', '/api/users', method => 'POST', json => $long);
 is $r->{headers}{'x-got-body'}, $long, 'a request body over api_versions_body_max passes untouched';
 
 $t->done(allow => qr/is not JSON and passed unchanged/);
+
+# ---------------------------------------------------------------- an upstream that speaks v2
+# Clients of the newer v3 are migrated back to it, and its answers forward.
+my $t2 = SigninTest->new;
+my $user2 = '{"id": 7, "full_name": "Ada", "status": "enabled", "tier": "pro", "address": {"zip": "N1"}, "legacy": true}';
+push @upstreams, upstream($t2->port2, {'/api/users/7' => [200, 'application/json', $user2]});
+$t2->run(http => $gateway =~ s/%%UPSTREAM_VERSION%%/        api_versions_upstream_version v2;/r, wait_ports => [$t2->port]);
+is get('v2', '/api/users/7', via => $t2)->{content}, $user2, 'upstream v2, client v2: untouched';
+is get('v3', '/api/users/7', via => $t2)->{content}, '{"id":7,"full_name":"Ada","status":"enabled","tier":"pro","address":{"postcode":"N1"}}',
+    'client v3: the answer migrated forward';
+is get('v1', '/api/users/7', via => $t2)->{content}, '{"id":7,"name":"Ada","status":"active","address":{"zip":"N1"},"legacy":true}',
+    'client v1: the answer migrated back';
+$r = get('v3', '/api/users', via => $t2, method => 'POST', json => '{"full_name": "Eve", "address": {"postcode": "E1"}}');
+is $r->{headers}{'x-got-body'}, '{"full_name":"Eve","address":{"zip":"E1"},"legacy":true}',
+    'a v3 request migrated back to the upstream\'s v2';
+$t2->done;
 done_testing;
