@@ -72,18 +72,22 @@ is $r->{status}, 200, 'GET the previews';
 is $r->{headers}{'cache-control'}, 'no-store', '... no-store';
 my @p = @{ $r->{json}{emails} || [] };
 is_deeply [map { $_->{purpose} } @p],
-    [qw(SignIn Registration AlreadyRegistered EmailChange EmailChangeApproval EmailChanged PasswordChanged Invitation MfaLocked)],
+    [qw(SignIn Registration AlreadyRegistered EmailChange EmailChangeApproval EmailChanged PasswordChanged Invitation MfaLocked NewSignIn)],
     'one preview per purpose';
 is_deeply [map { $_->{tag} } @p],
     [qw(auth.sign_in auth.registration auth.already_registered auth.email_change auth.email_change_approval
-        auth.email_changed auth.password_changed auth.invitation auth.mfa_locked)], '... with their tags';
-is_deeply [map { $_->{custom} ? 1 : 0 } @p], [1, 0, 0, 0, 0, 0, 1, 0, 0], '... saying which are custom';
+        auth.email_changed auth.password_changed auth.invitation auth.mfa_locked auth.new_sign_in)],
+    '... with their tags';
+is_deeply [map { $_->{custom} ? 1 : 0 } @p], [1, 0, 0, 0, 0, 0, 1, 0, 0, 0], '... saying which are custom';
 is $p[0]{subject}, "Your code for $origin", '... rendered from the custom template';
 like $p[0]{text}, qr/Code: PREVIEW-CODE-0000/, '... with a sample code, not a real one';
 is $p[6]{text}, "Your password on $origin was changed.\n", '... the custom notice';
 like $p[1]{text}, qr/A password was chosen/, '... the Registration preview shows the password note';
 like $p[8]{subject}, qr/^The second factor of your .* account was locked$/, '... the MfaLocked notice, built in';
 unlike $p[8]{text}, qr/PREVIEW-CODE/, '... with no code';
+like $p[9]{subject}, qr/^New sign-in to your account on /, '... the NewSignIn notice, built in';
+like $p[9]{text}, qr/Browser: Firefox 128 on Windows\n.*IP address: 203\.0\.113\.7/s, '... with sample facts';
+like $p[9]{text}, qr/When: January 1, 2027 at 12:00.{1,3}AM UTC/, '... its time in words, in UTC';
 
 $r = $t->req(GET => '/admin/emails?purpose=sign_in');
 is $r->{status}, 200, 'one preview as HTML';
@@ -134,7 +138,7 @@ like $out, qr/duplicate/, '... as a duplicate';
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template Welcome $ok;"));
 isnt $rc, 0, 'an unknown purpose fails nginx -t';
 like $out, qr/unknown purpose "Welcome"/, '... naming it';
-like $out, qr/Invitation, MfaLocked, or their tags/, '... and listing the purposes';
+like $out, qr/Invitation, MfaLocked, NewSignIn, or their tags/, '... and listing the purposes';
 ($rc, $out) = $c->nginx_t(http => $c->signin_http(extra => "signin_email_template SignIn $dir/missing.txt;"));
 isnt $rc, 0, 'a missing file fails nginx -t';
 like $out, qr/cannot read/, '... saying so';

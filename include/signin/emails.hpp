@@ -26,7 +26,8 @@ struct Email {
 };
 
 // A template: {{name}} is replaced by a value. Names:
-//   {{code}}           the short code, XXXX-XXXX (empty in the notices EmailChanged, PasswordChanged and MfaLocked)
+//   {{code}}           the short code, XXXX-XXXX (empty in the notices EmailChanged, PasswordChanged,
+//                      MfaLocked and NewSignIn)
 //   {{token}}          the whole token (43 characters), for templates written before codes
 //   {{site_name}}      signin_site_name (default: the origin without its scheme)
 //   {{email}}          the address written to
@@ -36,7 +37,12 @@ struct Email {
 //                      (empty otherwise); in other purposes, always empty
 //   {{link}}           the link base + "#token=" + the token (the fragment never reaches a server);
 //                      empty when no link base is set. Only in the purposes whose token signs in
-//                      (SignIn, Registration, AlreadyRegistered, Invitation), never in a subject
+//                      (SignIn, Registration, AlreadyRegistered, Invitation), never in a subject;
+//                      in NewSignIn the account page, which carries no token
+//   {{when}}, {{device}}, {{client}}  in NewSignIn: when the account was signed in to (a date and
+//                      time in UTC, in the email's language), the browser and system ("Firefox 128 on
+//                      Windows"; fixed names, never the User-Agent's own words), and the client's
+//                      address; empty in the other purposes
 // In `html` every value is HTML-escaped. An empty `html` is made from `text` (escaped, in <pre>).
 struct EmailTemplate {
     std::string subject, text, html;
@@ -91,9 +97,10 @@ public:
     static constexpr std::string_view kPreviewToken = "PREVIEW-CODE-0000";
     static constexpr std::string_view kPreviewCode = "A1B2-C3D4";
     static constexpr std::string_view kPreviewEmail = "someone@example.com";
+    static constexpr Millis kPreviewTime = 1798761600000;  // 2027-01-01 00:00 UTC, a NewSignIn's time
 
 private:
-    static constexpr std::size_t kPurposes = 9;
+    static constexpr std::size_t kPurposes = 10;
     using Customs = std::array<std::optional<EmailTemplate>, kPurposes>;
     // One language's built-in emails and the words rendering puts in them.
     struct Builtin {
@@ -119,7 +126,7 @@ void append_html_escaped(std::string &out, std::string_view s);
 
 // Every purpose, in the order of Purpose; and a purpose by its name (SignIn) or tag (sign_in, or
 // auth.sign_in).
-const std::array<Purpose, 9> &all_purposes();
+const std::array<Purpose, 10> &all_purposes();
 std::optional<Purpose> purpose_from_text(std::string_view text);
 
 }  // namespace signin

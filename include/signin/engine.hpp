@@ -70,6 +70,9 @@ struct Policy {
     // Passkeys (signin_passkeys). Off: every passkey operation answers PasskeysDisabled.
     bool with_passkeys = false;
     std::string passkey_rp_id;  // signin_passkey_rp_id; "" = the origin's host
+    // signin_new_signin_notice: a sign-in from a browser or app the account has not seen before
+    // emails the NewSignIn notice (known_browsers.hpp).
+    bool new_signin_notice = false;
 };
 
 // A configured origin: "https://app.example.com" or a loopback "http://127.0.0.1:8080".
@@ -151,6 +154,8 @@ public:
     std::string_view device_cookie_name() const { return origin_.https ? "__Host-svc_device" : "svc_dev_device"; }
     // The browser cookie (browser accounts): __Host-svc_browser, or svc_dev_browser on loopback.
     std::string_view browser_cookie_name() const { return origin_.https ? "__Host-svc_browser" : "svc_dev_browser"; }
+    // The known-browser cookie (signin_new_signin_notice): __Host-svc_known, or svc_dev_known on loopback.
+    std::string_view known_cookie_name() const { return origin_.https ? "__Host-svc_known" : "svc_dev_known"; }
 
     // Administration (signin-admin): suspend or restore an account.
     Status set_suspended(std::string_view group, std::string_view email, bool suspended) {
@@ -248,13 +253,20 @@ private:
     // caller commits txn.
     Secret join_browser(WriteTxn &txn, const User &user, const BrowserCookies &browser, std::string_view client,
                         Millis now) const;
+    // signin_new_signin_notice: records the browser (or app) of a new session of `user` in txn and
+    // writes the NewSignIn notice when the account has not seen it (known_browsers.hpp); returns
+    // the known-browser cookie to set (a cookie session), else empty. The caller commits.
+    Secret note_browser(WriteTxn &txn, const User &user, SessionKind kind, const BrowserCookies *browser,
+                        std::string_view client, std::string_view user_agent, Millis now) const;
     // Ends every remembered device of a user (password set or changed, factor disabled); the caller commits.
     void forget_devices(WriteTxn &txn, const User &user, std::string_view client, Millis now) const;
     // Calls the delivery function; Code::DeliveryFailed when there is none.
     Status deliver(const Delivery &d) const;
     // With an outbox: writes d to it in txn (the caller commits), held by the caller (the first
-    // send is its own), and returns the entry's key; "" without an outbox.
-    std::string enqueue(WriteTxn &txn, const Delivery &d, std::string_view client, Millis now) const;
+    // send is its own) unless `held` is false (the outbox's next check sends it), and returns the
+    // entry's key; "" without an outbox.
+    std::string enqueue(WriteTxn &txn, const Delivery &d, std::string_view client, Millis now,
+                        bool held = true) const;
     // Deletes an outbox entry (a synchronous delivery made by the caller instead).
     Status forget_outbox(std::string_view key) const;
 

@@ -88,6 +88,8 @@ public:
     Result<std::vector<EventItem>> claim_due(std::size_t budget);
     // The application took it (a 2xx): it goes.
     Status sent(const EventItem &item);
+    // The same for several, in one transaction: what a worker's sends ended with meanwhile.
+    Status sent(const std::vector<EventItem> &items);
     // The application refused it, or did not answer: its next try after the backoff, or dropped.
     // `error`: why (a status; kept for signin-admin events until the next try).
     Result<EventRetry> failed(const EventItem &item, std::string_view error);

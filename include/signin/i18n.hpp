@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -84,6 +85,9 @@ public:
     // A pattern ICU refuses (only possible for English text never checked at start) is returned
     // as it stands.
     std::string format(std::size_t lang, std::string_view english, const std::vector<Arg> &args = {}) const;
+    // A moment (ms since the epoch) as the language writes a date and time, in UTC and saying so
+    // ("November 29, 2026 at 3:20 AM UTC", "29. November 2026 um 03:20 UTC").
+    std::string format_time(std::size_t lang, std::int64_t unix_ms) const;
     // Whether the language's catalog has its own text for `english`.
     bool translates(std::size_t lang, std::string_view english) const;
 

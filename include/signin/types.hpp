@@ -28,6 +28,7 @@ enum class Purpose : std::uint8_t {
     PasswordChanged = 7,
     Invitation = 8,  // signin-admin invite --send; its token signs the person in
     MfaLocked = 9,   // a notice: too many wrong second-factor codes locked the account's factor
+    NewSignIn = 10,  // a notice: the account was signed in to from a browser or app not seen before
 };
 // "SignIn", "Registration", ...: a delivery's "purpose" in JSON.
 std::string_view purpose_name(Purpose p);
@@ -71,6 +72,10 @@ struct Delivery {
     // The language to write it in (a signin_languages tag): the request's that caused it, or for a
     // notice the account's last. "" or a tag no longer configured: the first configured.
     std::string lang;
+    // NewSignIn: when, from where and with what the account was signed in to. browser and system
+    // are summarize_user_agent's fixed names (empty when not recognized), never the header's words.
+    Millis signed_in_at = 0;
+    std::string browser, system, client;
 };
 
 // A token record as stored: keyed by the hash of the token, never the token itself.
@@ -209,6 +214,7 @@ struct BrowserCookies {
     Secret device;   // the remembered-device cookie (second factors)
     Secret browser;  // the browser cookie; empty or unknown: the sign-in makes a new one
     Secret current;  // the session cookie the request carried
+    Secret known;    // the known-browser cookie (signin_new_signin_notice)
     bool add = false;
 };
 
@@ -220,6 +226,7 @@ struct Session {
     std::string id;
     SessionKind kind = SessionKind::Cookie;
     Secret browser;  // a browser sign-in's browser cookie, to set again; else empty
+    Secret known;    // a new known-browser cookie to set (signin_new_signin_notice); else empty
     SignInMethod method = SignInMethod::EmailToken;  // the way in (signin_metrics counts by it)
 };
 

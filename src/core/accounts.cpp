@@ -2,6 +2,7 @@
 #include "signin/accounts.hpp"
 
 #include "engine_detail.hpp"
+#include "signin/known_browsers.hpp"
 
 namespace signin {
 
@@ -50,6 +51,7 @@ void detail::erase_account(WriteTxn &txn, const User &user, Millis now, std::str
     txn.del_mfa_pending_of(user.id);
     for (const auto &k : txn.passkeys_of(user.id)) txn.del_passkey(k.key);
     for (const auto &l : txn.provider_links_of(user.id)) txn.del_provider_link(l.key);
+    txn.del_counter(known_key(user.id));  // the browsers it was signed in from
     txn.del_user(user.id);
     // no address: the account is gone, its entry says only that it was
     txn.append_audit(detail::audit(now, "user.deleted", {}, client, user.id));

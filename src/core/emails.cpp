@@ -13,6 +13,10 @@ constexpr std::string_view kPasswordNote =
 // {{validity}}: how long a code stays valid, {minutes} in words
 constexpr std::string_view kValidity = "{minutes, plural, one {# minute} other {# minutes}}";
 constexpr std::string_view kOpenLink = "Or open this link: {link}";
+// {{device}} of a NewSignIn: what is known of the browser and its system
+constexpr std::string_view kBrowserOnSystem = "{browser} on {system}";
+constexpr std::string_view kBrowserOnlySystem = "a browser on {system}";
+constexpr std::string_view kUnknownBrowser = "an unknown browser or app";
 
 // The layout of every built-in HTML email. Mail clients keep little of the web: Gmail drops
 // <style> in many of its apps and Outlook for Windows lays out with Word, so the column is made of
@@ -57,7 +61,8 @@ constexpr std::string_view kHtmlButtonFoot = "</a></td>\n</tr></table>\n";
 std::size_t index_of(Purpose p) { return static_cast<std::size_t>(p) - 1; }
 
 bool carries_code(Purpose p) {
-    return p != Purpose::EmailChanged && p != Purpose::PasswordChanged && p != Purpose::MfaLocked;
+    return p != Purpose::EmailChanged && p != Purpose::PasswordChanged && p != Purpose::MfaLocked &&
+           p != Purpose::NewSignIn;
 }
 
 // The language an email is written in: its tag, and whether it reads right to left.
@@ -80,12 +85,15 @@ std::string html_page(std::string_view body, std::string_view site, const Lang &
 
 // What one built-in email says, in plain text: paragraphs before the code (the last introduces
 // it), paragraphs after it, the label of the link's button (in the purposes whose token signs
-// in), and a note that is appended as it is (its value brings its own line breaks).
+// in, and the account page of NewSignIn), and a note that is appended as it is (its value brings
+// its own line breaks). The plain text shows the link on a line of its own: link_line, or "Or open
+// this link" after a code.
 struct Copy {
     std::string_view subject;
     std::vector<std::string_view> before, after;
     std::string_view button;
     std::string_view note;
+    std::string_view link_line = kOpenLink;
 };
 
 // The words of one language: a text of the built-in emails translated, with the template's
@@ -95,8 +103,10 @@ public:
     Words(const i18n::Languages &langs, std::size_t lang) : langs_(langs), lang_(lang) {}
     std::string operator()(std::string_view english) const {
         static const std::vector<i18n::Arg> args = {
-            i18n::text_arg("site", "{{site_name}}"), i18n::text_arg("email", "{{email}}"),
-            i18n::text_arg("validity", "{{validity}}"), i18n::text_arg("link", "{{link}}")};
+            i18n::text_arg("site", "{{site_name}}"),   i18n::text_arg("email", "{{email}}"),
+            i18n::text_arg("validity", "{{validity}}"), i18n::text_arg("link", "{{link}}"),
+            i18n::text_arg("when", "{{when}}"),         i18n::text_arg("device", "{{device}}"),
+            i18n::text_arg("client", "{{client}}")};
         return langs_.format(lang_, english, args);
     }
     Lang lang() const { return {langs_.tag(lang_), langs_.rtl(lang_)}; }
@@ -124,7 +134,7 @@ EmailTemplate from_copy(Purpose p, const Copy &c, bool linked, const Words &word
         body += kHtmlCode;
     }
     if (linked && !c.button.empty()) {
-        t.text += "\n" + words(kOpenLink) + "\n";
+        t.text += "\n" + words(c.link_line) + "\n";
         body.append(kHtmlButtonHead).append(kFont).append("\">").append(words(c.button)).append(kHtmlButtonFoot);
     }
     paragraphs(c.after);
@@ -214,6 +224,20 @@ Copy copy_of(Purpose p) {
              {},
              {}};
         break;
+    case Purpose::NewSignIn:
+        // never for an account's first sign-in: whoever reads it has signed in before, and is told
+        // what to do if it was not them
+        c = {"New sign-in to your account on {site}",
+             {"Your account on {site} was just signed in to from a browser or app that had not been used for "
+              "it before.",
+              "When: {when}", "Browser: {device}", "IP address: {client}"},
+             {"If this was you, there is nothing to do. If it was not, someone knows your password or can read "
+              "your email: sign in with an email code, end that session on your account page, and change your "
+              "password."},
+             "Review your sessions",
+             {},
+             "See where your account is signed in: {link}"};
+        break;
     }
     return c;
 }
@@ -224,6 +248,7 @@ EmailTemplate builtin(Purpose p, bool linked, const Words &words) { return from_
 struct Values {
     std::string_view token, email, origin, minutes, password_note, code, site_name, link;
     std::string_view validity;  // "1 minute", "10 minutes": {{minutes}} in words, singular or plural
+    std::string_view when, device, client;  // a NewSignIn's facts
 };
 
 std::optional<std::string_view> value_of(const Values &v, std::string_view name) {
@@ -236,6 +261,9 @@ std::optional<std::string_view> value_of(const Values &v, std::string_view name)
     if (name == "code") return v.code;
     if (name == "site_name") return v.site_name;
     if (name == "link") return v.link;
+    if (name == "when") return v.when;
+    if (name == "device") return v.device;
+    if (name == "client") return v.client;
     return std::nullopt;
 }
 
@@ -257,7 +285,8 @@ Result<std::string> expand(std::string_view tpl, const Values &v, bool html, std
         if (!value) {
             return Error{Code::InvalidRequest,
                          "unknown \"{{" + std::string(name) +
-                             "}}\" (known: code, token, link, site_name, email, origin, minutes, validity, password_note)"};
+                             "}}\" (known: code, token, link, site_name, email, origin, minutes, validity, "
+                             "password_note, when, device, client)"};
         }
         if (used) used->emplace_back(name);
         if (html) {
@@ -301,12 +330,12 @@ void append_html_escaped(std::string &out, std::string_view s) {
     }
 }
 
-const std::array<Purpose, 9> &all_purposes() {
-    static const std::array<Purpose, 9> all = {Purpose::SignIn,          Purpose::Registration,
-                                               Purpose::AlreadyRegistered, Purpose::EmailChange,
-                                               Purpose::EmailChangeApproval, Purpose::EmailChanged,
-                                               Purpose::PasswordChanged, Purpose::Invitation,
-                                               Purpose::MfaLocked};
+const std::array<Purpose, 10> &all_purposes() {
+    static const std::array<Purpose, 10> all = {Purpose::SignIn,          Purpose::Registration,
+                                                Purpose::AlreadyRegistered, Purpose::EmailChange,
+                                                Purpose::EmailChangeApproval, Purpose::EmailChanged,
+                                                Purpose::PasswordChanged, Purpose::Invitation,
+                                                Purpose::MfaLocked,       Purpose::NewSignIn};
     return all;
 }
 
@@ -346,7 +375,9 @@ std::size_t Emails::lang_index(std::string_view tag) const {
 }
 
 std::vector<std::string> Emails::messages() {
-    std::vector<std::string> out = {std::string(kPasswordNote), std::string(kValidity), std::string(kOpenLink)};
+    std::vector<std::string> out = {std::string(kPasswordNote),    std::string(kValidity),
+                                    std::string(kOpenLink),        std::string(kBrowserOnSystem),
+                                    std::string(kBrowserOnlySystem), std::string(kUnknownBrowser)};
     auto add = [&out](std::string_view s) {
         if (!s.empty() && s.find("{{") == std::string_view::npos &&
             std::find(out.begin(), out.end(), s) == out.end()) {
@@ -359,6 +390,7 @@ std::vector<std::string> Emails::messages() {
         for (auto para : c.before) add(para);
         for (auto para : c.after) add(para);
         add(c.button);
+        add(c.link_line);
     }
     return out;
 }
@@ -392,7 +424,7 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
     if (t.subject.empty() || t.subject.find_first_of("\r\n") != std::string::npos) {
         return Error{Code::InvalidRequest, name + ": the subject must be one line, not empty"};
     }
-    const Values probe{"t", "e", "o", "1", "n", "c", "s", "l", "1 minute"};
+    const Values probe{"t", "e", "o", "1", "n", "c", "s", "l", "1 minute", "w", "d", "a"};
     std::vector<std::string> in_subject, in_text, in_html;
     auto s = expand(t.subject, probe, false, &in_subject);
     if (!s) return Error{Code::InvalidRequest, name + " subject: " + s.error().message};
@@ -410,12 +442,13 @@ Status Emails::check(Purpose purpose, const EmailTemplate &t) {
                                                   "(subjects show on lock screens and in mail logs)"};
     }
     // the link lands on the sign-in page, which spends the token for a session: only tokens that
-    // sign in may have one (an email change is confirmed with its code)
+    // sign in may have one (an email change is confirmed with its code); NewSignIn's is the
+    // account page, with no token
     if (!purpose_signs_in(purpose) && purpose != Purpose::EmailChange && purpose != Purpose::EmailChangeApproval &&
-        (uses(in_text, "link") || uses(in_html, "link"))) {
+        purpose != Purpose::NewSignIn && (uses(in_text, "link") || uses(in_html, "link"))) {
         return Error{Code::InvalidRequest,
                      name + ": {{link}} spends the token, so it is only for the purposes that carry one "
-                            "(not the notices)"};
+                            "(not the notices but NewSignIn)"};
     }
     if (carries_code(purpose)) {
         if (!shows_code(in_text)) return Error{Code::InvalidRequest, name + ": the text must show {{code}} or {{token}}"};
@@ -474,6 +507,8 @@ Email Emails::render(const Delivery &d, std::string_view origin) const {
                (d.purpose == Purpose::EmailChange || d.purpose == Purpose::EmailChangeApproval)) {
         // the sign-in page's other landing: it confirms the change (POST /email/confirm) on a click
         e.link = link_base_ + "#confirm=" + std::string(d.token.reveal());
+    } else if (!link_base_.empty() && d.purpose == Purpose::NewSignIn) {
+        e.link = link_base_ + "account";  // where the person sees and ends their sessions
     }
     // the template: the operator's for this language, else the operator's for every language, else
     // the built-in one of the language (without a link, it has no button and no line for it)
@@ -485,10 +520,24 @@ Email Emails::render(const Delivery &d, std::string_view origin) const {
     }
     if (t == nullptr && custom_[i]) t = &*custom_[i];
     if (t == nullptr) t = e.link.empty() ? &words.unlinked[i] : &words.linked[i];
+    std::string when, device;
+    if (d.purpose == Purpose::NewSignIn) {
+        when = languages_->format_time(lang, d.signed_in_at);
+        if (!d.browser.empty() && !d.system.empty()) {
+            device = languages_->format(lang, kBrowserOnSystem,
+                                        {i18n::text_arg("browser", d.browser), i18n::text_arg("system", d.system)});
+        } else if (!d.browser.empty()) {
+            device = d.browser;
+        } else if (!d.system.empty()) {
+            device = languages_->format(lang, kBrowserOnlySystem, {i18n::text_arg("system", d.system)});
+        } else {
+            device = languages_->format(lang, kUnknownBrowser);
+        }
+    }
     Values v{d.token.reveal(), d.email, origin, minutes,
              d.purpose == Purpose::Registration && d.with_password ? std::string_view(words.password_note)
                                                                     : std::string_view(),
-             d.code, site, e.link, words.validity};
+             d.code, site, e.link, words.validity, when, device, d.client};
     // every template was checked by replace() or is built in: expansion cannot fail
     e.subject = expand(t->subject, v, false).value();
     e.text = expand(t->text, v, false).value();
@@ -506,6 +555,12 @@ Email Emails::preview(Purpose purpose, std::string_view origin) const {
         d.code = std::string(kPreviewCode);
     }
     d.with_password = purpose == Purpose::Registration;
+    if (purpose == Purpose::NewSignIn) {
+        d.signed_in_at = kPreviewTime;
+        d.browser = "Firefox 128";
+        d.system = "Windows";
+        d.client = "203.0.113.7";  // an address kept for documentation (RFC 5737)
+    }
     return render(d, origin);
 }
 

@@ -14,6 +14,8 @@
 #include "encoding.hpp"
 #include "engine_detail.hpp"
 #include "signin/access.hpp"
+#include "signin/known_browsers.hpp"
+#include "signin/user_agent.hpp"
 
 namespace signin {
 
@@ -144,6 +146,8 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     facts.user_agent = s.user_agent;
     facts.mfa = mfa;
     txn.append_audit(detail::audit(now, "session.created", user.email, client, user.id, detail), facts);
+    Secret known;
+    if (policy_.new_signin_notice) known = note_browser(txn, user, kind, browser, client, user_agent, now);
     Session out;
     out.user = user;
     out.token = Secret(std::move(secret));
@@ -152,7 +156,32 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
     out.kind = kind;
     out.method = method;
     out.browser = std::move(browser_cookie);
+    out.known = std::move(known);
     return out;
+}
+
+Secret Engine::note_browser(WriteTxn &txn, const User &user, SessionKind kind, const BrowserCookies *browser,
+                            std::string_view client, std::string_view user_agent, Millis now) const {
+    const bool cookie = kind == SessionKind::Cookie;
+    static const BrowserCookies none;
+    const Secret *brought = cookie ? &(browser != nullptr ? *browser : none).known : nullptr;
+    KnownOutcome seen = note_sign_in_browser(txn, user.id, brought, now);
+    if (seen.notify && !user.email.empty()) {
+        Delivery d;
+        d.email = user.email;
+        d.purpose = Purpose::NewSignIn;
+        d.group_id = user.group_id;
+        d.lang = detail::notice_language(user);
+        d.signed_in_at = now;
+        const UserAgentSummary ua = summarize_user_agent(user_agent);
+        d.browser = ua.browser;
+        d.system = ua.system;
+        d.client = std::string(client.substr(0, 64));
+        // not held: the outbox's next check sends it, whichever way in made the session
+        enqueue(txn, d, client, now, false);
+        txn.append_audit(detail::audit(now, "notice.new_sign_in", user.email, client, user.id));
+    }
+    return std::move(seen.cookie);
 }
 
 Secret Engine::join_browser(WriteTxn &txn, const User &user, const BrowserCookies &b, std::string_view client,

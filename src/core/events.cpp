@@ -265,10 +265,14 @@ Result<std::vector<EventItem>> Events::claim_due(std::size_t budget) {
     });
 }
 
-Status Events::sent(const EventItem &item) {
+Status Events::sent(const EventItem &item) { return sent(std::vector<EventItem>{item}); }
+
+Status Events::sent(const std::vector<EventItem> &items) {
     return detail::guarded("event sent", [&]() -> Status {
         auto txn = engine_.store_->write();
-        if (auto r = txn->event(item.key); r && r->id == item.id) txn->del_event(item.key);
+        for (const auto &item : items) {
+            if (auto r = txn->event(item.key); r && r->id == item.id) txn->del_event(item.key);
+        }
         txn->commit();
         return ok_status();
     });

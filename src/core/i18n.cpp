@@ -8,8 +8,10 @@
 // tests. Message formatting (plural rules of every language, localized digits) is ICU's.
 #include "signin/i18n.hpp"
 
+#include <unicode/datefmt.h>
 #include <unicode/locid.h>
 #include <unicode/msgfmt.h>
+#include <unicode/timezone.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
@@ -482,6 +484,18 @@ std::string Languages::format(std::size_t lang, std::string_view english, const 
     f.format(names.data(), values.data(), static_cast<std::int32_t>(args.size()), result, status);
     if (U_FAILURE(status)) return std::string(pattern);
     return utf8(result);
+}
+
+std::string Languages::format_time(std::size_t lang, std::int64_t unix_ms) const {
+    UErrorCode status = U_ZERO_ERROR;
+    // the date in words, the time and its zone, in the language's own order and digits
+    std::unique_ptr<icu::DateFormat> f(icu::DateFormat::createInstanceForSkeleton(
+        icu::UnicodeString("yMMMMdjmmz"), locale_of(lang < langs_.size() ? langs_[lang].tag : "en"), status));
+    if (U_FAILURE(status) || !f) return {};
+    f->adoptTimeZone(icu::TimeZone::createTimeZone("UTC"));
+    icu::UnicodeString out;
+    f->format(static_cast<UDate>(unix_ms), out);
+    return utf8(out);
 }
 
 }  // namespace signin::i18n

@@ -21,8 +21,9 @@ constexpr char kOutboxContext[crypto_kdf_CONTEXTBYTES + 1] = "sgoutbox";
 // Sealed: nonce (24) || XChaCha20-Poly1305 of the plaintext, with the token's hash as associated
 // data (a sealed delivery moved to another entry does not open). Plaintext: version byte,
 // purpose, with_password, then email, group, token, code and language, each a u16 LE length and
-// its bytes.
-constexpr unsigned char kSealVersion = 3;  // 2 added the short code after the token, 3 the language
+// its bytes; then a NewSignIn's time (8 bytes, big endian), browser, system and client.
+// 2 added the short code after the token, 3 the language, 4 a NewSignIn's facts.
+constexpr unsigned char kSealVersion = 4;
 
 void put_str16(std::string &out, std::string_view s) {
     if (s.size() > 0xffff) throw std::length_error("outbox: field too long");
@@ -41,6 +42,16 @@ bool get_str16(std::string_view &in, std::string &out) {
     return true;
 }
 
+// A NewSignIn's time, browser, system and client (seal version 4).
+bool get_facts(std::string_view &in, Delivery &d) {
+    if (in.size() < 8) return false;
+    std::uint64_t at = 0;
+    for (std::size_t i = 0; i < 8; i++) at = (at << 8) | static_cast<unsigned char>(in[i]);
+    in.remove_prefix(8);
+    d.signed_in_at = static_cast<Millis>(at);
+    return get_str16(in, d.browser) && get_str16(in, d.system) && get_str16(in, d.client);
+}
+
 std::string seal(const SecretKey &key, const Delivery &d, std::string_view token_hash) {
     std::string plain;
     plain.reserve(3 + 6 + d.email.size() + d.group_id.size() + 43);
@@ -52,6 +63,11 @@ std::string seal(const SecretKey &key, const Delivery &d, std::string_view token
     put_str16(plain, d.token.reveal());
     put_str16(plain, d.code);
     put_str16(plain, d.lang);
+    const auto at = static_cast<std::uint64_t>(d.signed_in_at);
+    for (int shift = 56; shift >= 0; shift -= 8) plain.push_back(static_cast<char>((at >> shift) & 0xff));
+    put_str16(plain, d.browser);
+    put_str16(plain, d.system);
+    put_str16(plain, d.client);
     std::string out = signin::seal(key, plain, token_hash);
     sodium_memzero(plain.data(), plain.size());
     return out;
@@ -69,9 +85,9 @@ std::optional<Delivery> unseal(const SecretKey &key, std::string_view sealed, st
         in.remove_prefix(3);
         Delivery d;
         std::string token;
-        if (purpose >= 1 && purpose <= static_cast<unsigned char>(Purpose::MfaLocked) && with_password <= 1 && get_str16(in, d.email) &&
+        if (purpose >= 1 && purpose <= static_cast<unsigned char>(Purpose::NewSignIn) && with_password <= 1 && get_str16(in, d.email) &&
             get_str16(in, d.group_id) && get_str16(in, token) && (version < 2 || get_str16(in, d.code)) &&
-            (version < 3 || get_str16(in, d.lang)) && in.empty()) {
+            (version < 3 || get_str16(in, d.lang)) && (version < 4 || get_facts(in, d)) && in.empty()) {
             d.purpose = static_cast<Purpose>(purpose);
             d.with_password = with_password == 1;
             d.token = Secret(std::move(token));
@@ -94,13 +110,15 @@ void Engine::use_outbox(const OutboxSettings &settings) {
     outbox_ = st;
 }
 
-std::string Engine::enqueue(WriteTxn &txn, const Delivery &d, std::string_view client, Millis now) const {
+std::string Engine::enqueue(WriteTxn &txn, const Delivery &d, std::string_view client, Millis now,
+                            bool held) const {
     if (!outbox_) return {};
     OutboxRecord r;
-    r.due_at = now + outbox_->hold;  // the caller sends it at once and holds it meanwhile
+    // held: the caller sends it at once and holds it meanwhile; else the next check claims it
+    r.due_at = held ? now + outbox_->hold : now;
     r.created_at = now;
     r.next_try_at = now;
-    r.attempts = 1;
+    r.attempts = held ? 1 : 0;
     if (!d.token.empty()) r.token_hash = record_key(d.token.reveal());
     r.client = std::string(client.substr(0, 64));
     r.sealed = seal(outbox_->key, d, r.token_hash);
@@ -185,12 +203,13 @@ Result<std::vector<OutboxItem>> Outbox::claim_due(std::size_t budget) {
                 give_up(*txn, r, d->email, tag, now);
                 continue;
             }
-            // its sender vanished mid-send: that send counts as failed
+            // its sender vanished mid-send: that send counts as failed (an entry written to be
+            // claimed, never held, has had no send yet)
             txn->del_outbox(r.key);
+            if (r.attempts > 0) r.last_error = kSenderVanished;
             r.attempts += 1;
             r.due_at = now + st.hold;
             r.next_try_at = now;
-            r.last_error = kSenderVanished;
             txn->put_outbox(r);
             OutboxItem item;
             item.key = r.key;

@@ -15,6 +15,7 @@ std::string_view purpose_name(Purpose p) {
     case Purpose::PasswordChanged: return "PasswordChanged";
     case Purpose::Invitation: return "Invitation";
     case Purpose::MfaLocked: return "MfaLocked";
+    case Purpose::NewSignIn: return "NewSignIn";
     }
     return "Unknown";
 }
@@ -30,6 +31,7 @@ std::string_view purpose_tag(Purpose p) {
     case Purpose::PasswordChanged: return "password_changed";
     case Purpose::Invitation: return "invitation";
     case Purpose::MfaLocked: return "mfa_locked";
+    case Purpose::NewSignIn: return "new_sign_in";
     }
     return "unknown";
 }

@@ -43,7 +43,8 @@ def texts():
                 add(m.group(1))
     add("Language")
     emails = (ROOT / "src" / "core" / "emails.cpp").read_text()
-    for const in ["kPasswordNote", "kValidity", "kOpenLink"]:
+    for const in ["kPasswordNote", "kValidity", "kOpenLink", "kBrowserOnSystem", "kBrowserOnlySystem",
+                  "kUnknownBrowser"]:
         m = re.search(r"constexpr std::string_view " + const + r"\s*=\s*(.*?);", emails, re.S)
         add(c_strings(m.group(1))[0])
     body = emails[emails.index("Copy copy_of(Purpose p) {"):]

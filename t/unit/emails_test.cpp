@@ -25,7 +25,8 @@ bool has(const std::string &hay, std::string_view needle) { return hay.find(need
 TEST(Emails, EveryPurposeHasATaggedBuiltInEmail) {
     Emails emails;
     for (Purpose p : all_purposes()) {
-        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked;
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked ||
+                            p == Purpose::NewSignIn;
         Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
         EXPECT_EQ(e.tag, "auth." + std::string(purpose_tag(p)));
         EXPECT_FALSE(e.subject.empty()) << purpose_name(p);
@@ -190,7 +191,8 @@ TEST(Emails, TheLinkIsTheBaseWithTheTokenInTheFragment) {
 TEST(Emails, WithoutALinkBaseTheLinkIsEmptyAndTheButtonGone) {
     Emails emails;
     for (Purpose p : all_purposes()) {
-        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked;
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked ||
+                            p == Purpose::NewSignIn;
         Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
         EXPECT_EQ(e.link, "") << purpose_name(p);
         EXPECT_FALSE(has(e.html, "<a ")) << purpose_name(p) << ": no button";
@@ -224,7 +226,8 @@ TEST(Emails, TheBuiltInHtmlIsOneColumnWithALargeCode) {
     Emails emails;
     emails.set_link_base(std::string(kBase));
     for (Purpose p : all_purposes()) {
-        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked;
+        const bool notice = p == Purpose::EmailChanged || p == Purpose::PasswordChanged || p == Purpose::MfaLocked ||
+                            p == Purpose::NewSignIn;
         Email e = emails.render(delivery(p, notice ? "" : "ABCD-EFGH"), kOrigin);
         EXPECT_TRUE(has(e.html, "max-width:480px")) << purpose_name(p);
         EXPECT_TRUE(has(e.html, "<meta name=\"viewport\"")) << purpose_name(p);
@@ -247,6 +250,60 @@ TEST(Emails, TheBuiltInHtmlIsOneColumnWithALargeCode) {
 
 // The notice of a locked second factor says what happened, the two ways back in, and what a
 // lock the person did not cause may mean.
+// The new-sign-in notice says when, with what and from where, in the email's language, and links
+// to the account page (no token: the link spends nothing).
+TEST(Emails, TheNewSignInNoticeSaysWhenWithWhatAndFromWhere) {
+    Emails emails;
+    emails.set_site_name("Acme");
+    Delivery d = delivery(Purpose::NewSignIn, "");
+    d.signed_in_at = 1798761600000 + 15 * 3600 * 1000 + 4 * 60 * 1000;  // 2027-01-01 15:04 UTC
+    d.browser = "Firefox 128";
+    d.system = "Windows";
+    d.client = "203.0.113.9";
+    Email e = emails.render(d, kOrigin);
+    EXPECT_EQ(e.tag, "auth.new_sign_in");
+    EXPECT_EQ(e.subject, "New sign-in to your account on Acme");
+    EXPECT_TRUE(has(e.text, "When: January 1, 2027 at 3:04")) << e.text;
+    EXPECT_TRUE(has(e.text, "PM UTC")) << e.text;
+    EXPECT_TRUE(has(e.text, "Browser: Firefox 128 on Windows\n")) << e.text;
+    EXPECT_TRUE(has(e.text, "IP address: 203.0.113.9\n")) << e.text;
+    EXPECT_TRUE(has(e.html, "Browser: Firefox 128 on Windows</p>")) << e.html;
+    EXPECT_EQ(e.link, "") << "no link without a link base";
+    EXPECT_FALSE(has(e.text, "See where your account is signed in"));
+    // with the pages: a button to the account page, and its address on a line of the text
+    emails.set_link_base(std::string(kBase));
+    e = emails.render(d, kOrigin);
+    EXPECT_EQ(e.link, "https://app.example.com/auth/account");
+    EXPECT_TRUE(has(e.text, "See where your account is signed in: https://app.example.com/auth/account\n")) << e.text;
+    EXPECT_FALSE(has(e.text, "Or open this link"));
+    EXPECT_TRUE(has(e.html, "<a href=\"https://app.example.com/auth/account\"")) << e.html;
+    EXPECT_TRUE(has(e.html, ">Review your sessions</a>")) << e.html;
+    // what is not known is said so, never left blank
+    d.browser.clear();
+    EXPECT_TRUE(has(emails.render(d, kOrigin).text, "Browser: a browser on Windows\n"));
+    d.system.clear();
+    EXPECT_TRUE(has(emails.render(d, kOrigin).text, "Browser: an unknown browser or app\n"));
+    d.browser = "curl 8";
+    EXPECT_TRUE(has(emails.render(d, kOrigin).text, "Browser: curl 8\n"));
+    // a value in HTML is escaped (the client's address is the module's own, but a template may
+    // show anything)
+    d.client = "<b>";
+    EXPECT_TRUE(has(emails.render(d, kOrigin).html, "IP address: &lt;b&gt;</p>"));
+    // in German: the date in German words, the labels translated
+    auto de = i18n::Languages::make({"de"});
+    ASSERT_TRUE(de) << de.error().message;
+    emails.set_languages(de.value());
+    d.client = "203.0.113.9";
+    d.browser = "Firefox 128";
+    d.system = "Windows";
+    e = emails.render(d, kOrigin);
+    EXPECT_TRUE(has(e.text, "Wann: 1. Januar 2027 um 15:04 UTC")) << e.text;
+    EXPECT_TRUE(has(e.text, "Browser: Firefox 128 unter Windows")) << e.text;
+    // a template may use the facts, and {{link}} (the account page), but never a code
+    EXPECT_TRUE(Emails::parse(Purpose::NewSignIn, "Subject: New sign-in\n\n{{when}} {{device}} {{client}} {{link}}\n"));
+    EXPECT_FALSE(Emails::parse(Purpose::NewSignIn, "Subject: New sign-in\n\n{{code}}\n"));
+}
+
 TEST(Emails, TheMfaLockedNoticeSaysHowToGetBackIn) {
     Emails emails;
     emails.set_site_name("Acme");

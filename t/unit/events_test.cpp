@@ -210,6 +210,28 @@ TEST_P(EventsTest, WrittenWithTheChangeAndNeverWithoutIt) {
     EXPECT_EQ(store_->read()->event_count(), 0u);
 }
 
+// A worker records the sends that ended meanwhile in one write: each goes, and one that is no
+// longer its holder's (claimed again by another, with a new attempt) is left alone.
+TEST_P(EventsTest, SeveralSentAtOnceGoInOneWrite) {
+    add_user("u1", "ann@x.example");
+    add_user("u2", "bob@x.example");
+    add_user("u3", "cy@x.example");
+    Identity &id = identity();
+    for (const char *who : {"ann@x.example", "bob@x.example", "cy@x.example"}) {
+        ASSERT_TRUE(id.set_suspended("", who, true));
+    }
+    auto items = claim();
+    ASSERT_EQ(items.size(), 3u);
+    EventItem stale = items[2];
+    stale.id = "msg_not_this_one";
+    ASSERT_TRUE(id.events().sent(std::vector<EventItem>{items[0], items[1], stale}));
+    auto left = store_->read()->events(10);
+    ASSERT_EQ(left.size(), 1u) << "the two sent went, the other stays";
+    EXPECT_EQ(left[0].id, items[2].id);
+    ASSERT_TRUE(id.events().sent(std::vector<EventItem>{}));
+    EXPECT_EQ(store_->read()->event_count(), 1u);
+}
+
 TEST_P(EventsTest, AUsersEventsStayInOrderAcrossRetries) {
     add_user("ua", "a@x.example");
     add_user("ub", "b@x.example");

@@ -86,7 +86,8 @@ static char *set_email_template(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     if (!purpose) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "signin_email_template: unknown purpose \"%V\" (SignIn, Registration, AlreadyRegistered, "
-                           "EmailChange, EmailChangeApproval, EmailChanged, PasswordChanged, Invitation, MfaLocked, or their tags)",
+                           "EmailChange, EmailChangeApproval, EmailChanged, PasswordChanged, Invitation, MfaLocked, "
+                           "NewSignIn, or their tags)",
                            &value[1]);
         return static_cast<char *>(NGX_CONF_ERROR);
     }
@@ -168,8 +169,6 @@ char *check_delivery(ngx_conf_t *cf, MainConf *m) {
     d.hold = m->outbox->hold;
     return report(cf, m, signin::conf::check_delivery(d)) ? NGX_CONF_OK : static_cast<char *>(NGX_CONF_ERROR);
 }
-
-// ---------------------------------------------------------------- where deliveries are made
 
 // ---------------------------------------------------------------- where deliveries are made
 

@@ -527,8 +527,11 @@ void take_claimed(const signin::Error *failure, std::vector<signin::OutboxItem> 
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: the outbox check failed: %s", failure->message.c_str());
     }
     for (auto &item : items) {
-        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
-                      "signin: sending an email from the outbox whose sender stopped (try %uD)", item.attempts);
+        // the first try of an entry written to be claimed (a new-sign-in notice) is no recovery
+        if (item.attempts > 1) {
+            ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                          "signin: sending an email from the outbox whose sender stopped (try %uD)", item.attempts);
+        }
         enqueue(std::move(item));
     }
 }

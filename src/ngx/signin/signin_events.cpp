@@ -5,8 +5,9 @@
 // that a worker that dies meanwhile leaves them to another), and posts each to the signin_events
 // location with its webhook-* headers. The engine hands out at most one event per user at a
 // time, so a user's events arrive in order. What became of a send is written back in the thread
-// pool: a 2xx deletes the event; anything else sets its next try (the engine's backoff), or drops
-// it after signin_events_retries.
+// pool: a 2xx deletes the event (the sends that end while one such write runs are deleted together
+// by the next); anything else sets its next try (the engine's backoff), or drops it after
+// signin_events_retries.
 #include "signin_events.h"
 
 #include <fstream>
@@ -14,12 +15,14 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "signin_conf.h"
 #include "signin_delivery.h"
 #include "signin_directives.h"
 #include "signin_jobs.h"
 #include "signin_request.h"
+#include "signin_smtp.h"
 
 namespace signin_ngx {
 namespace {
@@ -62,22 +65,43 @@ void forget(EventSend *s) {
     }
 }
 
+// The events sent while the last record of sends was being written: recorded together by the
+// next one, one write however many ended meanwhile.
+std::vector<signin::EventItem> g_sent;
+bool g_recording_sent = false;
+void record_sent();
+
 class SentJob final : public BackgroundJob {
 public:
-    explicit SentJob(signin::EventItem item) : BackgroundJob(Stage::Write), item_(std::move(item)) {}
+    explicit SentJob(std::vector<signin::EventItem> items) : BackgroundJob(Stage::Write), items_(std::move(items)) {}
 
 private:
-    signin::Status write() override { return id().events().sent(item_); }
+    signin::Status write() override { return id().events().sent(items_); }
     void done(const signin::Error *failure) override {
+        g_recording_sent = false;
         if (failure != nullptr) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                          "signin: could not record a sent event (%s); it is sent again after signin_delivery_timeout",
-                          failure->message.c_str());
+                          "signin: could not record %uz sent events (%s); they are sent again after "
+                          "signin_delivery_timeout",
+                          items_.size(), failure->message.c_str());
         }
+        record_sent();
         check_soon();
     }
-    signin::EventItem item_;
+    std::vector<signin::EventItem> items_;
 };
+
+void record_sent() {
+    if (g_recording_sent || g_sent.empty()) return;
+    std::vector<signin::EventItem> items;
+    items.swap(g_sent);
+    const std::size_t n = items.size();
+    g_recording_sent = start_background_job(std::make_unique<SentJob>(std::move(items))) == NGX_OK;
+    if (!g_recording_sent) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "signin: could not record %uz sent events; they are sent again after signin_delivery_timeout", n);
+    }
+}
 
 class FailedJob final : public BackgroundJob {
 public:
@@ -113,14 +137,13 @@ private:
 };
 
 void record(signin::EventItem item, bool ok, std::string error) {
-    std::unique_ptr<BackgroundJob> job;
     if (ok) {
         count_event(item.type, EventResult::Sent);
-        job = std::make_unique<SentJob>(std::move(item));
-    } else {
-        job = std::make_unique<FailedJob>(std::move(item), std::move(error));
+        g_sent.push_back(std::move(item));
+        record_sent();
+        return;
     }
-    if (start_background_job(std::move(job)) != NGX_OK) {
+    if (start_background_job(std::make_unique<FailedJob>(std::move(item), std::move(error))) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "signin: could not record an event's send; it is sent again after signin_delivery_timeout");
     }
@@ -239,6 +262,8 @@ Directives event_directives() {
          NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, events_retries), &events_retries_bounds},
         {ngx_string("signin_events_types"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, noted<set_events_types>,
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+        {ngx_string("signin_new_signin_notice"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG,
+         policy_flag<&signin::Policy::new_signin_notice>, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
         // its checks are find_registration_check's (signin_registration.cpp)
         {ngx_string("signin_registration_check"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, noted<ngx_conf_set_str_slot>,
          NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, registration_check_uri), nullptr},
@@ -247,6 +272,11 @@ Directives event_directives() {
 }
 
 ngx_int_t check_events_conf(ngx_conf_t *cf, MainConf *m) {
+    if (m->policy->new_signin_notice && m->delivery_uri.len == 0 && !smtp_written(cf)) {
+        log_at(cf, NGX_LOG_EMERG, m, "signin_new_signin_notice",
+               "signin_new_signin_notice needs a way to send email: \"signin_delivery\" or \"signin_smtp\"");
+        return NGX_ERROR;
+    }
     if (m->events_retries == NGX_CONF_UNSET_UINT) m->events_retries = 16;
     if (m->events_types == NGX_CONF_UNSET_PTR) m->events_types = nullptr;
     if (m->events_uri.len == 0) {

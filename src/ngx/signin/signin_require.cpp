@@ -105,7 +105,9 @@ ngx_int_t gate(ngx_http_request_t *r) {
     const bool needs_factor = p && !refused && l->require == 2 && !p.value()->session.mfa;
     if (p && !refused && !needs_factor) {
         // the upstream gets the user ($signin_user_*), not the credential that proves it
-        if (!l->pass_credentials && !hide_credentials(r, {engine->cookie_name(), engine->device_cookie_name(), engine->browser_cookie_name()})) {
+        if (!l->pass_credentials &&
+            !hide_credentials(r, {engine->cookie_name(), engine->device_cookie_name(), engine->browser_cookie_name(),
+                                  engine->known_cookie_name()})) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
         return NGX_DECLINED;  // let other access checks (allow/deny, auth_request) run too

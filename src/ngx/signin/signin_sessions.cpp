@@ -1,6 +1,7 @@
 // Who is signed in: GET /me, GET /sessions, POST /sessions/revoke, POST /logout, and
 // the authentication every signed-in endpoint and the gate share (cookie or bearer, never both).
 #include "signin/json.hpp"
+#include "signin/known_browsers.hpp"
 #include "signin_api.h"
 #include "signin_metrics.h"
 #include "signin_conf.h"
@@ -141,6 +142,9 @@ void set_session_cookies(ngx_http_request_t *r, const signin::Session &s) {
         add_header(r, "Set-Cookie", cookie_header(id().browser_cookie_name(), s.browser.reveal(),
                                                   id().policy().session_ttl / 1000));
     }
+    if (!s.known.empty()) {  // set again at every sign-in, so that it lasts as long as it is used
+        add_header(r, "Set-Cookie", cookie_header(id().known_cookie_name(), s.known.reveal(), signin::kKeepKnown / 1000));
+    }
 }
 
 ngx_int_t send_session(ngx_http_request_t *r, const signin::Session &s) {
@@ -163,6 +167,7 @@ signin::BrowserCookies browser_of(ngx_http_request_t *r, signin::SessionKind kin
     if (id().policy().with_mfa) b.device = read_cookie(r, id().device_cookie_name());
     b.browser = read_cookie(r, id().browser_cookie_name());
     b.current = read_cookie(r, id().cookie_name());
+    if (id().policy().new_signin_notice) b.known = read_cookie(r, id().known_cookie_name());
     b.add = add;
     return b;
 }
