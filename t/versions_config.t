@@ -169,6 +169,81 @@ END
     unlike $out, qr/is bypassed by versioned paths/, '... and warns of nothing (the URI keeps no version)';
 }
 
+# Version changes: each mistake is named at the line of the change that causes it.
+check('a change path that is not a JSON Pointer', group(<<'END'), 'a path is a JSON Pointer starting with "/"');
+        version v1 { controller @a { GET /x; } }
+        version v2 {
+            field_added name;   #here
+        }
+END
+
+check('a rename whose field ends in "*"', group(<<'END'), 'a field\'s path ends in its name, not "*"');
+        version v1 { controller @a { GET /x; } }
+        version v2 {
+            field_renamed /items/* /items/all;   #here
+        }
+END
+
+check('a default that is not JSON', group(<<'END'), 'default is not JSON (write it as one quoted word): free');
+        version v1 { controller @a { GET /x; } }
+        version v2 {
+            field_added /tier default=free;   #here
+        }
+END
+
+check('a change on a route no version has', group(<<'END'), 'no version declares the route POST /x of the change on /name');
+        version v1 { controller @a { GET /x; } }
+        version v2 {
+            field_added /name;
+            field_removed /name on POST /x;   #here
+        }
+END
+
+check('a rename onto an existing field', group(<<'END'), 'field_renamed /full_name onto /name, a field that exists already');
+        version v1 { controller @a { GET /x; } }
+        version v2 { field_added /name; }
+        version v3 {
+            field_renamed /full_name /name;   #here
+        }
+END
+
+check('a chain that cannot be inverted', group(<<'END'), 'a version both adds and removes /nickname');
+        version v1 { controller @a { GET /x; } }
+        version v2 {
+            field_added /nickname;
+            field_removed /nickname;   #here
+        }
+END
+
+check('two values mapped onto one', group(<<'END'), 'value_mapped on /status maps two values from or onto');
+        version v1 { controller @a { GET /x; } }
+        version v2 {
+            value_mapped /status active enabled;
+            value_mapped /status live enabled;   #here
+        }
+END
+
+check('a change in the oldest version', group(<<'END'), 'the oldest version has no older one to differ from');
+        version v1 {
+            controller @a { GET /x; }
+            field_added /name;   #here
+        }
+END
+
+check('an upstream version never declared', group(<<'END'), 'upstream version "v9" is never declared');
+        api_versions_upstream_version v9;   #here
+        version v1 { controller @a { GET /x; } }
+END
+
+check('a change outside a version block', group(<<'END'), '"field_added" directive is not allowed here');
+        field_added /name;   #here
+        version v1 { controller @a { GET /x; } }
+END
+
+check('an invalid body_max', group(<<'END') =~ s/location \/api\/ \{ api_versions_route; \}/location \/api\/ { api_versions_route; api_versions_body_max lots; }   #here/r, 'invalid value');
+        version v1 { controller @a { GET /x; } }
+END
+
 # a braced parameter must be quoted: nginx itself stops at the "{"
 my ($status, $out) = $t->nginx_t(http => group("        version v1 { controller \@a { GET /users/{id}; } }"));
 isnt $status, 0, 'an unquoted {param} fails nginx -t';
@@ -183,5 +258,24 @@ like $out, qr/unexpected "\{"|unexpected "}"/, 'nginx names the brace';
         version v2 { controller @b { GET /x/:id; DELETE /x/:id; } }
 END
 is $status, 0, 'a valid group passes nginx -t' or diag $out;
+
+# and one with version changes of every kind, scoped and not, and the body limit at each level
+($status, $out) = $t->nginx_t(http => "    api_versions_body_max 64k;\n" . group(<<'END') =~ s/location \/api\/ \{ api_versions_route; \}/location \/api\/ { api_versions_route; api_versions_body_max 2m; }/r);
+        strategy header X-API-Version;
+        api_versions_upstream_version v2;
+        version v1 { controller @a { GET /x; GET "/x/{id}"; } }
+        version v2 {
+            controller @b { GET /x/:id; DELETE /x/:id; }
+            field_added /tier 'default={"plan":"free"}';
+            field_removed /legacy value=0 on GET /x/:id;
+            field_renamed /items/*/name /items/*/title;
+            value_mapped /status active enabled on GET "/x/{uid}";
+        }
+        version v3 {
+            field_renamed /tier /plan;
+            value_mapped /count 1 2;
+        }
+END
+is $status, 0, 'a group with version changes passes nginx -t' or diag $out;
 
 done_testing;

@@ -3,12 +3,14 @@
 
 #include "ngx_signin_nginx.h"
 
+#include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
-#include <map>
 #include <utility>
 #include <vector>
 
+#include "signin/version/changes.hpp"
 #include "signin/version/group.hpp"
 
 extern "C" {
@@ -57,6 +59,16 @@ struct State {
     std::vector<std::string> sunset;       // per version, "" when no sunset
     // per api_versions_openapi location and version, built on first request
     std::map<std::pair<const void *, std::size_t>, std::string> openapi;
+
+    // The version changes, per version (oldest first), and where each was written.
+    std::vector<std::vector<signin::version::Change>> changes;
+    std::vector<std::vector<Where>> change_at;
+    // The changes compiled once the group is complete; nullptr when no version declares one.
+    std::unique_ptr<signin::version::Migrator> migrator;
+    // The version the upstream speaks (api_versions_upstream_version, else the newest).
+    std::size_t upstream_version = signin::version::npos;
+    // Each route's shape, as the changes' `on METHOD ROUTE` name it.
+    std::map<const signin::version::RouteDecl *, std::string> shapes;
 };
 
 enum class StrategyKind : ngx_uint_t { Path, Header, Accept, Custom };
@@ -74,6 +86,9 @@ struct ngx_http_api_versions_main_conf_t {
     ngx_flag_t routing;                // some location has api_versions_route
     ngx_str_t first_mount;             // the first api_versions_route's mount (the documents' default)
     ngx_flag_t mounted;                // ... is set
+    ngx_str_t upstream_version;        // api_versions_upstream_version, empty when not given
+    u_char *upstream_file;
+    ngx_uint_t upstream_line;
 };
 
 struct ngx_http_api_versions_loc_conf_t {
@@ -89,6 +104,7 @@ struct ngx_http_api_versions_loc_conf_t {
     ngx_flag_t openapi_controllers;  // controllers=on: x-controller (internal location names)
     u_char *openapi_file;
     ngx_uint_t openapi_line;
+    size_t body_max;       // api_versions_body_max: the largest JSON body the changes rewrite
 };
 
 // Per-request state. It lives in a request pool cleanup so that it can be found again after
@@ -99,6 +115,14 @@ struct ngx_http_api_versions_ctx_t {
     ngx_str_t controller_version;  // $api_controller_version
     ngx_uint_t version_index;      // signin::version::npos when none
     ngx_str_t controller;          // the named location that answers, "" until decided
+    // The answering route when some change lies between the client's version and the upstream's
+    // (bodies are then migrated), else nullptr: no body is read, parsed or held.
+    const signin::version::RouteDecl *changed_route;
+    // The response body held by the body filter until it is complete (pool memory).
+    u_char *held;
+    size_t held_len;
+    size_t held_cap;
+    unsigned holding : 1;   // the header waits for the migrated body
 };
 static_assert(std::is_trivially_destructible<ngx_http_api_versions_ctx_t>::value,
               "the request ctx lives in pool memory");
@@ -114,6 +138,12 @@ ngx_int_t rewrite_handler(ngx_http_request_t *r);
 ngx_int_t route_content_handler(ngx_http_request_t *r);
 ngx_int_t openapi_handler(ngx_http_request_t *r);
 ngx_int_t install_filter(ngx_conf_t *cf);
+// Migrates a JSON request body forward, then jumps to the controller (api_versions_changes.cpp).
+ngx_int_t jump_after_body(ngx_http_request_t *r, ngx_http_api_versions_ctx_t *ctx);
+// Takes Accept-Encoding off the headers the upstream gets, so that its body comes plain.
+bool drop_accept_encoding(ngx_http_request_t *r);
+// The body filter that migrates JSON answers back to the client's version.
+ngx_int_t install_body_filter(ngx_conf_t *cf);
 ngx_int_t add_variables(ngx_conf_t *cf);
 
 // nginx -t's checks once the configuration is read (api_versions_checks.cpp): an error found

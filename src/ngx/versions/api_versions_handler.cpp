@@ -68,6 +68,7 @@ ngx_int_t route(ngx_http_request_t *r) {
     ctx->version.len = 0;
     ctx->controller_version.len = 0;
     ctx->controller.len = 0;
+    ctx->changed_route = nullptr;
 
     std::string_view uri = sv(r->uri);
     std::string_view mount = sv(lcf->mount);
@@ -145,6 +146,17 @@ ngx_int_t route(ngx_http_request_t *r) {
         ngx_http_set_exten(r);
     }
 
+    // Bodies are migrated only when a change lies between the client's version and the upstream's
+    // for this route; then the upstream is asked for a plain body, one this module can read.
+    const State &s = *mcf->state;
+    if (s.migrator && s.upstream_version != npos && d.version != npos &&
+        s.migrator->applies(d.version, s.upstream_version, method, s.shapes.at(d.endpoint->route))) {
+        ctx->changed_route = d.endpoint->route;
+        if (!drop_accept_encoding(r)) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
     // The version is resolved here, in the rewrite phase; the jump to the controller waits for
     // this location's content phase, so that its access phase (allow/deny, auth_basic,
     // auth_request, signin_require) and its limit_req run first, as for any location.
@@ -160,6 +172,9 @@ ngx_int_t route_content(ngx_http_request_t *r) {
     if (ctx == nullptr || ctx->controller.len == 0) {
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return send_error(r, NGX_HTTP_NOT_FOUND, "not found", "not_found");
+    }
+    if (ctx->changed_route) {
+        return jump_after_body(r, ctx);
     }
     ngx_str_t controller = ctx->controller;
     // ngx_http_named_location() takes a reference on the request (r->main->count++) and runs the

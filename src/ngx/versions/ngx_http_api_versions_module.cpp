@@ -3,6 +3,7 @@
 // headers and variables: api_versions_filter.cpp.
 #include "ngx_signin_nginx.h"
 
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -122,12 +123,92 @@ char *version_block(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         }
         apiv::State &s = *mcf->state;
         s.current_version = s.group.add_version(std::string(sv(args[1])), dates[0], dates[1]);
+        s.changes.resize(s.current_version + 1);
+        s.change_at.resize(s.current_version + 1);
         ngx_conf_t save = *cf;
         cf->cmd_type = apiv::kVersionConf;
         char *rv = ngx_conf_parse(cf, nullptr);
         *cf = save;
         return rv;
     });
+}
+
+// field_added, field_removed, field_renamed and value_mapped inside `version NAME { }`: how
+// this version's JSON bodies differ from the version before it.
+char *change_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *mcf = static_cast<MainConf *>(conf);
+    return guarded(cf, [&]() -> char * {
+        auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+        std::vector<std::string> words;
+        for (ngx_uint_t i = 0; i < cf->args->nelts; ++i) {
+            words.emplace_back(sv(args[i]));
+        }
+        signin::version::Change change;
+        std::string err = signin::version::parse_change(words, change);
+        if (!err.empty()) {
+            return conf_error(cf, err.c_str());
+        }
+        apiv::State &s = *mcf->state;
+        s.changes[s.current_version].push_back(std::move(change));
+        s.change_at[s.current_version].push_back(here(cf));
+        return static_cast<char *>(NGX_CONF_OK);
+    });
+}
+
+char *upstream_version_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *mcf = static_cast<MainConf *>(conf);
+    if (mcf->upstream_version.data) {
+        return conf_error(cf, "\"api_versions_upstream_version\" directive is duplicate");
+    }
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    if (args[1].len == 0) {
+        return conf_error(cf, "empty upstream version name");
+    }
+    mcf->upstream_version = args[1];
+    mcf->upstream_file = cf->conf_file->file.name.data;
+    mcf->upstream_line = cf->conf_file->line;
+    return static_cast<char *>(NGX_CONF_OK);
+}
+
+// The changes' checks, each failure reported at the line of the change that causes it: a route
+// no version declares, then the chain in the order it is written, so the first change the
+// chain cannot take is the one named.
+char *check_changes(ngx_conf_t *cf, apiv::State &s) {
+    using signin::version::Change;
+    bool any = false;
+    for (std::size_t v = 0; v < s.changes.size(); ++v) {
+        for (std::size_t i = 0; i < s.changes[v].size(); ++i) {
+            any = true;
+            std::vector<std::vector<Change>> one(1);
+            one[0].push_back(s.changes[v][i]);
+            std::string err = signin::version::check_routes(one, s.group);
+            if (!err.empty()) {
+                return late_error(cf, err, s.change_at[v][i]);
+            }
+        }
+    }
+    if (!any) {
+        return static_cast<char *>(NGX_CONF_OK);
+    }
+    if (!signin::version::check_chain(s.changes).empty()) {
+        std::vector<std::vector<Change>> prefix(s.changes.size());
+        for (std::size_t v = 0; v < s.changes.size(); ++v) {
+            for (std::size_t i = 0; i < s.changes[v].size(); ++i) {
+                prefix[v].push_back(s.changes[v][i]);
+                std::string err = signin::version::check_chain(prefix);
+                if (!err.empty()) {
+                    return late_error(cf, err, s.change_at[v][i]);
+                }
+            }
+        }
+    }
+    s.migrator = std::make_unique<signin::version::Migrator>(s.changes);
+    for (std::size_t v = 0; v < s.group.versions().size(); ++v) {
+        for (const auto &e : s.group.endpoints(v)) {
+            s.shapes.emplace(e.route, e.route->pattern.shape());
+        }
+    }
+    return static_cast<char *>(NGX_CONF_OK);
 }
 
 char *strategy_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
@@ -226,7 +307,9 @@ char *finish_group(ngx_conf_t *cf, MainConf *mcf) {
         s.deprecation.push_back(v.deprecated ? signin::version::deprecation_value(*v.deprecated) : "");
         s.sunset.push_back(v.sunset ? signin::version::http_date(*v.sunset) : "");
     }
-    return static_cast<char *>(NGX_CONF_OK);
+    s.changes.resize(s.group.versions().size());
+    s.change_at.resize(s.group.versions().size());
+    return check_changes(cf, s);
 }
 
 char *api_versions_block(ngx_conf_t *cf, ngx_command_t *, void *conf) {
@@ -354,6 +437,18 @@ ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("controller"), apiv::kVersionConf | NGX_CONF_BLOCK | NGX_CONF_TAKE1, controller_block,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("field_added"), apiv::kVersionConf | NGX_CONF_1MORE, change_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("field_removed"), apiv::kVersionConf | NGX_CONF_1MORE, change_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("field_renamed"), apiv::kVersionConf | NGX_CONF_1MORE, change_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("value_mapped"), apiv::kVersionConf | NGX_CONF_1MORE, change_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("api_versions_upstream_version"), NGX_HTTP_MAIN_CONF | apiv::kGroupConf | NGX_CONF_TAKE1,
+     upstream_version_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("api_versions_body_max"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_api_versions_loc_conf_t, body_max), nullptr},
     {ngx_string("api_versions_route"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, route_directive,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("api_versions_openapi"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE123, openapi_directive,
@@ -377,12 +472,14 @@ void *create_loc_conf(ngx_conf_t *cf) {
     }
     lcf->route = NGX_CONF_UNSET;
     lcf->openapi = NGX_CONF_UNSET;
+    lcf->body_max = NGX_CONF_UNSET_SIZE;
     return lcf;
 }
 
 char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     auto *prev = static_cast<LocConf *>(parent);
     auto *conf = static_cast<LocConf *>(child);
+    ngx_conf_merge_size_value(conf->body_max, prev->body_max, 1024 * 1024);
     if (conf->route == NGX_CONF_UNSET) {
         conf->route = prev->route == NGX_CONF_UNSET ? 0 : prev->route;
         conf->mount = prev->mount;
@@ -428,10 +525,25 @@ ngx_int_t preconfiguration(ngx_conf_t *cf) {
 ngx_int_t postconfiguration(ngx_conf_t *cf) {
     auto *mcf = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_api_versions_module));
     if (!mcf->state) {
+        if (mcf->upstream_version.data) {
+            late_error(cf, "\"api_versions_upstream_version\" needs an \"api_versions\" block",
+                       {reinterpret_cast<const char *>(mcf->upstream_file), mcf->upstream_line});
+            return NGX_ERROR;
+        }
         return NGX_OK;
     }
     const bool checked = signin_ngx::guard(
         [&] {
+            apiv::State &s = *mcf->state;
+            s.upstream_version = s.group.versions().empty() ? signin::version::npos : s.group.versions().size() - 1;
+            if (mcf->upstream_version.data) {
+                s.upstream_version = s.group.find(sv(mcf->upstream_version));
+                if (s.upstream_version == signin::version::npos) {
+                    late_error(cf, "upstream version \"" + std::string(sv(mcf->upstream_version)) + "\" is never declared",
+                               {reinterpret_cast<const char *>(mcf->upstream_file), mcf->upstream_line});
+                    return false;
+                }
+            }
             if (!apiv::controllers_exist(cf, *mcf->state)) {
                 return false;
             }
@@ -454,7 +566,10 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) {
         }
         *h = apiv::rewrite_handler;
     }
-    return apiv::install_filter(cf);
+    if (apiv::install_filter(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    return mcf->state->migrator ? apiv::install_body_filter(cf) : NGX_OK;
 }
 
 ngx_http_module_t module_ctx = {
