@@ -21,9 +21,11 @@ constexpr char kOutboxContext[crypto_kdf_CONTEXTBYTES + 1] = "sgoutbox";
 // Sealed: nonce (24) || XChaCha20-Poly1305 of the plaintext, with the token's hash as associated
 // data (a sealed delivery moved to another entry does not open). Plaintext: version byte,
 // purpose, with_password, then email, group, token, code and language, each a u16 LE length and
-// its bytes; then a NewSignIn's time (8 bytes, big endian), browser, system and client.
-// 2 added the short code after the token, 3 the language, 4 a NewSignIn's facts.
+// its bytes; then, in a NewSignIn only, its time (8 bytes, big endian), browser, system and
+// client. 2 added the short code after the token, 3 the language, 4 a NewSignIn's facts: every
+// other email is still written as 3, which a node of the previous version still opens.
 constexpr unsigned char kSealVersion = 4;
+constexpr unsigned char kSealVersionWithoutFacts = 3;
 
 void put_str16(std::string &out, std::string_view s) {
     if (s.size() > 0xffff) throw std::length_error("outbox: field too long");
@@ -55,7 +57,8 @@ bool get_facts(std::string_view &in, Delivery &d) {
 std::string seal(const SecretKey &key, const Delivery &d, std::string_view token_hash) {
     std::string plain;
     plain.reserve(3 + 6 + d.email.size() + d.group_id.size() + 43);
-    plain.push_back(static_cast<char>(kSealVersion));
+    const bool facts = d.purpose == Purpose::NewSignIn;
+    plain.push_back(static_cast<char>(facts ? kSealVersion : kSealVersionWithoutFacts));
     plain.push_back(static_cast<char>(d.purpose));
     plain.push_back(d.with_password ? 1 : 0);
     put_str16(plain, d.email);
@@ -63,11 +66,13 @@ std::string seal(const SecretKey &key, const Delivery &d, std::string_view token
     put_str16(plain, d.token.reveal());
     put_str16(plain, d.code);
     put_str16(plain, d.lang);
-    const auto at = static_cast<std::uint64_t>(d.signed_in_at);
-    for (int shift = 56; shift >= 0; shift -= 8) plain.push_back(static_cast<char>((at >> shift) & 0xff));
-    put_str16(plain, d.browser);
-    put_str16(plain, d.system);
-    put_str16(plain, d.client);
+    if (facts) {
+        const auto at = static_cast<std::uint64_t>(d.signed_in_at);
+        for (int shift = 56; shift >= 0; shift -= 8) plain.push_back(static_cast<char>((at >> shift) & 0xff));
+        put_str16(plain, d.browser);
+        put_str16(plain, d.system);
+        put_str16(plain, d.client);
+    }
     std::string out = signin::seal(key, plain, token_hash);
     sodium_memzero(plain.data(), plain.size());
     return out;
