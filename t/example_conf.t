@@ -44,7 +44,7 @@ $r = $t->req(GET => '/api/v2/users');
 is $r->{headers}{'x-controller-version'}, 'v1', 'GET /api/v2/users falls back to v1';
 like $r->{content}, qr/asked for v2/, '... with $api_version still v2';
 $r = $t->req(GET => '/admin/emails');
-is scalar @{ $r->{json}{emails} || [] }, 9, 'the email previews list every purpose (nine)';
+is scalar @{ $r->{json}{emails} || [] }, 10, 'the email previews list every purpose (ten)';
 $t->done;
 my @left = $t->leftover_pids;
 ok !@left, 'no nginx process of the example is left after done' or diag `ps -o pid,ppid,args -p @{[ join ',', @left ]}`;
