@@ -162,9 +162,8 @@ Session Engine::open_session(WriteTxn &txn, const User &user, SessionKind kind, 
 
 Secret Engine::note_browser(WriteTxn &txn, const User &user, SessionKind kind, const BrowserCookies *browser,
                             std::string_view client, std::string_view user_agent, Millis now) const {
-    const bool cookie = kind == SessionKind::Cookie;
-    static const BrowserCookies none;
-    const Secret *brought = cookie ? &(browser != nullptr ? *browser : none).known : nullptr;
+    const Secret none;  // a browser that brought no cookies
+    const Secret *brought = kind != SessionKind::Cookie ? nullptr : browser != nullptr ? &browser->known : &none;
     KnownOutcome seen = note_sign_in_browser(txn, user.id, brought, now);
     if (seen.notify && !user.email.empty()) {
         Delivery d;

@@ -1,12 +1,10 @@
 // The browsers an account was signed in from (known_browsers.hpp).
 #include "signin/known_browsers.hpp"
 
-#include <sodium.h>
-
 #include <algorithm>
 
 #include "encoding.hpp"
-#include "signin/engine.hpp"
+#include "engine_detail.hpp"
 #include "signin/store.hpp"
 
 namespace signin {
@@ -60,9 +58,8 @@ KnownOutcome note_sign_in_browser(WriteTxn &txn, std::string_view user_id, const
     } else {
         std::string value = plausible_secret(cookie->reveal()) ? std::string(cookie->reveal()) : enc::random_secret(32);
         const std::string hash = secret_hash(value);
-        auto it = std::find_if(set.begin(), set.end(), [&](const KnownBrowser &b) {
-            return b.hash.size() == hash.size() && sodium_memcmp(b.hash.data(), hash.data(), hash.size()) == 0;
-        });
+        auto it = std::find_if(set.begin(), set.end(),
+                               [&](const KnownBrowser &b) { return detail::same_digest(b.hash, hash); });
         if (it != set.end()) {
             it->last_at = now;
         } else {
