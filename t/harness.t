@@ -4,7 +4,8 @@
 #    the writer has not finished: a last line without its newline is left for the next read;
 #  - the mailer writes each delivery as one whole line, also a large one, while a test polls it;
 #  - lines appended by many processes at once come out whole, none lost;
-#  - nginx that does not start is one failing test and the end of that file, not a BAIL_OUT.
+#  - nginx that does not start is one failing test and the end of that file, not a BAIL_OUT;
+#  - a port one test process holds is not given to another (prove -j), and a stale claim is taken.
 use strict; use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
@@ -101,6 +102,33 @@ use SigninTest;
 my $t = SigninTest->new;
 $t->run(http => 'this_is_not_a_directive;');
 ok 1, 'reached after a failed start';
+# ---------------------------------------------------------------- ports claimed across processes
+{
+    my $p = SigninTest::free_port();
+    my $claims = ($ENV{TMPDIR} || '/tmp') . '/ngx_signin_t.ports';
+    ok -f "$claims/$p", 'free_port claims its port in the shared directory';
+    # another live process's claim: a child that waits, claiming a port it found free
+    pipe my $r, my $w or die;
+    my $child = fork // die;
+    if (!$child) {
+        close $r;
+        my $q = SigninTest::free_port();
+        print $w "$q\n";
+        close $w;
+        sleep 30;
+        POSIX::_exit(0);
+    }
+    close $w;
+    chomp(my $q = <$r> // '');
+    like $q, qr/^\d+$/, 'a second process got a port';
+    isnt $q, $p, '... not the first one\'s';
+    ok !SigninTest::claim_port($q), 'a port a live process claimed is not claimed again';
+    kill 'KILL', $child;
+    waitpid $child, 0;
+    ok SigninTest::claim_port($q), 'once that process is gone, its claim is stale and taken over';
+    unlink "$claims/$q";
+}
+
 done_testing;
 END
     close $fh;
@@ -113,6 +141,33 @@ END
     unlike $out, qr/reached after a failed start/, '... and nothing after it runs' or diag $out;
     like $out, qr/unknown directive "this_is_not_a_directive"/, '... saying what nginx said' or diag $out;
     like $out, qr/^1\.\.1$/m, '... with a plan, so the file ends as a failure rather than a crash' or diag $out;
+}
+
+# ---------------------------------------------------------------- ports claimed across processes
+{
+    my $p = SigninTest::free_port();
+    my $claims = ($ENV{TMPDIR} || '/tmp') . '/ngx_signin_t.ports';
+    ok -f "$claims/$p", 'free_port claims its port in the shared directory';
+    # another live process's claim: a child that waits, claiming a port it found free
+    pipe my $r, my $w or die;
+    my $child = fork // die;
+    if (!$child) {
+        close $r;
+        my $q = SigninTest::free_port();
+        print $w "$q\n";
+        close $w;
+        sleep 30;
+        POSIX::_exit(0);
+    }
+    close $w;
+    chomp(my $q = <$r> // '');
+    like $q, qr/^\d+$/, 'a second process got a port';
+    isnt $q, $p, '... not the first one\'s';
+    ok !SigninTest::claim_port($q), 'a port a live process claimed is not claimed again';
+    kill 'KILL', $child;
+    waitpid $child, 0;
+    ok SigninTest::claim_port($q), 'once that process is gone, its claim is stale and taken over';
+    unlink "$claims/$q";
 }
 
 done_testing;

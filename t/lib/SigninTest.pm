@@ -28,7 +28,7 @@ use IO::Socket::INET;
 use File::Temp qw(tempdir);
 use Time::HiRes qw(sleep time);
 use POSIX qw(WNOHANG);
-use Fcntl qw(O_WRONLY O_APPEND O_CREAT);
+use Fcntl qw(O_WRONLY O_APPEND O_CREAT O_EXCL);
 use Scalar::Util qw(weaken refaddr);
 use IO::Select;
 use Test2::API ();
@@ -105,18 +105,50 @@ sub origin { 'http://127.0.0.1:' . $_[0]->port }
 # A port below Linux's ephemeral range (32768-60999): a port the kernel hands out (LocalPort 0) is
 # in that range, where another test's outgoing connections (nginx to a mailer, a provider, an
 # upstream) take theirs too, and one of them can hold it when nginx binds it or binds it again
-# after a restart. Not one this process gave out before.
+# after a restart. Not one this process gave out before, and not one another test process holds:
+# prove -j runs several, and a port free while one test's nginx is stopped for a restart was
+# taken by another test's nginx once (CI, 2026-11-29: "bind() ... Address already in use").
+# Each port given out is claimed by a file named after it in a shared directory, holding the
+# claiming process's pid; a claim whose process is gone is stale and taken over; claims are
+# removed when the process ends.
 my %GIVEN;
+my $CLAIMS = ($ENV{TMPDIR} || '/tmp') . '/ngx_signin_t.ports';
+sub claim_port {
+    my ($p) = @_;
+    mkdir $CLAIMS, 01777 unless -d $CLAIMS;
+    chmod 01777, $CLAIMS if -o $CLAIMS;
+    my $file = "$CLAIMS/$p";
+    for (1 .. 2) {
+        if (sysopen my $fh, $file, O_WRONLY | O_CREAT | O_EXCL, 0644) {
+            print $fh "$$\n";
+            close $fh;
+            return 1;
+        }
+        open my $fh, '<', $file or next;    # removed meanwhile: try again
+        my $pid = <$fh> // '';
+        close $fh;
+        chomp $pid;
+        return 0 if $pid =~ /^\d+$/ && (kill(0, $pid) || $!{EPERM});    # held by a live process
+        unlink $file;    # stale: its process is gone
+    }
+    return 0;
+}
 sub free_port {
     for (1 .. 200) {
         my $p = 20000 + int(rand(12700));
         next if $GIVEN{$p};
         my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p, Listen => 1, ReuseAddr => 1) or next;
         close $s;
-        $GIVEN{$p} = 1;
+        claim_port($p) or next;
+        $GIVEN{$p} = $$;
         return $p;
     }
     die "no free port below 32768";
+}
+END {
+    for my $p (keys %GIVEN) {
+        unlink "$CLAIMS/$p" if $GIVEN{$p} == $$;
+    }
 }
 
 # SIGNIN_TEST_PG (./build.sh test's second pass, t/pg-server): %%STORE%% is a schema of this test's
