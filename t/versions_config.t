@@ -87,6 +87,24 @@ check('invalid date', group(<<'END'), 'invalid date in "sunset=2026-02-30"');
         }
 END
 
+check('gone without a sunset', group(<<'END'), 'version "v1": "gone" needs sunset=DATE');
+        version v1 deprecated=2026-06-01 gone {   #here
+            controller @a { GET /x; }
+        }
+END
+
+check('gone twice', group(<<'END'), 'duplicate "gone"');
+        version v1 sunset=2026-06-01 gone gone {   #here
+            controller @a { GET /x; }
+        }
+END
+
+check('an unknown version parameter', group(<<'END'), 'invalid parameter "retired" (deprecated=DATE, sunset=DATE or gone)');
+        version v1 sunset=2026-06-01 retired {   #here
+            controller @a { GET /x; }
+        }
+END
+
 check('controller that is not a named location', group(<<'END'), 'controller "legacy" must name a named location');
         version v1 {
             controller legacy { GET /x; }   #here

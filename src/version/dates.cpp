@@ -93,4 +93,19 @@ std::string http_date(std::int64_t t) {
     return buf;
 }
 
+std::string iso_date(std::int64_t t) {
+    std::int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+    std::int64_t secs = t - days * 86400;
+    Civil c = civil_from_days(days);
+    char buf[64];
+    if (secs == 0) {
+        std::snprintf(buf, sizeof buf, "%04lld-%02u-%02u", static_cast<long long>(c.y), c.m, c.d);
+    } else {
+        std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ", static_cast<long long>(c.y), c.m,
+                      c.d, static_cast<long long>(secs / 3600), static_cast<long long>(secs / 60 % 60),
+                      static_cast<long long>(secs % 60));
+    }
+    return buf;
+}
+
 }  // namespace signin::version

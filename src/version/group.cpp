@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <unordered_map>
 
+#include "signin/version/dates.hpp"
 #include "table.hpp"
 
 namespace signin::version {
@@ -105,7 +107,7 @@ void Group::set_fallback(bool on) {
 }
 
 std::size_t Group::add_version(std::string name, std::optional<std::int64_t> deprecated,
-                               std::optional<std::int64_t> sunset) {
+                               std::optional<std::int64_t> sunset, bool gone) {
     impl_->building();
     if (name.empty()) {
         throw ConfigError("empty version name");
@@ -122,9 +124,12 @@ std::size_t Group::add_version(std::string name, std::optional<std::int64_t> dep
     if (deprecated && sunset && *sunset < *deprecated) {
         throw ConfigError("version \"" + name + "\": sunset is before deprecation");
     }
+    if (gone && !sunset) {
+        throw ConfigError("version \"" + name + "\": \"gone\" needs sunset=DATE");
+    }
     std::size_t i = impl_->versions.size();
     impl_->index.emplace(name, i);
-    impl_->versions.push_back(VersionDecl{std::move(name), deprecated, sunset, {}});
+    impl_->versions.push_back(VersionDecl{std::move(name), deprecated, sunset, gone, {}});
     return i;
 }
 
@@ -202,6 +207,42 @@ std::size_t Group::find(std::string_view name) const {
 }
 
 const std::vector<Endpoint> &Group::endpoints(std::size_t v) const { return impl_->endpoints.at(v); }
+
+bool Group::retired(std::size_t v, std::int64_t now) const noexcept {
+    if (v >= impl_->versions.size()) {
+        return false;
+    }
+    const VersionDecl &d = impl_->versions[v];
+    return d.gone && d.sunset && now >= *d.sunset;
+}
+
+std::string Group::retired_message(std::size_t v) const {
+    const VersionDecl &d = impl_->versions.at(v);
+    return "API version " + d.name + " was retired on " + (d.sunset ? iso_date(*d.sunset) : std::string("?"));
+}
+
+Report Group::report(std::int64_t now) const {
+    Report out;
+    out.until = std::numeric_limits<std::int64_t>::max();
+    auto later = [&](const std::optional<std::int64_t> &t) {
+        if (t && *t > now && *t < out.until) {
+            out.until = *t;
+        }
+    };
+    for (std::size_t v = 0; v < impl_->versions.size(); ++v) {
+        const VersionDecl &d = impl_->versions[v];
+        later(d.deprecated);
+        if (d.gone) {
+            later(d.sunset);
+        }
+        if (retired(v, now)) {
+            continue;
+        }
+        std::string &list = d.deprecated && now >= *d.deprecated ? out.deprecated : out.supported;
+        list += (list.empty() ? "" : ", ") + d.name;
+    }
+    return out;
+}
 
 namespace {
 

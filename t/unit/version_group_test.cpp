@@ -1,6 +1,8 @@
 // The version group: validation, fallback flattening and the routing decisions.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "signin/version/group.hpp"
 
 using namespace signin::version;
@@ -197,4 +199,65 @@ TEST(VersionGroup, ResolutionDoesNotDependOnGroupSize) {
     EXPECT_EQ(who(g.decide("GET", "/res3/items/9", "v20")), "@c20");
     EXPECT_EQ(who(g.decide("GET", "/res1600/items/9", "v20")), "@c1");
     EXPECT_EQ(g.decide("GET", "/res20600/items/9", "v19").kind, Kind::NotFound);
+}
+
+TEST(VersionGroup, GoneNeedsASunset) {
+    Group g;
+    EXPECT_THROW(g.add_version("v1", std::nullopt, std::nullopt, true), ConfigError);
+    EXPECT_NO_THROW(g.add_version("v1", std::nullopt, 1000, true));
+}
+
+// v1 retired at 2000 (gone), v2 deprecated at 1500 with a sunset at 3000 (not gone: still answered
+// after it), v3 current.
+TEST(VersionGroup, RetiredAtTheSunsetOnlyWhenGone) {
+    Group g;
+    auto v1 = g.add_version("v1", 1000, 2000, true);
+    g.add_route(v1, "@a", "GET", "/users");
+    auto v2 = g.add_version("v2", 1500, 3000);
+    g.add_route(v2, "@b", "GET", "/orders");
+    auto v3 = g.add_version("v3", std::nullopt, std::nullopt);
+    g.finish();
+    EXPECT_FALSE(g.retired(v1, 1999));
+    EXPECT_TRUE(g.retired(v1, 2000));
+    EXPECT_TRUE(g.retired(v1, 1 << 30));
+    EXPECT_FALSE(g.retired(v2, 3000));  // a sunset without `gone` only announces
+    EXPECT_FALSE(g.retired(v3, 1 << 30));
+    EXPECT_FALSE(g.retired(npos, 1 << 30));
+    EXPECT_EQ(g.retired_message(v1), "API version v1 was retired on 1970-01-01T00:33:20Z");
+    // the retired version's routes still answer the newer versions by fallback
+    Decision d = g.decide("GET", "/users", "v3");
+    ASSERT_EQ(d.kind, Kind::Route);
+    EXPECT_EQ(d.endpoint->answered_by, v1);
+}
+
+TEST(VersionGroup, RetiredMessageWritesTheDateAsConfigured) {
+    Group g;
+    auto v1 = g.add_version("v1", std::nullopt, 1798761600, true);  // 2027-01-01
+    g.add_route(v1, "@a", "GET", "/x");
+    g.finish();
+    EXPECT_EQ(g.retired_message(v1), "API version v1 was retired on 2027-01-01");
+}
+
+TEST(VersionGroup, ReportSplitsSupportedAndDeprecatedAndDropsRetired) {
+    Group g;
+    g.add_route(g.add_version("v1", 1000, 2000, true), "@a", "GET", "/users");
+    g.add_version("v2", 1500, 3000);
+    g.add_version("v3", std::nullopt, std::nullopt);
+    g.finish();
+    Report r = g.report(0);
+    EXPECT_EQ(r.supported, "v1, v2, v3");
+    EXPECT_EQ(r.deprecated, "");
+    EXPECT_EQ(r.until, 1000);
+    r = g.report(1000);
+    EXPECT_EQ(r.supported, "v2, v3");
+    EXPECT_EQ(r.deprecated, "v1");
+    EXPECT_EQ(r.until, 1500);
+    r = g.report(1700);
+    EXPECT_EQ(r.supported, "v3");
+    EXPECT_EQ(r.deprecated, "v1, v2");
+    EXPECT_EQ(r.until, 2000);
+    r = g.report(2000);
+    EXPECT_EQ(r.supported, "v3");
+    EXPECT_EQ(r.deprecated, "v2");  // v1 retired; v2's sunset (not gone) changes nothing
+    EXPECT_EQ(r.until, std::numeric_limits<std::int64_t>::max());
 }

@@ -18,4 +18,8 @@ std::string deprecation_value(std::int64_t unix_seconds);
 // RFC 8594 Sunset field value, an IMF-fixdate: "Thu, 31 Dec 2026 00:00:00 GMT".
 std::string http_date(std::int64_t unix_seconds);
 
+// The date as the configuration writes it: "2026-12-31" at midnight UTC, else
+// "2026-12-31T18:30:00Z".
+std::string iso_date(std::int64_t unix_seconds);
+
 }  // namespace signin::version

@@ -28,7 +28,18 @@ struct VersionDecl {
     std::string name;
     std::optional<std::int64_t> deprecated;  // Unix seconds (RFC 9745 Deprecation)
     std::optional<std::int64_t> sunset;      // Unix seconds (RFC 8594 Sunset)
+    bool gone = false;                       // retired at its sunset: 410 from then on
     std::vector<RouteDecl> routes;           // in declaration order
+};
+
+// What api_versions_report tells a client at one moment: the versions still answered, split into
+// supported and deprecated (deprecation date reached), each "v1, v2"; a retired version is in
+// neither. Valid until `until` (Unix seconds; the next date of the group that changes it, or
+// INT64_MAX).
+struct Report {
+    std::string supported;
+    std::string deprecated;
+    std::int64_t until = 0;
 };
 
 // One route a version answers once fallback is applied.
@@ -62,8 +73,9 @@ public:
     void set_strategy(Strategy strategy, std::string argument = {});
     void set_default(std::string name);  // checked by finish(): the version must be declared
     void set_fallback(bool on);
+    // `gone`: the version is retired at its sunset (which it then needs).
     std::size_t add_version(std::string name, std::optional<std::int64_t> deprecated,
-                            std::optional<std::int64_t> sunset);
+                            std::optional<std::int64_t> sunset, bool gone = false);
     void add_route(std::size_t version, std::string_view controller, std::string_view method,
                    std::string_view pattern);
     // Checks the whole group and builds the route tables; nothing may be added afterwards.
@@ -78,6 +90,15 @@ public:
     // Every route version `v` answers: its own in declaration order, then the inherited ones,
     // newest version first.
     const std::vector<Endpoint> &endpoints(std::size_t v) const;
+
+    // Whether version `v` is retired at `now` (declared `gone` and its sunset reached): every
+    // request for it is answered 410 version_retired. The block stays, so newer versions still
+    // fall back to its routes.
+    bool retired(std::size_t v, std::int64_t now) const noexcept;
+    // The 410's message: "API version v1 was retired on 2026-12-31".
+    std::string retired_message(std::size_t v) const;
+    // The supported and deprecated versions at `now`.
+    Report report(std::int64_t now) const;
 
     // Path strategy: the first segment of `path` names the version only if it is declared.
     Decision decide_path(std::string_view method, std::string_view path) const noexcept;

@@ -1,5 +1,5 @@
-// The checks nginx -t makes once the whole configuration is read: every controller exists, and
-// no access rule of a location is skipped by the path strategy's routing.
+// The checks nginx -t makes once the whole configuration is read: every controller exists, no
+// access rule of a location is skipped by the path strategy's routing, the version changes hold.
 #include "ngx_signin_nginx.h"
 
 #include <string>
@@ -148,6 +148,47 @@ void warn_shadowed_locations(ngx_conf_t *cf, const MainConf *mcf) {
             }
         }
     }
+}
+
+// The changes' checks, each failure reported at the line of the change that causes it: a route
+// no version declares, then the chain in the order it is written, so the first change the
+// chain cannot take is the one named.
+char *check_changes(ngx_conf_t *cf, State &s) {
+    using signin::version::Change;
+    bool any = false;
+    for (std::size_t v = 0; v < s.changes.size(); ++v) {
+        for (std::size_t i = 0; i < s.changes[v].size(); ++i) {
+            any = true;
+            std::vector<std::vector<Change>> one(1);
+            one[0].push_back(s.changes[v][i]);
+            std::string err = signin::version::check_routes(one, s.group);
+            if (!err.empty()) {
+                return late_error(cf, err, s.change_at[v][i]);
+            }
+        }
+    }
+    if (!any) {
+        return static_cast<char *>(NGX_CONF_OK);
+    }
+    if (!signin::version::check_chain(s.changes).empty()) {
+        std::vector<std::vector<Change>> prefix(s.changes.size());
+        for (std::size_t v = 0; v < s.changes.size(); ++v) {
+            for (std::size_t i = 0; i < s.changes[v].size(); ++i) {
+                prefix[v].push_back(s.changes[v][i]);
+                std::string err = signin::version::check_chain(prefix);
+                if (!err.empty()) {
+                    return late_error(cf, err, s.change_at[v][i]);
+                }
+            }
+        }
+    }
+    s.migrator = std::make_unique<signin::version::Migrator>(s.changes);
+    for (std::size_t v = 0; v < s.group.versions().size(); ++v) {
+        for (const auto &e : s.group.endpoints(v)) {
+            s.shapes.emplace(e.route, e.route->pattern.shape());
+        }
+    }
+    return static_cast<char *>(NGX_CONF_OK);
 }
 
 }  // namespace apiv

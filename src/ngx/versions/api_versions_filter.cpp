@@ -1,4 +1,5 @@
-// The header filter of the version group (Vary, api-supported-versions, Deprecation, Sunset)
+// The header filter of the version group (Vary, Deprecation, Sunset and, with api_versions_report,
+// api-supported-versions and api-deprecated-versions)
 // and the variables $api_version and $api_controller_version.
 #include "ngx_signin_nginx.h"
 
@@ -51,6 +52,15 @@ bool set_header(ngx_http_request_t *r, std::string_view name, std::string_view v
     return true;
 }
 
+// Sets a header to a copy of `value` in the request's pool; nothing when `value` is empty.
+bool set_copied_header(ngx_http_request_t *r, std::string_view name, std::string_view value) {
+    if (value.empty()) {
+        return true;
+    }
+    ngx_str_t copy = signin_ngx::pool_copy(r->pool, value);
+    return copy.data && set_header(r, name, sv(copy));
+}
+
 // Does a Vary field value already name `token` (or "*")?
 bool vary_has(std::string_view value, std::string_view token) {
     while (!value.empty()) {
@@ -97,6 +107,16 @@ bool add_vary(ngx_http_request_t *r, std::string_view token) {
     return true;
 }
 
+// The group's report at this moment, computed again only once one of its dates has passed.
+const signin::version::Report &current_report(State &s) {
+    const auto now = static_cast<std::int64_t>(ngx_time());
+    if (!s.report_ready || now >= s.report.until) {
+        s.report = s.group.report(now);
+        s.report_ready = true;
+    }
+    return s.report;
+}
+
 ngx_int_t header_filter(ngx_http_request_t *r) {
     auto *mcf = static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_api_versions_module));
     if (!mcf->state || r != r->main) {
@@ -108,12 +128,17 @@ ngx_int_t header_filter(ngx_http_request_t *r) {
     }
     const bool headers_set = signin_ngx::guard(
         [&] {
-            const State &s = *mcf->state;
+            State &s = *mcf->state;
             bool ok = true;
             if (mcf->vary.len) {
                 ok = add_vary(r, sv(mcf->vary));
             }
-            ok = ok && set_header(r, "api-supported-versions", s.supported);
+            if (ctx->report) {
+                // copied: a held header (the body filter's) may go out after the report changed
+                const signin::version::Report &report = current_report(s);
+                ok = ok && set_copied_header(r, "api-supported-versions", report.supported);
+                ok = ok && set_copied_header(r, "api-deprecated-versions", report.deprecated);
+            }
             if (ctx->version_index != signin::version::npos) {
                 const std::string &dep = s.deprecation[ctx->version_index];
                 const std::string &sunset = s.sunset[ctx->version_index];

@@ -54,7 +54,9 @@ struct State {
     std::string current_controller;
     std::size_t current_routes = 0;
 
-    std::string supported;                // "v1, v2, v3" for api-supported-versions
+    // What api_versions_report sends, recomputed (per worker) when one of the group's dates passes.
+    signin::version::Report report;
+    bool report_ready = false;
     std::vector<std::string> deprecation;  // per version, "" when not deprecated
     std::vector<std::string> sunset;       // per version, "" when no sunset
     // per api_versions_openapi location and version, built on first request
@@ -105,6 +107,9 @@ struct ngx_http_api_versions_loc_conf_t {
     u_char *openapi_file;
     ngx_uint_t openapi_line;
     size_t body_max;       // api_versions_body_max: the largest JSON body the changes rewrite
+    ngx_flag_t report;     // api_versions_report: api-supported-versions, api-deprecated-versions
+    u_char *report_file;
+    ngx_uint_t report_line;
 };
 
 // Per-request state. It lives in a request pool cleanup so that it can be found again after
@@ -123,6 +128,7 @@ struct ngx_http_api_versions_ctx_t {
     size_t held_len;
     size_t held_cap;
     unsigned holding : 1;   // the header waits for the migrated body
+    unsigned report : 1;    // api_versions_report of the routing location
 };
 static_assert(std::is_trivially_destructible<ngx_http_api_versions_ctx_t>::value,
               "the request ctx lives in pool memory");
@@ -152,6 +158,9 @@ ngx_int_t add_variables(ngx_conf_t *cf);
 char *late_error(ngx_conf_t *cf, const std::string &what, const Where &at);
 bool controllers_exist(ngx_conf_t *cf, const State &s);
 void warn_shadowed_locations(ngx_conf_t *cf, const ngx_http_api_versions_main_conf_t *mcf);
+// The version changes: a route no version declares, a chain that cannot be undone; then compiles
+// them (State::migrator).
+char *check_changes(ngx_conf_t *cf, State &s);
 
 // Sends {"error": ..., "code": ...} with content-type application/json and cache-control no-store.
 ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view error, std::string_view code,

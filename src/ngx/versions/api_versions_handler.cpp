@@ -69,6 +69,7 @@ ngx_int_t route(ngx_http_request_t *r) {
     ctx->controller_version.len = 0;
     ctx->controller.len = 0;
     ctx->changed_route = nullptr;
+    ctx->report = lcf->report ? 1 : 0;
 
     std::string_view uri = sv(r->uri);
     std::string_view mount = sv(lcf->mount);
@@ -114,6 +115,9 @@ ngx_int_t route(ngx_http_request_t *r) {
     if (d.version != npos) {
         ctx->version_index = d.version;
         ctx->version = signin_ngx::ngx_view(group.versions()[d.version].name);
+        if (group.retired(d.version, static_cast<std::int64_t>(ngx_time()))) {
+            return send_error(r, 410 /* Gone */, group.retired_message(d.version), "version_retired");
+        }
     }
 
     switch (d.kind) {

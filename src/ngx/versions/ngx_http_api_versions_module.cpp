@@ -29,6 +29,7 @@ char *conf_error(ngx_conf_t *cf, const char *what) {
     return static_cast<char *>(NGX_CONF_ERROR);
 }
 
+using apiv::check_changes;
 using apiv::late_error;
 
 // Runs a directive body; configuration errors and allocation failures fail `nginx -t`. A
@@ -96,8 +97,16 @@ char *version_block(ngx_conf_t *cf, ngx_command_t *, void *conf) {
         auto *args = static_cast<ngx_str_t *>(cf->args->elts);
         std::optional<std::int64_t> dates[2];
         static const std::string_view keys[2] = {"deprecated=", "sunset="};
+        bool gone = false;
         for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
             std::string_view a = sv(args[i]);
+            if (a == "gone") {
+                if (gone) {
+                    return conf_error(cf, "duplicate \"gone\"");
+                }
+                gone = true;
+                continue;
+            }
             bool known = false;
             for (int k = 0; k < 2; ++k) {
                 if (a.substr(0, keys[k].size()) != keys[k]) {
@@ -117,12 +126,12 @@ char *version_block(ngx_conf_t *cf, ngx_command_t *, void *conf) {
             }
             if (!known) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid parameter \"%V\" (deprecated=DATE or sunset=DATE)", &args[i]);
+                                   "invalid parameter \"%V\" (deprecated=DATE, sunset=DATE or gone)", &args[i]);
                 return static_cast<char *>(NGX_CONF_ERROR);
             }
         }
         apiv::State &s = *mcf->state;
-        s.current_version = s.group.add_version(std::string(sv(args[1])), dates[0], dates[1]);
+        s.current_version = s.group.add_version(std::string(sv(args[1])), dates[0], dates[1], gone);
         s.changes.resize(s.current_version + 1);
         s.change_at.resize(s.current_version + 1);
         ngx_conf_t save = *cf;
@@ -167,47 +176,6 @@ char *upstream_version_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     mcf->upstream_version = args[1];
     mcf->upstream_file = cf->conf_file->file.name.data;
     mcf->upstream_line = cf->conf_file->line;
-    return static_cast<char *>(NGX_CONF_OK);
-}
-
-// The changes' checks, each failure reported at the line of the change that causes it: a route
-// no version declares, then the chain in the order it is written, so the first change the
-// chain cannot take is the one named.
-char *check_changes(ngx_conf_t *cf, apiv::State &s) {
-    using signin::version::Change;
-    bool any = false;
-    for (std::size_t v = 0; v < s.changes.size(); ++v) {
-        for (std::size_t i = 0; i < s.changes[v].size(); ++i) {
-            any = true;
-            std::vector<std::vector<Change>> one(1);
-            one[0].push_back(s.changes[v][i]);
-            std::string err = signin::version::check_routes(one, s.group);
-            if (!err.empty()) {
-                return late_error(cf, err, s.change_at[v][i]);
-            }
-        }
-    }
-    if (!any) {
-        return static_cast<char *>(NGX_CONF_OK);
-    }
-    if (!signin::version::check_chain(s.changes).empty()) {
-        std::vector<std::vector<Change>> prefix(s.changes.size());
-        for (std::size_t v = 0; v < s.changes.size(); ++v) {
-            for (std::size_t i = 0; i < s.changes[v].size(); ++i) {
-                prefix[v].push_back(s.changes[v][i]);
-                std::string err = signin::version::check_chain(prefix);
-                if (!err.empty()) {
-                    return late_error(cf, err, s.change_at[v][i]);
-                }
-            }
-        }
-    }
-    s.migrator = std::make_unique<signin::version::Migrator>(s.changes);
-    for (std::size_t v = 0; v < s.group.versions().size(); ++v) {
-        for (const auto &e : s.group.endpoints(v)) {
-            s.shapes.emplace(e.route, e.route->pattern.shape());
-        }
-    }
     return static_cast<char *>(NGX_CONF_OK);
 }
 
@@ -303,7 +271,6 @@ char *finish_group(ngx_conf_t *cf, MainConf *mcf) {
         return static_cast<char *>(NGX_CONF_ERROR);
     }
     for (const auto &v : s.group.versions()) {
-        s.supported += (s.supported.empty() ? "" : ", ") + v.name;
         s.deprecation.push_back(v.deprecated ? signin::version::deprecation_value(*v.deprecated) : "");
         s.sunset.push_back(v.sunset ? signin::version::http_date(*v.sunset) : "");
     }
@@ -388,6 +355,17 @@ char *route_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     });
 }
 
+// api_versions_report on|off, remembering where it was written for the check that a group exists.
+char *report_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    char *rv = ngx_conf_set_flag_slot(cf, cmd, conf);
+    if (rv == NGX_CONF_OK) {
+        auto *lcf = static_cast<LocConf *>(conf);
+        lcf->report_file = cf->conf_file->file.name.data;
+        lcf->report_line = cf->conf_file->line;
+    }
+    return rv;
+}
+
 char *openapi_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
     auto *lcf = static_cast<LocConf *>(conf);
     if (lcf->openapi != NGX_CONF_UNSET) {
@@ -433,7 +411,7 @@ ngx_command_t commands[] = {
      nullptr},
     {ngx_string("fallback"), apiv::kGroupConf | NGX_CONF_FLAG, ngx_conf_set_flag_slot, NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(ngx_http_api_versions_main_conf_t, fallback), nullptr},
-    {ngx_string("version"), apiv::kGroupConf | NGX_CONF_BLOCK | NGX_CONF_TAKE123, version_block,
+    {ngx_string("version"), apiv::kGroupConf | NGX_CONF_BLOCK | NGX_CONF_TAKE1234, version_block,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("controller"), apiv::kVersionConf | NGX_CONF_BLOCK | NGX_CONF_TAKE1, controller_block,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
@@ -449,6 +427,8 @@ ngx_command_t commands[] = {
      upstream_version_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("api_versions_body_max"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_api_versions_loc_conf_t, body_max), nullptr},
+    {ngx_string("api_versions_report"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+     report_directive, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_api_versions_loc_conf_t, report), nullptr},
     {ngx_string("api_versions_route"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, route_directive,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("api_versions_openapi"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE123, openapi_directive,
@@ -473,6 +453,7 @@ void *create_loc_conf(ngx_conf_t *cf) {
     lcf->route = NGX_CONF_UNSET;
     lcf->openapi = NGX_CONF_UNSET;
     lcf->body_max = NGX_CONF_UNSET_SIZE;
+    lcf->report = NGX_CONF_UNSET;
     return lcf;
 }
 
@@ -480,6 +461,11 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     auto *prev = static_cast<LocConf *>(parent);
     auto *conf = static_cast<LocConf *>(child);
     ngx_conf_merge_size_value(conf->body_max, prev->body_max, 1024 * 1024);
+    if (conf->report == NGX_CONF_UNSET) {
+        conf->report_file = prev->report_file;
+        conf->report_line = prev->report_line;
+    }
+    ngx_conf_merge_value(conf->report, prev->report, 0);
     if (conf->route == NGX_CONF_UNSET) {
         conf->route = prev->route == NGX_CONF_UNSET ? 0 : prev->route;
         conf->mount = prev->mount;
@@ -489,11 +475,15 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     if (conf->openapi == NGX_CONF_UNSET) {
         conf->openapi = 0;
     }
-    if (!conf->route && !conf->openapi) {
+    auto *mcf = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_api_versions_module));
+    if (!conf->route && !conf->openapi && !(conf->report && !mcf->state)) {
         return static_cast<char *>(NGX_CONF_OK);
     }
-    auto *mcf = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_api_versions_module));
     return guarded(cf, [&]() -> char * {
+        if (conf->report && !mcf->state) {
+            return late_error(cf, "\"api_versions_report\" needs an \"api_versions\" block",
+                              {reinterpret_cast<const char *>(conf->report_file), conf->report_line});
+        }
         if (conf->openapi && !mcf->state) {
             return late_error(cf, "\"api_versions_openapi\" needs an \"api_versions\" block",
                               {reinterpret_cast<const char *>(conf->openapi_file), conf->openapi_line});
