@@ -73,4 +73,5 @@ signin_part(signin_core core SOURCES ${_pages_cpp} ${_i18n_cpp}
   PACKAGES SODIUM CJSON ICU ICUI18N OATH CBOR CRYPTO QRENCODE CURL)
 # the store's records carry audit entries in the engine's JSON (signin/json.hpp)
 signin_part(signin_store store PACKAGES SODIUM CJSON LMDB PQ USES signin_core)
-signin_part(signin_version version)
+# the upstream's OpenAPI document (api_versions_schema) is read with cJSON
+signin_part(signin_version version PACKAGES CJSON)

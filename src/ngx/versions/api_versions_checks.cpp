@@ -2,6 +2,8 @@
 // access rule of a location is skipped by the path strategy's routing, the version changes hold.
 #include "ngx_signin_nginx.h"
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -189,6 +191,44 @@ char *check_changes(ngx_conf_t *cf, State &s) {
         }
     }
     return static_cast<char *>(NGX_CONF_OK);
+}
+
+// api_versions_schema PATH: the upstream's OpenAPI document, read and checked once the group is
+// complete (postconfiguration), relative to the configuration's prefix.
+char *schema_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *mcf = static_cast<ngx_http_api_versions_main_conf_t *>(conf);
+    if (mcf->schema_file.data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"api_versions_schema\" directive is duplicate");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    mcf->schema_file = args[1];
+    if (mcf->schema_file.len == 0 || ngx_conf_full_name(cf->cycle, &mcf->schema_file, 1) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid schema path");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    mcf->schema_conf_file = cf->conf_file->file.name.data;
+    mcf->schema_line = cf->conf_file->line;
+    return static_cast<char *>(NGX_CONF_OK);
+}
+
+bool load_schema(ngx_conf_t *cf, ngx_http_api_versions_main_conf_t *mcf) {
+    Where at{reinterpret_cast<const char *>(mcf->schema_conf_file), mcf->schema_line};
+    std::string path(sv(mcf->schema_file));
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) {
+        late_error(cf, "cannot read the OpenAPI document \"" + path + "\"", at);
+        return false;
+    }
+    try {
+        mcf->state->schema = std::make_unique<signin::version::UpstreamSchema>(text.str());
+    } catch (const signin::version::ConfigError &e) {
+        late_error(cf, std::string(e.what()) + " (\"" + path + "\")", at);
+        return false;
+    }
+    return true;
 }
 
 }  // namespace apiv

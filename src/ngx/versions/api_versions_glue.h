@@ -12,6 +12,7 @@
 
 #include "signin/version/changes.hpp"
 #include "signin/version/group.hpp"
+#include "signin/version/schema.hpp"
 
 extern "C" {
 extern ngx_module_t ngx_http_api_versions_module;
@@ -61,6 +62,7 @@ struct State {
     std::vector<std::string> sunset;       // per version, "" when no sunset
     // per api_versions_openapi location and version, built on first request
     std::map<std::pair<const void *, std::size_t>, std::string> openapi;
+    std::string changes_json, changes_markdown;  // .../changes, built on first request
 
     // The version changes, per version (oldest first), and where each was written.
     std::vector<std::vector<signin::version::Change>> changes;
@@ -69,6 +71,8 @@ struct State {
     std::unique_ptr<signin::version::Migrator> migrator;
     // The version the upstream speaks (api_versions_upstream_version, else the newest).
     std::size_t upstream_version = signin::version::npos;
+    // The upstream's OpenAPI document (api_versions_schema), nullptr when not given.
+    std::unique_ptr<signin::version::UpstreamSchema> schema;
     // Each route's shape, as the changes' `on METHOD ROUTE` name it.
     std::map<const signin::version::RouteDecl *, std::string> shapes;
 };
@@ -89,6 +93,9 @@ struct ngx_http_api_versions_main_conf_t {
     ngx_str_t first_mount;             // the first api_versions_route's mount (the documents' default)
     ngx_flag_t mounted;                // ... is set
     ngx_str_t upstream_version;        // api_versions_upstream_version, empty when not given
+    ngx_str_t schema_file;             // api_versions_schema, the full path; empty when not given
+    u_char *schema_conf_file;
+    ngx_uint_t schema_line;
     u_char *upstream_file;
     ngx_uint_t upstream_line;
 };
@@ -161,6 +168,10 @@ void warn_shadowed_locations(ngx_conf_t *cf, const ngx_http_api_versions_main_co
 // The version changes: a route no version declares, a chain that cannot be undone; then compiles
 // them (State::migrator).
 char *check_changes(ngx_conf_t *cf, State &s);
+// Reads and checks api_versions_schema's document into State::schema; false after logging why.
+bool load_schema(ngx_conf_t *cf, ngx_http_api_versions_main_conf_t *mcf);
+// The directive api_versions_schema PATH (kept beside what reads it).
+char *schema_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 // Sends {"error": ..., "code": ...} with content-type application/json and cache-control no-store.
 ngx_int_t send_error(ngx_http_request_t *r, ngx_uint_t status, std::string_view error, std::string_view code,

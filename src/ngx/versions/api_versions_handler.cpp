@@ -186,6 +186,48 @@ ngx_int_t route_content(ngx_http_request_t *r) {
     return ngx_http_named_location(r, &controller);
 }
 
+// Sends a document the configuration owns (it outlives the request).
+ngx_int_t send_document(ngx_http_request_t *r, std::string_view type, const std::string &doc) {
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_type = signin_ngx::ngx_view(type);
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = nullptr;
+    r->headers_out.content_length_n = static_cast<off_t>(doc.size());
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+    ngx_buf_t *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
+    if (!b) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    b->pos = reinterpret_cast<u_char *>(const_cast<char *>(doc.data()));
+    b->last = b->pos + doc.size();
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out{b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+// GET .../changes: the version changes as JSON, or as Markdown with ?format=markdown.
+ngx_int_t changes_listing(ngx_http_request_t *r, State &s) {
+    ngx_str_t arg;
+    bool markdown = ngx_http_arg(r, const_cast<u_char *>(reinterpret_cast<const u_char *>("format")), 6, &arg) ==
+                        NGX_OK &&
+                    sv(arg) == "markdown";
+    std::string &doc = markdown ? s.changes_markdown : s.changes_json;
+    if (doc.empty()) {
+        doc = markdown ? signin::version::changes_markdown(s.group, s.changes)
+                       : signin::version::changes_json(s.group, s.changes);
+    }
+    return send_document(r, markdown ? "text/markdown; charset=utf-8" : "application/json", doc);
+}
+
 ngx_int_t openapi(ngx_http_request_t *r) {
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
         return send_error(r, NGX_HTTP_NOT_ALLOWED, "method not allowed", "method_not_allowed", "GET, HEAD");
@@ -193,6 +235,11 @@ ngx_int_t openapi(ngx_http_request_t *r) {
     auto *mcf = static_cast<MainConf *>(ngx_http_get_module_main_conf(r, ngx_http_api_versions_module));
     auto *lcf = static_cast<LocConf *>(ngx_http_get_module_loc_conf(r, ngx_http_api_versions_module));
     State &s = *mcf->state;
+    constexpr std::string_view changes = "/changes";
+    std::string_view uri = sv(r->uri);
+    if (uri.size() >= changes.size() && uri.substr(uri.size() - changes.size()) == changes) {
+        return changes_listing(r, s);
+    }
     std::size_t v = s.group.default_version();
     ngx_str_t arg;
     if (ngx_http_arg(r, const_cast<u_char *>(reinterpret_cast<const u_char *>("version")), 7, &arg) == NGX_OK) {
@@ -211,38 +258,17 @@ ngx_int_t openapi(ngx_http_request_t *r) {
     } else if (v == npos) {
         return send_error(r, NGX_HTTP_BAD_REQUEST, "missing API version", "missing_api_version");
     }
-    ngx_int_t rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
     std::string &doc = s.openapi[{lcf, v}];
     if (doc.empty()) {
         signin::version::OpenApiOptions o;
         o.mount = std::string(sv(lcf->openapi_mounted ? lcf->openapi_mount : mcf->first_mount));
         o.controllers = lcf->openapi_controllers == 1;
         doc = signin::version::openapi_document(s.group, v, sv(lcf->title), o);
+        if (s.schema) {  // the upstream's bodies, in this version's own shape
+            doc = s.schema->document(doc, s.group, v, s.upstream_version, s.changes, o.mount);
+        }
     }
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_type = signin_ngx::ngx_view("application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = nullptr;
-    r->headers_out.content_length_n = static_cast<off_t>(doc.size());
-    rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-    ngx_buf_t *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
-    if (!b) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    // the document is owned by the configuration and outlives the request
-    b->pos = reinterpret_cast<u_char *>(doc.data());
-    b->last = b->pos + doc.size();
-    b->memory = 1;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-    ngx_chain_t out{b, nullptr};
-    return ngx_http_output_filter(r, &out);
+    return send_document(r, "application/json", doc);
 }
 
 }  // namespace

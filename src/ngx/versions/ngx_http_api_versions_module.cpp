@@ -30,6 +30,7 @@ char *conf_error(ngx_conf_t *cf, const char *what) {
 }
 
 using apiv::check_changes;
+using apiv::schema_directive;
 using apiv::late_error;
 
 // Runs a directive body; configuration errors and allocation failures fail `nginx -t`. A
@@ -425,6 +426,8 @@ ngx_command_t commands[] = {
      nullptr},
     {ngx_string("api_versions_upstream_version"), NGX_HTTP_MAIN_CONF | apiv::kGroupConf | NGX_CONF_TAKE1,
      upstream_version_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("api_versions_schema"), NGX_HTTP_MAIN_CONF | apiv::kGroupConf | NGX_CONF_TAKE1, schema_directive,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("api_versions_body_max"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_api_versions_loc_conf_t, body_max), nullptr},
     {ngx_string("api_versions_report"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
@@ -515,6 +518,11 @@ ngx_int_t preconfiguration(ngx_conf_t *cf) {
 ngx_int_t postconfiguration(ngx_conf_t *cf) {
     auto *mcf = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_api_versions_module));
     if (!mcf->state) {
+        if (mcf->schema_file.data) {
+            late_error(cf, "\"api_versions_schema\" needs an \"api_versions\" block",
+                       {reinterpret_cast<const char *>(mcf->schema_conf_file), mcf->schema_line});
+            return NGX_ERROR;
+        }
         if (mcf->upstream_version.data) {
             late_error(cf, "\"api_versions_upstream_version\" needs an \"api_versions\" block",
                        {reinterpret_cast<const char *>(mcf->upstream_file), mcf->upstream_line});
@@ -533,6 +541,9 @@ ngx_int_t postconfiguration(ngx_conf_t *cf) {
                                {reinterpret_cast<const char *>(mcf->upstream_file), mcf->upstream_line});
                     return false;
                 }
+            }
+            if (mcf->schema_file.data && !apiv::load_schema(cf, mcf)) {
+                return false;
             }
             if (!apiv::controllers_exist(cf, *mcf->state)) {
                 return false;
