@@ -94,6 +94,7 @@ END { kill 'TERM', @upstreams if @upstreams; }
 # v2 -> v3: "legacy" was removed (older versions still get true), the address's "zip" became
 # "postcode", and on GET /orders each item's "sku" became "code".
 my $gateway = <<'END';
+    log_format bodies '$request_method $request_uri [$api_body_invalid]';
     api_versions {
         strategy header X-API-Version;
         default v3;
@@ -118,6 +119,7 @@ my $gateway = <<'END';
     server {
         listen 127.0.0.1:%%PORT%%;
         api_versions_body_max 2k;
+        access_log %%PREFIX%%/bodies.log bodies;
         gzip on;
         gzip_types application/json;
         gzip_min_length 1;
@@ -219,6 +221,21 @@ is $r->{headers}{'x-got-body'}, '{"name": "Bob"}', 'a request body of another ty
 my $long = '{"name": "' . ('y' x 3000) . '"}';
 $r = get('v1', '/api/users', method => 'POST', json => $long);
 is $r->{headers}{'x-got-body'}, $long, 'a request body over api_versions_body_max passes untouched';
+
+# $api_body_invalid names the body that was not JSON, for a log's count
+sub logged {
+    my ($line) = @_;
+    return $t->wait_for(sub {
+        open my $fh, '<', $t->prefix . '/bodies.log' or return 0;
+        local $/;
+        my $log = <$fh>;
+        return index($log, "$line\n") >= 0;
+    }, timeout => 5);
+}
+ok logged('GET /api/broken [response]'), '$api_body_invalid: "response" for an answer that is not JSON';
+ok logged('POST /api/users [request,response]'),
+    '$api_body_invalid: "request,response" for a request body that is not JSON (which the upstream echoed)';
+ok logged('GET /api/users/7 []'), '$api_body_invalid: empty when the bodies were JSON';
 
 $t->done(allow => qr/is not JSON and passed unchanged/);
 

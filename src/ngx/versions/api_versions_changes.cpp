@@ -36,8 +36,16 @@ bool is_json(std::string_view type) {
 }
 
 // A body that is not JSON passes as it came; a flood of them must not flood the log, so the
-// count is written at most once a second.
-void note_invalid(ngx_http_request_t *r, const char *which) {
+// count is written at most once a second. The request is marked for $api_body_invalid.
+void note_invalid(ngx_http_request_t *r, bool request) {
+    const char *which = request ? "a request" : "a response";
+    if (Ctx *ctx = find_ctx(r)) {
+        if (request) {
+            ctx->invalid_request = 1;
+        } else {
+            ctx->invalid_response = 1;
+        }
+    }
     static ngx_uint_t count = 0;
     static time_t logged = 0;
     ++count;
@@ -102,7 +110,7 @@ void migrate_request(ngx_http_request_t *r, Ctx *ctx) {
     case Migrator::Result::Unchanged:
         return;
     case Migrator::Result::Invalid:
-        note_invalid(r, "a request");
+        note_invalid(r, true);
         return;
     case Migrator::Result::Rewritten:
         break;
@@ -285,7 +293,7 @@ ngx_int_t body_filter(ngx_http_request_t *r, ngx_chain_t *in) {
         ngx_http_weak_etag(r);
     } else {
         if (result == Migrator::Result::Invalid) {
-            note_invalid(r, "a response");
+            note_invalid(r, false);
         }
         b = memory_buf(r, ctx->held, ctx->held_len);
     }

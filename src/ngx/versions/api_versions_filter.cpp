@@ -158,8 +158,16 @@ ngx_int_t header_filter(ngx_http_request_t *r) {
     return next_header_filter(r);
 }
 
-// $api_version (data 0) and $api_controller_version (data 1). Subrequests see their main
-// request's values, so auth_request and SSI locations can use them too.
+// $api_body_invalid: which body to migrate was not JSON (and passed unchanged).
+ngx_str_t invalid_bodies(const Ctx &ctx) {
+    if (ctx.invalid_request && ctx.invalid_response) return signin_ngx::ngx_view("request,response");
+    if (ctx.invalid_request) return signin_ngx::ngx_view("request");
+    if (ctx.invalid_response) return signin_ngx::ngx_view("response");
+    return ngx_str_t{0, nullptr};
+}
+
+// $api_version (data 0), $api_controller_version (data 1) and $api_body_invalid (data 2).
+// Subrequests see their main request's values, so auth_request and SSI locations can use them too.
 ngx_int_t variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data) {
     Ctx *ctx = find_ctx(r);
     if (!ctx && r != r->main) {
@@ -167,7 +175,7 @@ ngx_int_t variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_
     }
     ngx_str_t value = ngx_null_string;
     if (ctx) {
-        value = data == 0 ? ctx->version : ctx->controller_version;
+        value = data == 0 ? ctx->version : data == 1 ? ctx->controller_version : invalid_bodies(*ctx);
     }
     v->len = static_cast<unsigned>(value.len) & 0x0fffffffu;  // len is a 28-bit field
     v->data = value.len ? value.data : reinterpret_cast<u_char *>(const_cast<char *>(""));
@@ -186,8 +194,9 @@ ngx_int_t install_filter(ngx_conf_t *) {
 }
 
 ngx_int_t add_variables(ngx_conf_t *cf) {
-    static ngx_str_t names[] = {ngx_string("api_version"), ngx_string("api_controller_version")};
-    for (uintptr_t i = 0; i < 2; ++i) {
+    static ngx_str_t names[] = {ngx_string("api_version"), ngx_string("api_controller_version"),
+                                ngx_string("api_body_invalid")};
+    for (uintptr_t i = 0; i < 3; ++i) {
         ngx_http_variable_t *var = ngx_http_add_variable(cf, &names[i], NGX_HTTP_VAR_NOCACHEABLE);
         if (!var) {
             return NGX_ERROR;

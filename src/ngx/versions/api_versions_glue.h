@@ -136,6 +136,8 @@ struct ngx_http_api_versions_ctx_t {
     size_t held_cap;
     unsigned holding : 1;   // the header waits for the migrated body
     unsigned report : 1;    // api_versions_report of the routing location
+    unsigned invalid_request : 1;   // a JSON request body to migrate was not JSON ($api_body_invalid)
+    unsigned invalid_response : 1;  // ... an answer's
 };
 static_assert(std::is_trivially_destructible<ngx_http_api_versions_ctx_t>::value,
               "the request ctx lives in pool memory");

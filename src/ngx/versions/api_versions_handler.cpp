@@ -70,6 +70,8 @@ ngx_int_t route(ngx_http_request_t *r) {
     ctx->controller.len = 0;
     ctx->changed_route = nullptr;
     ctx->report = lcf->report ? 1 : 0;
+    ctx->invalid_request = 0;
+    ctx->invalid_response = 0;
 
     std::string_view uri = sv(r->uri);
     std::string_view mount = sv(lcf->mount);
