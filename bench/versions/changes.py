@@ -12,7 +12,7 @@ Scenarios, each against its baseline in the same round, rounds interleaved (the 
   a route no change applies to     A /api/v1/other   vs C /api/v1/other (routed, no changes)
   20 versions vs 2                 B /api/v1/small   vs A /api/v1/small
 Prints per scenario the median ratio of the paired rounds and their spread (min-max), and
-writes bench/results/version-changes-<date>.json.
+writes bench/results/version-changes-<date>T<HHMM>.json.
 Environment: NGINX_BIN, SIGNIN_MODULE, ROUNDS (7), SECONDS_PER_ROUND (2), CONNECTIONS (32).
 """
 import datetime
@@ -156,7 +156,8 @@ def main():
                 rps[name][0].append(a)
                 rps[name][1].append(b)
             print(f"round {r + 1}: " + "  ".join(f"{v[-1]:.3f}" for v in ratios.values()), file=sys.stderr)
-        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        date, stamp = now.strftime("%Y-%m-%d"), now.strftime("%Y-%m-%dT%H%M")
         print(f"\nversion changes: {os.cpu_count()} cores, wrk -t1 -c{CONNS}, {ROUNDS} rounds x {SECS}s, 1 worker per front")
         print(f"{'scenario':46} {'median':>7} {'min':>7} {'max':>7} {'target':>7}  subject/baseline req/s (medians)")
         result = {"benchmark": "version-changes", "date": date, "cores": os.cpu_count(), "rounds": ROUNDS,
@@ -169,7 +170,7 @@ def main():
             result["scenarios"].append({"name": name, "ratios": [round(x, 3) for x in v], "median": round(med, 3),
                                         "target": target, "subject_rps": rps[name][0], "baseline_rps": rps[name][1]})
         os.makedirs(f"{ROOT}/bench/results", exist_ok=True)
-        out = f"{ROOT}/bench/results/version-changes-{date}.json"
+        out = f"{ROOT}/bench/results/version-changes-{stamp}.json"
         with open(out, "w") as f:
             json.dump(result, f, indent=2)
         print(f"wrote {out}")
