@@ -1,0 +1,74 @@
+// The OpenID provider's operations over the store: the protocol's rules (oidc_provider.hpp)
+// joined with the records they read and write, one transaction each. The transport hands in the
+// parsed request, the signed-in person (a Principal the sessions capability checked) and the
+// provider's configuration; it gets back a redirect or an HTTP answer to send as it is. Every
+// grant and every refusal is audited (kind "oidc.*", the client id and why in the detail, never
+// a secret). Valid C++17: the glue includes it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "signin/engine.hpp"
+#include "signin/oidc_provider.hpp"
+#include "signin/types.hpp"
+
+namespace signin {
+
+// What the provider is: its clients and keys (signin_oidc_client, signin_oidc_signing_key_file)
+// and its issuer ({origin}{auth_path}).
+struct OpSite {
+    const op::Clients *clients = nullptr;
+    const op::KeyRing *keys = nullptr;
+    std::string issuer;
+};
+
+// An answer of the token, userinfo or revocation endpoint, sent as it is with Cache-Control:
+// no-store: the status, the JSON body and, when not empty, the WWW-Authenticate header.
+struct OpAnswer {
+    int status = 200;
+    std::string body;
+    std::string www_authenticate;
+};
+
+class OidcIssuer {
+public:
+    explicit OidcIssuer(Engine &engine) : engine_(engine) {}
+
+    // What a checked authorization request needs next for `p` (nullptr: nobody is signed in):
+    // the consent kept for p and the client is read here. login_done and consent_done say the
+    // sign-in or consent page was just walked for this request (prompt=login and prompt=consent
+    // ask once). A refusal (Next::Refuse) is audited here.
+    Result<op::Decision> decide(const OpSite &site, const op::AuthorizeRequest &r, const Principal *p,
+                                bool login_done, bool consent_done, std::string_view client);
+    // The person agreed on the consent page: what they agreed to is kept (with what they agreed
+    // to before) and audited.
+    Status consent(const op::AuthorizeRequest &r, const Principal &p, std::string_view client);
+    // A code for `p` (decide said Issue): written with what it binds (client, redirect URI, PKCE
+    // challenge, nonce, scopes, the session's sign-in time, way in and second factor) and
+    // audited; the redirect to the client that carries it, with state and iss.
+    Result<std::string> issue_code(const OpSite &site, const op::AuthorizeRequest &r, const Principal &p,
+                                   std::string_view client);
+    // An authorization request refused before any person was looked at (unknown client, bad
+    // redirect URI, a malformed request): audited with the client id it named.
+    void refused(std::string_view client_id, std::string_view why, std::string_view client);
+
+    // POST /oauth2/token: the form body and the Authorization header. authorization_code: the
+    // code is spent (a second use ends what the first gave: its access token and refresh
+    // family); an access token and an ID token, and a refresh token with offline_access.
+    // refresh_token: the family's next generation (an old token coming back ends the family).
+    OpAnswer token(const OpSite &site, std::string_view body, std::string_view authorization,
+                   std::string_view client);
+    // GET or POST /oauth2/userinfo with "Authorization: Bearer TOKEN": the claims the token's
+    // scopes allow; 401 invalid_token for a token unknown, expired or of a suspended account.
+    OpAnswer userinfo(std::string_view authorization);
+    // POST /oauth2/revoke (RFC 7009): 200 whether or not the token was known; a token is revoked
+    // only for the client it was given to; a refresh token ends its family.
+    OpAnswer revoke(const OpSite &site, std::string_view body, std::string_view authorization,
+                    std::string_view client);
+
+private:
+    Engine &engine_;
+};
+
+}  // namespace signin

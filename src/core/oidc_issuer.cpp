@@ -1,0 +1,318 @@
+// The OpenID provider's operations over the store (oidc_issuer.hpp).
+#include "signin/oidc_issuer.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <variant>
+#include <utility>
+#include <vector>
+
+#include "encoding.hpp"
+#include "engine_detail.hpp"
+
+namespace signin {
+namespace {
+
+OpAnswer answer_error(const op::TokenError &e) {
+    OpAnswer a;
+    a.status = e.status;
+    a.body = op::token_error_json(e);
+    if (e.basic_challenge) a.www_authenticate = "Basic realm=\"oauth2\"";
+    return a;
+}
+
+op::TokenError server_error() { return op::TokenError{"server_error", "The request could not be completed.", 500}; }
+
+// A new secret to hand out and the key the store keeps it under.
+std::pair<Secret, std::string> new_secret(Millis now) {
+    Secret s(enc::ordered_secret(now));
+    std::string key = record_key(s.reveal());
+    return {std::move(s), std::move(key)};
+}
+
+bool has_scope(const std::vector<std::string> &scopes, std::string_view s) {
+    return std::find(scopes.begin(), scopes.end(), s) != scopes.end();
+}
+
+// The ID token of a grant, signed with the client's algorithm ("" when no key of it: nginx -t
+// refuses that configuration).
+std::string id_token_for(const OpSite &site, const op::Client &c, const User &u, const std::vector<std::string> &scopes,
+                         const std::vector<std::string> &amr, Millis auth_time, const std::string &nonce, Millis now) {
+    const op::SigningKey *key = site.keys != nullptr ? site.keys->signer(c.alg) : nullptr;
+    if (key == nullptr) return {};
+    op::IdToken t;
+    t.issuer = site.issuer;
+    t.client_id = c.id;
+    t.user = &u;
+    t.email = has_scope(scopes, "email");
+    t.amr = amr;
+    t.auth_time = auth_time;
+    t.nonce = nonce;
+    t.now = now;
+    return op::sign_id_token(*key, t);
+}
+
+// The bearer token of an Authorization header ("" when it names none).
+std::string_view bearer(std::string_view header) {
+    constexpr std::string_view kScheme = "bearer ";
+    if (header.size() <= kScheme.size()) return {};
+    for (std::size_t i = 0; i < kScheme.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+    }
+    std::string_view t = header.substr(kScheme.size());
+    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+    return t;
+}
+
+OpAnswer invalid_token(const char *why) {
+    OpAnswer a;
+    a.status = 401;
+    a.body = op::token_error_json(op::TokenError{"invalid_token", why, 401});
+    a.www_authenticate = std::string("Bearer error=\"invalid_token\", error_description=\"") + why + "\"";
+    return a;
+}
+
+// What a spent code gave (its access token, its refresh family) is taken back: a code used twice
+// was seen by somebody else (RFC 6749 §4.1.2). The caller commits.
+void revoke_grant(WriteTxn &txn, const op::CodeRecord &code) {
+    if (!code.access_key.empty()) txn.del_oidc_access_token(code.access_key);
+    if (!code.family_id.empty()) txn.end_oidc_family(code.family_id);
+}
+
+struct Granted {
+    Secret access, refresh;
+    std::string id_token;
+    std::vector<std::string> scopes;
+};
+
+std::string granted_json(const Granted &g) {
+    return op::token_response(g.access.reveal(), op::kAccessTokenTtl, g.id_token, g.refresh.reveal(), g.scopes);
+}
+
+// authorization_code: the code spent in txn, checked, and what it gives written. The caller commits.
+std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
+                                                   const op::Client &c, Millis now, std::string_view client) {
+    const std::string key = record_key(t.code.reveal());
+    txn.serialize_on(key);
+    auto code = txn.take_oidc_code(key);
+    const op::CodeCheck check = op::check_code(code ? &*code : nullptr, t, c, now);
+    const std::string user_id = code ? code->user_id : std::string();
+    if (check.outcome == op::CodeOutcome::Reused) {
+        revoke_grant(txn, *code);
+        txn.append_audit(detail::audit(now, "oidc.code_reused", {}, client, user_id, c.id));
+        return check.error;
+    }
+    if (check.outcome != op::CodeOutcome::Ok) {
+        txn.append_audit(detail::audit(now, "oidc.refused", {}, client, user_id, c.id + ": " + check.error.description));
+        return check.error;
+    }
+    auto user = txn.user_by_id(code->user_id);
+    if (!user || !op::may_use(c, *user, code->mfa)) {
+        txn.append_audit(detail::audit(now, "oidc.refused", {}, client, code->user_id, c.id + ": may not use"));
+        return op::TokenError{"invalid_grant", "This account may not use this application.", 400};
+    }
+    Granted g;
+    g.scopes = code->scopes;
+    auto [access, access_key] = new_secret(now);
+    std::string family_id;
+    if (auto family = op::new_family(*code, enc::uuid7(now), now)) {
+        auto [refresh, refresh_key] = new_secret(now);
+        txn.put_oidc_family(*family);
+        txn.put_oidc_refresh_token(op::refresh_token_record(*family, refresh_key, now));
+        family_id = family->id;
+        g.refresh = std::move(refresh);
+    }
+    txn.put_oidc_access_token(op::new_access_token(access_key, c.id, user->id, g.scopes, family_id, now));
+    code->spent = true;
+    code->family_id = family_id;
+    code->access_key = access_key;
+    txn.put_oidc_code(*code);
+    g.access = std::move(access);
+    g.id_token = id_token_for(site, c, *user, g.scopes, code->amr, code->auth_time, code->nonce, now);
+    txn.append_audit(detail::audit(now, "oidc.granted", user->email, client, user->id, c.id + ": code"));
+    return g;
+}
+
+// refresh_token: the family's next generation, or its end when an old token came back. The
+// caller commits.
+std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
+                                            const op::Client &c, Millis now, std::string_view client) {
+    const std::string key = record_key(t.refresh_token.reveal());
+    txn.serialize_on(key);
+    auto token = txn.oidc_refresh_token(key);
+    std::optional<op::RefreshFamily> family = token ? txn.oidc_family(token->family_id) : std::nullopt;
+    const op::RefreshCheck check = op::use_refresh(token ? &*token : nullptr, family ? &*family : nullptr, t, c, now);
+    const std::string user_id = family ? family->user_id : std::string();
+    if (check.outcome == op::RefreshOutcome::Reused) {
+        txn.end_oidc_family(family->id);
+        txn.append_audit(detail::audit(now, "oidc.refresh_reused", {}, client, user_id, c.id));
+        return check.error;
+    }
+    if (check.outcome != op::RefreshOutcome::Rotate) {
+        txn.append_audit(detail::audit(now, "oidc.refused", {}, client, user_id, c.id + ": " + check.error.description));
+        return check.error;
+    }
+    auto user = txn.user_by_id(family->user_id);
+    if (!user || !op::may_use(c, *user, family->mfa)) {
+        txn.end_oidc_family(family->id);
+        txn.append_audit(detail::audit(now, "oidc.refused", {}, client, family->user_id, c.id + ": may not use"));
+        return op::TokenError{"invalid_grant", "This account may not use this application.", 400};
+    }
+    Granted g;
+    g.scopes = check.scopes;
+    auto [access, access_key] = new_secret(now);
+    auto [refresh, refresh_key] = new_secret(now);
+    txn.put_oidc_family(*family);
+    txn.put_oidc_refresh_token(op::refresh_token_record(*family, refresh_key, now));
+    txn.put_oidc_access_token(op::new_access_token(access_key, c.id, user->id, g.scopes, family->id, now));
+    g.access = std::move(access);
+    g.refresh = std::move(refresh);
+    g.id_token = id_token_for(site, c, *user, g.scopes, family->amr, family->auth_time, {}, now);
+    txn.append_audit(detail::audit(now, "oidc.granted", user->email, client, user->id, c.id + ": refresh"));
+    return g;
+}
+
+}  // namespace
+
+Result<op::Decision> OidcIssuer::decide(const OpSite &site, const op::AuthorizeRequest &r, const Principal *p,
+                                        bool login_done, bool consent_done, std::string_view client) {
+    return detail::guarded("oidc authorize", [&]() -> Result<op::Decision> {
+        const op::Client *c = site.clients != nullptr ? site.clients->find(r.client_id) : nullptr;
+        if (c == nullptr) return Error{Code::NotFound, "no such client"};
+        const Millis now = engine_.now();
+        op::SignedIn s;
+        std::optional<op::ConsentRecord> consent;
+        if (p != nullptr) {
+            s.user = &p->user;
+            s.auth_time = p->session.created_at;
+            s.mfa = p->session.mfa;
+            consent = engine_.store_->read()->oidc_consent(p->user.id, c->id);
+            s.consented = op::covers(consent ? &*consent : nullptr, r);
+        }
+        s.login_done = login_done;
+        s.consent_done = consent_done;
+        op::Decision d = op::decide(r, *c, s, now);
+        if (d.next == op::Next::Refuse) {
+            auto txn = engine_.store_->write();
+            txn->append_audit(detail::audit(now, "oidc.refused", p ? p->user.email : std::string(), client,
+                                            p ? p->user.id : std::string(), c->id + ": " + d.refusal.error));
+            txn->commit();
+        }
+        return d;
+    });
+}
+
+Status OidcIssuer::consent(const op::AuthorizeRequest &r, const Principal &p, std::string_view client) {
+    return detail::guarded("oidc consent", [&]() -> Status {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto before = txn->oidc_consent(p.user.id, r.client_id);
+        txn->put_oidc_consent(op::grant_consent(before ? &*before : nullptr, r, p.user.id, now));
+        txn->append_audit(detail::audit(now, "oidc.consented", p.user.email, client, p.user.id,
+                                        r.client_id + ": " + r.scope()));
+        txn->commit();
+        return ok_status();
+    });
+}
+
+Result<std::string> OidcIssuer::issue_code(const OpSite &site, const op::AuthorizeRequest &r, const Principal &p,
+                                           std::string_view client) {
+    return detail::guarded("oidc code", [&]() -> Result<std::string> {
+        const Millis now = engine_.now();
+        auto [code, key] = new_secret(now);
+        auto txn = engine_.store_->write();
+        txn->put_oidc_code(op::new_code(r, p.user.id, p.session.created_at, p.session.method, p.session.mfa, key, now));
+        txn->append_audit(detail::audit(now, "oidc.code_issued", p.user.email, client, p.user.id, r.client_id));
+        txn->commit();
+        return op::code_redirect(r, code.reveal(), site.issuer);
+    });
+}
+
+void OidcIssuer::refused(std::string_view client_id, std::string_view why, std::string_view client) {
+    (void)engine_.record(detail::audit(engine_.now(), "oidc.refused", {}, client, {},
+                                       std::string(client_id) + ": " + std::string(why)));
+}
+
+OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::string_view authorization,
+                           std::string_view client) {
+    auto parsed = op::parse_token_request(body, authorization);
+    if (auto *e = std::get_if<op::TokenError>(&parsed)) return answer_error(*e);
+    const auto &t = std::get<op::TokenRequest>(parsed);
+    auto who = op::authenticate(t, *site.clients);
+    if (auto *e = std::get_if<op::TokenError>(&who)) {
+        refused(t.client_id, "client authentication", client);
+        return answer_error(*e);
+    }
+    const op::Client &c = *std::get<const op::Client *>(who);
+    auto done = detail::guarded("oidc token", [&]() -> Result<OpAnswer> {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        auto g = t.grant == op::Grant::AuthorizationCode ? exchange_code(*txn, site, t, c, now, client)
+                                                         : rotate(*txn, site, t, c, now, client);
+        txn->commit();
+        if (auto *e = std::get_if<op::TokenError>(&g)) return answer_error(*e);
+        OpAnswer a;
+        a.body = granted_json(std::get<Granted>(g));
+        return a;
+    });
+    return done ? std::move(done).value() : answer_error(server_error());
+}
+
+OpAnswer OidcIssuer::userinfo(std::string_view authorization) {
+    const std::string_view token = bearer(authorization);
+    if (token.empty()) {
+        OpAnswer a;
+        a.status = 401;
+        a.body = op::token_error_json(op::TokenError{"invalid_request", "A bearer token is needed.", 401});
+        a.www_authenticate = "Bearer";
+        return a;
+    }
+    auto done = detail::guarded("oidc userinfo", [&]() -> Result<OpAnswer> {
+        auto txn = engine_.store_->read();
+        auto at = txn->oidc_access_token(record_key(token));
+        if (!at || at->expires_at <= engine_.now()) return invalid_token("The access token is not valid.");
+        auto user = txn->user_by_id(at->user_id);
+        if (!user || user->suspended) return invalid_token("The access token is not valid.");
+        OpAnswer a;
+        a.body = op::userinfo(*user, at->scopes);
+        return a;
+    });
+    return done ? std::move(done).value() : answer_error(server_error());
+}
+
+OpAnswer OidcIssuer::revoke(const OpSite &site, std::string_view body, std::string_view authorization,
+                            std::string_view client) {
+    auto parsed = op::parse_revoke_request(body, authorization);
+    if (auto *e = std::get_if<op::TokenError>(&parsed)) return answer_error(*e);
+    const auto &t = std::get<op::RevokeRequest>(parsed);
+    auto who = op::authenticate(t, *site.clients);
+    if (auto *e = std::get_if<op::TokenError>(&who)) {
+        refused(t.client_id, "client authentication", client);
+        return answer_error(*e);
+    }
+    const op::Client &c = *std::get<const op::Client *>(who);
+    auto done = detail::guarded("oidc revoke", [&]() -> Result<OpAnswer> {
+        const Millis now = engine_.now();
+        const std::string key = record_key(t.token.reveal());
+        auto txn = engine_.store_->write();
+        if (auto at = txn->oidc_access_token(key); at && at->client_id == c.id) {
+            txn->del_oidc_access_token(key);
+            txn->append_audit(detail::audit(now, "oidc.revoked", {}, client, at->user_id, c.id + ": access token"));
+        } else if (auto rt = txn->oidc_refresh_token(key)) {
+            auto family = txn->oidc_family(rt->family_id);
+            if (family && family->client_id == c.id) {
+                txn->end_oidc_family(family->id);
+                txn->append_audit(detail::audit(now, "oidc.revoked", {}, client, family->user_id, c.id + ": refresh token"));
+            }
+        }
+        txn->commit();
+        OpAnswer a;
+        a.body = "{}";
+        return a;
+    });
+    return done ? std::move(done).value() : answer_error(server_error());
+}
+
+}  // namespace signin
