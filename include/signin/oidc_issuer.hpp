@@ -6,6 +6,7 @@
 // a secret). Valid C++17: the glue includes it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,28 @@ struct OpAnswer {
     std::string body;
     std::string www_authenticate;
 };
+
+// The consent page's form, posted back to {auth_path}/oauth2/authorize: the authorization
+// request's query as it came (the request is parsed and checked again from it), and whether the
+// person allowed. nullopt when the body is not such a form.
+struct ConsentForm {
+    std::string query;
+    bool allow = false;
+};
+std::optional<ConsentForm> parse_consent_form(std::string_view body);
+// The consent page: which application asks, for which account, what it will see, and the form
+// (allow or deny) posted to `action` with the request's query; in English, styled by the site's
+// pages stylesheet `stylesheet` ("" = none).
+std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
+                         std::string_view action, std::string_view query, std::string_view stylesheet);
+// A page that shows why an authorization request cannot be answered to its client (an unknown
+// client, a redirect URI not registered): never a redirect.
+std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet);
+
+// The marker the authorize endpoint adds to the request it sends through the sign-in page when a
+// new sign-in is needed (prompt=login, max_age): the time it asked, so that a session made since
+// counts as that sign-in. Not an OAuth parameter: the authorization request's parser ignores it.
+inline constexpr std::string_view kLoginAfter = "signin_login_after";
 
 class OidcIssuer {
 public:

@@ -10,6 +10,8 @@
 
 #include "encoding.hpp"
 #include "engine_detail.hpp"
+#include "form.hpp"
+#include "signin/emails.hpp"
 
 namespace signin {
 namespace {
@@ -174,7 +176,79 @@ std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, 
     return g;
 }
 
+std::string page_head(std::string_view title, std::string_view stylesheet) {
+    std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
+    append_html_escaped(out, title);
+    out += "</title>";
+    if (!stylesheet.empty()) {
+        out += "<link rel=\"stylesheet\" href=\"";
+        append_html_escaped(out, stylesheet);
+        out += "\">";
+    }
+    return out + "</head><body><main>";
+}
+
+// What each scope lets the application see, as the consent page says it.
+const char *scope_words(std::string_view scope) {
+    if (scope == "openid") return "who you are on this site (an identifier that stays the same)";
+    if (scope == "email") return "your email address";
+    if (scope == "profile") return "your roles on this site";
+    if (scope == "offline_access") return "keep access while you are away";
+    return nullptr;
+}
+
 }  // namespace
+
+std::optional<ConsentForm> parse_consent_form(std::string_view body) {
+    if (body.size() > op::kMaxQuery * 3 + 64) return std::nullopt;
+    auto p = form::Params::parse(body);
+    if (p.malformed || !p.duplicate.empty()) return std::nullopt;
+    const std::string *query = p.get("query");
+    const std::string decision = p.value("decision");
+    if (query == nullptr || query->size() > op::kMaxQuery || (decision != "allow" && decision != "deny")) {
+        return std::nullopt;
+    }
+    return ConsentForm{*query, decision == "allow"};
+}
+
+std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
+                         std::string_view action, std::string_view query, std::string_view stylesheet) {
+    std::string out = page_head("Allow " + r.client_id + "?", stylesheet);
+    out += "<h1>";
+    append_html_escaped(out, r.client_id);
+    out += " asks to sign you in</h1><p>As <strong>";
+    append_html_escaped(out, user.email.empty() ? std::string("your account") : user.email);
+    out += "</strong> on ";
+    append_html_escaped(out, site_name);
+    out += ", it will see:</p><ul>";
+    for (const auto &s : r.scopes) {
+        if (const char *words = scope_words(s)) {
+            out += "<li>";
+            out += words;
+            out += "</li>";
+        }
+    }
+    out += "</ul><form method=\"post\" action=\"";
+    append_html_escaped(out, action);
+    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
+    append_html_escaped(out, query);
+    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">Allow</button> "
+           "<button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form></main></body></html>\n";
+    return out;
+}
+
+std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet) {
+    std::string out = page_head("Sign-in request refused", stylesheet);
+    out += "<h1>This sign-in request cannot be answered</h1><p>";
+    append_html_escaped(out, e.description);
+    out += "</p><p>The application that sent you here to ";
+    append_html_escaped(out, site_name);
+    out += " is not set up for it (";
+    append_html_escaped(out, e.error);
+    out += "). Go back to it and try again, or tell its operator.</p></main></body></html>\n";
+    return out;
+}
 
 Result<op::Decision> OidcIssuer::decide(const OpSite &site, const op::AuthorizeRequest &r, const Principal *p,
                                         bool login_done, bool consent_done, std::string_view client) {

@@ -231,3 +231,34 @@ TEST_F(OidcIssuerTest, PromptNoneWithoutASessionIsRefusedToTheClient) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(OidcConsentPage, TheFormCarriesTheQueryEscapedAndIsReadBack) {
+    op::AuthorizeRequest r;
+    r.client_id = "wiki";
+    r.scopes = {"openid", "email", "offline_access"};
+    User u;
+    u.email = "a@b.example";
+    const std::string query = "client_id=wiki&state=\"><script>x</script>";
+    const std::string page = consent_page(r, u, "acme", "/auth/oauth2/authorize", query, "/style.css");
+    EXPECT_EQ(page.find("<script>"), std::string::npos);
+    EXPECT_NE(page.find("value=\"client_id=wiki&amp;state=&quot;&gt;&lt;script&gt;"), std::string::npos);
+    EXPECT_NE(page.find("your email address"), std::string::npos);
+    EXPECT_NE(page.find("keep access while you are away"), std::string::npos);
+    EXPECT_NE(page.find("href=\"/style.css\""), std::string::npos);
+
+    auto f = parse_consent_form("decision=allow&query=" + std::string("client_id%3Dwiki%26state%3Dx"));
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(f->allow);
+    EXPECT_EQ(f->query, "client_id=wiki&state=x");
+    f = parse_consent_form("decision=deny&query=a");
+    ASSERT_TRUE(f);
+    EXPECT_FALSE(f->allow);
+    EXPECT_FALSE(parse_consent_form("decision=maybe&query=a"));
+    EXPECT_FALSE(parse_consent_form("decision=allow"));
+    EXPECT_FALSE(parse_consent_form("decision=allow&query=a&query=b"));
+    EXPECT_FALSE(parse_consent_form("decision=allow&query=" + std::string(op::kMaxQuery + 1, 'a')));
+}
+
+}  // namespace

@@ -1,0 +1,179 @@
+# The module as an OpenID provider, the code flow end to end: openid-client (a certified
+# relying-party library, t/tools/oidc_rp.mjs) discovers the provider and writes the
+# authorization request with PKCE, state and nonce; the test walks the browser's part (the
+# sign-in page's detour when nobody is signed in, a sign-in by an emailed link, the consent
+# page and its form); openid-client exchanges the code, verifies the ID token against the
+# published keys and reads the userinfo. Then the refusals of the OAuth security BCP, by hand:
+# a redirect URI not registered (a page, never a redirect), a code used twice (refused, and the
+# access token it gave stops working), a wrong PKCE verifier, a missing one (downgrade), a public
+# client without PKCE, one client's code taken to another, prompt=none without a session, a
+# consent form from another origin. On LMDB, and on PostgreSQL with SIGNIN_TEST_PG.
+use strict; use warnings;
+use Test::More;
+use Digest::SHA qw(sha256);
+use MIME::Base64 qw(encode_base64url encode_base64);
+use JSON::PP;
+use URI::Escape qw(uri_escape uri_unescape);
+use lib 't/lib'; use SigninTest;
+
+system('openssl version >/dev/null 2>&1') == 0 or plan skip_all => 'needs openssl';
+if (my $why = SigninTest::missing_node_packages('openid-client')) { plan skip_all => $why }
+
+my $t = SigninTest->new;
+my $dir = $t->prefix;
+system("openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out $dir/rsa.pem 2>/dev/null") == 0 or die 'openssl';
+my $secret = 'wiki-secret-0123456789-0123456789-abcdef';
+open my $fh, '>', "$dir/wiki.secret" or die; print $fh "$secret\n"; close $fh;
+
+my $wiki_cb = 'http://127.0.0.1:9/wiki/cb';
+my $cli_cb = 'http://127.0.0.1:9/cli/cb';
+$t->run(http => $t->signin_http(extra => qq{
+    signin_limits off;
+    signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret;
+    signin_oidc_client cli redirect_uri=$cli_cb public consent=off;
+    signin_oidc_signing_key_file $dir/rsa.pem;}));
+my $origin = $t->origin;
+my $issuer = "$origin/auth";
+
+my $JSON = JSON::PP->new->canonical;
+sub rp {
+    my (%in) = @_;
+    my $file = "$dir/rp.json";
+    open my $f, '>', $file or die; print $f $JSON->encode({ issuer => $issuer, %in }); close $f;
+    my $root = $ENV{SIGNIN_ROOT} || '.';
+    my $out = `cd $root/t && timeout 60 node tools/oidc_rp.mjs $file 2>&1`;
+    my $v = eval { $JSON->decode($out) };
+    return $v // { ok => JSON::PP::false, error => "node: $out" };
+}
+sub query_of { my ($url) = @_; my ($q) = $url =~ /\?([^#]*)/; my %p; for (split /&/, $q // '') { my ($k, $v) = split /=/, $_, 2; $p{uri_unescape($k)} = uri_unescape(($v // '') =~ tr/+/ /r) } \%p }
+sub path_of { my ($url) = @_; $url =~ s{^\Q$origin\E}{}; $url }
+sub location { $_[0]{headers}{location} // '' }
+sub basic { 'Basic ' . encode_base64("$_[0]:$_[1]", '') }
+sub token_req {
+    my (%o) = @_;
+    my $auth = delete $o{auth};
+    my $body = join '&', map { "$_=" . uri_escape($o{$_}) } sort keys %o;
+    return $t->req(POST => '/auth/oauth2/token', body => $body,
+        headers => { 'content-type' => 'application/x-www-form-urlencoded', ($auth ? (authorization => $auth) : ()) });
+}
+sub userinfo { $t->req(GET => '/auth/oauth2/userinfo', headers => { authorization => "Bearer $_[0]" }) }
+sub pkce { my $v = encode_base64url(join '', map { chr int rand 256 } 1 .. 32); ($v, encode_base64url(sha256($v))) }
+
+# ---------------------------------------------------------------- the whole flow with openid-client
+my $start = rp(step => 'start', client_id => 'wiki', client_secret => $secret, redirect_uri => $wiki_cb);
+ok $start->{url}, 'openid-client discovers the provider and writes the authorization request' or diag explain $start;
+like $start->{url}, qr{^\Q$issuer\E/oauth2/authorize\?}, '... to the discovered authorization endpoint';
+my $authorize = path_of($start->{url});
+
+# nobody signed in: the sign-in page, which comes back here afterwards
+my $r = $t->req(GET => $authorize);
+is $r->{status}, 302, 'authorize without a session: a redirect';
+my $signin = location($r);
+like $signin, qr{^\Q$origin\E/auth/\?return_to=}, '... to the sign-in page';
+my $back = query_of($signin)->{return_to};
+like $back, qr{^/auth/oauth2/authorize\?.*client_id=wiki}, '... which returns to this authorization request';
+
+# the person signs in with the link emailed to them (as the sign-in page does)
+my ($cookie, $user) = $t->sign_in('alice@example.com');
+my $uid = $user->{user}{id} // $user->{id};
+ok $uid, 'signed in by an emailed link';
+
+# back at authorize: the consent page
+$r = $t->req(GET => $back, headers => { cookie => $cookie });
+is $r->{status}, 200, 'back at authorize, signed in: the consent page';
+like $r->{content}, qr{wiki}, '... names the application';
+like $r->{content}, qr{alice\@example\.com}, '... and the account';
+like $r->{headers}{'content-security-policy'} // '', qr{frame-ancestors 'none'}, '... and may not be framed';
+my ($query) = $r->{content} =~ /name="query" value="([^"]*)"/;
+ok defined $query, '... with a form that carries the request';
+$query =~ s/&amp;/&/g; $query =~ s/&quot;/"/g; $query =~ s/&#39;/'/g; $query =~ s/&lt;/</g; $query =~ s/&gt;/>/g;
+my $form = 'decision=allow&query=' . uri_escape($query);
+my $form_h = { 'content-type' => 'application/x-www-form-urlencoded', cookie => $cookie };
+
+$r = $t->req(POST => '/auth/oauth2/authorize', body => $form, headers => { %$form_h, origin => 'http://evil.example' });
+is $r->{status}, 403, 'a consent form from another origin is refused';
+$r = $t->req(POST => '/auth/oauth2/authorize', body => $form, headers => { %$form_h, origin => $origin });
+is $r->{status}, 302, 'the person allows: a redirect';
+my $callback = location($r);
+like $callback, qr{^\Q$wiki_cb\E\?code=}, '... to the client with a code';
+is query_of($callback)->{state}, $start->{state}, '... its state';
+is query_of($callback)->{iss}, $issuer, '... and the issuer (RFC 9207)';
+
+my $done = rp(step => 'finish', client_id => 'wiki', client_secret => $secret, redirect_uri => $wiki_cb,
+    callback => $callback, map { $_ => $start->{$_} } qw(verifier state nonce));
+ok $done->{ok}, 'openid-client exchanges the code and verifies the ID token against the JWKS' or diag explain $done;
+is $done->{claims}{sub}, $uid, 'the ID token names the account';
+is $done->{claims}{aud}, 'wiki', '... for the client';
+is $done->{claims}{nonce}, $start->{nonce}, '... with the nonce';
+is $done->{claims}{email}, 'alice@example.com', '... and the address (scope email)';
+ok $done->{claims}{auth_time}, '... and when the person signed in';
+is_deeply $done->{claims}{amr}, ['otp'], '... and how (an emailed link: otp)';
+is $done->{userinfo}{sub}, $uid, 'openid-client reads the userinfo';
+is $done->{userinfo}{email}, 'alice@example.com', '... with the address';
+ok !$done->{refresh_token}, 'no refresh token without offline_access';
+
+# the consent is kept: the next request goes straight back with a code
+$r = $t->req(GET => $authorize, headers => { cookie => $cookie });
+is $r->{status}, 302, 'a second request after consent: no page';
+like location($r), qr{^\Q$wiki_cb\E\?code=}, '... a code at once';
+
+# ---------------------------------------------------------------- code reuse
+my $code = query_of($callback)->{code};
+$r = token_req(grant_type => 'authorization_code', code => $code, redirect_uri => $wiki_cb,
+    code_verifier => $start->{verifier}, auth => basic('wiki', $secret));
+is $r->{status}, 400, 'the code a second time: refused';
+is $r->{json}{error}, 'invalid_grant', '... invalid_grant';
+is userinfo($done->{access_token})->{status}, 401, '... and the access token it gave stops working';
+
+# ---------------------------------------------------------------- refusals
+my ($v, $c) = pkce();
+my $cli = "/auth/oauth2/authorize?response_type=code&client_id=cli&redirect_uri=" . uri_escape($cli_cb) .
+          "&scope=openid&state=s1&code_challenge=$c&code_challenge_method=S256";
+
+$r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=cli&redirect_uri=" .
+             uri_escape('http://127.0.0.1:9/evil') . "&scope=openid&code_challenge=$c&code_challenge_method=S256");
+is $r->{status}, 400, 'a redirect URI not registered: refused';
+ok !$r->{headers}{location}, '... on a page, never a redirect';
+$r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=nobody&redirect_uri=" . uri_escape($cli_cb) . "&scope=openid");
+is $r->{status}, 400, 'an unknown client: a page too';
+ok !$r->{headers}{location}, '... no redirect';
+
+$r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=cli&redirect_uri=" . uri_escape($cli_cb) . "&scope=openid&state=s0",
+             headers => { cookie => $cookie });
+is $r->{status}, 302, 'a public client without PKCE';
+is query_of(location($r))->{error}, 'invalid_request', '... is refused to its redirect URI';
+is query_of(location($r))->{state}, 's0', '... with its state';
+
+$r = $t->req(GET => "$cli&prompt=none");
+is query_of(location($r))->{error}, 'login_required', 'prompt=none with nobody signed in: login_required to the client';
+
+# the public client (consent=off): a code at once
+my $cli_code = sub { my $r = $t->req(GET => $cli, headers => { cookie => $cookie }); query_of(location($r))->{code} };
+my $k = $cli_code->();
+ok $k, 'the public client gets a code for the signed-in person';
+$r = token_req(grant_type => 'authorization_code', code => $k, redirect_uri => $cli_cb, client_id => 'cli',
+    code_verifier => (pkce())[0]);
+is $r->{json}{error}, 'invalid_grant', 'a wrong PKCE verifier: invalid_grant';
+$k = $cli_code->();
+$r = token_req(grant_type => 'authorization_code', code => $k, redirect_uri => $cli_cb, client_id => 'cli');
+is $r->{json}{error}, 'invalid_grant', 'no verifier for a code with a challenge (downgrade): invalid_grant';
+$k = $cli_code->();
+$r = token_req(grant_type => 'authorization_code', code => $k, redirect_uri => $cli_cb, code_verifier => $v,
+    auth => basic('wiki', $secret));
+is $r->{json}{error}, 'invalid_grant', 'the public client\'s code taken to another client: invalid_grant';
+$k = $cli_code->();
+$r = token_req(grant_type => 'authorization_code', code => $k, redirect_uri => $cli_cb, client_id => 'cli', code_verifier => $v);
+is $r->{status}, 200, 'the right verifier: tokens' or diag $r->{content};
+is userinfo($r->{json}{access_token})->{json}{sub}, $uid, '... whose access token reads the userinfo';
+
+$r = token_req(grant_type => 'authorization_code', code => 'x', redirect_uri => $cli_cb, client_id => 'wiki',
+    client_secret => 'wrong-wrong-wrong-wrong-wrong-wrong');
+is $r->{status}, 401, 'a wrong client secret: 401';
+is $r->{json}{error}, 'invalid_client', '... invalid_client';
+$r = $t->req(POST => '/auth/oauth2/token', json => { grant_type => 'authorization_code' });
+is $r->{status}, 415, 'the token endpoint takes form bodies only';
+is userinfo('not-a-token')->{status}, 401, 'userinfo with an unknown token: 401';
+like userinfo('not-a-token')->{headers}{'www-authenticate'} // '', qr{^Bearer error="invalid_token"}, '... with the challenge';
+
+$t->done;
+done_testing;
