@@ -7,7 +7,9 @@
 # a redirect URI not registered (a page, never a redirect), a code used twice (refused, and the
 # access token it gave stops working), a wrong PKCE verifier, a missing one (downgrade), a public
 # client without PKCE, one client's code taken to another, prompt=none without a session, a
-# consent form from another origin. On LMDB, and on PostgreSQL with SIGNIN_TEST_PG.
+# consent form from another origin, a person a client's allow= leaves out; refresh tokens rotated
+# and their reuse ending the family, revocation, and prompt=login asking for a new sign-in. On
+# LMDB, and on PostgreSQL with SIGNIN_TEST_PG.
 use strict; use warnings;
 use Test::More;
 use Digest::SHA qw(sha256);
@@ -31,6 +33,7 @@ $t->run(http => $t->signin_http(extra => qq{
     signin_limits off;
     signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret;
     signin_oidc_client cli redirect_uri=$cli_cb public consent=off;
+    signin_oidc_client acme redirect_uri=$cli_cb public consent=off allow=domain:acme.example;
     signin_oidc_signing_key_file $dir/rsa.pem;}));
 my $origin = $t->origin;
 my $issuer = "$origin/auth";
@@ -165,6 +168,48 @@ $k = $cli_code->();
 $r = token_req(grant_type => 'authorization_code', code => $k, redirect_uri => $cli_cb, client_id => 'cli', code_verifier => $v);
 is $r->{status}, 200, 'the right verifier: tokens' or diag $r->{content};
 is userinfo($r->{json}{access_token})->{json}{sub}, $uid, '... whose access token reads the userinfo';
+
+# ---------------------------------------------------------------- refresh tokens and revocation
+my $off = "$cli&scope=openid+offline_access";
+$off =~ s/&scope=openid&/&/;
+$k = query_of(location($t->req(GET => $off, headers => { cookie => $cookie })))->{code};
+$r = token_req(grant_type => 'authorization_code', code => $k, redirect_uri => $cli_cb, client_id => 'cli', code_verifier => $v);
+my $refresh1 = $r->{json}{refresh_token};
+ok $refresh1, 'offline_access: a refresh token' or diag $r->{content};
+$r = token_req(grant_type => 'refresh_token', refresh_token => $refresh1, client_id => 'cli');
+is $r->{status}, 200, 'the refresh token: new tokens' or diag $r->{content};
+my $refresh2 = $r->{json}{refresh_token};
+my $access2 = $r->{json}{access_token};
+isnt $refresh2, $refresh1, '... and a new refresh token (rotated)';
+is userinfo($access2)->{status}, 200, '... whose access token works';
+$r = token_req(grant_type => 'refresh_token', refresh_token => $refresh1, client_id => 'cli');
+is $r->{json}{error}, 'invalid_grant', 'the old refresh token again: refused';
+is token_req(grant_type => 'refresh_token', refresh_token => $refresh2, client_id => 'cli')->{json}{error}, 'invalid_grant',
+    '... and the family is over: the newest refused too';
+is userinfo($access2)->{status}, 401, '... and its access token with it';
+
+$k = $cli_code->();
+$r = token_req(grant_type => 'authorization_code', code => $k, redirect_uri => $cli_cb, client_id => 'cli', code_verifier => $v);
+my $access3 = $r->{json}{access_token};
+$r = $t->req(POST => '/auth/oauth2/revoke', body => "client_id=cli&token=$access3",
+    headers => { 'content-type' => 'application/x-www-form-urlencoded' });
+is $r->{status}, 200, 'POST oauth2/revoke: 200';
+is userinfo($access3)->{status}, 401, '... and the access token is over';
+
+# ---------------------------------------------------------------- who may use which client
+(my $acme = $cli) =~ s/client_id=cli/client_id=acme/;
+$r = $t->req(GET => $acme, headers => { cookie => $cookie });
+is query_of(location($r))->{error}, 'access_denied', 'a client whose allow= leaves the person out: access_denied';
+
+# ---------------------------------------------------------------- prompt=login
+$r = $t->req(GET => "$cli&prompt=login", headers => { cookie => $cookie });
+like location($r), qr{^\Q$origin\E/auth/\?add=1&return_to=}, 'prompt=login while signed in: the sign-in page again';
+$back = query_of(location($r))->{return_to};
+$r = $t->req(GET => $back, headers => { cookie => $cookie });
+like location($r), qr{^\Q$origin\E/auth/\?}, '... and the old session does not count as that sign-in';
+my $cookie2 = $t->sign_in('alice@example.com');
+$r = $t->req(GET => $back, headers => { cookie => $cookie2 });
+like location($r), qr{^\Q$cli_cb\E\?code=}, '... a sign-in made since: the code';
 
 $r = token_req(grant_type => 'authorization_code', code => 'x', redirect_uri => $cli_cb, client_id => 'wiki',
     client_secret => 'wrong-wrong-wrong-wrong-wrong-wrong');
