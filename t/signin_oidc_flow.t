@@ -8,7 +8,9 @@
 # access token it gave stops working), a wrong PKCE verifier, a missing one (downgrade), a public
 # client without PKCE, one client's code taken to another, prompt=none without a session, a
 # consent form from another origin, a person a client's allow= leaves out; refresh tokens rotated
-# and their reuse ending the family, revocation, and prompt=login asking for a new sign-in. On
+# and their reuse ending the family, revocation, prompt=login asking for a new sign-in, and
+# RP-initiated logout (asked first without a verified id_token_hint, back only to a registered
+# post_logout_redirect_uri). On
 # LMDB, and on PostgreSQL with SIGNIN_TEST_PG.
 use strict; use warnings;
 use Test::More;
@@ -29,9 +31,10 @@ open my $fh, '>', "$dir/wiki.secret" or die; print $fh "$secret\n"; close $fh;
 
 my $wiki_cb = 'http://127.0.0.1:9/wiki/cb';
 my $cli_cb = 'http://127.0.0.1:9/cli/cb';
+my $wiki_bye = 'http://127.0.0.1:9/wiki/bye';
 $t->run(http => $t->signin_http(extra => qq{
     signin_limits off;
-    signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret;
+    signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret post_logout_redirect_uri=$wiki_bye;
     signin_oidc_client cli redirect_uri=$cli_cb public consent=off;
     signin_oidc_client acme redirect_uri=$cli_cb public consent=off allow=domain:acme.example;
     signin_oidc_signing_key_file $dir/rsa.pem;}));
@@ -219,6 +222,25 @@ $r = $t->req(POST => '/auth/oauth2/token', json => { grant_type => 'authorizatio
 is $r->{status}, 415, 'the token endpoint takes form bodies only';
 is userinfo('not-a-token')->{status}, 401, 'userinfo with an unknown token: 401';
 like userinfo('not-a-token')->{headers}{'www-authenticate'} // '', qr{^Bearer error="invalid_token"}, '... with the challenge';
+
+# ---------------------------------------------------------------- RP-initiated logout
+my $me = sub { $t->req(GET => '/auth/me', headers => { cookie => $_[0] })->{status} };
+is $me->($cookie2), 200, 'signed in before end_session';
+my $hint = $done->{id_token};
+$r = $t->req(GET => "/auth/oauth2/end_session?client_id=wiki&post_logout_redirect_uri=" . uri_escape('http://evil.example/') .
+             "&id_token_hint=$hint");
+is $r->{status}, 200, 'end_session never sends the browser to a URI the client did not register';
+unlike location($r), qr{evil}, '... (the signed-out page instead)';
+$r = $t->req(GET => "/auth/oauth2/end_session?post_logout_redirect_uri=" . uri_escape($wiki_bye) . "&state=bye1",
+             headers => { cookie => $cookie2 });
+is $r->{status}, 200, 'end_session without an id_token_hint: a question first';
+like $r->{content}, qr{Sign out}, '... asking to sign out';
+is $me->($cookie2), 200, '... and nobody is signed out yet';
+$r = $t->req(GET => "/auth/oauth2/end_session?id_token_hint=$hint&post_logout_redirect_uri=" . uri_escape($wiki_bye) . "&state=bye2",
+             headers => { cookie => $cookie2 });
+is $r->{status}, 302, 'end_session with the ID token as hint: signed out at once';
+is location($r), "$wiki_bye?state=bye2", '... and back to the registered post_logout_redirect_uri with the state';
+is $me->($cookie2), 401, '... the session is over';
 
 $t->done;
 done_testing;

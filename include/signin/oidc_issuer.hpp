@@ -49,6 +49,15 @@ std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::s
 // client, a redirect URI not registered): never a redirect.
 std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet);
 
+// RP-initiated logout's pages: the question asked before signing out when the request cannot
+// be trusted to come from the application (no id_token_hint, one that does not verify, or another
+// person's): a form posted to `action` with the request's query and decision=allow (sign out) or
+// deny, read back by parse_consent_form; and the page shown once signed out when the browser
+// has nowhere registered to go back to.
+std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
+                             std::string_view stylesheet);
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet);
+
 // The marker the authorize endpoint adds to the request it sends through the sign-in page when a
 // new sign-in is needed (prompt=login, max_age): the time it asked, so that a session made since
 // counts as that sign-in. Not an OAuth parameter: the authorization request's parser ignores it.

@@ -250,6 +250,28 @@ std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name
     return out;
 }
 
+std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
+                             std::string_view stylesheet) {
+    std::string out = page_head("Sign out?", stylesheet);
+    out += "<h1>Sign out of ";
+    append_html_escaped(out, site_name);
+    out += "?</h1><p>An application asks to sign you out.</p><form method=\"post\" action=\"";
+    append_html_escaped(out, action);
+    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
+    append_html_escaped(out, query);
+    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">Sign out</button> "
+           "<button type=\"submit\" name=\"decision\" value=\"deny\">Stay signed in</button></form></main></body></html>\n";
+    return out;
+}
+
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet) {
+    std::string out = page_head("Signed out", stylesheet);
+    out += "<h1>Signed out</h1><p>You are no longer signed in to ";
+    append_html_escaped(out, site_name);
+    out += ".</p></main></body></html>\n";
+    return out;
+}
+
 Result<op::Decision> OidcIssuer::decide(const OpSite &site, const op::AuthorizeRequest &r, const Principal *p,
                                         bool login_done, bool consent_done, std::string_view client) {
     return detail::guarded("oidc authorize", [&]() -> Result<op::Decision> {

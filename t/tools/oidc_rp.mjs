@@ -8,7 +8,7 @@
 //   FILE: {"step": "start" | "finish", "issuer", "client_id", "client_secret"?, "redirect_uri",
 //          "scope"?, "callback"?, "verifier"?, "state"?, "nonce"?}
 // start prints {"url", "verifier", "state", "nonce"}; finish prints {"ok": true, "claims",
-//   "userinfo", "access_token", "refresh_token"?} or {"ok": false, "error": "...", "code"?}.
+//   "userinfo", "access_token", "id_token", "refresh_token"?} or {"ok": false, "error": "...", "code"?}.
 import * as fs from 'node:fs';
 import * as client from 'openid-client';
 
@@ -46,7 +46,7 @@ async function finish(config) {
     });
     const claims = tokens.claims();
     const userinfo = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
-    return { ok: true, claims, userinfo, access_token: tokens.access_token, refresh_token: tokens.refresh_token };
+    return { ok: true, claims, userinfo, access_token: tokens.access_token, id_token: tokens.id_token, refresh_token: tokens.refresh_token };
 }
 
 let out;

@@ -259,6 +259,12 @@ TEST(OidcConsentPage, TheFormCarriesTheQueryEscapedAndIsReadBack) {
     EXPECT_FALSE(parse_consent_form("decision=allow"));
     EXPECT_FALSE(parse_consent_form("decision=allow&query=a&query=b"));
     EXPECT_FALSE(parse_consent_form("decision=allow&query=" + std::string(op::kMaxQuery + 1, 'a')));
+
+    const std::string bye = end_session_page("<acme>", "/auth/oauth2/end_session", query, "");
+    EXPECT_EQ(bye.find("<script>"), std::string::npos);
+    EXPECT_EQ(bye.find("<acme>"), std::string::npos);
+    EXPECT_NE(bye.find("name=\"decision\" value=\"allow\""), std::string::npos);
+    EXPECT_EQ(signed_out_page("<acme>", "").find("<acme>"), std::string::npos);
 }
 
 }  // namespace

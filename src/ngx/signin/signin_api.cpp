@@ -213,8 +213,8 @@ ngx_int_t api(ngx_http_request_t *r) {
                     return send_rate_limited(r, Bucket::Sensitive, v, *path);
                 }
             }
-            // authorize reads the session cookie: on a store whose reads may block, in the thread pool first
-            if (*path == "oauth2/authorize" && reads_block()) {
+            // authorize and end_session read the session cookie: on a store whose reads may block, in the thread pool first
+            if ((*path == "oauth2/authorize" || *path == "oauth2/end_session") && reads_block()) {
                 Credentials c = read_credentials(r, engine->cookie_name());
                 RequestCtx *ctx = get_ctx(r, true);
                 if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;

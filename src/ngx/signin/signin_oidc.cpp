@@ -285,6 +285,66 @@ ngx_int_t consent_posted(ngx_http_request_t *r, std::string_view body) {
     return op_redirect(r, signin::op::error_redirect(e, issuer(r)));
 }
 
+// The cookie's signed-in person, if any.
+std::optional<signin::Principal> cookie_person(ngx_http_request_t *r) {
+    Credentials c = read_credentials(r, id().cookie_name());
+    if (c.state != Credentials::Cookie) return std::nullopt;
+    auto a = authenticate(r, c);
+    if (!a) return std::nullopt;
+    return *a.value();
+}
+
+// Signs the person out (their session of this browser), then back to the application or the
+// signed-out page.
+class EndSessionJob final : public Job {
+public:
+    EndSessionJob(signin::Principal p, std::string back, std::string client)
+        : Job(Stage::Write), principal_(std::move(p)), back_(std::move(back)), client_(std::move(client)) {}
+
+private:
+    signin::Status write() override { return id().sessions().logout(principal_, client_); }
+    ngx_int_t answer(ngx_http_request_t *r) override {
+        if (!add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0))) return NGX_ERROR;
+        if (!back_.empty()) return op_redirect(r, back_);
+        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), std::string(sv(loc_conf(r)->pages_css))));
+    }
+    signin::Principal principal_;
+    std::string back_, client_;
+};
+
+// GET {auth_path}/oauth2/end_session (RP-initiated logout), or its confirmation form posted
+// (`confirmed`). The browser goes back only to a post_logout_redirect_uri its client registered;
+// the person is signed out at once only when a verified id_token_hint names them, else asked.
+ngx_int_t end_session(ngx_http_request_t *r, std::string_view query, bool confirmed) {
+    if (query.size() > signin::op::kMaxQuery) return reject(r, signin::Code::InvalidRequest, "the request is too long");
+    const MainConf *m = main_conf(r);
+    const signin::op::EndSession e = signin::op::parse_end_session(query, *m->oidc_clients, *m->oidc_keys, issuer(r));
+    const std::string back = e.redirect_uri.empty() ? std::string() : signin::op::end_session_redirect(e);
+    const std::string css(sv(loc_conf(r)->pages_css));
+    std::optional<signin::Principal> p = cookie_person(r);
+    if (!p) {
+        if (!back.empty()) return op_redirect(r, back);
+        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), css));
+    }
+    const bool named = !e.bad_hint && !e.subject.empty() && e.subject == p->user.id;
+    if (!confirmed && !named) {
+        return send_op_page(r, NGX_HTTP_OK, signin::end_session_page(page_site_name(r), base_path(r) + "oauth2/end_session",
+                                                                     query, css));
+    }
+    const bool own = !confirmed;  // a GET holds its own reference; the form's body reading holds one
+    if (own) r->main->count++;
+    ngx_int_t rc = start_job(r, std::make_unique<EndSessionJob>(std::move(*p), back, client_of(r)));
+    if (own && rc != NGX_DONE) r->main->count--;
+    return rc;
+}
+
+ngx_int_t end_session_posted(ngx_http_request_t *r, std::string_view body) {
+    auto f = signin::parse_consent_form(body);
+    if (!f) return send_error(r, signin::Code::InvalidRequest, "the form is not valid");
+    if (f->allow) return end_session(r, f->query, true);
+    return op_redirect(r, base_path(r) + "account");  // stays signed in
+}
+
 class OpJob final : public Job {
 public:
     using Fn = std::function<signin::OpAnswer()>;
@@ -370,7 +430,8 @@ ngx_int_t allow_only(ngx_http_request_t *r, const char *allow) {
 }  // namespace
 
 bool is_oauth2_step(std::string_view path) {
-    return path == "oauth2/authorize" || path == "oauth2/token" || path == "oauth2/userinfo" || path == "oauth2/revoke";
+    return path == "oauth2/authorize" || path == "oauth2/token" || path == "oauth2/userinfo" || path == "oauth2/revoke" ||
+           path == "oauth2/end_session";
 }
 
 ngx_int_t oauth2_step(ngx_http_request_t *r, std::string_view path) {
@@ -389,6 +450,19 @@ ngx_int_t oauth2_step(ngx_http_request_t *r, std::string_view path) {
             return reject(r, ok.error().code, ok.error().message);
         }
         return read_form<consent_posted>(r);
+    }
+    if (path == "oauth2/end_session") {
+        if (get) {
+            if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return end_session(r, sv(r->args), false);
+        }
+        if (!post) return allow_only(r, "GET, HEAD, POST");
+        auto ok = id().check_origin(header_value(r, "Origin"), true);
+        if (!ok) {
+            log_origin_refusal(r, id().origin().text);
+            return reject(r, ok.error().code, ok.error().message);
+        }
+        return read_form<end_session_posted>(r);
     }
     if (path == "oauth2/userinfo") {
         if (!get && !post) return allow_only(r, "GET, HEAD, POST");
