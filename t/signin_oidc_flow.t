@@ -3,7 +3,8 @@
 # authorization request with PKCE, state and nonce; the test walks the browser's part (the
 # sign-in page's detour when nobody is signed in, a sign-in by an emailed link, the consent
 # page and its form); openid-client exchanges the code, verifies the ID token against the
-# published keys and reads the userinfo. Then the refusals of the OAuth security BCP, by hand:
+# published keys and reads the userinfo; Debian's oauthlib and PyJWT do the same as a second,
+# independent relying party. Then the refusals of the OAuth security BCP, by hand:
 # a redirect URI not registered (a page, never a redirect), a code used twice (refused, and the
 # access token it gave stops working), a wrong PKCE verifier, a missing one (downgrade), a public
 # client without PKCE, one client's code taken to another, prompt=none without a session, a
@@ -122,6 +123,29 @@ ok !$done->{refresh_token}, 'no refresh token without offline_access';
 $r = $t->req(GET => $authorize, headers => { cookie => $cookie });
 is $r->{status}, 302, 'a second request after consent: no page';
 like location($r), qr{^\Q$wiki_cb\E\?code=}, '... a code at once';
+
+# ---------------------------------------------------------------- a second relying party: oauthlib and PyJWT
+SKIP: {
+    my $py = SigninTest::python_with('oauthlib') && SigninTest::python_with('jwt');
+    skip 'needs python3-oauthlib and python3-jwt', 6 unless $py;
+    my $rp2 = sub {
+        my $file = "$dir/rp2.json";
+        open my $f, '>', $file or die; print $f $JSON->encode({ issuer => $issuer, @_ }); close $f;
+        my $root = $ENV{SIGNIN_ROOT} || '.';
+        my $out = `timeout 60 $py $root/t/tools/oidc_rp.py $file 2>&1`;
+        return eval { $JSON->decode($out) } // { ok => JSON::PP::false, error => "python: $out" };
+    };
+    my %c = (client_id => 'wiki', client_secret => $secret, redirect_uri => $wiki_cb);
+    my $s2 = $rp2->(step => 'start', %c);
+    like $s2->{url} // '', qr{^\Q$issuer\E/oauth2/authorize\?}, 'oauthlib writes the authorization request' or diag explain $s2;
+    $r = $t->req(GET => path_of($s2->{url}), headers => { cookie => $cookie });
+    like location($r), qr{^\Q$wiki_cb\E\?code=}, '... and gets a code (consent kept)';
+    my $d2 = $rp2->(step => 'finish', %c, callback => location($r), map { $_ => $s2->{$_} } qw(verifier state nonce));
+    ok $d2->{ok}, 'oauthlib exchanges the code and PyJWT verifies the ID token' or diag explain $d2;
+    is $d2->{claims}{sub}, $uid, '... which names the account';
+    is $d2->{claims}{email}, 'alice@example.com', '... with its address';
+    is $d2->{userinfo}{sub}, $uid, '... and the userinfo agrees';
+}
 
 # ---------------------------------------------------------------- code reuse
 my $code = query_of($callback)->{code};
