@@ -38,7 +38,7 @@ $t->run(http => $t->signin_http(extra => qq{
     signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret post_logout_redirect_uri=$wiki_bye;
     signin_oidc_client cli redirect_uri=$cli_cb public consent=off;
     signin_oidc_client acme redirect_uri=$cli_cb public consent=off allow=domain:acme.example;
-    signin_oidc_signing_key_file $dir/rsa.pem;}));
+    signin_oidc_signing_key_file $dir/rsa.pem;}, locations => 'location = /metrics { signin_metrics; }'));
 my $origin = $t->origin;
 my $issuer = "$origin/auth";
 
@@ -265,6 +265,11 @@ $r = $t->req(GET => "/auth/oauth2/end_session?id_token_hint=$hint&post_logout_re
 is $r->{status}, 302, 'end_session with the ID token as hint: signed out at once';
 is location($r), "$wiki_bye?state=bye2", '... and back to the registered post_logout_redirect_uri with the state';
 is $me->($cookie2), 401, '... the session is over';
+
+# ---------------------------------------------------------------- the metrics
+my $metrics = $t->req(GET => '/metrics')->{content} // '';
+my %oidc = $metrics =~ /^signin_oidc_provider_total\{outcome="(\w+)"\} (\d+)/mg;
+cmp_ok $oidc{$_} // 0, '>', 0, "signin_metrics counts the provider's outcome $_" for qw(code granted refused reused revoked);
 
 $t->done;
 done_testing;

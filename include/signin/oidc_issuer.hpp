@@ -6,6 +6,7 @@
 // a secret). Valid C++17: the glue includes it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,10 +27,14 @@ struct OpSite {
 
 // An answer of the token, userinfo or revocation endpoint, sent as it is with Cache-Control:
 // no-store: the status, the JSON body and, when not empty, the WWW-Authenticate header.
+// What an answer did, for signin_metrics: tokens given, a refusal, a code or refresh token used
+// twice (what it gave is revoked), a token revoked.
+enum class OpOutcome : std::uint8_t { None = 0, Granted = 1, Refused = 2, Reused = 3, Revoked = 4 };
 struct OpAnswer {
     int status = 200;
     std::string body;
     std::string www_authenticate;
+    OpOutcome outcome = OpOutcome::None;
 };
 
 // The consent page's form, posted back to {auth_path}/oauth2/authorize: the authorization

@@ -21,6 +21,7 @@ OpAnswer answer_error(const op::TokenError &e) {
     a.status = e.status;
     a.body = op::token_error_json(e);
     if (e.basic_challenge) a.www_authenticate = "Basic realm=\"oauth2\"";
+    if (e.status < 500) a.outcome = OpOutcome::Refused;
     return a;
 }
 
@@ -95,13 +96,15 @@ std::string granted_json(const Granted &g) {
 
 // authorization_code: the code spent in txn, checked, and what it gives written. The caller commits.
 std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
-                                                   const op::Client &c, Millis now, std::string_view client) {
+                                                   const op::Client &c, Millis now, std::string_view client,
+                                                   bool &reused) {
     const std::string key = record_key(t.code.reveal());
     txn.serialize_on(key);
     auto code = txn.take_oidc_code(key);
     const op::CodeCheck check = op::check_code(code ? &*code : nullptr, t, c, now);
     const std::string user_id = code ? code->user_id : std::string();
     if (check.outcome == op::CodeOutcome::Reused) {
+        reused = true;
         revoke_grant(txn, *code);
         txn.append_audit(detail::audit(now, "oidc.code_reused", {}, client, user_id, c.id));
         return check.error;
@@ -140,7 +143,7 @@ std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite 
 // refresh_token: the family's next generation, or its end when an old token came back. The
 // caller commits.
 std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
-                                            const op::Client &c, Millis now, std::string_view client) {
+                                            const op::Client &c, Millis now, std::string_view client, bool &reused) {
     const std::string key = record_key(t.refresh_token.reveal());
     txn.serialize_on(key);
     auto token = txn.oidc_refresh_token(key);
@@ -148,6 +151,7 @@ std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, 
     const op::RefreshCheck check = op::use_refresh(token ? &*token : nullptr, family ? &*family : nullptr, t, c, now);
     const std::string user_id = family ? family->user_id : std::string();
     if (check.outcome == op::RefreshOutcome::Reused) {
+        reused = true;
         txn.end_oidc_family(family->id);
         txn.append_audit(detail::audit(now, "oidc.refresh_reused", {}, client, user_id, c.id));
         return check.error;
@@ -345,12 +349,18 @@ OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::strin
     auto done = detail::guarded("oidc token", [&]() -> Result<OpAnswer> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
-        auto g = t.grant == op::Grant::AuthorizationCode ? exchange_code(*txn, site, t, c, now, client)
-                                                         : rotate(*txn, site, t, c, now, client);
+        bool reused = false;
+        auto g = t.grant == op::Grant::AuthorizationCode ? exchange_code(*txn, site, t, c, now, client, reused)
+                                                         : rotate(*txn, site, t, c, now, client, reused);
         txn->commit();
-        if (auto *e = std::get_if<op::TokenError>(&g)) return answer_error(*e);
+        if (auto *e = std::get_if<op::TokenError>(&g)) {
+            OpAnswer a = answer_error(*e);
+            if (reused) a.outcome = OpOutcome::Reused;
+            return a;
+        }
         OpAnswer a;
         a.body = granted_json(std::get<Granted>(g));
+        a.outcome = OpOutcome::Granted;
         return a;
     });
     return done ? std::move(done).value() : answer_error(server_error());
@@ -393,19 +403,21 @@ OpAnswer OidcIssuer::revoke(const OpSite &site, std::string_view body, std::stri
         const Millis now = engine_.now();
         const std::string key = record_key(t.token.reveal());
         auto txn = engine_.store_->write();
+        OpAnswer a;
+        a.body = "{}";
         if (auto at = txn->oidc_access_token(key); at && at->client_id == c.id) {
+            a.outcome = OpOutcome::Revoked;
             txn->del_oidc_access_token(key);
             txn->append_audit(detail::audit(now, "oidc.revoked", {}, client, at->user_id, c.id + ": access token"));
         } else if (auto rt = txn->oidc_refresh_token(key)) {
             auto family = txn->oidc_family(rt->family_id);
             if (family && family->client_id == c.id) {
+                a.outcome = OpOutcome::Revoked;
                 txn->end_oidc_family(family->id);
                 txn->append_audit(detail::audit(now, "oidc.revoked", {}, client, family->user_id, c.id + ": refresh token"));
             }
         }
         txn->commit();
-        OpAnswer a;
-        a.body = "{}";
         return a;
     });
     return done ? std::move(done).value() : answer_error(server_error());

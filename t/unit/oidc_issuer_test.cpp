@@ -131,8 +131,10 @@ TEST_F(OidcIssuerTest, ACodeGivesTokensOnceAndItsReuseEndsThem) {
     EXPECT_EQ(member(info.body, "email"), "alice@acme.com");
 
     // the code again: refused, and the access token it gave stops working
+    EXPECT_EQ(a.outcome, OpOutcome::Granted);
     OpAnswer again = exchange_cli(code);
     EXPECT_EQ(again.status, 400);
+    EXPECT_EQ(again.outcome, OpOutcome::Reused);
     EXPECT_EQ(member(again.body, "error"), "invalid_grant");
     EXPECT_EQ(userinfo(access).status, 401);
     EXPECT_EQ(issuer().userinfo("").status, 401);
@@ -206,13 +208,17 @@ TEST_F(OidcIssuerTest, RevocationEndsAToken) {
     ASSERT_EQ(a.status, 200);
     const std::string access = member(a.body, "access_token");
     const std::string refresh = member(a.body, "refresh_token");
-    EXPECT_EQ(issuer().revoke(site_, "client_id=cli&token=" + access, "", "c").status, 200);
+    OpAnswer rv = issuer().revoke(site_, "client_id=cli&token=" + access, "", "c");
+    EXPECT_EQ(rv.status, 200);
+    EXPECT_EQ(rv.outcome, OpOutcome::Revoked);
     EXPECT_EQ(userinfo(access).status, 401);
     EXPECT_EQ(issuer().revoke(site_, "client_id=cli&token=" + refresh, "", "c").status, 200);
     EXPECT_EQ(member(issuer().token(site_, "grant_type=refresh_token&client_id=cli&refresh_token=" + refresh, "", "c").body,
                      "error"),
               "invalid_grant");
-    EXPECT_EQ(issuer().revoke(site_, "client_id=cli&token=unknown", "", "c").status, 200);
+    rv = issuer().revoke(site_, "client_id=cli&token=unknown", "", "c");
+    EXPECT_EQ(rv.status, 200);
+    EXPECT_EQ(rv.outcome, OpOutcome::None);
 }
 
 TEST_F(OidcIssuerTest, PromptNoneWithoutASessionIsRefusedToTheClient) {

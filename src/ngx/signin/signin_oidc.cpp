@@ -18,6 +18,7 @@
 
 #include "signin/oidc_issuer.hpp"
 #include "signin_jobs.h"
+#include "signin_metrics.h"
 
 namespace signin_ngx {
 
@@ -68,6 +69,13 @@ signin::OpSite site_of(ngx_http_request_t *r) {
 // The OAuth answers (token, userinfo, revoke): JSON with no-store (send_json), and the
 // WWW-Authenticate header an error asks for.
 ngx_int_t send_op(ngx_http_request_t *r, const signin::OpAnswer &a) {
+    switch (a.outcome) {
+    case signin::OpOutcome::Granted: count_oidc(OidcCount::Granted); break;
+    case signin::OpOutcome::Refused: count_oidc(OidcCount::Refused); break;
+    case signin::OpOutcome::Reused: count_oidc(OidcCount::Reused); break;
+    case signin::OpOutcome::Revoked: count_oidc(OidcCount::Revoked); break;
+    case signin::OpOutcome::None: break;
+    }
     if (!a.www_authenticate.empty() && !add_header(r, "WWW-Authenticate", a.www_authenticate)) return NGX_ERROR;
     if (!add_header(r, "Pragma", "no-cache")) return NGX_ERROR;
     return send_json(r, static_cast<ngx_uint_t>(a.status), a.body);
@@ -180,8 +188,12 @@ private:
     ngx_int_t answer(ngx_http_request_t *r) override {
         using signin::op::Next;
         switch (out_.decision.next) {
-        case Next::Issue: return op_redirect(r, out_.redirect);
-        case Next::Refuse: return op_redirect(r, signin::op::error_redirect(out_.decision.refusal, site_.issuer));
+        case Next::Issue:
+            count_oidc(OidcCount::Code);
+            return op_redirect(r, out_.redirect);
+        case Next::Refuse:
+            count_oidc(OidcCount::Refused);
+            return op_redirect(r, signin::op::error_redirect(out_.decision.refusal, site_.issuer));
         case Next::SignIn:
         case Next::SecondFactor: {
             // the sign-in page, then this request again, marked with the time it asked
@@ -224,6 +236,7 @@ private:
 };
 
 ngx_int_t refuse_on_page(ngx_http_request_t *r, const signin::op::AuthorizeError &e, std::string_view client_id) {
+    count_oidc(OidcCount::Refused);
     (void)start_background_job(std::make_unique<RefusalAudit>(std::string(client_id.substr(0, 64)), e.error, client_of(r)));
     return send_op_page(r, NGX_HTTP_BAD_REQUEST, signin::refusal_page(e, page_site_name(r), std::string(sv(loc_conf(r)->pages_css))));
 }
@@ -242,6 +255,7 @@ ngx_int_t authorize(ngx_http_request_t *r, std::string_view raw_query, bool cons
     auto parsed = signin::op::parse_authorize(query, *site.clients);
     if (auto *e = std::get_if<signin::op::AuthorizeError>(&parsed)) {
         if (e->page) return refuse_on_page(r, *e, {});
+        count_oidc(OidcCount::Refused);
         (void)start_background_job(std::make_unique<RefusalAudit>("", e->error, client_of(r)));
         return op_redirect(r, signin::op::error_redirect(*e, site.issuer));
     }
