@@ -247,6 +247,22 @@ is $r->{status}, 415, 'the token endpoint takes form bodies only';
 is userinfo('not-a-token')->{status}, 401, 'userinfo with an unknown token: 401';
 like userinfo('not-a-token')->{headers}{'www-authenticate'} // '', qr{^Bearer error="invalid_token"}, '... with the challenge';
 
+# prompt=login and prompt=consent together: the sign-in, then the consent page, then the code
+($v, $c) = pkce();
+$r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=wiki&redirect_uri=" . uri_escape($wiki_cb) .
+             "&scope=openid&state=s9&code_challenge=$c&code_challenge_method=S256&prompt=login+consent", headers => { cookie => $cookie2 });
+$back = query_of(location($r))->{return_to};
+ok $back, 'prompt=login consent: the sign-in page first';
+my $cookie3 = $t->sign_in('alice@example.com');
+$r = $t->req(GET => $back, headers => { cookie => $cookie3 });
+is $r->{status}, 200, '... then the consent page, though consent was given before';
+($query) = $r->{content} =~ /name="query" value="([^"]*)"/;
+$query =~ s/&amp;/&/g;
+$r = $t->req(POST => '/auth/oauth2/authorize', body => 'decision=allow&query=' . uri_escape($query),
+    headers => { 'content-type' => 'application/x-www-form-urlencoded', cookie => $cookie3, origin => $origin });
+like location($r), qr{^\Q$wiki_cb\E\?code=}, '... then the code: the new sign-in still counts after the consent';
+$cookie2 = $cookie3;
+
 # ---------------------------------------------------------------- RP-initiated logout
 my $me = sub { $t->req(GET => '/auth/me', headers => { cookie => $_[0] })->{status} };
 is $me->($cookie2), 200, 'signed in before end_session';

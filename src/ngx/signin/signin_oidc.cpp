@@ -155,9 +155,9 @@ struct AuthorizeOutcome {
 class AuthorizeJob final : public Job {
 public:
     AuthorizeJob(signin::op::AuthorizeRequest req, std::optional<signin::Principal> p, std::string query,
-                 bool login_done, bool consented_now, signin::OpSite site, std::string client)
+                 std::string raw_query, bool login_done, bool consented_now, signin::OpSite site, std::string client)
         : Job(Stage::Write), req_(std::move(req)), principal_(std::move(p)), query_(std::move(query)),
-          login_done_(login_done), consented_now_(consented_now), site_(std::move(site)), client_(std::move(client)) {}
+          raw_query_(std::move(raw_query)), login_done_(login_done), consented_now_(consented_now), site_(std::move(site)), client_(std::move(client)) {}
 
 private:
     signin::Status write() override {
@@ -204,9 +204,10 @@ private:
             return op_redirect(r, base_path(r) + "?" + (principal_ ? "add=1&" : "") + "return_to=" + std::string(sv(arg)));
         }
         case Next::Consent:
+            // the form carries the marker too: a sign-in just made still counts once consent is given
             return send_op_page(r, NGX_HTTP_OK,
                                 signin::consent_page(req_, principal_->user, page_site_name(r),
-                                                     base_path(r) + "oauth2/authorize", query_,
+                                                     base_path(r) + "oauth2/authorize", raw_query_,
                                                      std::string(sv(loc_conf(r)->pages_css))));
         }
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -214,7 +215,7 @@ private:
 
     signin::op::AuthorizeRequest req_;
     std::optional<signin::Principal> principal_;
-    std::string query_;
+    std::string query_, raw_query_;
     bool login_done_, consented_now_;
     signin::OpSite site_;
     std::string client_;
@@ -272,8 +273,8 @@ ngx_int_t authorize(ngx_http_request_t *r, std::string_view raw_query, bool cons
     // a GET holds its own reference while the job runs; the consent form's body reading holds one
     const bool own = !consented_now;
     if (own) r->main->count++;
-    ngx_int_t rc = start_job(r, std::make_unique<AuthorizeJob>(std::move(req), std::move(p), query, login_done,
-                                                               consented_now, site, client_of(r)));
+    ngx_int_t rc = start_job(r, std::make_unique<AuthorizeJob>(std::move(req), std::move(p), query, std::string(raw_query),
+                                                               login_done, consented_now, site, client_of(r)));
     if (own && rc != NGX_DONE) r->main->count--;
     return rc;
 }
