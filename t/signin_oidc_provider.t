@@ -1,7 +1,7 @@
 # The module as an OpenID provider, its configuration and published keys (the code flow itself
 # is t/signin_oidc_flow.t): signin_oidc_client and signin_oidc_signing_key_file as nginx -t
-# checks them, the discovery document at {auth_path}/.well-known/openid-configuration and the keys of its ID tokens at
-# {auth_path}/oauth2/jwks. The published keys are checked against the key files by openssl: the
+# checks them, the discovery document at {auth_path}/.well-known/openid-configuration and the
+# keys of its ID tokens at {auth_path}/oauth2/jwks. The published keys are checked against the key files by openssl: the
 # RSA modulus and the EC point are the files' own, each kid is the RFC 7638 thumbprint computed
 # here, and no private part is published. Without a client both endpoints answer 404.
 use strict; use warnings;
