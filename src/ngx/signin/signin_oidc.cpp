@@ -81,10 +81,12 @@ ngx_int_t send_op(ngx_http_request_t *r, const signin::OpAnswer &a) {
     return send_json(r, static_cast<ngx_uint_t>(a.status), a.body);
 }
 
-// An HTML page of the provider (consent, refusal): nothing else may frame, script or load it.
+// An HTML page of the provider (consent, refusal, logout): nothing else may frame, script or load
+// it. Its referrer policy is same-origin, not the other pages' no-referrer: under no-referrer a
+// browser sends "Origin: null" with a form's POST, which the Origin check then refuses.
 ngx_int_t send_op_page(ngx_http_request_t *r, ngx_uint_t status, const std::string &html) {
     if (!add_header(r, "Content-Security-Policy", "default-src 'none'; style-src 'self'; frame-ancestors 'none'") ||
-        !add_header(r, "X-Frame-Options", "DENY") || !add_header(r, "Referrer-Policy", "no-referrer") ||
+        !add_header(r, "X-Frame-Options", "DENY") || !add_header(r, "Referrer-Policy", "same-origin") ||
         !add_header(r, "X-Content-Type-Options", "nosniff") || !add_header(r, "Cache-Control", "no-store")) {
         return NGX_ERROR;
     }
