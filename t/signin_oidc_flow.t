@@ -38,6 +38,7 @@ $t->run(http => $t->signin_http(extra => qq{
     signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret post_logout_redirect_uri=$wiki_bye;
     signin_oidc_client cli redirect_uri=$cli_cb public consent=off;
     signin_oidc_client acme redirect_uri=$cli_cb public consent=off allow=domain:acme.example;
+    signin_oidc_client ops redirect_uri=$cli_cb public consent=off require=mfa;
     signin_oidc_signing_key_file $dir/rsa.pem;}, locations => 'location = /metrics { signin_metrics; }'));
 my $origin = $t->origin;
 my $issuer = "$origin/auth";
@@ -227,6 +228,17 @@ is userinfo($access3)->{status}, 401, '... and the access token is over';
 (my $acme = $cli) =~ s/client_id=cli/client_id=acme/;
 $r = $t->req(GET => $acme, headers => { cookie => $cookie });
 is query_of(location($r))->{error}, 'access_denied', 'a client whose allow= leaves the person out: access_denied';
+
+# require=mfa: a sign-in without a second factor is sent to sign in again, and one made since
+# that still has none is refused
+(my $ops = $cli) =~ s/client_id=cli/client_id=ops/;
+$r = $t->req(GET => $ops, headers => { cookie => $cookie });
+like location($r), qr{^\Q$origin\E/auth/\?add=1&return_to=}, 'require=mfa, signed in without a factor: the sign-in page';
+my $mfa_back = query_of(location($r))->{return_to};
+my $cookie_nf = $t->sign_in('alice@example.com');
+$r = $t->req(GET => $mfa_back, headers => { cookie => $cookie_nf });
+is query_of(location($r))->{error}, 'access_denied', '... and a new sign-in still without one: access_denied';
+$cookie = $cookie_nf;
 
 # ---------------------------------------------------------------- prompt=login
 $r = $t->req(GET => "$cli&prompt=login", headers => { cookie => $cookie });
