@@ -35,6 +35,7 @@ my $cli_cb = 'http://127.0.0.1:9/cli/cb';
 my $wiki_bye = 'http://127.0.0.1:9/wiki/bye';
 $t->run(http => $t->signin_http(extra => qq{
     signin_limits off;
+    signin_mfa on;
     signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret post_logout_redirect_uri=$wiki_bye;
     signin_oidc_client cli redirect_uri=$cli_cb public consent=off;
     signin_oidc_client acme redirect_uri=$cli_cb public consent=off allow=domain:acme.example;
@@ -239,6 +240,12 @@ my $cookie_nf = $t->sign_in('alice@example.com');
 $r = $t->req(GET => $mfa_back, headers => { cookie => $cookie_nf });
 is query_of(location($r))->{error}, 'access_denied', '... and a new sign-in still without one: access_denied';
 $cookie = $cookie_nf;
+SKIP: {
+    skip 'no oathtool (build.sh installs Debian\'s oathtool)', 1 unless SigninTest::which('oathtool');
+    my ($cookie_mfa) = $t->mfa_enrolled('bob@example.com');
+    $r = $t->req(GET => $ops, headers => { cookie => $cookie_mfa });
+    like location($r), qr{^\Q$cli_cb\E\?code=}, 'require=mfa, a sign-in that passed a second factor: the code';
+}
 
 # ---------------------------------------------------------------- prompt=login
 $r = $t->req(GET => "$cli&prompt=login", headers => { cookie => $cookie });
