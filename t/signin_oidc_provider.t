@@ -39,6 +39,7 @@ for my $case (
      qr/signin_oidc_client "w": .*32/],
     ['an http redirect_uri off the loopback', "signin_oidc_client w redirect_uri=http://w.example/cb public;$keys",
      qr/signin_oidc_client "w"/],
+    ['a code that would live over ten minutes', $clients . $keys . 'signin_oidc_code_ttl 11m;', qr/signin_oidc_code_ttl must be between 1s and 10m/],
     ['a client named twice', $clients . $keys . "signin_oidc_client cli redirect_uri=http://127.0.0.1:1/cb public;",
      qr/is duplicate/],
 ) {

@@ -23,6 +23,7 @@ struct OpSite {
     const op::Clients *clients = nullptr;
     const op::KeyRing *keys = nullptr;
     std::string issuer;
+    Millis code_ttl = op::kCodeTtl;  // signin_oidc_code_ttl
 };
 
 // An answer of the token, userinfo or revocation endpoint, sent as it is with Cache-Control:

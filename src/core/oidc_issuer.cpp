@@ -323,7 +323,8 @@ Result<std::string> OidcIssuer::issue_code(const OpSite &site, const op::Authori
         const Millis now = engine_.now();
         auto [code, key] = new_secret(now);
         auto txn = engine_.store_->write();
-        txn->put_oidc_code(op::new_code(r, p.user.id, p.session.created_at, p.session.method, p.session.mfa, key, now));
+        txn->put_oidc_code(
+            op::new_code(r, p.user.id, p.session.created_at, p.session.method, p.session.mfa, key, now, site.code_ttl));
         txn->append_audit(detail::audit(now, "oidc.code_issued", p.user.email, client, p.user.id, r.client_id));
         txn->commit();
         return op::code_redirect(r, code.reveal(), site.issuer);

@@ -203,6 +203,18 @@ TEST_F(OidcIssuerTest, AConfidentialClientAsksConsentOnceAndAuthenticatesWithIts
     EXPECT_EQ(userinfo(access2).status, 401);
 }
 
+TEST_F(OidcIssuerTest, ACodeLivesAsLongAsTheSiteSays) {
+    site_.code_ttl = 5000;  // signin_oidc_code_ttl 5s
+    std::string code = cli_code();
+    clock_->advance(4000);
+    EXPECT_EQ(exchange_cli(code).status, 200);
+    code = cli_code();
+    clock_->advance(5000);
+    OpAnswer late = exchange_cli(code);
+    EXPECT_EQ(member(late.body, "error"), "invalid_grant");
+    EXPECT_NE(late.body.find("expired"), std::string::npos);
+}
+
 TEST_F(OidcIssuerTest, RevocationEndsAToken) {
     OpAnswer a = exchange_cli(cli_code("openid+offline_access"));
     ASSERT_EQ(a.status, 200);

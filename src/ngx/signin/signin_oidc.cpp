@@ -63,6 +63,7 @@ signin::OpSite site_of(ngx_http_request_t *r) {
     s.clients = m->oidc_clients;
     s.keys = m->oidc_keys;
     s.issuer = issuer(r);
+    s.code_ttl = static_cast<signin::Millis>(m->oidc_code_ttl);
     return s;
 }
 
