@@ -62,6 +62,7 @@ TEST_PACKAGES=(
     perl                                  # prove and the t/*.t harness (core modules only)
     python3 python3-argon2                # cross-checks of password hashes by another implementation
     python3-jwt python3-cryptography      # an independent JOSE library verifies $signin_assertion
+    python3-oauthlib                      # a second relying party of the module as an OpenID provider (t/signin_oidc_flow.t)
     python3-aiosmtpd openssl              # t/smtp-server: a real SMTP server, its throw-away CA made by openssl
     chromium                              # the browser tests of the pages (t/signin_pages_browser.t)
     clang libclang-rt-dev                 # fuzz/ (libFuzzer, ASan, UBSan): ./build.sh fuzz, and a short run in test

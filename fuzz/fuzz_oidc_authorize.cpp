@@ -4,13 +4,16 @@
 // "openid", and carries an S256 challenge whenever the client is public; a refusal that goes back
 // to a redirect URI goes back only to a registered one, and its URL starts with it; error codes
 // and descriptions hold only the characters RFC 6749 allows them. The same input as an
-// end_session query sends the browser back only to a registered post_logout_redirect_uri.
+// end_session query sends the browser back only to a registered post_logout_redirect_uri; as the
+// consent page's form body, an accepted form holds a query no longer than an authorization
+// request may be, and the consent page made from it carries no markup of the input's.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
 
+#include "signin/oidc_issuer.hpp"
 #include "signin/oidc_provider.hpp"
 
 namespace {
@@ -54,6 +57,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         const op::Client *c = clients().find(end.client_id);
         if (c == nullptr || std::find(c->post_logout_redirect_uris.begin(), c->post_logout_redirect_uris.end(),
                                       end.redirect_uri) == c->post_logout_redirect_uris.end()) {
+            __builtin_trap();
+        }
+    }
+    // the same bytes as the consent page's form body
+    if (auto form = signin::parse_consent_form(query)) {
+        if (form->query.size() > op::kMaxQuery) __builtin_trap();
+        signin::User u;
+        u.email = form->query;
+        op::AuthorizeRequest r;
+        r.client_id = "wiki";
+        r.scopes = {"openid", "email"};
+        const std::string page = signin::consent_page(r, u, "site", "/auth/oauth2/authorize", form->query, "");
+        signin::User plain;
+        plain.email = "x";
+        const std::string bare = signin::consent_page(r, plain, "site", "/auth/oauth2/authorize", "", "");
+        // every '<' and '"' of the input was escaped: the page has the markup of the bare page only
+        if (std::count(page.begin(), page.end(), '<') != std::count(bare.begin(), bare.end(), '<') ||
+            std::count(page.begin(), page.end(), '"') != std::count(bare.begin(), bare.end(), '"')) {
             __builtin_trap();
         }
     }

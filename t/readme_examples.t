@@ -19,8 +19,9 @@
 #    (never the system's /var/log/nginx or /var/lib/nginx), and -e / -g "pid" put its error log
 #    and pid file there;
 #  - /var/lib/nginx-signin/ -> the prefix (the store and its key); client_secret_file=,
-#    signin_smtp_auth_file and signin_events_secret_file paths -> a file in the prefix holding a
-#    made-up secret (of the form each wants); every
+#    signin_smtp_auth_file and signin_events_secret_file paths, and signin_oidc_client's
+#    secret_file= -> a file in the prefix holding a made-up secret (of the form each wants);
+#    signin_oidc_signing_key_file -> an RSA key made here by openssl; every
 #    ssl_certificate(_key) -> a self-signed P-256 certificate made here; a missing proxy_ssl_trusted_certificate file -> that certificate;
 #  - a proxy_pass host that is neither an address nor an upstream of the file gets an
 #    "upstream HOST { server 127.0.0.1:PORT; }" (nginx -t would ask DNS for it);
@@ -160,6 +161,8 @@ sub nginx_t {
     $text =~ s{/var/lib/nginx-signin/}{$p/var/}g;
     $text =~ s{\bclient_secret_file=\S*?([\w.-]+)(?=[\s;])}{write_file("$p/$1", "s3cret\n"); "client_secret_file=$p/$1"}ge;
     $text =~ s{(\bsignin_smtp_auth_file)\s+\S*?([\w.-]+);}{write_file("$p/$2", "mailer:s3cret\n"); "$1 $p/$2;"}ge;
+    $text =~ s{\bsecret_file=\S*?([\w.-]+)(?=[\s;])}{write_file("$p/$1", "0123456789abcdef0123456789abcdef\n"); "secret_file=$p/$1"}ge;
+    $text =~ s{(\bsignin_oidc_signing_key_file)\s+\S*?([\w.-]+);}{rsa_key("$p/$2"); "$1 $p/$2;"}ge;
     $text =~ s{(\bsignin_events_secret_file)\s+\S*?([\w.-]+);}{write_file("$p/$2", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n"); "$1 $p/$2;"}ge;
     if ($text =~ /\bssl_certificate\b/) {
         my $out = `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost -keyout '$p/tls.key' -out '$p/tls.crt' 2>&1`;
@@ -205,6 +208,14 @@ sub write_file {
     open my $fh, '>', $f or die "$f: $!";
     print $fh $content;
     close $fh;
+}
+
+# A private key for signin_oidc_signing_key_file (RSA 2048, as the example's comment makes it).
+sub rsa_key {
+    my ($f) = @_;
+    return if -s $f;
+    system("openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out '$f' 2>/dev/null") == 0
+        or die "openssl genpkey: $?";
 }
 
 done_testing;

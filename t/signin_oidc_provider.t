@@ -1,7 +1,7 @@
-# The module as an OpenID provider, the part that is served so far: signin_oidc_client and
-# signin_oidc_signing_key_file as nginx -t checks them, the discovery document at
-# {auth_path}/.well-known/openid-configuration and the keys of its ID tokens at
-# {auth_path}/oauth2/jwks. The published keys are checked against the key files by openssl: the
+# The module as an OpenID provider, its configuration and published keys (the code flow itself
+# is t/signin_oidc_flow.t): signin_oidc_client and signin_oidc_signing_key_file as nginx -t
+# checks them, the discovery document at {auth_path}/.well-known/openid-configuration and the
+# keys of its ID tokens at {auth_path}/oauth2/jwks. The published keys are checked against the key files by openssl: the
 # RSA modulus and the EC point are the files' own, each kid is the RFC 7638 thumbprint computed
 # here, and no private part is published. Without a client both endpoints answer 404.
 use strict; use warnings;
@@ -39,6 +39,7 @@ for my $case (
      qr/signin_oidc_client "w": .*32/],
     ['an http redirect_uri off the loopback', "signin_oidc_client w redirect_uri=http://w.example/cb public;$keys",
      qr/signin_oidc_client "w"/],
+    ['a code that would live over ten minutes', $clients . $keys . 'signin_oidc_code_ttl 11m;', qr/signin_oidc_code_ttl must be between 1s and 10m/],
     ['a client named twice', $clients . $keys . "signin_oidc_client cli redirect_uri=http://127.0.0.1:1/cb public;",
      qr/is duplicate/],
 ) {

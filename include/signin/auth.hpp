@@ -14,6 +14,7 @@
 #include "signin/outbox.hpp"
 #include "signin/passkeys.hpp"
 #include "signin/passwords.hpp"
+#include "signin/oidc_issuer.hpp"
 #include "signin/providers.hpp"
 #include "signin/sessions.hpp"
 #include "signin/tokens.hpp"
@@ -36,7 +37,8 @@ public:
           mfa_(*this),
           accounts_(*this),
           passkeys_(*this),
-          providers_(*this) {}
+          providers_(*this),
+          oidc_issuer_(*this) {}
 
     Tokens &tokens() { return tokens_; }
     Sessions &sessions() { return sessions_; }
@@ -47,6 +49,8 @@ public:
     Accounts &accounts() { return accounts_; }
     Passkeys &passkeys() { return passkeys_; }
     Providers &providers() { return providers_; }
+    // The module as an OpenID provider (signin_oidc_client).
+    OidcIssuer &oidc_issuer() { return oidc_issuer_; }
 
 private:
     Tokens tokens_;
@@ -58,6 +62,7 @@ private:
     Accounts accounts_;
     Passkeys passkeys_;
     Providers providers_;
+    OidcIssuer oidc_issuer_;
 };
 
 // The same operations as free functions named auth.*, for callers who prefer that spelling.

@@ -225,6 +225,7 @@ private:
     friend class Accounts;
     friend class Passkeys;
     friend class Providers;
+    friend class OidcIssuer;
     friend class Events;
     friend class Admin;
 

@@ -120,12 +120,19 @@ Directives oidc_directives() {
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
         {ngx_string("signin_oidc_signing_key_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_signing_key,
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+        {ngx_string("signin_oidc_code_ttl"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_msec_slot,
+         NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, oidc_code_ttl), nullptr},
     };
     return table;
 }
 
-// Every client's algorithm has a key to sign with.
+// Every client's algorithm has a key to sign with; a code lives between a second and ten minutes.
 char *check_oidc(ngx_conf_t *cf, MainConf *m) {
+    if (m->oidc_code_ttl != NGX_CONF_UNSET_MSEC && (m->oidc_code_ttl < 1000 || m->oidc_code_ttl > 600000)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "signin_oidc_code_ttl must be between 1s and 10m (RFC 6749: a code lives ten minutes at most)");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
     if (m->oidc_clients == nullptr) return NGX_CONF_OK;
     if (m->oidc_keys == nullptr) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

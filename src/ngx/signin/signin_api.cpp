@@ -183,6 +183,17 @@ void provider_resume(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, rc);  // our reference goes; a flow that waits holds its own
 }
 
+void oauth2_resume(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx == nullptr || ctx->auth_reading) return;  // a stray write event while waiting
+    r->write_event_handler = ngx_http_request_empty_handler;
+    ngx_int_t rc = guard_request(r, "signin: an OAuth request", [r]() -> ngx_int_t {
+        auto path = sub_path(r);
+        return path ? oauth2_step(r, *path) : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    });
+    ngx_http_finalize_request(r, rc);  // our reference goes; a job holds its own
+}
+
 // One request of the API, its shared checks in the order they must run: pages, route, method,
 // the per-client limit, Origin, content type, body size, then the endpoint. Kept in one piece
 // (about 100 lines) so that the order, which is the security argument, reads top to bottom.
@@ -196,6 +207,29 @@ ngx_int_t api(ngx_http_request_t *r) {
         // GET providers/NAME/start and providers/NAME/callback: navigations, not API calls (the
         // provider's redirect carries no Origin; the flow's cookie and state stand for it)
         auto path = sub_path(r);
+        if (path && is_oauth2_step(*path)) {
+            if (limits_on(r)) {
+                if (Verdict v = limit_take(r, Bucket::Sensitive, client_key(r)); !v.allowed) {
+                    return send_rate_limited(r, Bucket::Sensitive, v, *path);
+                }
+            }
+            // authorize and end_session read the session cookie: on a store whose reads may block, in the thread pool first
+            if ((*path == "oauth2/authorize" || *path == "oauth2/end_session") && reads_block()) {
+                Credentials c = read_credentials(r, engine->cookie_name());
+                RequestCtx *ctx = get_ctx(r, true);
+                if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                if (c.state == Credentials::Cookie && !ctx->pre_auth && !from_session_cache(r, c)) {
+                    if (start_auth_read(r, c) != NGX_OK) {
+                        if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                        return send_error(r, kBusy, "the server is busy; try again in a second");
+                    }
+                    r->main->count++;  // the request's own reference while it waits
+                    r->write_event_handler = oauth2_resume;
+                    return NGX_DONE;
+                }
+            }
+            return oauth2_step(r, *path);
+        }
         if (path && path->substr(0, 10) == "providers/") {
             std::string_view rest = path->substr(10);
             const auto slash = rest.find('/');

@@ -49,6 +49,10 @@ ngx_int_t get_jwks(ApiCall &call);
 // signin_oidc.cpp: the module as an OpenID provider
 ngx_int_t get_oidc_discovery(ApiCall &call);
 ngx_int_t get_oidc_jwks(ApiCall &call);
+// oauth2/authorize, token, userinfo and revoke: navigations and OAuth requests with form bodies,
+// not JSON API calls (signin_oidc.cpp routes, checks and reads them itself).
+bool is_oauth2_step(std::string_view path);
+ngx_int_t oauth2_step(ngx_http_request_t *r, std::string_view path);
 ngx_int_t get_sessions(ApiCall &call);
 ngx_int_t post_sessions_revoke(ApiCall &call);
 ngx_int_t post_logout(ApiCall &call);

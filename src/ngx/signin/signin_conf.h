@@ -75,6 +75,7 @@ struct MainConf {
     // the module as an OpenID provider
     signin::op::Clients *oidc_clients;  // signin_oidc_client (nullptr: none)
     signin::op::KeyRing *oidc_keys;     // signin_oidc_signing_key_file (nullptr: none)
+    ngx_msec_t oidc_code_ttl;           // signin_oidc_code_ttl: how long a code may wait for its exchange
 
     // emails and their delivery
     signin::OutboxSettings *outbox;     // signin_delivery_timeout, signin_delivery_retries (the key comes later)

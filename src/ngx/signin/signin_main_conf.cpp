@@ -15,6 +15,7 @@ MainConf *create_main_conf(ngx_conf_t *cf) {
     m->store_size = NGX_CONF_UNSET_SIZE;
     m->body_max = NGX_CONF_UNSET_SIZE;
     m->session_cache = NGX_CONF_UNSET_MSEC;
+    m->oidc_code_ttl = NGX_CONF_UNSET_MSEC;
     m->audit_max = NGX_CONF_UNSET_UINT;
     m->events_retries = NGX_CONF_UNSET_UINT;
     m->admin = NGX_CONF_UNSET;
@@ -73,6 +74,7 @@ char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_size_value(m->store_size, 1024 * 1024 * 1024);
     ngx_conf_init_size_value(m->body_max, 4096);
     ngx_conf_init_msec_value(m->session_cache, 0);
+    ngx_conf_init_msec_value(m->oidc_code_ttl, static_cast<ngx_msec_t>(signin::op::kCodeTtl));
     ngx_conf_init_uint_value(m->audit_max, 0);  // 0: the store's own bound, by its size
     ngx_conf_init_value(m->admin, 0);
     if (m->admin_role.len == 0) {

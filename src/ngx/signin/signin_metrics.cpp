@@ -35,6 +35,7 @@ struct Counters {
     ngx_atomic_t deliveries[2][3];  // [Transport][DeliveryResult]
     ngx_atomic_t events[kEventTypes][3];  // [event_type_index][EventResult]
     ngx_atomic_t limited[kBuckets];
+    ngx_atomic_t oidc[5];  // [OidcCount]
     ngx_atomic_t batch_sizes[kBatchBounds + 1];
     ngx_atomic_t batch_jobs;
     ngx_atomic_t batch_replays;
@@ -157,6 +158,12 @@ ngx_int_t metrics(ngx_http_request_t *r) {
     }
     family("signin_rate_limited_total", "Requests answered 429, by limit.", Type::Counter, "limit").samples =
         limited_samples(*c);
+    auto &oidc = family("signin_oidc_provider_total",
+                        "The module as an OpenID provider: codes given, tokens granted, refused authorization and "
+                        "token requests, codes or refresh tokens used twice, tokens revoked.",
+                        Type::Counter, "outcome");
+    static const char *const kOidc[] = {"code", "granted", "refused", "reused", "revoked"};
+    for (std::size_t i = 0; i < 5; ++i) oidc.samples.push_back({kOidc[i], get(c->oidc[i])});
     auto &batches = family("signin_write_batch_size", "Jobs per durable write batch.", Type::Histogram, "");
     batches.histogram.bounds.assign(mx::kBatchSizeBounds, mx::kBatchSizeBounds + kBatchBounds);
     for (auto &n : c->batch_sizes) batches.histogram.counts.push_back(static_cast<std::uint64_t>(n));
@@ -254,6 +261,10 @@ void count_limited(Bucket bucket) {
         add(g_counters->limited[i - 1]);
         add_over_time(mx::Series::RateLimited);
     }
+}
+
+void count_oidc(OidcCount what) {
+    if (g_counters) add(g_counters->oidc[static_cast<std::size_t>(what)]);
 }
 
 void count_batch_replay() {

@@ -29,6 +29,10 @@ enum class Transport : std::uint8_t { Http, Smtp };
 enum class DeliveryResult : std::uint8_t { Sent, Retried, Failed };
 void count_delivery(Transport transport, DeliveryResult result);
 void count_limited(Bucket bucket);
+// The module as an OpenID provider: a code given, tokens granted, a refusal (of an authorization
+// or token request), a code or refresh token used twice, a token revoked.
+enum class OidcCount : std::uint8_t { Code, Granted, Refused, Reused, Revoked };
+void count_oidc(OidcCount what);
 // A write batch of `size` jobs whose durable commit took `seconds` (a pool thread calls it).
 void count_batch(std::size_t size, double seconds);
 // A write batch that ran twice (Store::batch), whatever its end (a pool thread calls it).
