@@ -23,6 +23,8 @@
 #    secret_file= -> a file in the prefix holding a made-up secret (of the form each wants);
 #    signin_oidc_signing_key_file -> an RSA key made here by openssl; every
 #    ssl_certificate(_key) -> a self-signed P-256 certificate made here; a missing proxy_ssl_trusted_certificate file -> that certificate;
+#  - a signin_store postgresql:// URI's host and port -> 127.0.0.1:1 (nginx -t asks the database
+#    for its max_connections: refused at once, which nginx -t notes without a warning);
 #  - a proxy_pass host that is neither an address nor an upstream of the file gets an
 #    "upstream HOST { server 127.0.0.1:PORT; }" (nginx -t would ask DNS for it);
 #  - fragments run with examples/thread-pool.conf in the main context, and an http or server
@@ -170,6 +172,7 @@ sub nginx_t {
         $text =~ s{^(\s*ssl_certificate)\s+\S+;}{$1 $p/tls.crt;}mg;
         $text =~ s{^(\s*ssl_certificate_key)\s+\S+;}{$1 $p/tls.key;}mg;
     }
+    $text =~ s{(\bsignin_store\s+postgres(?:ql)?://(?:[^@/\s;]*@)?)[^/\s;]+}{${1}127.0.0.1:1}g;
     $text =~ s{^(\s*proxy_ssl_trusted_certificate)\s+(\S+);}{-f $2 ? "$1 $2;" : "$1 $p/tls.crt;"}mge;
     $text =~ s{^(\s*)listen\s+([^;]*?)\s+http2\b([^;]*);}{$1listen $2$3;\n$1http2 on;}mg if $http2_directive;
     my %upstream = map { $_ => 1 } $text =~ /^\s*upstream\s+(\S+)\s*\{/mg;

@@ -76,4 +76,36 @@ like $resp, qr{^HTTP/1\.1 403}, 'a foreign Origin: 403';
 like $t->error_log, qr{\[info\].*signin: refused Origin "https://app\.example\?forged": signin_origin is "http://127\.0\.0\.1:\d+"},
     'error.log names both origins (control characters shown as ?)';
 $t->done;
+# A database's connections (nginx -t asks it for max_connections): every node's workers together
+# above what it allows is a warning with the sum, at the signin_store line; the default is quiet;
+# a database nginx -t cannot reach is noted, not an error; connections= on a directory is refused.
+if ($ENV{SIGNIN_TEST_PG}) {
+    my $db = "signin_store %%STORE%% connections=50 nodes=4;\n    signin_secret_key %%PREFIX%%/signin.key;\n";
+    my $rest = "    signin_origin http://127.0.0.1:%%PORT%%;\n    signin_delivery /_signin/deliver;\n";
+    my ($rc, $out) = $c->nginx_t(workers => 3, http => "    $db$rest $server");
+    is $rc, 0, 'connections beyond the database\'s max_connections: nginx -t still passes';
+    my $at = line_of(qr/signin_store .* connections=50 nodes=4;/);
+    like $out, qr/\[warn\].*signin_store: 4 nodes x 3 worker processes x connections=50 = 600 connections, but the database lets ordinary clients hold \d+ .* in \S+nginx\.conf:$at$/m,
+        '... with a warning that does the sum, at the signin_store line' or diag $out;
+    ($rc, $out) = $c->nginx_t(http => $base . " $server");
+    is $rc, 0, 'the default connections';
+    unlike $out, qr/max_connections/, '... fit a test database: nothing said' or diag $out;
+} else {
+    my $http = "    signin_store postgresql://127.0.0.1:1/none?connect_timeout=2 connections=4;\n"
+        . "    signin_secret_key %%PREFIX%%/signin.key;\n    signin_origin http://127.0.0.1:%%PORT%%;\n"
+        . "    signin_delivery /_signin/deliver;\n $server";
+    my ($rc, $out) = $c->nginx_t(http => $http);
+    is $rc, 0, 'a database nginx -t cannot reach is no error';
+    like $out, qr/\[notice\].*signin_store: the database's max_connections could not be read, so the connections were not checked/,
+        '... it is noted' or diag $out;
+    unlike $out, qr/\[(?:warn|emerg)\][^\n]*(?:signin_store|max_connections)/, '... and nothing worse' or diag $out;
+    like $out, qr/could not be read[^\n]*Connection refused[^\n]* in \S+nginx\.conf:\d+$/m, '... on one line' or diag $out;
+    ($rc, $out) = $c->nginx_t(http => $base =~ s{%%STORE%%;}{%%STORE%% connections=4;}r . " $server");
+    isnt $rc, 0, 'connections= on a store in a directory is refused';
+    like $out, qr/invalid parameter "connections=4"/, '... naming it' or diag $out;
+    ($rc, $out) = $c->nginx_t(http => $http =~ s{connections=4}{connections=0}r);
+    isnt $rc, 0, 'connections=0 is refused';
+    like $out, qr/invalid "connections=0" \(a number from 1 to 10000\)/, '... saying what it takes' or diag $out;
+}
+
 done_testing;

@@ -55,6 +55,18 @@ inline constexpr std::size_t kBodyMaxLimit = 64 * 1024;
 // read in memory has no use for (warning), a request body limit above kBodyMaxLimit.
 Problems check_site(const Site &site);
 
+// A database's connections: what every node's workers may hold together against what the server
+// lets ordinary clients hold (its max_connections less the reserved ones).
+struct Connections {
+    std::size_t workers = 1;     // worker_processes
+    std::size_t per_worker = 0;  // signin_store's connections=
+    std::size_t nodes = 1;       // signin_store's nodes=: the nginx nodes that share the database
+    std::size_t limit = 0;       // what the server allows (pg_connection_limit)
+};
+// workers x per_worker x nodes above the limit (warning: under load the last connections are
+// refused, and those requests answer 503), with the arithmetic and what to change.
+Problems check_connections(const Connections &c);
+
 // Identity providers named without the internal location their calls go through.
 Problems check_providers(std::size_t providers, bool fetch_named);
 

@@ -364,6 +364,8 @@ struct StoreOptions {
     // A database that cannot be reached at open is not an error: transactions fail with
     // StorageError until it is back (see PgOptions).
     bool wait_for_server = false;
+    // A database: the most connections this process holds (0: PgOptions' default).
+    std::size_t connections = 0;
 };
 
 // What the store `where` names is, known without opening it.
@@ -403,9 +405,12 @@ std::unique_ptr<Store> open_lmdb_store(const LmdbOptions &opts);
 
 // A database that several nginx nodes share: a libpq connection string (a URI or key=value
 // words). Transactions are SERIALIZABLE; one that loses a race throws StoreError with retry().
+inline constexpr std::size_t kDefaultPgConnections = 8;
 struct PgOptions {
     std::string conninfo;
-    std::size_t idle_connections = 4;  // kept open between transactions, per process
+    // The most connections this process holds open (made when needed, then kept for the next
+    // transaction); a transaction that finds them all busy waits for one, up to 5 s.
+    std::size_t connections = kDefaultPgConnections;
     // A server that cannot be reached at open is not an error: the schema is checked (and made)
     // by the first transaction that reaches it, and transactions fail with StorageError until
     // then (an nginx worker answers 503 and recovers by itself). A wrong schema still throws.
@@ -419,6 +424,11 @@ inline constexpr std::size_t kDefaultPgAuditMax = 262144;  // as an LMDB store o
 // Throws StoreError. Connections are made per transaction from a small pool of idle ones, so the
 // store may be opened before fork only if nothing uses it there.
 std::unique_ptr<Store> open_pg_store(const PgOptions &opts);
+
+// What a PostgreSQL server lets ordinary clients hold at once: max_connections less the ones
+// reserved for superusers (and, from PostgreSQL 16, reserved_connections), asked over one short
+// connection of its own. Throws StoreError when the server cannot be asked.
+std::size_t pg_connection_limit(const std::string &conninfo);
 
 // Whether a store's `where` names a PostgreSQL database (postgresql:// or postgres://).
 inline bool is_pg_url(std::string_view s) {

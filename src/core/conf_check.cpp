@@ -98,6 +98,23 @@ Problems check_site(const Site &site) {
     return out;
 }
 
+Problems check_connections(const Connections &c) {
+    Problems out;
+    const std::size_t wanted = c.workers * c.per_worker * c.nodes;
+    if (wanted > c.limit) {
+        out.push_back(Problem{
+            "signin_store",
+            "signin_store: " + std::to_string(c.nodes) + (c.nodes == 1 ? " node" : " nodes") + " x " +
+                std::to_string(c.workers) + " worker processes x connections=" + std::to_string(c.per_worker) + " = " +
+                std::to_string(wanted) + " connections, but the database lets ordinary clients hold " +
+                std::to_string(c.limit) +
+                " (max_connections less the reserved ones): under load the rest are refused and their requests "
+                "answer 503; lower connections=, or raise the database's max_connections",
+            true});
+    }
+    return out;
+}
+
 Problems check_providers(std::size_t providers, bool fetch_named) {
     Problems out;
     if (providers > 0 && !fetch_named) {

@@ -140,6 +140,9 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         auto user = txn->user_by_email(*group, *email);
         const std::optional<Purpose> purpose = purpose_of(intent, user.has_value());
         const std::string uid = user ? user->id : std::string();
+        // Read by every request, whatever it finds: the same reads whether an email goes out or
+        // not (over a network store each read is a round trip, so one more is a timing oracle).
+        std::vector<TokenRecord> live = live_tokens(*txn, *group, *email, now);
         // A request that sends nothing writes what one that sends does (a decoy token) and
         // answers the same; only its audit entry tells why.
         auto nothing_sent = [&](const char *kind, const std::string &why) {
@@ -156,7 +159,6 @@ Result<TokenIssue> Tokens::issue(Intent intent, std::string_view email_in, std::
         if (!purpose) return nothing_sent("token.requested", "login:no_account");
         // a suspended account gets no email at all (its code would not sign in)
         if (user && user->suspended) return nothing_sent("token.requested", intent_tag + ":suspended");
-        std::vector<TokenRecord> live = live_tokens(*txn, *group, *email, now);
         if (recently_sent(live, password_hash, policy, now)) return nothing_sent("token.requested", intent_tag + ":waiting");
         // Over the address's send limit: the same answer, nothing sent (the limit is the address's).
         if (!may_send) return nothing_sent("throttled", "address:" + intent_tag);

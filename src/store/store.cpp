@@ -19,6 +19,7 @@ std::unique_ptr<Store> open_store(const StoreOptions &opts) {
         pg.conninfo = opts.where;
         pg.wait_for_server = opts.wait_for_server;
         pg.audit_max = opts.audit_max;
+        if (opts.connections != 0) pg.connections = opts.connections;
         return open_pg_store(pg);
     }
     LmdbOptions lmdb;

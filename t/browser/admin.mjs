@@ -40,6 +40,9 @@ async function openPerson(page, size) {
   await page.click("#search button[type=submit]");
   const row = page.locator("#users a", { hasText: target });
   await row.waitFor({ state: "visible" });
+  // the list before the search may still be on the page for a moment beside the result
+  await page.waitForFunction(() => document.querySelectorAll("#users tr").length === 1, null, { timeout: 5000 })
+    .catch(() => {});
   check(`${size}: the search finds the person`, (await page.locator("#users tr").count()) === 1,
     await text(page, "#users"));
   await row.click();

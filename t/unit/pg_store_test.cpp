@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "engine_fixtures.hpp"
 #include "pg_fixture.hpp"
 #include "signin/password.hpp"
@@ -827,6 +829,74 @@ TEST_F(PgOnly, RecoversFromDroppedConnections) {
     EXPECT_EQ(store_->read()->user_count(), static_cast<std::size_t>(8 - failed));
 }
 
+// How many connections the server has open under an application name.
+std::size_t connections_named(const std::string &name) {
+    PGconn *c = PQconnectdb(pg_server()->c_str());
+    if (PQstatus(c) != CONNECTION_OK) {
+        PQfinish(c);
+        return 0;
+    }
+    const char *values[] = {name.c_str()};
+    PGresult *r = PQexecParams(c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", 1, nullptr,
+                               values, nullptr, nullptr, 0);
+    const std::size_t n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::stoul(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+// connections=2: a third transaction at once waits until one of the two ends, then runs on the
+// connection it gave back; a thread that holds one is never made to wait for a second (it would
+// wait on itself); the process keeps no more than two open.
+TEST_F(PgOnly, AProcessHoldsAtMostItsConnectionsAndATransactionWaitsForOne) {
+    const std::string name = "t_conn_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand() % 100000);
+    PgOptions o;
+    o.conninfo = schema_->conninfo() + "&application_name=" + name;
+    o.connections = 2;
+    auto s = open_pg_store(o);
+    auto w1 = s->write();  // holds the first connection
+    w1->put_token(make_token(1, "a@example.com", 1, 1ll << 50));
+    std::promise<void> held, release;
+    std::thread b([&] {
+        auto w2 = s->write();  // and the second
+        w2->put_token(make_token(2, "b@example.com", 2, 1ll << 50));
+        held.set_value();
+        release.get_future().wait();
+        w2->commit();
+    });
+    held.get_future().wait();
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(s->read()->token(digest(1))) << "this thread holds one: its read takes a third at once";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    std::atomic<bool> done{false};
+    std::thread c([&] {
+        (void)s->read()->token(digest(1));
+        done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    EXPECT_FALSE(done) << "a third transaction on another thread waits while both are busy";
+    w1->commit();
+    c.join();
+    EXPECT_TRUE(done);
+    release.set_value();
+    b.join();
+    std::size_t open = 99;
+    for (int i = 0; i < 40 && (open = connections_named(name)) > 2; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(open, 2u) << "both kept open for the next transactions, and no third";
+    EXPECT_TRUE(s->read()->token(digest(1)));
+    EXPECT_TRUE(s->read()->token(digest(2)));
+}
+
+// nginx -t compares the workers' connections with what the server allows.
+TEST_F(PgOnly, TheServerSaysHowManyConnectionsOrdinaryClientsMayHold) {
+    const std::size_t limit = pg_connection_limit(*pg_server());
+    EXPECT_GT(limit, 0u);
+    EXPECT_LT(limit, 100000u);
+    EXPECT_THROW(pg_connection_limit("postgresql://127.0.0.1:1/none?connect_timeout=2"), StoreError);
+}
+
 // A database that refuses writes (a standby, default_transaction_read_only) answers StorageError.
 TEST_F(PgOnly, AReadOnlyDatabaseRefusesWrites) {
     PgOptions o;
@@ -878,6 +948,59 @@ TEST_F(PgOnly, ABatchIsOneTransactionCommittedAtItsEnd) {
 
 // A write abandoned after it changed something cannot be taken out of the batch's transaction:
 // the batch runs again with a transaction per write, and only that run counts.
+// Writes whose answers nobody reads go with the next statement or the COMMIT: one that fails
+// there (here a constraint the test adds refuses it) spoils the batch's run as it would have
+// alone, and the second run, a transaction per write, fails that write only.
+TEST_F(PgOnly, AWriteThatFailsWithTheCommitRunsTheBatchAgainAndFailsOnlyItself) {
+    pg_exec(schema_->conninfo(), "ALTER TABLE signin_tokens ADD CONSTRAINT t_refused CHECK (created_at <> 2)");
+    int runs = 0, failed = 0;
+    store_->batch([&] {
+        ++runs;
+        failed = 0;
+        for (int i = 1; i <= 3; ++i) {
+            try {
+                auto w = store_->write();
+                w->put_token(make_token(i, "deferred@example.com", i, 1ll << 50));
+                w->commit();
+            } catch (const StoreError &e) {
+                EXPECT_FALSE(e.retry()) << e.what();
+                EXPECT_NE(std::string(e.what()).find("write token"), std::string::npos) << e.what();
+                ++failed;
+            }
+        }
+    });
+    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(failed, 1) << "only the write that failed is told so";
+    auto r = store_->read();
+    EXPECT_TRUE(r->token(digest(1)));
+    EXPECT_FALSE(r->token(digest(2)));
+    EXPECT_TRUE(r->token(digest(3)));
+}
+
+// Outside a batch, such a write fails its transaction's commit, and nothing of it is kept; the
+// connection goes on serving.
+TEST_F(PgOnly, AWriteThatFailsWithTheCommitFailsThatCommit) {
+    pg_exec(schema_->conninfo(), "ALTER TABLE signin_tokens ADD CONSTRAINT t_refused CHECK (created_at <> 2)");
+    {
+        auto w = store_->write();
+        w->put_session(make_session(1, "u1", 1ll << 50));
+        w->put_token(make_token(2, "deferred@example.com", 2, 1ll << 50));
+        EXPECT_THROW(w->commit(), StoreError);
+    }
+    EXPECT_FALSE(store_->read()->session(digest(100001))) << "nothing of the failed transaction is kept";
+    {
+        auto w = store_->write();
+        w->put_token(make_token(3, "deferred@example.com", 3, 1ll << 50));
+        w->put_token(make_token(2, "deferred@example.com", 2, 1ll << 50));
+        EXPECT_THROW((void)w->token(digest(3)), StoreError) << "a read after the failed write says so";
+    }
+    auto w = store_->write();
+    w->put_token(make_token(4, "deferred@example.com", 4, 1ll << 50));
+    w->commit();
+    EXPECT_TRUE(store_->read()->token(digest(4)));
+    EXPECT_FALSE(store_->read()->token(digest(3)));
+}
+
 TEST_F(PgOnly, AnAbandonedWriteMakesTheBatchRunAgainWithATransactionPerWrite) {
     int runs = 0;
     store_->batch([&] {

@@ -23,21 +23,45 @@ namespace signin_ngx {
 
 // ---------------------------------------------------------------- directives
 
+// A number=N parameter of signin_store (N from 1 to 10000); false after saying what is wrong.
+static bool store_count(ngx_conf_t *cf, const ngx_str_t &v, std::size_t prefix, size_t *out) {
+    const ngx_int_t n = ngx_atoi(v.data + prefix, v.len - prefix);
+    if (n < 1 || n > 10000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\" (a number from 1 to 10000)", &v);
+        return false;
+    }
+    *out = static_cast<size_t>(n);
+    return true;
+}
+
+// signin_store postgresql://... [connections=N] [nodes=N]
+static char *set_database_params(ngx_conf_t *cf, MainConf *m) {
+    auto *value = static_cast<ngx_str_t *>(cf->args->elts);
+    for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
+        const ngx_str_t &v = value[i];
+        bool ok = false;
+        if (v.len > 12 && ngx_strncmp(v.data, "connections=", 12) == 0) {
+            ok = store_count(cf, v, 12, &m->store_connections);
+        } else if (v.len > 6 && ngx_strncmp(v.data, "nodes=", 6) == 0) {
+            ok = store_count(cf, v, 6, &m->store_nodes);
+        } else if (v.len > 5 && ngx_strncmp(v.data, "size=", 5) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": size= is for a store in a directory, not a database", &v);
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", &v);
+        }
+        if (!ok) return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
+}
+
 static char *set_store(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     auto *m = static_cast<MainConf *>(conf);
     if (m->store_path.len) return const_cast<char *>("is duplicate");
     if (!note_line(cf, m, cmd)) return static_cast<char *>(NGX_CONF_ERROR);
     auto *value = static_cast<ngx_str_t *>(cf->args->elts);
     m->store_path = value[1];
-    // a database's URI: taken as written, without a size
-    if (!signin::store_traits(sv(value[1])).in_directory) {
-        if (cf->args->nelts > 2) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": size= is for a store in a directory, not a database",
-                               &value[2]);
-            return static_cast<char *>(NGX_CONF_ERROR);
-        }
-        return NGX_CONF_OK;
-    }
+    // a database's URI: taken as written, with its connections instead of a size
+    if (!signin::store_traits(sv(value[1])).in_directory) return set_database_params(cf, m);
     if (ngx_conf_full_name(cf->cycle, &m->store_path, 0) != NGX_OK) return static_cast<char *>(NGX_CONF_ERROR);
     for (ngx_uint_t i = 2; i < cf->args->nelts; i++) {
         if (ngx_strncmp(value[i].data, "size=", 5) == 0) {
@@ -183,7 +207,7 @@ static ngx_conf_num_bounds_t ipv6_prefix_bounds = {ngx_conf_check_num_bounds, 1,
 
 Directives site_directives() {
     static ngx_command_t table[] = {
-        {ngx_string("signin_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, guarded_directive<set_store>,
+        {ngx_string("signin_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE123, guarded_directive<set_store>,
          NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
         {ngx_string("signin_origin"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_origin, NGX_HTTP_MAIN_CONF_OFFSET, 0,
          nullptr},
@@ -297,6 +321,33 @@ static bool store_reachable(ngx_conf_t *cf, const MainConf *m) {
     return false;
 }
 
+// nginx -t with a database: what every node's workers may hold against what the server allows
+// (asked over one connection). Only under -t: a start or reload does not wait for the database.
+// A server that cannot be asked is said, and is no error: it may be down while nginx is tested.
+static void check_database_connections(ngx_conf_t *cf, MainConf *m) {
+    signin::conf::Connections c;
+    auto *ccf = reinterpret_cast<ngx_core_conf_t *>(ngx_get_conf(cf->cycle->conf_ctx, ngx_core_module));
+    // worker_processes read so far (a line below the http block is not: nginx's default, 1)
+    if (ccf != nullptr && ccf->worker_processes != NGX_CONF_UNSET && ccf->worker_processes > 0) {
+        c.workers = static_cast<std::size_t>(ccf->worker_processes);
+    }
+    c.per_worker = m->store_connections != NGX_CONF_UNSET_SIZE ? m->store_connections : signin::kDefaultPgConnections;
+    c.nodes = m->store_nodes != NGX_CONF_UNSET_SIZE ? m->store_nodes : 1;
+    try {
+        c.limit = signin::pg_connection_limit(std::string(sv(m->store_path)));
+    } catch (const std::exception &e) {
+        std::string why = e.what();  // libpq's message runs over lines: one line in the log
+        for (char &ch : why) {
+            if (ch == '\n' || ch == '\t') ch = ' ';
+        }
+        log_at(cf, NGX_LOG_NOTICE, m, "signin_store",
+               "signin_store: the database's max_connections could not be read, so the connections were not "
+               "checked: " + why);
+        return;
+    }
+    report(cf, m, signin::conf::check_connections(c));
+}
+
 char *check_site(ngx_conf_t *cf, MainConf *m) {
     if (m->store_path.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "signin_api and signin_require need \"signin_store\"");
@@ -317,6 +368,7 @@ char *check_site(ngx_conf_t *cf, MainConf *m) {
     site.session_cache = static_cast<signin::Millis>(m->session_cache);
     site.body_max = m->body_max;
     if (!report(cf, m, signin::conf::check_site(site))) return static_cast<char *>(NGX_CONF_ERROR);
+    if (site.store.shared_by_nodes && ngx_test_config) check_database_connections(cf, m);
     if (!default_key_path(cf, m)) return static_cast<char *>(NGX_CONF_ERROR);
     m->thread_pool = ngx_thread_pool_add(cf, &m->thread_pool_name);
     if (m->thread_pool == nullptr) return static_cast<char *>(NGX_CONF_ERROR);

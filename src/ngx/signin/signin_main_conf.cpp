@@ -13,6 +13,8 @@ MainConf *create_main_conf(ngx_conf_t *cf) {
     auto *m = static_cast<MainConf *>(ngx_pcalloc(cf->pool, sizeof(MainConf)));
     if (m == nullptr) return nullptr;
     m->store_size = NGX_CONF_UNSET_SIZE;
+    m->store_connections = NGX_CONF_UNSET_SIZE;
+    m->store_nodes = NGX_CONF_UNSET_SIZE;
     m->body_max = NGX_CONF_UNSET_SIZE;
     m->session_cache = NGX_CONF_UNSET_MSEC;
     m->oidc_code_ttl = NGX_CONF_UNSET_MSEC;
