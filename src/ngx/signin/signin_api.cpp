@@ -194,6 +194,24 @@ void oauth2_resume(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, rc);  // our reference goes; a job holds its own
 }
 
+// On a store whose reads may block, the session cookie of a step that needs it (a provider
+// flow, the OpenID provider's authorize and end_session) is read in the thread pool first, and
+// `resume` runs the step afterwards: NGX_DONE then. NGX_DECLINED: no read to wait for.
+ngx_int_t cookie_read_first(ngx_http_request_t *r, signin::Identity *engine, ngx_http_event_handler_pt resume) {
+    if (!reads_block()) return NGX_DECLINED;
+    Credentials c = read_credentials(r, engine->cookie_name());
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (c.state != Credentials::Cookie || ctx->pre_auth || from_session_cache(r, c)) return NGX_DECLINED;
+    if (start_auth_read(r, c) != NGX_OK) {
+        if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return send_error(r, kBusy, "the server is busy; try again in a second");
+    }
+    r->main->count++;  // the request's own reference while it waits
+    r->write_event_handler = resume;
+    return NGX_DONE;
+}
+
 // One request of the API, its shared checks in the order they must run: pages, route, method,
 // the per-client limit, Origin, content type, body size, then the endpoint. Kept in one piece
 // (about 100 lines) so that the order, which is the security argument, reads top to bottom.
@@ -214,19 +232,8 @@ ngx_int_t api(ngx_http_request_t *r) {
                 }
             }
             // authorize and end_session read the session cookie: on a store whose reads may block, in the thread pool first
-            if ((*path == "oauth2/authorize" || *path == "oauth2/end_session") && reads_block()) {
-                Credentials c = read_credentials(r, engine->cookie_name());
-                RequestCtx *ctx = get_ctx(r, true);
-                if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-                if (c.state == Credentials::Cookie && !ctx->pre_auth && !from_session_cache(r, c)) {
-                    if (start_auth_read(r, c) != NGX_OK) {
-                        if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-                        return send_error(r, kBusy, "the server is busy; try again in a second");
-                    }
-                    r->main->count++;  // the request's own reference while it waits
-                    r->write_event_handler = oauth2_resume;
-                    return NGX_DONE;
-                }
+            if (*path == "oauth2/authorize" || *path == "oauth2/end_session") {
+                if (ngx_int_t rc = cookie_read_first(r, engine, oauth2_resume); rc != NGX_DECLINED) return rc;
             }
             return oauth2_step(r, *path);
         }
@@ -237,22 +244,8 @@ ngx_int_t api(ngx_http_request_t *r) {
                 if (Verdict v = limit_take(r, Bucket::Sensitive, client_key(r)); !v.allowed) {
                     return send_rate_limited(r, Bucket::Sensitive, v, *path);
                 }
-                // a store whose reads may block: the session cookie (linking a provider) is read
-                // in the thread pool first
-                if (reads_block()) {
-                    Credentials c = read_credentials(r, engine->cookie_name());
-                    RequestCtx *ctx = get_ctx(r, true);
-                    if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-                    if (c.state == Credentials::Cookie && !ctx->pre_auth && !from_session_cache(r, c)) {
-                        if (start_auth_read(r, c) != NGX_OK) {
-                            if (!add_header(r, "Retry-After", "1")) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-                            return send_error(r, kBusy, "the server is busy; try again in a second");
-                        }
-                        r->main->count++;  // the request's own reference while it waits
-                        r->write_event_handler = provider_resume;
-                        return NGX_DONE;
-                    }
-                }
+                // the session cookie (linking a provider)
+                if (ngx_int_t rc = cookie_read_first(r, engine, provider_resume); rc != NGX_DECLINED) return rc;
                 return provider_flow(r, rest.substr(0, slash), rest.substr(slash + 1));
             }
         }
