@@ -948,6 +948,31 @@ TEST_F(PgOnly, ABatchIsOneTransactionCommittedAtItsEnd) {
 
 // A write abandoned after it changed something cannot be taken out of the batch's transaction:
 // the batch runs again with a transaction per write, and only that run counts.
+// The write batches take turns on one advisory lock; a turn that another session keeps (a node
+// that vanished holding it, until the database notices) is waited for about 2 s, then the batch
+// runs without it, and runs whole.
+TEST_F(PgOnly, ABatchWhoseTurnDoesNotComeRunsAfterTwoSecondsWithoutIt) {
+    PGconn *holder = PQconnectdb(schema_->conninfo().c_str());
+    ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+    PGresult *r = PQexec(holder, "SELECT pg_advisory_lock(x'5349474e494e4231'::bigint)");  // the batches' turn
+    ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
+    PQclear(r);
+    const auto t0 = std::chrono::steady_clock::now();
+    int runs = 0;
+    store_->batch([&] {
+        ++runs;
+        auto w = store_->write();
+        w->put_token(make_token(1, "turn@example.com", 1, 1ll << 50));
+        w->commit();
+    });
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    PQfinish(holder);
+    EXPECT_EQ(runs, 1);
+    EXPECT_TRUE(store_->read()->token(digest(1)));
+    EXPECT_GE(waited, std::chrono::milliseconds(1500)) << "the turn was waited for";
+    EXPECT_LT(waited, std::chrono::seconds(10)) << "but not for ever";
+}
+
 // Writes whose answers nobody reads go with the next statement or the COMMIT: one that fails
 // there (here a constraint the test adds refuses it) spoils the batch's run as it would have
 // alone, and the second run, a transaction per write, fails that write only.
