@@ -122,24 +122,40 @@ sub welch_t {
 
     for my $mode (['Connection: close', \&time_to_close], ['keep-alive, the next answer', \&time_to_next_answer]) {
         my ($name, $measure) = @$mode;
-        my (@account, @unknown);
-        for my $i (1 .. 100) {    # interleaved, so that the machine's drift falls on both alike
-            push @account, $measure->($t->port, 'member@example.com');
-            push @unknown, $measure->($t->port, "nobody$i\@example.com");
+        # 100 interleaved pairs (so that the machine's drift falls on both alike): (account, unknown)
+        my $pairs = sub {
+            my ($from) = @_;
+            my (@account, @unknown);
+            for my $i ($from + 1 .. $from + 100) {
+                push @account, $measure->($t->port, 'member@example.com');
+                push @unknown, $measure->($t->port, "nobody$i\@example.com");
+            }
+            return (\@account, \@unknown);
+        };
+        # Welch t < 5, or else trimmed means under 0.05 ms apart (less than one store round trip
+        # on loopback, which this check is here to catch). A difference that is not seen again in
+        # a second measurement is the machine's (a parallel test's load), not the module's: a
+        # round trip more for one kind of address shows every time.
+        my $differs = sub {
+            my ($account, $unknown) = @_;
+            my $tv = welch_t($account, $unknown);
+            my $dm = abs(trimmed_mean(@$account) - trimmed_mean(@$unknown)) * 1000;
+            diag sprintf "%s: median %.2f ms (account) vs %.2f ms (unknown), Welch t %.2f, trimmed means %.3f ms apart",
+                $name, median(@$account) * 1000, median(@$unknown) * 1000, $tv, $dm;
+            return abs($tv) >= 5 && $dm >= 0.05;
+        };
+        my ($account, $unknown) = $pairs->(0);
+        if ($differs->($account, $unknown)) {
+            diag "$name: measured again";
+            ($account, $unknown) = $pairs->(100);
+            ok !$differs->($account, $unknown), "$name: no difference beyond noise over 100 samples each (Welch t, or under 0.05 ms), measured twice";
+        } else {
+            pass "$name: no difference beyond noise over 100 samples each (Welch t, or under 0.05 ms)";
         }
-        my ($ma, $mu) = (median(@account) * 1000, median(@unknown) * 1000);
-        my $tv = welch_t(\@account, \@unknown);
-        diag sprintf "%s: median %.2f ms (account) vs %.2f ms (unknown), Welch t %.2f", $name, $ma, $mu, $tv;
+        my ($ma, $mu) = (median(@$account) * 1000, median(@$unknown) * 1000);
         cmp_ok abs($ma - $mu), '<', SigninTest::timing_tolerance_ms(5),
             "$name: an account and an unknown address answer alike (medians)";
-        cmp_ok((sort { $a <=> $b } @account)[89] * 1000, '<', 150, "$name: the 300 ms mailer is not waited for");
-        # Welch t < 5, or else a difference too small to cross a network: after an account's
-        # answer the worker starts its email's delivery (about 10 us), which the next request on
-        # a busy loopback can show with a large t (docs/security.md)
-        my $dm = abs(trimmed_mean(@account) - trimmed_mean(@unknown)) * 1000;
-        ok abs($tv) < 5 || $dm < 0.05,
-            "$name: no difference beyond noise over 100 samples each (Welch t, or under 0.05 ms)"
-            or diag sprintf "Welch t %.2f, trimmed means %.3f ms apart", $tv, $dm;
+        cmp_ok((sort { $a <=> $b } @$account)[89] * 1000, '<', 150, "$name: the 300 ms mailer is not waited for");
     }
     ok $t->wait_for(sub { emails_to($mailer, 'member@example.com') >= 201 }, timeout => 30),
         'every sign-in email was still sent';
