@@ -102,33 +102,6 @@ use SigninTest;
 my $t = SigninTest->new;
 $t->run(http => 'this_is_not_a_directive;');
 ok 1, 'reached after a failed start';
-# ---------------------------------------------------------------- ports claimed across processes
-{
-    my $p = SigninTest::free_port();
-    my $claims = ($ENV{TMPDIR} || '/tmp') . '/ngx_signin_t.ports';
-    ok -f "$claims/$p", 'free_port claims its port in the shared directory';
-    # another live process's claim: a child that waits, claiming a port it found free
-    pipe my $r, my $w or die;
-    my $child = fork // die;
-    if (!$child) {
-        close $r;
-        my $q = SigninTest::free_port();
-        print $w "$q\n";
-        close $w;
-        sleep 30;
-        POSIX::_exit(0);
-    }
-    close $w;
-    chomp(my $q = <$r> // '');
-    like $q, qr/^\d+$/, 'a second process got a port';
-    isnt $q, $p, '... not the first one\'s';
-    ok !SigninTest::claim_port($q), 'a port a live process claimed is not claimed again';
-    kill 'KILL', $child;
-    waitpid $child, 0;
-    ok SigninTest::claim_port($q), 'once that process is gone, its claim is stale and taken over';
-    unlink "$claims/$q";
-}
-
 done_testing;
 END
     close $fh;
