@@ -468,10 +468,7 @@ public:
     // as are the writes deferred before it (defer).
     Result run(Stmt s, std::initializer_list<Param> params, std::string_view context, const char *first = nullptr) {
         if (first != nullptr) defer_text(first, context);
-        if (!pending_.empty()) {
-            Command c = command(s, params, context);
-            return pipelined(&c, context);
-        }
+        if (!pending_.empty()) return pipelined(command(s, params, context), context);
         std::array<const char *, 8> values{};
         std::array<int, 8> lengths{}, formats{};
         std::size_t n = 0;
@@ -500,12 +497,7 @@ public:
     void defer(Stmt s, std::initializer_list<Param> params, std::string_view context) {
         pending_.push_back(command(s, params, context));
     }
-    void defer_text(const char *sql, std::string_view context) {
-        Command c;
-        c.text = sql;
-        c.context = std::string(context);
-        pending_.push_back(std::move(c));
-    }
+    void defer_text(const char *sql, std::string_view context) { pending_.push_back(text_command(sql, context)); }
     // The deferred writes are dropped (their transaction is rolled back).
     void discard() { pending_.clear(); }
     // The last failure thrown was a deferred write's, not the statement it went with.
@@ -514,21 +506,13 @@ public:
     // A statement without parameters (BEGIN, COMMIT, the schema), after the deferred writes.
     void exec(const char *sql, std::string_view context) {
         if (!pending_.empty()) {
-            Command c;
-            c.text = sql;
-            c.context = std::string(context);
-            (void)pipelined(&c, context);
+            (void)pipelined(text_command(sql, context), context);
             return;
         }
         Result r(PQexec(conn_, sql));
         const auto st = PQresultStatus(r.get());
         if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) throw_result(conn_, r.get(), context);
     }
-    // The deferred writes, sent now (nothing after them).
-    void flush(std::string_view context) {
-        if (!pending_.empty()) (void)pipelined(nullptr, context);
-    }
-
     std::optional<std::string> text(const char *sql, std::string_view context) {
         Result r(PQexec(conn_, sql));
         if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) throw_result(conn_, r.get(), context);
@@ -554,6 +538,12 @@ private:
             c.values.emplace_back(p.data(), static_cast<std::size_t>(p.len()));
             c.binary.push_back(p.binary() ? 1 : 0);
         }
+        return c;
+    }
+    static Command text_command(const char *sql, std::string_view context) {
+        Command c;
+        c.text = sql;
+        c.context = std::string(context);
         return c;
     }
 
@@ -590,17 +580,16 @@ private:
                                    c.binary.data(), 1) == 1;
     }
 
-    // The deferred commands, then `last` (if any), in libpq's pipeline mode: sent together,
-    // answered together, one wait for the server instead of one each. The last result is
-    // returned. The first failure is thrown with its own command's context; what follows it in
+    // The deferred commands, then `last`, in libpq's pipeline mode: sent together, answered
+    // together, one wait for the server instead of one each. `last`'s result is returned. The first failure is thrown with its own command's context; what follows it in
     // the pipeline was skipped by the server. A connection left in pipeline mode (it broke
     // half-way) is not healthy: its pool closes it.
-    Result pipelined(const Command *last, std::string_view context) {
+    Result pipelined(Command last, std::string_view context) {
         std::vector<Command> cmds;
         cmds.swap(pending_);
         const std::size_t deferred = cmds.size();
         failed_deferred_ = false;
-        if (last != nullptr) cmds.push_back(*last);
+        cmds.push_back(std::move(last));
         if (PQenterPipelineMode(conn_) != 1) throw_result(conn_, nullptr, context);
         std::vector<Slot> slots;
         bool sent = true;
@@ -624,8 +613,7 @@ private:
             roll_back_if_aborted();
             throw StoreError(Code::StorageError, std::string(context) + ": the database's answers were cut short");
         }
-        if (results.empty()) return Result(nullptr);
-        return std::move(results.back());
+        return std::move(results.back());  // `last`'s: as many results as slots, and it has one
     }
 
     // Every result of a pipeline up to its sync. Each command's results end with a null; the
