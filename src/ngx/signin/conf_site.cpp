@@ -331,8 +331,8 @@ static void check_database_connections(ngx_conf_t *cf, MainConf *m) {
     if (ccf != nullptr && ccf->worker_processes != NGX_CONF_UNSET && ccf->worker_processes > 0) {
         c.workers = static_cast<std::size_t>(ccf->worker_processes);
     }
-    c.per_worker = m->store_connections != NGX_CONF_UNSET_SIZE ? m->store_connections : signin::kDefaultPgConnections;
-    c.nodes = m->store_nodes != NGX_CONF_UNSET_SIZE ? m->store_nodes : 1;
+    c.per_worker = m->store_connections;
+    c.nodes = m->store_nodes;
     try {
         c.limit = signin::pg_connection_limit(std::string(sv(m->store_path)));
     } catch (const std::exception &e) {

@@ -46,7 +46,7 @@ struct MainConf {
     // the store and the site
     ngx_str_t store_path;     // signin_store: a directory, or a database's URI (signin::store_traits says which)
     size_t store_size;        // ... size=: a store in a directory, the most its file may grow to
-    size_t store_connections; // ... connections=: a database, the most connections a worker holds (0: default)
+    size_t store_connections; // ... connections=: a database, the most connections a worker holds
     size_t store_nodes;       // ... nodes=: a database, the nginx nodes sharing it (nginx -t's arithmetic)
     signin::Origin *origin;  // parsed at configuration time (pool cleanup destroys it)
     signin::Policy *policy;  // every engine setting: the defaults, then the directives written

@@ -74,6 +74,8 @@ bool report(ngx_conf_t *cf, const MainConf *m, const signin::conf::Problems &pro
 
 char *finish_main_conf(ngx_conf_t *cf, MainConf *m) {
     ngx_conf_init_size_value(m->store_size, 1024 * 1024 * 1024);
+    ngx_conf_init_size_value(m->store_connections, signin::kDefaultPgConnections);  // a database's
+    ngx_conf_init_size_value(m->store_nodes, 1);
     ngx_conf_init_size_value(m->body_max, 4096);
     ngx_conf_init_msec_value(m->session_cache, 0);
     ngx_conf_init_msec_value(m->oidc_code_ttl, static_cast<ngx_msec_t>(signin::op::kCodeTtl));

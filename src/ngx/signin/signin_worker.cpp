@@ -88,7 +88,7 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
     signin::StoreOptions opts;
     opts.where = std::string(sv(m->store_path));
     opts.map_size = m->store_size;
-    if (m->store_connections != NGX_CONF_UNSET_SIZE) opts.connections = m->store_connections;
+    opts.connections = m->store_connections;
     opts.audit_max = m->audit_max;
     opts.wait_for_server = true;  // a database that is down at start: 503 until it is back
     g_store = signin::open_store(opts);
