@@ -91,21 +91,16 @@ sub time_to_next_answer {
 
 sub median { my @s = sort { $a <=> $b } @_; return $s[$#s / 2] }
 
-# The mean of the middle 80 % of a sample.
-sub trimmed_mean {
-    my @s = sort { $a <=> $b } @_;
-    my $k = int(@s / 10);
-    my @m = @s[$k .. $#s - $k];
-    return sum(@m) / @m;
-}
+# The middle 80 % of a sample (a scheduler hiccup on this shared machine is noise, not a signal),
+# and its mean.
+sub trimmed { my @s = sort { $a <=> $b } @_; my $k = int(@s / 10); return @s[$k .. $#s - $k] }
+sub trimmed_mean { my @m = trimmed(@_); return sum(@m) / @m }
 
-# Welch's t of two samples, on their middle 80 % (a scheduler hiccup on this shared machine is
-# noise, not a signal).
+# Welch's t of two samples, on their middle 80 %.
 sub welch_t {
     my ($x, $y) = @_;
-    my $trim = sub { my @s = sort { $a <=> $b } @_; my $k = int(@s / 10); @s[$k .. $#s - $k] };
-    my @a = $trim->(@$x);
-    my @b = $trim->(@$y);
+    my @a = trimmed(@$x);
+    my @b = trimmed(@$y);
     my $ma = sum(@a) / @a;
     my $mb = sum(@b) / @b;
     my $va = sum(map { ($_ - $ma)**2 } @a) / (@a - 1);
