@@ -445,6 +445,24 @@ ngx_int_t allow_only(ngx_http_request_t *r, const char *allow) {
     return reject(r, kMethodNotAllowed, "method not allowed");
 }
 
+// A page of the provider (authorize with its consent form, end_session with its confirmation):
+// GET shows it from the query; its form comes back as a POST, a cookie write, so it passes the
+// site's Origin check first (no cross-site form may consent or sign out).
+template <ngx_int_t (*Show)(ngx_http_request_t *, std::string_view, bool), FormStep Posted>
+ngx_int_t page_step(ngx_http_request_t *r, bool get, bool post) {
+    if (get) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return Show(r, sv(r->args), false);
+    }
+    if (!post) return allow_only(r, "GET, HEAD, POST");
+    auto ok = id().check_origin(header_value(r, "Origin"), true);
+    if (!ok) {
+        log_origin_refusal(r, id().origin().text);
+        return reject(r, ok.error().code, ok.error().message);
+    }
+    return read_form<Posted>(r);
+}
+
 }  // namespace
 
 bool is_oauth2_step(std::string_view path) {
@@ -455,33 +473,8 @@ bool is_oauth2_step(std::string_view path) {
 ngx_int_t oauth2_step(ngx_http_request_t *r, std::string_view path) {
     if (!provider_on(r)) return reject(r, signin::Code::NotFound, "not found");
     const bool get = r->method == NGX_HTTP_GET || r->method == NGX_HTTP_HEAD, post = r->method == NGX_HTTP_POST;
-    if (path == "oauth2/authorize") {
-        if (get) {
-            if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            return authorize(r, sv(r->args), false);
-        }
-        if (!post) return allow_only(r, "GET, HEAD, POST");
-        // the consent form: a cookie write, so the site's Origin check (no cross-site form may consent)
-        auto ok = id().check_origin(header_value(r, "Origin"), true);
-        if (!ok) {
-            log_origin_refusal(r, id().origin().text);
-            return reject(r, ok.error().code, ok.error().message);
-        }
-        return read_form<consent_posted>(r);
-    }
-    if (path == "oauth2/end_session") {
-        if (get) {
-            if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            return end_session(r, sv(r->args), false);
-        }
-        if (!post) return allow_only(r, "GET, HEAD, POST");
-        auto ok = id().check_origin(header_value(r, "Origin"), true);
-        if (!ok) {
-            log_origin_refusal(r, id().origin().text);
-            return reject(r, ok.error().code, ok.error().message);
-        }
-        return read_form<end_session_posted>(r);
-    }
+    if (path == "oauth2/authorize") return page_step<authorize, consent_posted>(r, get, post);
+    if (path == "oauth2/end_session") return page_step<end_session, end_session_posted>(r, get, post);
     if (path == "oauth2/userinfo") {
         if (!get && !post) return allow_only(r, "GET, HEAD, POST");
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
