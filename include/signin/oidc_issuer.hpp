@@ -10,8 +10,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "signin/engine.hpp"
+#include "signin/i18n.hpp"
 #include "signin/oidc_provider.hpp"
 #include "signin/types.hpp"
 
@@ -46,14 +48,27 @@ struct ConsentForm {
     bool allow = false;
 };
 std::optional<ConsentForm> parse_consent_form(std::string_view body);
+// The language of the provider's pages: one of the configured languages (signin_languages), or
+// English when `languages` is nullptr. The page says which in its lang attribute, and dir="rtl"
+// for a language written right to left.
+struct PageLanguage {
+    const i18n::Languages *languages = nullptr;
+    std::size_t index = 0;
+};
+// The English texts of the provider's pages, as the catalogs must have them (msgids).
+std::vector<std::string> op_page_messages();
+
 // The consent page: which application asks, for which account, what it will see, and the form
-// (allow or deny) posted to `action` with the request's query; in English, styled by the site's
+// (allow or deny) posted to `action` with the request's query; in `lang`, styled by the site's
 // pages stylesheet `stylesheet` ("" = none).
 std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
-                         std::string_view action, std::string_view query, std::string_view stylesheet);
+                         std::string_view action, std::string_view query, std::string_view stylesheet,
+                         const PageLanguage &lang = {});
 // A page that shows why an authorization request cannot be answered to its client (an unknown
-// client, a redirect URI not registered): never a redirect.
-std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet);
+// client, a redirect URI not registered): never a redirect. The description is one of the
+// op::kRefusal* sentences, shown translated.
+std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet,
+                         const PageLanguage &lang = {});
 
 // RP-initiated logout's pages: the question asked before signing out when the request cannot
 // be trusted to come from the application (no id_token_hint, one that does not verify, or another
@@ -61,8 +76,8 @@ std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name
 // deny, read back by parse_consent_form; and the page shown once signed out when the browser
 // has nowhere registered to go back to.
 std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
-                             std::string_view stylesheet);
-std::string signed_out_page(std::string_view site_name, std::string_view stylesheet);
+                             std::string_view stylesheet, const PageLanguage &lang = {});
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang = {});
 
 // The marker the authorize endpoint adds to the request it sends through the sign-in page when a
 // new sign-in is needed (prompt=login, max_age): the time it asked, so that a session made since

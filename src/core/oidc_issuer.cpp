@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
+#include <memory>
 #include <optional>
 #include <variant>
 #include <utility>
@@ -12,9 +14,40 @@
 #include "engine_detail.hpp"
 #include "form.hpp"
 #include "signin/emails.hpp"
+#include "signin/i18n.hpp"
 
 namespace signin {
 namespace {
+
+// The English texts of the provider's pages (msgids of the catalogs; src/i18n/extract.py reads
+// this table), by what they are.
+enum PageText : std::size_t {
+    kAllowTitle, kAsksToSignIn, kItWillSee, kYourAccount, kScopeOpenid, kScopeEmail, kScopeProfile, kScopeOffline,
+    kAllow, kDeny, kRefusedTitle, kCannotBeAnswered, kGoBack, kSignOutTitle, kSignOutOf, kAppAsksSignOut, kSignOut,
+    kStaySignedIn, kSignedOutTitle, kNoLongerSignedIn,
+};
+constexpr std::string_view kPageTexts[] = {
+    "Allow {client}?",
+    "{client} asks to sign you in",
+    "As {account} on {site}, it will see:",
+    "your account",
+    "who you are on this site (an identifier that stays the same)",
+    "your email address",
+    "your roles on this site",
+    "keep access while you are away",
+    "Allow",
+    "Deny",
+    "Sign-in request refused",
+    "This sign-in request cannot be answered",
+    "The application that sent you here to {site} is not set up for it ({error}). Go back to it and try again, or tell its operator.",
+    "Sign out?",
+    "Sign out of {site}?",
+    "An application asks to sign you out.",
+    "Sign out",
+    "Stay signed in",
+    "Signed out",
+    "You are no longer signed in to {site}.",
+};
 
 OpAnswer answer_error(const op::TokenError &e) {
     OpAnswer a;
@@ -180,26 +213,82 @@ std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, 
     return g;
 }
 
-std::string page_head(std::string_view title, std::string_view stylesheet) {
-    std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
-    append_html_escaped(out, title);
-    out += "</title>";
-    if (!stylesheet.empty()) {
-        out += "<link rel=\"stylesheet\" href=\"";
-        append_html_escaped(out, stylesheet);
-        out += "\">";
+// The provider's pages in one language: each text is the catalog's (English when the catalog
+// lacks it), HTML-escaped, with its {arguments} filled in escaped (and wrapped in `tag`, when
+// given, as the account in <strong>).
+class Words {
+public:
+    explicit Words(const PageLanguage &l)
+        : langs_(l.languages != nullptr ? l.languages : english_.get()),
+          lang_(l.languages != nullptr && l.index < l.languages->size() ? l.index : 0) {}
+
+    struct Value {
+        std::string name, text;
+        std::string_view tag = {};
+    };
+    std::string say(std::string_view english, const std::vector<Value> &values = {}) const {
+        std::vector<i18n::Arg> args;
+        for (std::size_t i = 0; i < values.size(); i++) {
+            args.push_back(i18n::text_arg(values[i].name, "\x01" + std::string(1, static_cast<char>('A' + i)) + "\x01"));
+        }
+        std::string escaped;
+        append_html_escaped(escaped, langs_->format(lang_, english, args));
+        for (std::size_t i = 0; i < values.size(); i++) {
+            const std::string marker = "\x01" + std::string(1, static_cast<char>('A' + i)) + "\x01";
+            std::string html;
+            if (!values[i].tag.empty()) html.append("<").append(values[i].tag).append(">");
+            append_html_escaped(html, values[i].text);
+            if (!values[i].tag.empty()) html.append("</").append(values[i].tag).append(">");
+            for (std::size_t at = escaped.find(marker); at != std::string::npos; at = escaped.find(marker, at + html.size())) {
+                escaped.replace(at, marker.size(), html);
+            }
+        }
+        return escaped;
     }
-    return out + "</head><body><main>";
-}
+
+    // The text unescaped, for a value of another.
+    std::string plain(std::string_view english) const { return langs_->format(lang_, english); }
+
+    std::string head(std::string_view title, std::string_view stylesheet) const {
+        std::string out = "<!doctype html>\n<html lang=\"";
+        append_html_escaped(out, langs_->tag(lang_));
+        out += langs_->rtl(lang_) ? "\" dir=\"rtl\">" : "\" dir=\"ltr\">";
+        out += "<head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
+        out += title;
+        out += "</title>";
+        if (!stylesheet.empty()) {
+            out += "<link rel=\"stylesheet\" href=\"";
+            append_html_escaped(out, stylesheet);
+            out += "\">";
+        }
+        return out + "</head><body><main>";
+    }
+
+private:
+    std::shared_ptr<const i18n::Languages> english_ = i18n::Languages::english();
+    const i18n::Languages *langs_;
+    std::size_t lang_;
+};
 
 // What each scope lets the application see, as the consent page says it.
-const char *scope_words(std::string_view scope) {
-    if (scope == "openid") return "who you are on this site (an identifier that stays the same)";
-    if (scope == "email") return "your email address";
-    if (scope == "profile") return "your roles on this site";
-    if (scope == "offline_access") return "keep access while you are away";
-    return nullptr;
+std::string_view scope_words(std::string_view scope) {
+    if (scope == "openid") return kPageTexts[kScopeOpenid];
+    if (scope == "email") return kPageTexts[kScopeEmail];
+    if (scope == "profile") return kPageTexts[kScopeProfile];
+    if (scope == "offline_access") return kPageTexts[kScopeOffline];
+    return {};
+}
+
+// A form posted to `action` with the request's query and a decision: allow or deny.
+std::string decision_form(const Words &w, std::string_view action, std::string_view query, std::string_view allow,
+                          std::string_view deny) {
+    std::string out = "<form method=\"post\" action=\"";
+    append_html_escaped(out, action);
+    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
+    append_html_escaped(out, query);
+    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">" + w.say(allow) +
+           "</button> <button type=\"submit\" name=\"decision\" value=\"deny\">" + w.say(deny) + "</button></form>";
+    return out;
 }
 
 }  // namespace
@@ -216,63 +305,57 @@ std::optional<ConsentForm> parse_consent_form(std::string_view body) {
     return ConsentForm{*query, decision == "allow"};
 }
 
-std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
-                         std::string_view action, std::string_view query, std::string_view stylesheet) {
-    std::string out = page_head("Allow " + r.client_id + "?", stylesheet);
-    out += "<h1>";
-    append_html_escaped(out, r.client_id);
-    out += " asks to sign you in</h1><p>As <strong>";
-    append_html_escaped(out, user.email.empty() ? std::string("your account") : user.email);
-    out += "</strong> on ";
-    append_html_escaped(out, site_name);
-    out += ", it will see:</p><ul>";
-    for (const auto &s : r.scopes) {
-        if (const char *words = scope_words(s)) {
-            out += "<li>";
-            out += words;
-            out += "</li>";
-        }
+std::vector<std::string> op_page_messages() {
+    std::vector<std::string> out(std::begin(kPageTexts), std::end(kPageTexts));
+    for (std::string_view refusal : {op::kRefusalMalformed, op::kRefusalTwoClientIds, op::kRefusalTwoRedirectUris,
+                                     op::kRefusalNoClient, op::kRefusalUnknownClient, op::kRefusalNoRedirectUri,
+                                     op::kRefusalWrongRedirectUri, op::kRefusalTooLong}) {
+        out.emplace_back(refusal);
     }
-    out += "</ul><form method=\"post\" action=\"";
-    append_html_escaped(out, action);
-    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
-    append_html_escaped(out, query);
-    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">Allow</button> "
-           "<button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form></main></body></html>\n";
     return out;
 }
 
-std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet) {
-    std::string out = page_head("Sign-in request refused", stylesheet);
-    out += "<h1>This sign-in request cannot be answered</h1><p>";
-    append_html_escaped(out, e.description);
-    out += "</p><p>The application that sent you here to ";
-    append_html_escaped(out, site_name);
-    out += " is not set up for it (";
-    append_html_escaped(out, e.error);
-    out += "). Go back to it and try again, or tell its operator.</p></main></body></html>\n";
+std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
+                         std::string_view action, std::string_view query, std::string_view stylesheet,
+                         const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kAllowTitle], {{"client", r.client_id}}), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kAsksToSignIn], {{"client", r.client_id}}) + "</h1><p>";
+    const std::string account = user.email.empty() ? w.plain(kPageTexts[kYourAccount]) : user.email;
+    out += w.say(kPageTexts[kItWillSee], {{"account", account, "strong"}, {"site", std::string(site_name)}});
+    out += "</p><ul>";
+    for (const auto &s : r.scopes) {
+        if (const std::string_view words = scope_words(s); !words.empty()) out += "<li>" + w.say(words) + "</li>";
+    }
+    out += "</ul>" + decision_form(w, action, query, kPageTexts[kAllow], kPageTexts[kDeny]) + "</main></body></html>\n";
+    return out;
+}
+
+std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet,
+                         const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kRefusedTitle]), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kCannotBeAnswered]) + "</h1><p>" + w.say(e.description) + "</p><p>";
+    out += w.say(kPageTexts[kGoBack], {{"site", std::string(site_name)}, {"error", e.error, "code"}});
+    out += "</p></main></body></html>\n";
     return out;
 }
 
 std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
-                             std::string_view stylesheet) {
-    std::string out = page_head("Sign out?", stylesheet);
-    out += "<h1>Sign out of ";
-    append_html_escaped(out, site_name);
-    out += "?</h1><p>An application asks to sign you out.</p><form method=\"post\" action=\"";
-    append_html_escaped(out, action);
-    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
-    append_html_escaped(out, query);
-    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">Sign out</button> "
-           "<button type=\"submit\" name=\"decision\" value=\"deny\">Stay signed in</button></form></main></body></html>\n";
+                             std::string_view stylesheet, const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kSignOutTitle]), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kSignOutOf], {{"site", std::string(site_name)}}) + "</h1><p>" +
+           w.say(kPageTexts[kAppAsksSignOut]) + "</p>";
+    out += decision_form(w, action, query, kPageTexts[kSignOut], kPageTexts[kStaySignedIn]) + "</main></body></html>\n";
     return out;
 }
 
-std::string signed_out_page(std::string_view site_name, std::string_view stylesheet) {
-    std::string out = page_head("Signed out", stylesheet);
-    out += "<h1>Signed out</h1><p>You are no longer signed in to ";
-    append_html_escaped(out, site_name);
-    out += ".</p></main></body></html>\n";
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kSignedOutTitle]), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kSignedOutTitle]) + "</h1><p>" +
+           w.say(kPageTexts[kNoLongerSignedIn], {{"site", std::string(site_name)}}) + "</p></main></body></html>\n";
     return out;
 }
 

@@ -286,3 +286,43 @@ TEST(OidcConsentPage, TheFormCarriesTheQueryEscapedAndIsReadBack) {
 }
 
 }  // namespace
+
+namespace {
+
+// The provider's pages speak the visitor's language (the catalogs'), say it in lang, and turn
+// right to left for Arabic; a value in a text is escaped wherever the translation puts it.
+TEST(OidcPages, InTheChosenLanguage) {
+    auto langs = i18n::Languages::make({"en", "de", "ar"});
+    ASSERT_TRUE(langs) << langs.error().message;
+    op::AuthorizeRequest r;
+    r.client_id = "<wiki>";
+    r.scopes = {"openid", "email"};
+    User u;
+    u.email = "a@b.example";
+    const PageLanguage de{langs->get(), 1};
+    const std::string page = consent_page(r, u, "acme", "/auth/oauth2/authorize", "client_id=wiki", "", de);
+    EXPECT_NE(page.find("<html lang=\"de\" dir=\"ltr\">"), std::string::npos);
+    EXPECT_NE(page.find("&lt;wiki&gt; möchte Sie anmelden"), std::string::npos) << page;
+    EXPECT_NE(page.find("Als <strong>a@b.example</strong> bei acme"), std::string::npos) << page;
+    EXPECT_NE(page.find("Ihre E-Mail-Adresse"), std::string::npos);
+    EXPECT_NE(page.find(">Erlauben</button>"), std::string::npos);
+    EXPECT_EQ(page.find("<wiki>"), std::string::npos);
+
+    const PageLanguage ar{langs->get(), 2};
+    EXPECT_NE(signed_out_page("acme", "", ar).find("<html lang=\"ar\" dir=\"rtl\">"), std::string::npos);
+    op::AuthorizeError e;
+    e.page = true;
+    e.error = "unauthorized_client";
+    e.description = std::string(op::kRefusalUnknownClient);
+    const std::string refused = refusal_page(e, "acme", "", de);
+    EXPECT_NE(refused.find("Diese Anwendung ist hier nicht bekannt."), std::string::npos) << refused;
+    EXPECT_NE(refused.find("(<code>unauthorized_client</code>)"), std::string::npos) << refused;
+    EXPECT_NE(end_session_page("acme", "/a", "q", "", de).find(">Angemeldet bleiben</button>"), std::string::npos);
+
+    // English without languages, and for an index out of range
+    EXPECT_NE(signed_out_page("acme", "").find("<html lang=\"en\" dir=\"ltr\">"), std::string::npos);
+    EXPECT_NE(signed_out_page("acme", "", PageLanguage{langs->get(), 9}).find("You are no longer signed in to acme."),
+              std::string::npos);
+}
+
+}  // namespace
