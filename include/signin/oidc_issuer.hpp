@@ -40,6 +40,18 @@ struct OpAnswer {
     OpOutcome outcome = OpOutcome::None;
 };
 
+// What a token request wrote, its answer waiting for the ID token's signature (a few hundred
+// microseconds of RSA, made once the grant is durable, outside the write batch): the tokens
+// given, their scopes, the ID token's claims and the key to sign them with. A refusal is its
+// answer alone (outcome other than Granted).
+struct TokenGrant {
+    OpAnswer answer;
+    Secret access, refresh;
+    std::vector<std::string> scopes;
+    std::string id_claims;                 // "" when no ID token
+    const op::SigningKey *key = nullptr;   // the configuration's, alive as long as it is
+};
+
 // The consent page's form, posted back to {auth_path}/oauth2/authorize: the authorization
 // request's query as it came (the request is parsed and checked again from it), and whether the
 // person allowed. nullopt when the body is not such a form.
@@ -110,8 +122,17 @@ public:
     // code is spent (a second use ends what the first gave: its access token and refresh
     // family); an access token and an ID token, and a refresh token with offline_access.
     // refresh_token: the family's next generation (an old token coming back ends the family).
+    // token() is token_write() then token_answer(): the transport runs the first in its write
+    // batch and the second, the ID token's signature, after the batch committed, in a pool.
     OpAnswer token(const OpSite &site, std::string_view body, std::string_view authorization,
                    std::string_view client);
+    // The token request's write, committed: a refusal (its answer whole), or a grant whose ID
+    // token is still to sign.
+    TokenGrant token_write(const OpSite &site, std::string_view body, std::string_view authorization,
+                           std::string_view client);
+    // The answer to what token_write() did: a grant's ID token signed and its tokens written
+    // out; a refusal as it was. Reads and writes no store: it may run in any thread.
+    static OpAnswer token_answer(TokenGrant &&g);
     // GET or POST /oauth2/userinfo with "Authorization: Bearer TOKEN": the claims the token's
     // scopes allow; 401 invalid_token for a token unknown, expired or of a suspended account.
     OpAnswer userinfo(std::string_view authorization);

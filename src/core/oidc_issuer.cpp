@@ -71,12 +71,13 @@ bool has_scope(const std::vector<std::string> &scopes, std::string_view s) {
     return std::find(scopes.begin(), scopes.end(), s) != scopes.end();
 }
 
-// The ID token of a grant, signed with the client's algorithm ("" when no key of it: nginx -t
-// refuses that configuration).
-std::string id_token_for(const OpSite &site, const op::Client &c, const User &u, const std::vector<std::string> &scopes,
-                         const std::vector<std::string> &amr, Millis auth_time, const std::string &nonce, Millis now) {
-    const op::SigningKey *key = site.keys != nullptr ? site.keys->signer(c.alg) : nullptr;
-    if (key == nullptr) return {};
+// The ID token of a grant, to be signed with the client's algorithm once the grant is durable:
+// its key (nullptr when none of it: nginx -t refuses that configuration) and its claims.
+void id_token_for(TokenGrant &g, const OpSite &site, const op::Client &c, const User &u,
+                  const std::vector<std::string> &scopes, const std::vector<std::string> &amr, Millis auth_time,
+                  const std::string &nonce, Millis now) {
+    g.key = site.keys != nullptr ? site.keys->signer(c.alg) : nullptr;
+    if (g.key == nullptr) return;
     op::IdToken t;
     t.issuer = site.issuer;
     t.client_id = c.id;
@@ -86,7 +87,7 @@ std::string id_token_for(const OpSite &site, const op::Client &c, const User &u,
     t.auth_time = auth_time;
     t.nonce = nonce;
     t.now = now;
-    return op::sign_id_token(*key, t);
+    g.id_claims = op::id_token_claims(t);
 }
 
 // The bearer token of an Authorization header ("" when it names none).
@@ -117,23 +118,21 @@ void revoke_grant(WriteTxn &txn, const op::CodeRecord &code) {
     if (!code.family_id.empty()) txn.end_oidc_family(code.family_id);
 }
 
-struct Granted {
-    Secret access, refresh;
-    std::string id_token;
-    std::vector<std::string> scopes;
-};
-
-std::string granted_json(const Granted &g) {
-    return op::token_response(g.access.reveal(), op::kAccessTokenTtl, g.id_token, g.refresh.reveal(), g.scopes);
+// A live code is spent in its one write: with what it gave (a grant), or nothing (a refusal).
+void spend(WriteTxn &txn, std::optional<op::CodeRecord> &code) {
+    if (!code || code->spent) return;
+    code->spent = true;
+    txn.put_oidc_code(*code);
 }
 
-// authorization_code: the code spent in txn, checked, and what it gives written. The caller commits.
-std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
-                                                   const op::Client &c, Millis now, std::string_view client,
-                                                   bool &reused) {
+// authorization_code: the code read in txn, checked, spent, and what it gives written. The caller
+// commits.
+std::variant<TokenGrant, op::TokenError> exchange_code(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
+                                                      const op::Client &c, Millis now, std::string_view client,
+                                                      bool &reused) {
     const std::string key = record_key(t.code.reveal());
     txn.serialize_on(key);
-    auto code = txn.take_oidc_code(key);
+    auto code = txn.oidc_code(key);
     const op::CodeCheck check = op::check_code(code ? &*code : nullptr, t, c, now);
     const std::string user_id = code ? code->user_id : std::string();
     if (check.outcome == op::CodeOutcome::Reused) {
@@ -143,15 +142,17 @@ std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite 
         return check.error;
     }
     if (check.outcome != op::CodeOutcome::Ok) {
+        spend(txn, code);
         txn.append_audit(detail::audit(now, "oidc.refused", {}, client, user_id, c.id + ": " + check.error.description));
         return check.error;
     }
     auto user = txn.user_by_id(code->user_id);
     if (!user || !op::may_use(c, *user, code->mfa)) {
+        spend(txn, code);
         txn.append_audit(detail::audit(now, "oidc.refused", {}, client, code->user_id, c.id + ": may not use"));
         return op::TokenError{"invalid_grant", "This account may not use this application.", 400};
     }
-    Granted g;
+    TokenGrant g;
     g.scopes = code->scopes;
     auto [access, access_key] = new_secret(now);
     std::string family_id;
@@ -163,20 +164,19 @@ std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite 
         g.refresh = std::move(refresh);
     }
     txn.put_oidc_access_token(op::new_access_token(access_key, c.id, user->id, g.scopes, family_id, now));
-    code->spent = true;
     code->family_id = family_id;
     code->access_key = access_key;
-    txn.put_oidc_code(*code);
+    spend(txn, code);
     g.access = std::move(access);
-    g.id_token = id_token_for(site, c, *user, g.scopes, code->amr, code->auth_time, code->nonce, now);
+    id_token_for(g, site, c, *user, g.scopes, code->amr, code->auth_time, code->nonce, now);
     txn.append_audit(detail::audit(now, "oidc.granted", user->email, client, user->id, c.id + ": code"));
     return g;
 }
 
 // refresh_token: the family's next generation, or its end when an old token came back. The
 // caller commits.
-std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
-                                            const op::Client &c, Millis now, std::string_view client, bool &reused) {
+std::variant<TokenGrant, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
+                                               const op::Client &c, Millis now, std::string_view client, bool &reused) {
     const std::string key = record_key(t.refresh_token.reveal());
     txn.serialize_on(key);
     auto token = txn.oidc_refresh_token(key);
@@ -199,7 +199,7 @@ std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, 
         txn.append_audit(detail::audit(now, "oidc.refused", {}, client, family->user_id, c.id + ": may not use"));
         return op::TokenError{"invalid_grant", "This account may not use this application.", 400};
     }
-    Granted g;
+    TokenGrant g;
     g.scopes = check.scopes;
     auto [access, access_key] = new_secret(now);
     auto [refresh, refresh_key] = new_secret(now);
@@ -208,7 +208,7 @@ std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, 
     txn.put_oidc_access_token(op::new_access_token(access_key, c.id, user->id, g.scopes, family->id, now));
     g.access = std::move(access);
     g.refresh = std::move(refresh);
-    g.id_token = id_token_for(site, c, *user, g.scopes, family->amr, family->auth_time, {}, now);
+    id_token_for(g, site, c, *user, g.scopes, family->amr, family->auth_time, {}, now);
     txn.append_audit(detail::audit(now, "oidc.granted", user->email, client, user->id, c.id + ": refresh"));
     return g;
 }
@@ -419,18 +419,23 @@ void OidcIssuer::refused(std::string_view client_id, std::string_view why, std::
                                        std::string(client_id) + ": " + std::string(why)));
 }
 
-OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::string_view authorization,
-                           std::string_view client) {
+TokenGrant OidcIssuer::token_write(const OpSite &site, std::string_view body, std::string_view authorization,
+                                   std::string_view client) {
+    auto refusal = [](const op::TokenError &e) {
+        TokenGrant g;
+        g.answer = answer_error(e);
+        return g;
+    };
     auto parsed = op::parse_token_request(body, authorization);
-    if (auto *e = std::get_if<op::TokenError>(&parsed)) return answer_error(*e);
+    if (auto *e = std::get_if<op::TokenError>(&parsed)) return refusal(*e);
     const auto &t = std::get<op::TokenRequest>(parsed);
     auto who = op::authenticate(t, *site.clients);
     if (auto *e = std::get_if<op::TokenError>(&who)) {
         refused(t.client_id, "client authentication", client);
-        return answer_error(*e);
+        return refusal(*e);
     }
     const op::Client &c = *std::get<const op::Client *>(who);
-    auto done = detail::guarded("oidc token", [&]() -> Result<OpAnswer> {
+    auto done = detail::guarded("oidc token", [&]() -> Result<TokenGrant> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
         bool reused = false;
@@ -438,16 +443,27 @@ OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::strin
                                                          : rotate(*txn, site, t, c, now, client, reused);
         txn->commit();
         if (auto *e = std::get_if<op::TokenError>(&g)) {
-            OpAnswer a = answer_error(*e);
-            if (reused) a.outcome = OpOutcome::Reused;
-            return a;
+            TokenGrant out = refusal(*e);
+            if (reused) out.answer.outcome = OpOutcome::Reused;
+            return out;
         }
-        OpAnswer a;
-        a.body = granted_json(std::get<Granted>(g));
-        a.outcome = OpOutcome::Granted;
-        return a;
+        TokenGrant out = std::move(std::get<TokenGrant>(g));
+        out.answer.outcome = OpOutcome::Granted;
+        return out;
     });
-    return done ? std::move(done).value() : answer_error(server_error());
+    return done ? std::move(done).value() : refusal(server_error());
+}
+
+OpAnswer OidcIssuer::token_answer(TokenGrant &&g) {
+    if (g.answer.outcome != OpOutcome::Granted) return std::move(g.answer);
+    const std::string id_token = g.key != nullptr && !g.id_claims.empty() ? g.key->sign_jwt(g.id_claims) : std::string();
+    g.answer.body = op::token_response(g.access.reveal(), op::kAccessTokenTtl, id_token, g.refresh.reveal(), g.scopes);
+    return std::move(g.answer);
+}
+
+OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::string_view authorization,
+                           std::string_view client) {
+    return token_answer(token_write(site, body, authorization, client));
 }
 
 OpAnswer OidcIssuer::userinfo(std::string_view authorization) {
