@@ -6,7 +6,8 @@
 // and descriptions hold only the characters RFC 6749 allows them. The same input as an
 // end_session query sends the browser back only to a registered post_logout_redirect_uri; as the
 // consent page's form body, an accepted form holds a query no longer than an authorization
-// request may be, and the consent page made from it carries no markup of the input's.
+// request may be, and the consent page made from it carries no markup of the input's, in English
+// and in the translations (German, and Arabic written right to left).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +43,15 @@ const signin::op::KeyRing &ring() {
     return keys;
 }
 
+const signin::i18n::Languages &languages() {
+    static const std::shared_ptr<const signin::i18n::Languages> all = [] {
+        auto l = signin::i18n::Languages::make({"en", "de", "ar"});
+        if (!l) __builtin_trap();
+        return l.value();
+    }();
+    return *all;
+}
+
 bool registered(const signin::op::Client *c, std::string_view uri) {
     return c != nullptr && std::find(c->redirect_uris.begin(), c->redirect_uris.end(), uri) != c->redirect_uris.end();
 }
@@ -68,14 +78,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         op::AuthorizeRequest r;
         r.client_id = "wiki";
         r.scopes = {"openid", "email"};
-        const std::string page = signin::consent_page(r, u, "site", "/auth/oauth2/authorize", form->query, "");
         signin::User plain;
         plain.email = "x";
-        const std::string bare = signin::consent_page(r, plain, "site", "/auth/oauth2/authorize", "", "");
-        // every '<' and '"' of the input was escaped: the page has the markup of the bare page only
-        if (std::count(page.begin(), page.end(), '<') != std::count(bare.begin(), bare.end(), '<') ||
-            std::count(page.begin(), page.end(), '"') != std::count(bare.begin(), bare.end(), '"')) {
-            __builtin_trap();
+        for (std::size_t lang = 0; lang < languages().size(); lang++) {
+            const signin::PageLanguage in{&languages(), lang};
+            const std::string page = signin::consent_page(r, u, "site", "/auth/oauth2/authorize", form->query, "", in);
+            const std::string bare = signin::consent_page(r, plain, "site", "/auth/oauth2/authorize", "", "", in);
+            // every '<' and '"' of the input was escaped: the page has the markup of the bare page only
+            if (std::count(page.begin(), page.end(), '<') != std::count(bare.begin(), bare.end(), '<') ||
+                std::count(page.begin(), page.end(), '"') != std::count(bare.begin(), bare.end(), '"')) {
+                __builtin_trap();
+            }
         }
     }
     auto a = op::parse_authorize(query, clients());

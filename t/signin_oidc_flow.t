@@ -2,7 +2,9 @@
 # relying-party library, t/tools/oidc_rp.mjs) discovers the provider and writes the
 # authorization request with PKCE, state and nonce; the test walks the browser's part (the
 # sign-in page's detour when nobody is signed in, a sign-in by an emailed link, the consent
-# page and its form); openid-client exchanges the code, verifies the ID token against the
+# page and its form, in the language the browser asks for: German for Accept-Language: de, right
+# to left for Arabic, English for a language not configured); openid-client exchanges the code,
+# verifies the ID token against the
 # published keys and reads the userinfo; Debian's oauthlib and PyJWT do the same as a second,
 # independent relying party. Then the refusals of the OAuth security BCP, by hand:
 # a redirect URI not registered (a page, never a redirect), a code used twice (refused, and the
@@ -36,6 +38,7 @@ my $wiki_bye = 'http://127.0.0.1:9/wiki/bye';
 $t->run(http => $t->signin_http(extra => qq{
     signin_limits off;
     signin_mfa on;
+    signin_languages en de ar;
     signin_oidc_client wiki redirect_uri=$wiki_cb secret_file=$dir/wiki.secret post_logout_redirect_uri=$wiki_bye;
     signin_oidc_client cli redirect_uri=$cli_cb public consent=off;
     signin_oidc_client acme redirect_uri=$cli_cb public consent=off allow=domain:acme.example;
@@ -95,6 +98,20 @@ like $r->{content}, qr{alice\@example\.com}, '... and the account';
 like $r->{headers}{'content-security-policy'} // '', qr{frame-ancestors 'none'}, '... and may not be framed';
 my ($query) = $r->{content} =~ /name="query" value="([^"]*)"/;
 ok defined $query, '... with a form that carries the request';
+like $r->{content}, qr{<html lang="en" dir="ltr">}, '... in English, the first of signin_languages';
+
+# the page in the visitor's language, as the sign-in pages pick it
+my $de = $t->req(GET => $back, headers => { cookie => $cookie, 'accept-language' => 'de-CH, de;q=0.9, en;q=0.5' });
+is $de->{status}, 200, 'a browser asking for German: the consent page';
+like $de->{content}, qr{<html lang="de" dir="ltr">}, '... in German';
+like $de->{content}, qr{wiki möchte Sie anmelden}, '... its words';
+like $de->{content}, qr{>Erlauben</button>}, '... and its buttons';
+is $de->{headers}{'content-language'}, 'de', '... saying so in Content-Language';
+like $de->{headers}{vary} // '', qr{Accept-Language}, '... and varying by it';
+my $xx = $t->req(GET => $back, headers => { cookie => $cookie, 'accept-language' => 'tlh, xx-YY;q=0.8' });
+like $xx->{content}, qr{<html lang="en" dir="ltr">.*asks to sign you in}s, 'an unsupported language: the default, English';
+my $ar = $t->req(GET => $back, headers => { cookie => $cookie, 'accept-language' => 'ar' });
+like $ar->{content}, qr{<html lang="ar" dir="rtl">}, 'Arabic: the page is right to left';
 $query =~ s/&amp;/&/g; $query =~ s/&quot;/"/g; $query =~ s/&#39;/'/g; $query =~ s/&lt;/</g; $query =~ s/&gt;/>/g;
 my $form = 'decision=allow&query=' . uri_escape($query);
 my $form_h = { 'content-type' => 'application/x-www-form-urlencoded', cookie => $cookie };
@@ -168,6 +185,9 @@ is $r->{status}, 400, 'a redirect URI not registered: refused';
 ok !$r->{headers}{location}, '... on a page, never a redirect';
 $r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=nobody&redirect_uri=" . uri_escape($cli_cb) . "&scope=openid");
 is $r->{status}, 400, 'an unknown client: a page too';
+$r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=nobody&redirect_uri=" . uri_escape($cli_cb) . "&scope=openid",
+             headers => { 'accept-language' => 'de' });
+like $r->{content}, qr{Diese Anwendung ist hier nicht bekannt\.}, '... in the visitor\'s language';
 ok !$r->{headers}{location}, '... no redirect';
 
 $r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=cli&redirect_uri=" . uri_escape($cli_cb) . "&scope=openid&state=s0",

@@ -3,14 +3,16 @@
 #   1. redocly lint (its recommended rules, as a client generator's user runs it) and a
 #      structural validation by @seriousme/openapi-schema-validator;
 #   2. against the source: every route of the route table in src/ngx/signin/signin_api.cpp (and the
-#      provider navigations) is documented with its method, Origin rule and nothing more, and the
-#      Error schema's codes are exactly the codes the module can answer;
+#      provider navigations, and the OpenID provider's OAuth endpoints) is documented with its
+#      method, Origin rule and nothing more, and the Error schema's codes are exactly the codes the
+#      module can answer (the OAuth endpoints' own refusals are OAuth's OAuthError, or a page);
 #   3. against a running nginx with every feature on (passwords, second factors, passkeys, a
 #      provider): every documented (path, method) is served (not 404, not 405) and answers a
 #      status the document lists, with a body its schema accepts; every other method of those
 #      paths gets 405 with an Allow naming the documented ones; and the central flows (register,
 #      login, session, token, /me, /sessions, revoke, logout, the second step, passkey options,
-#      providers) answer what the document says, field by field.
+#      providers, and the OpenID provider's code flow) answer what the document says, field by
+#      field.
 # SIGNIN_API_DOC=FILE checks another copy of the document (to see this test fail on a wrong one).
 use strict; use warnings;
 use Test::More;
@@ -19,7 +21,9 @@ use JSON::PP;
 use File::Spec;
 use File::Temp qw(tempdir);
 use B ();
-use Digest::SHA qw(hmac_sha1);
+use Digest::SHA qw(hmac_sha1 sha256);
+use MIME::Base64 qw(encode_base64url);
+use URI::Escape qw(uri_escape uri_unescape);
 
 my $root = File::Spec->rel2abs($ENV{SIGNIN_ROOT} || '.');
 my $doc_file = File::Spec->rel2abs($ENV{SIGNIN_API_DOC} || "$root/docs/signin-api.yaml");
@@ -37,11 +41,13 @@ my $JSON = JSON::PP->new->canonical->allow_nonref;
     is $st, 0, 'redocly lint (recommended rules) passes' or diag `$redocly lint \Q$doc_file\E 2>&1`;
     my $report = eval { $JSON->decode($out) } || {};
     is $report->{totals}{errors}, 0, 'redocly lint: no error';
-    # The one warning allowed: a provider's start is a navigation that always redirects (302).
+    # The warnings allowed: a provider's start and the consent form's answer are navigations that
+    # always redirect (302) or refuse.
     my @warnings = grep {
-        !($_->{ruleId} eq 'operation-2xx-response' && ($_->{location}[0]{pointer} // '') =~ m{~1start/get/responses$})
+        !($_->{ruleId} eq 'operation-2xx-response'
+          && ($_->{location}[0]{pointer} // '') =~ m{(~1start/get|~1oauth2~1authorize/post)/responses$})
     } @{ $report->{problems} || [] };
-    is scalar(@warnings), 0, 'redocly lint: no warning but the redirect-only provider start'
+    is scalar(@warnings), 0, 'redocly lint: no warning but the redirect-only provider start and consent form'
         or diag explain [map { "$_->{ruleId}: $_->{message} at " . ($_->{location}[0]{pointer} // '') } @warnings];
 }
 SKIP: {
@@ -172,6 +178,17 @@ cmp_ok scalar(keys %routes), '>=', 38, 'the route table of src/ngx/signin/signin
 like slurp("$root/src/ngx/signin/signin_providers.cpp"), qr/step != "start" && step != "callback"/,
     'the provider navigations are start and callback';
 $routes{"GET /providers/{name}/$_"} = 'Navigation' for qw(start callback);
+# the OpenID provider's OAuth endpoints (is_oauth2_step and oauth2_step in src/ngx/signin/signin_oidc.cpp):
+# authorize and end_session are pages whose forms come back by POST (a cookie write: Origin
+# required), userinfo takes GET and POST, token and revoke POST only
+my $oidc_src = slurp("$root/src/ngx/signin/signin_oidc.cpp");
+my ($steps) = $oidc_src =~ /bool is_oauth2_step\(std::string_view path\) \{(.*?)\n\}/s;
+is_deeply [sort(($steps // '') =~ /"oauth2\/(\w+)"/g)], [qw(authorize end_session revoke token userinfo)],
+    'the OAuth endpoints are authorize, end_session, revoke, token and userinfo';
+like $oidc_src, qr/"oauth2\/authorize"\) return page_step.*"oauth2\/end_session"\) return page_step.*"oauth2\/userinfo"\) \{\s*if \(!get && !post\).*if \(!post\) return allow_only\(r, "POST"\)/s,
+    '... with their methods';
+$routes{"$_ /oauth2/authorize"} = $routes{"$_ /oauth2/end_session"} = $_ eq 'GET' ? 'Navigation' : 'CookieWrite' for qw(GET POST);
+$routes{$_} = 'OAuth' for 'GET /oauth2/userinfo', 'POST /oauth2/userinfo', 'POST /oauth2/token', 'POST /oauth2/revoke';
 is_deeply [sort keys %ops], [sort keys %routes], 'the document has every route of the module and its method, and nothing else';
 
 my %tag = map { $_->{name} => 1 } @{ $doc->{tags} || [] };
@@ -183,17 +200,28 @@ for my $k (sort keys %ops) {
     ok @{ $op->{tags} || [] } && !grep({ !$tag{$_} } @{ $op->{tags} }), "$k: tags that are declared";
     my @four = grep { /^4/ } keys %{ $op->{responses} };
     ok scalar(@four), "$k: 4XX answers";
-    # every error answer is the Error shape, with codes the Error schema knows
+    # every error answer is the Error shape, with codes the Error schema knows; an OAuth
+    # endpoint's may also be OAuth's error (with errors OAuthError knows) or, for the browser, a page
     my @bad;
+    my $oauth = $k =~ m{ /oauth2/};
+    my $Error = resolve($doc->{components}{schemas}{Error});
+    my $OAuthError = resolve($doc->{components}{schemas}{OAuthError} // {});
     for my $st (grep { /^[45]/ } keys %{ $op->{responses} }) {
-        my $schema = resolve(resolve($op->{responses}{$st})->{content}{'application/json'}{schema} // {});
+        my $content = resolve($op->{responses}{$st})->{content} // {};
+        next if $oauth && $content->{'text/html'} && !$content->{'application/json'};
+        my $schema = resolve($content->{'application/json'}{schema} // {});
         my @parts = ($schema, map { resolve($_) } @{ $schema->{allOf} || [] });
-        push @bad, "$st is not the Error schema" unless grep { $_ == resolve($doc->{components}{schemas}{Error}) } @parts;
+        my @shapes = $schema->{oneOf} ? map { resolve($_) } @{ $schema->{oneOf} } : @parts;
+        my $ok = grep { $_ == $Error || ($oauth && $_ == $OAuthError) } @shapes;
+        push @bad, "$st is not the Error schema" . ($oauth ? ' nor OAuthError' : '') unless $ok;
         for my $codes (map { $_->{properties}{code}{enum} || () } @parts) {
-            push @bad, "$st: unknown code $_" for grep { my $c = $_; !grep { $_ eq $c } @{ $doc->{components}{schemas}{Error}{properties}{code}{enum} } } @$codes;
+            push @bad, "$st: unknown code $_" for grep { my $c = $_; !grep { $_ eq $c } @{ $Error->{properties}{code}{enum} } } @$codes;
+        }
+        for my $errors (map { $_ == $OAuthError ? () : $_->{properties}{error}{enum} || () } @parts) {
+            push @bad, "$st: unknown OAuth error $_" for grep { my $c = $_; !grep { $_ eq $c } @{ $OAuthError->{properties}{error}{enum} } } @$errors;
         }
     }
-    is_deeply \@bad, [], "$k: every 4xx and 5xx answer is an Error";
+    is_deeply \@bad, [], "$k: every 4xx and 5xx answer is an Error" . ($oauth ? ', an OAuthError or a page' : '');
     # the Origin rules of the route table: cookie writes need it, state changes by cookie too
     my $flags = $routes{$k} // '';
     my @origin = grep { lc($_->{name}) eq 'origin' && $_->{in} eq 'header' } map { resolve($_) } @{ $op->{parameters} || [] };
@@ -274,8 +302,12 @@ sub answer_ok {
     } else {
         $resp = resolve($resp);
         my $schema = $resp->{content} && $resp->{content}{'application/json'} && $resp->{content}{'application/json'}{schema};
+        my $html = $resp->{content} && $resp->{content}{'text/html'};
         my $body = length($r->{content} // '') && $r->{status} != 204 && $r->{status} != 302;
-        if ($schema && $body) {
+        my $type = $r->{headers}{'content-type'} // '';
+        if ($html && $body && $type =~ m{^text/html}) {
+            push @e, 'an HTML page without <html lang' unless $r->{content} =~ /<html lang="/;
+        } elsif ($schema && $body) {
             if (($r->{headers}{'content-type'} // '') !~ m{^application/json}) {
                 push @e, "content-type " . ($r->{headers}{'content-type'} // 'none') . ", not application/json";
             } elsif (!defined $r->{json}) {
@@ -324,13 +356,17 @@ for my $k (sort keys %ops) {
     }
 }
 
-# Every POST: its content type and its size are checked first, as the document says (415, 413).
-for my $k (grep { /^POST / } sort keys %ops) {
+# Every POST: its content type and its size are checked first, as the document says (415, 413);
+# the OAuth endpoints take forms (userinfo reads no body: its token is in Authorization).
+for my $k (grep { /^POST / && $_ ne 'POST /oauth2/userinfo' } sort keys %ops) {
     my (undef, $p) = split / /, $k, 2;
     my $r = $t->req(POST => url_of($p), headers => { %$O, 'content-type' => 'text/plain' }, body => '{}');
     is $r->{status}, 415, "$k as text/plain: 415";
     answer_ok($k, $r, "$k as text/plain: documented");
-    $r = $t->req(POST => url_of($p), headers => $O, json => '{"x": "' . ('a' x 5000) . '"}');
+    $r = $p =~ m{^/oauth2/}
+        ? $t->req(POST => url_of($p), headers => { %$O, 'content-type' => 'application/x-www-form-urlencoded' },
+                  body => 'x=' . ('a' x 5000))
+        : $t->req(POST => url_of($p), headers => $O, json => '{"x": "' . ('a' x 5000) . '"}');
     is $r->{status}, 413, "$k with 5 KB: 413";
     answer_ok($k, $r, "$k with 5 KB: documented");
 }
@@ -415,6 +451,64 @@ is $t->req(GET => '/auth/accounts', headers => $B)->{json}{code}, 'invalid_reque
 $r = $t->req(POST => '/auth/email/change', json => { email => addr() }, headers => $B);
 is $r->{status}, 202, 'POST /email/change: 202';
 answer_ok('POST /email/change', $r);
+
+# the OpenID provider's code flow by a public client with PKCE: the consent page, its form, the
+# code's exchange, userinfo, revocation and a reused code, each answered as documented
+{
+    my $verifier = encode_base64url(join '', map { chr int rand 256 } 1 .. 32);
+    my $challenge = encode_base64url(sha256($verifier));
+    my $cb = 'http://127.0.0.1:8400/cb';
+    my $query = "response_type=code&client_id=app&redirect_uri=" . uri_escape($cb) .
+                "&scope=openid%20email&state=s1&code_challenge=$challenge&code_challenge_method=S256";
+    $r = $t->req(GET => "/auth/oauth2/authorize?$query", headers => { cookie => $cookie });
+    is $r->{status}, 200, 'GET /oauth2/authorize signed in: the consent page';
+    answer_ok('GET /oauth2/authorize', $r);
+    $r = $t->req(POST => '/auth/oauth2/authorize', body => 'decision=allow&query=' . uri_escape($query),
+                 headers => { %$C, 'content-type' => 'application/x-www-form-urlencoded' });
+    is $r->{status}, 302, 'POST /oauth2/authorize allow: a redirect';
+    answer_ok('POST /oauth2/authorize', $r);
+    my ($code) = ($r->{headers}{location} // '') =~ /[?&]code=([^&]+)/;
+    ok $code, '... with a code';
+    my $form = { 'content-type' => 'application/x-www-form-urlencoded' };
+    my $exchange = "grant_type=authorization_code&client_id=app&code=$code&redirect_uri=" . uri_escape($cb) .
+                   "&code_verifier=$verifier";
+    $r = $t->req(POST => '/auth/oauth2/token', body => $exchange, headers => $form);
+    is $r->{status}, 200, 'POST /oauth2/token: 200';
+    answer_ok('POST /oauth2/token', $r);
+    my $access = $r->{json}{access_token} // '';
+    for my $m (qw(GET POST)) {
+        $r = $t->req($m => '/auth/oauth2/userinfo', headers => { authorization => "Bearer $access" });
+        is $r->{status}, 200, "$m /oauth2/userinfo: 200";
+        answer_ok("$m /oauth2/userinfo", $r);
+    }
+    is $r->{json}{email}, $ann, '... the account\'s address';
+    $r = $t->req(POST => '/auth/oauth2/token', body => $exchange, headers => $form);
+    is_deeply [$r->{status}, $r->{json}{error}], [400, 'invalid_grant'], 'the code again: 400 invalid_grant';
+    answer_ok('POST /oauth2/token', $r, 'POST /oauth2/token with a used code: documented');
+    $r = $t->req(POST => '/auth/oauth2/token', body => $exchange =~ s/client_id=app&//r, headers => { %$form, authorization => 'Basic eDp5' });
+    answer_ok('POST /oauth2/token', $r, 'POST /oauth2/token with a client that does not exist: documented');
+    is $r->{headers}{'www-authenticate'}, 'Basic realm="oauth2"', '... 401 with WWW-Authenticate: Basic';
+    $r = $t->req(POST => '/auth/oauth2/revoke', body => "client_id=app&token=$access", headers => $form);
+    is $r->{status}, 200, 'POST /oauth2/revoke: 200';
+    answer_ok('POST /oauth2/revoke', $r);
+    $r = $t->req(GET => '/auth/oauth2/userinfo', headers => { authorization => "Bearer $access" });
+    is $r->{status}, 401, 'GET /oauth2/userinfo with the revoked token: 401';
+    answer_ok('GET /oauth2/userinfo', $r, 'GET /oauth2/userinfo with a revoked token: documented');
+    like $r->{headers}{'www-authenticate'} // '', qr/^Bearer error="invalid_token"/, '... WWW-Authenticate: Bearer error="invalid_token"';
+    $r = $t->req(GET => "/auth/oauth2/authorize?response_type=code&client_id=app&redirect_uri=" . uri_escape('http://127.0.0.1:8400/other'));
+    is $r->{status}, 400, 'GET /oauth2/authorize with a redirect URI not registered: 400, a page';
+    answer_ok('GET /oauth2/authorize', $r, 'GET /oauth2/authorize refused on a page: documented');
+    $r = $t->req(GET => "/auth/oauth2/authorize?response_type=token&client_id=app&redirect_uri=" . uri_escape($cb) . "&state=s2");
+    is $r->{status}, 302, 'GET /oauth2/authorize with another response_type: a redirect';
+    like $r->{headers}{location} // '', qr/^\Q$cb\E\?.*error=unsupported_response_type/, '... to the client with the error';
+    $r = $t->req(GET => '/auth/oauth2/end_session?client_id=app', headers => { cookie => $cookie });
+    is $r->{status}, 200, 'GET /oauth2/end_session without a hint: the question';
+    answer_ok('GET /oauth2/end_session', $r);
+    $r = $t->req(POST => '/auth/oauth2/end_session', body => 'decision=deny&query=client_id%3Dapp',
+                 headers => { %$C, 'content-type' => 'application/x-www-form-urlencoded' });
+    is $r->{status}, 302, 'POST /oauth2/end_session deny: back to the account page, still signed in';
+    answer_ok('POST /oauth2/end_session', $r);
+}
 
 # revoke the bearer session by cookie, then sign out
 my ($bearer_session) = grep { $_->{kind} eq 'bearer' } @{ $t->req(GET => '/auth/sessions', headers => $C)->{json}{sessions} };

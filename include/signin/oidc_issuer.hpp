@@ -10,8 +10,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "signin/engine.hpp"
+#include "signin/i18n.hpp"
 #include "signin/oidc_provider.hpp"
 #include "signin/types.hpp"
 
@@ -38,6 +40,18 @@ struct OpAnswer {
     OpOutcome outcome = OpOutcome::None;
 };
 
+// What a token request wrote, its answer waiting for the ID token's signature (a few hundred
+// microseconds of RSA, made once the grant is durable, outside the write batch): the tokens
+// given, their scopes, the ID token's claims and the key to sign them with. A refusal is its
+// answer alone (outcome other than Granted).
+struct TokenGrant {
+    OpAnswer answer;
+    Secret access, refresh;
+    std::vector<std::string> scopes;
+    std::string id_claims;                 // "" when no ID token
+    const op::SigningKey *key = nullptr;   // the configuration's, alive as long as it is
+};
+
 // The consent page's form, posted back to {auth_path}/oauth2/authorize: the authorization
 // request's query as it came (the request is parsed and checked again from it), and whether the
 // person allowed. nullopt when the body is not such a form.
@@ -46,14 +60,27 @@ struct ConsentForm {
     bool allow = false;
 };
 std::optional<ConsentForm> parse_consent_form(std::string_view body);
+// The language of the provider's pages: one of the configured languages (signin_languages), or
+// English when `languages` is nullptr. The page says which in its lang attribute, and dir="rtl"
+// for a language written right to left.
+struct PageLanguage {
+    const i18n::Languages *languages = nullptr;
+    std::size_t index = 0;
+};
+// The English texts of the provider's pages, as the catalogs must have them (msgids).
+std::vector<std::string> op_page_messages();
+
 // The consent page: which application asks, for which account, what it will see, and the form
-// (allow or deny) posted to `action` with the request's query; in English, styled by the site's
+// (allow or deny) posted to `action` with the request's query; in `lang`, styled by the site's
 // pages stylesheet `stylesheet` ("" = none).
 std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
-                         std::string_view action, std::string_view query, std::string_view stylesheet);
+                         std::string_view action, std::string_view query, std::string_view stylesheet,
+                         const PageLanguage &lang = {});
 // A page that shows why an authorization request cannot be answered to its client (an unknown
-// client, a redirect URI not registered): never a redirect.
-std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet);
+// client, a redirect URI not registered): never a redirect. The description is one of the
+// op::kRefusal* sentences, shown translated.
+std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet,
+                         const PageLanguage &lang = {});
 
 // RP-initiated logout's pages: the question asked before signing out when the request cannot
 // be trusted to come from the application (no id_token_hint, one that does not verify, or another
@@ -61,8 +88,8 @@ std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name
 // deny, read back by parse_consent_form; and the page shown once signed out when the browser
 // has nowhere registered to go back to.
 std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
-                             std::string_view stylesheet);
-std::string signed_out_page(std::string_view site_name, std::string_view stylesheet);
+                             std::string_view stylesheet, const PageLanguage &lang = {});
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang = {});
 
 // The marker the authorize endpoint adds to the request it sends through the sign-in page when a
 // new sign-in is needed (prompt=login, max_age): the time it asked, so that a session made since
@@ -95,8 +122,17 @@ public:
     // code is spent (a second use ends what the first gave: its access token and refresh
     // family); an access token and an ID token, and a refresh token with offline_access.
     // refresh_token: the family's next generation (an old token coming back ends the family).
+    // token() is token_write() then token_answer(): the transport runs the first in its write
+    // batch and the second, the ID token's signature, after the batch committed, in a pool.
     OpAnswer token(const OpSite &site, std::string_view body, std::string_view authorization,
                    std::string_view client);
+    // The token request's write, committed: a refusal (its answer whole), or a grant whose ID
+    // token is still to sign.
+    TokenGrant token_write(const OpSite &site, std::string_view body, std::string_view authorization,
+                           std::string_view client);
+    // The answer to what token_write() did: a grant's ID token signed and its tokens written
+    // out; a refusal as it was. Reads and writes no store: it may run in any thread.
+    static OpAnswer token_answer(TokenGrant &&g);
     // GET or POST /oauth2/userinfo with "Authorization: Bearer TOKEN": the claims the token's
     // scopes allow; 401 invalid_token for a token unknown, expired or of a suspended account.
     OpAnswer userinfo(std::string_view authorization);

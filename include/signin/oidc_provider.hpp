@@ -128,6 +128,18 @@ struct AuthorizeError {
 using Authorize = std::variant<AuthorizeRequest, AuthorizeError>;
 inline constexpr std::size_t kMaxQuery = 8192;
 
+// Why a request is refused on a page rather than sent back (its client or redirect URI is not
+// known to be right): the description of such an AuthorizeError, one of these English sentences,
+// which the refusal page shows in the visitor's language (the catalogs have them).
+inline constexpr std::string_view kRefusalMalformed = "The request is not well formed.";
+inline constexpr std::string_view kRefusalTwoClientIds = "The request names its client_id twice.";
+inline constexpr std::string_view kRefusalTwoRedirectUris = "The request names its redirect_uri twice.";
+inline constexpr std::string_view kRefusalNoClient = "The request names no application (client_id).";
+inline constexpr std::string_view kRefusalUnknownClient = "This application is not known here.";
+inline constexpr std::string_view kRefusalNoRedirectUri = "The request has no redirect_uri.";
+inline constexpr std::string_view kRefusalWrongRedirectUri = "The redirect_uri is not one registered for this application.";
+inline constexpr std::string_view kRefusalTooLong = "The request is too long.";
+
 // The query string of GET /oauth2/authorize (without "?"), percent-encoded as it came.
 Authorize parse_authorize(std::string_view query, const Clients &clients);
 

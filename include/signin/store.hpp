@@ -251,16 +251,13 @@ public:
     virtual void del_counter(std::string_view key) = 0;
     virtual std::size_t del_counters(std::string_view prefix) = 0;
     // The OpenID provider's grants. A code is written live; spent (c.spent) only what
-    // ReadTxn::oidc_code says a spent code keeps is written, whatever else `c` holds.
+    // ReadTxn::oidc_code says a spent code keeps is written, whatever else `c` holds (what it
+    // gave, so that a second use can revoke that), until it would have expired. The token
+    // endpoint reads a code in its write transaction and writes it back spent once, with what it
+    // gave: of two transactions that both read it live, one commits; on PostgreSQL the other
+    // loses the race (StoreError::retry) and finds it spent when run again, and on LMDB there is
+    // one writer at a time.
     virtual void put_oidc_code(const op::CodeRecord &c) = 0;
-    // The token endpoint's use of a code: its record as it was (nullopt: no such code), and, when
-    // it was live, the code spent in this transaction: the live record is deleted and its spent
-    // form (spent, nothing granted yet) takes its place until it would have expired, so that a
-    // second take finds it spent and can revoke what the first gave (the caller writes that with
-    // put_oidc_code once it has granted it). Of two transactions taking one code, one finds it
-    // live: on PostgreSQL the other loses the race (StoreError::retry) and finds it spent when
-    // run again.
-    virtual std::optional<op::CodeRecord> take_oidc_code(std::string_view key) = 0;
     virtual void put_oidc_access_token(const op::AccessTokenRecord &a) = 0;
     virtual void del_oidc_access_token(std::string_view key) = 0;
     // A family as op::use_refresh leaves it: a rotation writes the family (its generation moved

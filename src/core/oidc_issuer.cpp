@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
+#include <memory>
 #include <optional>
 #include <variant>
 #include <utility>
@@ -12,9 +14,40 @@
 #include "engine_detail.hpp"
 #include "form.hpp"
 #include "signin/emails.hpp"
+#include "signin/i18n.hpp"
 
 namespace signin {
 namespace {
+
+// The English texts of the provider's pages (msgids of the catalogs; src/i18n/extract.py reads
+// this table), by what they are.
+enum PageText : std::size_t {
+    kAllowTitle, kAsksToSignIn, kItWillSee, kYourAccount, kScopeOpenid, kScopeEmail, kScopeProfile, kScopeOffline,
+    kAllow, kDeny, kRefusedTitle, kCannotBeAnswered, kGoBack, kSignOutTitle, kSignOutOf, kAppAsksSignOut, kSignOut,
+    kStaySignedIn, kSignedOutTitle, kNoLongerSignedIn,
+};
+constexpr std::string_view kPageTexts[] = {
+    "Allow {client}?",
+    "{client} asks to sign you in",
+    "As {account} on {site}, it will see:",
+    "your account",
+    "who you are on this site (an identifier that stays the same)",
+    "your email address",
+    "your roles on this site",
+    "keep access while you are away",
+    "Allow",
+    "Deny",
+    "Sign-in request refused",
+    "This sign-in request cannot be answered",
+    "The application that sent you here to {site} is not set up for it ({error}). Go back to it and try again, or tell its operator.",
+    "Sign out?",
+    "Sign out of {site}?",
+    "An application asks to sign you out.",
+    "Sign out",
+    "Stay signed in",
+    "Signed out",
+    "You are no longer signed in to {site}.",
+};
 
 OpAnswer answer_error(const op::TokenError &e) {
     OpAnswer a;
@@ -38,12 +71,13 @@ bool has_scope(const std::vector<std::string> &scopes, std::string_view s) {
     return std::find(scopes.begin(), scopes.end(), s) != scopes.end();
 }
 
-// The ID token of a grant, signed with the client's algorithm ("" when no key of it: nginx -t
-// refuses that configuration).
-std::string id_token_for(const OpSite &site, const op::Client &c, const User &u, const std::vector<std::string> &scopes,
-                         const std::vector<std::string> &amr, Millis auth_time, const std::string &nonce, Millis now) {
-    const op::SigningKey *key = site.keys != nullptr ? site.keys->signer(c.alg) : nullptr;
-    if (key == nullptr) return {};
+// The ID token of a grant, to be signed with the client's algorithm once the grant is durable:
+// its key (nullptr when none of it: nginx -t refuses that configuration) and its claims.
+void id_token_for(TokenGrant &g, const OpSite &site, const op::Client &c, const User &u,
+                  const std::vector<std::string> &scopes, const std::vector<std::string> &amr, Millis auth_time,
+                  const std::string &nonce, Millis now) {
+    g.key = site.keys != nullptr ? site.keys->signer(c.alg) : nullptr;
+    if (g.key == nullptr) return;
     op::IdToken t;
     t.issuer = site.issuer;
     t.client_id = c.id;
@@ -53,7 +87,7 @@ std::string id_token_for(const OpSite &site, const op::Client &c, const User &u,
     t.auth_time = auth_time;
     t.nonce = nonce;
     t.now = now;
-    return op::sign_id_token(*key, t);
+    g.id_claims = op::id_token_claims(t);
 }
 
 // The bearer token of an Authorization header ("" when it names none).
@@ -84,23 +118,21 @@ void revoke_grant(WriteTxn &txn, const op::CodeRecord &code) {
     if (!code.family_id.empty()) txn.end_oidc_family(code.family_id);
 }
 
-struct Granted {
-    Secret access, refresh;
-    std::string id_token;
-    std::vector<std::string> scopes;
-};
-
-std::string granted_json(const Granted &g) {
-    return op::token_response(g.access.reveal(), op::kAccessTokenTtl, g.id_token, g.refresh.reveal(), g.scopes);
+// A live code is spent in its one write: with what it gave (a grant), or nothing (a refusal).
+void spend(WriteTxn &txn, std::optional<op::CodeRecord> &code) {
+    if (!code || code->spent) return;
+    code->spent = true;
+    txn.put_oidc_code(*code);
 }
 
-// authorization_code: the code spent in txn, checked, and what it gives written. The caller commits.
-std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
-                                                   const op::Client &c, Millis now, std::string_view client,
-                                                   bool &reused) {
+// authorization_code: the code read in txn, checked, spent, and what it gives written. The caller
+// commits.
+std::variant<TokenGrant, op::TokenError> exchange_code(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
+                                                      const op::Client &c, Millis now, std::string_view client,
+                                                      bool &reused) {
     const std::string key = record_key(t.code.reveal());
     txn.serialize_on(key);
-    auto code = txn.take_oidc_code(key);
+    auto code = txn.oidc_code(key);
     const op::CodeCheck check = op::check_code(code ? &*code : nullptr, t, c, now);
     const std::string user_id = code ? code->user_id : std::string();
     if (check.outcome == op::CodeOutcome::Reused) {
@@ -110,15 +142,17 @@ std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite 
         return check.error;
     }
     if (check.outcome != op::CodeOutcome::Ok) {
+        spend(txn, code);
         txn.append_audit(detail::audit(now, "oidc.refused", {}, client, user_id, c.id + ": " + check.error.description));
         return check.error;
     }
     auto user = txn.user_by_id(code->user_id);
     if (!user || !op::may_use(c, *user, code->mfa)) {
+        spend(txn, code);
         txn.append_audit(detail::audit(now, "oidc.refused", {}, client, code->user_id, c.id + ": may not use"));
         return op::TokenError{"invalid_grant", "This account may not use this application.", 400};
     }
-    Granted g;
+    TokenGrant g;
     g.scopes = code->scopes;
     auto [access, access_key] = new_secret(now);
     std::string family_id;
@@ -130,20 +164,19 @@ std::variant<Granted, op::TokenError> exchange_code(WriteTxn &txn, const OpSite 
         g.refresh = std::move(refresh);
     }
     txn.put_oidc_access_token(op::new_access_token(access_key, c.id, user->id, g.scopes, family_id, now));
-    code->spent = true;
     code->family_id = family_id;
     code->access_key = access_key;
-    txn.put_oidc_code(*code);
+    spend(txn, code);
     g.access = std::move(access);
-    g.id_token = id_token_for(site, c, *user, g.scopes, code->amr, code->auth_time, code->nonce, now);
+    id_token_for(g, site, c, *user, g.scopes, code->amr, code->auth_time, code->nonce, now);
     txn.append_audit(detail::audit(now, "oidc.granted", user->email, client, user->id, c.id + ": code"));
     return g;
 }
 
 // refresh_token: the family's next generation, or its end when an old token came back. The
 // caller commits.
-std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
-                                            const op::Client &c, Millis now, std::string_view client, bool &reused) {
+std::variant<TokenGrant, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, const op::TokenRequest &t,
+                                               const op::Client &c, Millis now, std::string_view client, bool &reused) {
     const std::string key = record_key(t.refresh_token.reveal());
     txn.serialize_on(key);
     auto token = txn.oidc_refresh_token(key);
@@ -166,7 +199,7 @@ std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, 
         txn.append_audit(detail::audit(now, "oidc.refused", {}, client, family->user_id, c.id + ": may not use"));
         return op::TokenError{"invalid_grant", "This account may not use this application.", 400};
     }
-    Granted g;
+    TokenGrant g;
     g.scopes = check.scopes;
     auto [access, access_key] = new_secret(now);
     auto [refresh, refresh_key] = new_secret(now);
@@ -175,31 +208,87 @@ std::variant<Granted, op::TokenError> rotate(WriteTxn &txn, const OpSite &site, 
     txn.put_oidc_access_token(op::new_access_token(access_key, c.id, user->id, g.scopes, family->id, now));
     g.access = std::move(access);
     g.refresh = std::move(refresh);
-    g.id_token = id_token_for(site, c, *user, g.scopes, family->amr, family->auth_time, {}, now);
+    id_token_for(g, site, c, *user, g.scopes, family->amr, family->auth_time, {}, now);
     txn.append_audit(detail::audit(now, "oidc.granted", user->email, client, user->id, c.id + ": refresh"));
     return g;
 }
 
-std::string page_head(std::string_view title, std::string_view stylesheet) {
-    std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
-    append_html_escaped(out, title);
-    out += "</title>";
-    if (!stylesheet.empty()) {
-        out += "<link rel=\"stylesheet\" href=\"";
-        append_html_escaped(out, stylesheet);
-        out += "\">";
+// The provider's pages in one language: each text is the catalog's (English when the catalog
+// lacks it), HTML-escaped, with its {arguments} filled in escaped (and wrapped in `tag`, when
+// given, as the account in <strong>).
+class Words {
+public:
+    explicit Words(const PageLanguage &l)
+        : langs_(l.languages != nullptr ? l.languages : english_.get()),
+          lang_(l.languages != nullptr && l.index < l.languages->size() ? l.index : 0) {}
+
+    struct Value {
+        std::string name, text;
+        std::string_view tag = {};
+    };
+    std::string say(std::string_view english, const std::vector<Value> &values = {}) const {
+        std::vector<i18n::Arg> args;
+        for (std::size_t i = 0; i < values.size(); i++) {
+            args.push_back(i18n::text_arg(values[i].name, "\x01" + std::string(1, static_cast<char>('A' + i)) + "\x01"));
+        }
+        std::string escaped;
+        append_html_escaped(escaped, langs_->format(lang_, english, args));
+        for (std::size_t i = 0; i < values.size(); i++) {
+            const std::string marker = "\x01" + std::string(1, static_cast<char>('A' + i)) + "\x01";
+            std::string html;
+            if (!values[i].tag.empty()) html.append("<").append(values[i].tag).append(">");
+            append_html_escaped(html, values[i].text);
+            if (!values[i].tag.empty()) html.append("</").append(values[i].tag).append(">");
+            for (std::size_t at = escaped.find(marker); at != std::string::npos; at = escaped.find(marker, at + html.size())) {
+                escaped.replace(at, marker.size(), html);
+            }
+        }
+        return escaped;
     }
-    return out + "</head><body><main>";
-}
+
+    // The text unescaped, for a value of another.
+    std::string plain(std::string_view english) const { return langs_->format(lang_, english); }
+
+    std::string head(std::string_view title, std::string_view stylesheet) const {
+        std::string out = "<!doctype html>\n<html lang=\"";
+        append_html_escaped(out, langs_->tag(lang_));
+        out += langs_->rtl(lang_) ? "\" dir=\"rtl\">" : "\" dir=\"ltr\">";
+        out += "<head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
+        out += title;
+        out += "</title>";
+        if (!stylesheet.empty()) {
+            out += "<link rel=\"stylesheet\" href=\"";
+            append_html_escaped(out, stylesheet);
+            out += "\">";
+        }
+        return out + "</head><body><main>";
+    }
+
+private:
+    std::shared_ptr<const i18n::Languages> english_ = i18n::Languages::english();
+    const i18n::Languages *langs_;
+    std::size_t lang_;
+};
 
 // What each scope lets the application see, as the consent page says it.
-const char *scope_words(std::string_view scope) {
-    if (scope == "openid") return "who you are on this site (an identifier that stays the same)";
-    if (scope == "email") return "your email address";
-    if (scope == "profile") return "your roles on this site";
-    if (scope == "offline_access") return "keep access while you are away";
-    return nullptr;
+std::string_view scope_words(std::string_view scope) {
+    if (scope == "openid") return kPageTexts[kScopeOpenid];
+    if (scope == "email") return kPageTexts[kScopeEmail];
+    if (scope == "profile") return kPageTexts[kScopeProfile];
+    if (scope == "offline_access") return kPageTexts[kScopeOffline];
+    return {};
+}
+
+// A form posted to `action` with the request's query and a decision: allow or deny.
+std::string decision_form(const Words &w, std::string_view action, std::string_view query, std::string_view allow,
+                          std::string_view deny) {
+    std::string out = "<form method=\"post\" action=\"";
+    append_html_escaped(out, action);
+    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
+    append_html_escaped(out, query);
+    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">" + w.say(allow) +
+           "</button> <button type=\"submit\" name=\"decision\" value=\"deny\">" + w.say(deny) + "</button></form>";
+    return out;
 }
 
 }  // namespace
@@ -216,63 +305,57 @@ std::optional<ConsentForm> parse_consent_form(std::string_view body) {
     return ConsentForm{*query, decision == "allow"};
 }
 
-std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
-                         std::string_view action, std::string_view query, std::string_view stylesheet) {
-    std::string out = page_head("Allow " + r.client_id + "?", stylesheet);
-    out += "<h1>";
-    append_html_escaped(out, r.client_id);
-    out += " asks to sign you in</h1><p>As <strong>";
-    append_html_escaped(out, user.email.empty() ? std::string("your account") : user.email);
-    out += "</strong> on ";
-    append_html_escaped(out, site_name);
-    out += ", it will see:</p><ul>";
-    for (const auto &s : r.scopes) {
-        if (const char *words = scope_words(s)) {
-            out += "<li>";
-            out += words;
-            out += "</li>";
-        }
+std::vector<std::string> op_page_messages() {
+    std::vector<std::string> out(std::begin(kPageTexts), std::end(kPageTexts));
+    for (std::string_view refusal : {op::kRefusalMalformed, op::kRefusalTwoClientIds, op::kRefusalTwoRedirectUris,
+                                     op::kRefusalNoClient, op::kRefusalUnknownClient, op::kRefusalNoRedirectUri,
+                                     op::kRefusalWrongRedirectUri, op::kRefusalTooLong}) {
+        out.emplace_back(refusal);
     }
-    out += "</ul><form method=\"post\" action=\"";
-    append_html_escaped(out, action);
-    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
-    append_html_escaped(out, query);
-    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">Allow</button> "
-           "<button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form></main></body></html>\n";
     return out;
 }
 
-std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet) {
-    std::string out = page_head("Sign-in request refused", stylesheet);
-    out += "<h1>This sign-in request cannot be answered</h1><p>";
-    append_html_escaped(out, e.description);
-    out += "</p><p>The application that sent you here to ";
-    append_html_escaped(out, site_name);
-    out += " is not set up for it (";
-    append_html_escaped(out, e.error);
-    out += "). Go back to it and try again, or tell its operator.</p></main></body></html>\n";
+std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
+                         std::string_view action, std::string_view query, std::string_view stylesheet,
+                         const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kAllowTitle], {{"client", r.client_id}}), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kAsksToSignIn], {{"client", r.client_id}}) + "</h1><p>";
+    const std::string account = user.email.empty() ? w.plain(kPageTexts[kYourAccount]) : user.email;
+    out += w.say(kPageTexts[kItWillSee], {{"account", account, "strong"}, {"site", std::string(site_name)}});
+    out += "</p><ul>";
+    for (const auto &s : r.scopes) {
+        if (const std::string_view words = scope_words(s); !words.empty()) out += "<li>" + w.say(words) + "</li>";
+    }
+    out += "</ul>" + decision_form(w, action, query, kPageTexts[kAllow], kPageTexts[kDeny]) + "</main></body></html>\n";
+    return out;
+}
+
+std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet,
+                         const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kRefusedTitle]), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kCannotBeAnswered]) + "</h1><p>" + w.say(e.description) + "</p><p>";
+    out += w.say(kPageTexts[kGoBack], {{"site", std::string(site_name)}, {"error", e.error, "code"}});
+    out += "</p></main></body></html>\n";
     return out;
 }
 
 std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
-                             std::string_view stylesheet) {
-    std::string out = page_head("Sign out?", stylesheet);
-    out += "<h1>Sign out of ";
-    append_html_escaped(out, site_name);
-    out += "?</h1><p>An application asks to sign you out.</p><form method=\"post\" action=\"";
-    append_html_escaped(out, action);
-    out += "\"><input type=\"hidden\" name=\"query\" value=\"";
-    append_html_escaped(out, query);
-    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">Sign out</button> "
-           "<button type=\"submit\" name=\"decision\" value=\"deny\">Stay signed in</button></form></main></body></html>\n";
+                             std::string_view stylesheet, const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kSignOutTitle]), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kSignOutOf], {{"site", std::string(site_name)}}) + "</h1><p>" +
+           w.say(kPageTexts[kAppAsksSignOut]) + "</p>";
+    out += decision_form(w, action, query, kPageTexts[kSignOut], kPageTexts[kStaySignedIn]) + "</main></body></html>\n";
     return out;
 }
 
-std::string signed_out_page(std::string_view site_name, std::string_view stylesheet) {
-    std::string out = page_head("Signed out", stylesheet);
-    out += "<h1>Signed out</h1><p>You are no longer signed in to ";
-    append_html_escaped(out, site_name);
-    out += ".</p></main></body></html>\n";
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang) {
+    const Words w(lang);
+    std::string out = w.head(w.say(kPageTexts[kSignedOutTitle]), stylesheet);
+    out += "<h1>" + w.say(kPageTexts[kSignedOutTitle]) + "</h1><p>" +
+           w.say(kPageTexts[kNoLongerSignedIn], {{"site", std::string(site_name)}}) + "</p></main></body></html>\n";
     return out;
 }
 
@@ -336,18 +419,23 @@ void OidcIssuer::refused(std::string_view client_id, std::string_view why, std::
                                        std::string(client_id) + ": " + std::string(why)));
 }
 
-OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::string_view authorization,
-                           std::string_view client) {
+TokenGrant OidcIssuer::token_write(const OpSite &site, std::string_view body, std::string_view authorization,
+                                   std::string_view client) {
+    auto refusal = [](const op::TokenError &e) {
+        TokenGrant g;
+        g.answer = answer_error(e);
+        return g;
+    };
     auto parsed = op::parse_token_request(body, authorization);
-    if (auto *e = std::get_if<op::TokenError>(&parsed)) return answer_error(*e);
+    if (auto *e = std::get_if<op::TokenError>(&parsed)) return refusal(*e);
     const auto &t = std::get<op::TokenRequest>(parsed);
     auto who = op::authenticate(t, *site.clients);
     if (auto *e = std::get_if<op::TokenError>(&who)) {
         refused(t.client_id, "client authentication", client);
-        return answer_error(*e);
+        return refusal(*e);
     }
     const op::Client &c = *std::get<const op::Client *>(who);
-    auto done = detail::guarded("oidc token", [&]() -> Result<OpAnswer> {
+    auto done = detail::guarded("oidc token", [&]() -> Result<TokenGrant> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
         bool reused = false;
@@ -355,16 +443,27 @@ OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::strin
                                                          : rotate(*txn, site, t, c, now, client, reused);
         txn->commit();
         if (auto *e = std::get_if<op::TokenError>(&g)) {
-            OpAnswer a = answer_error(*e);
-            if (reused) a.outcome = OpOutcome::Reused;
-            return a;
+            TokenGrant out = refusal(*e);
+            if (reused) out.answer.outcome = OpOutcome::Reused;
+            return out;
         }
-        OpAnswer a;
-        a.body = granted_json(std::get<Granted>(g));
-        a.outcome = OpOutcome::Granted;
-        return a;
+        TokenGrant out = std::move(std::get<TokenGrant>(g));
+        out.answer.outcome = OpOutcome::Granted;
+        return out;
     });
-    return done ? std::move(done).value() : answer_error(server_error());
+    return done ? std::move(done).value() : refusal(server_error());
+}
+
+OpAnswer OidcIssuer::token_answer(TokenGrant &&g) {
+    if (g.answer.outcome != OpOutcome::Granted) return std::move(g.answer);
+    const std::string id_token = g.key != nullptr && !g.id_claims.empty() ? g.key->sign_jwt(g.id_claims) : std::string();
+    g.answer.body = op::token_response(g.access.reveal(), op::kAccessTokenTtl, id_token, g.refresh.reveal(), g.scopes);
+    return std::move(g.answer);
+}
+
+OpAnswer OidcIssuer::token(const OpSite &site, std::string_view body, std::string_view authorization,
+                           std::string_view client) {
+    return token_answer(token_write(site, body, authorization, client));
 }
 
 OpAnswer OidcIssuer::userinfo(std::string_view authorization) {

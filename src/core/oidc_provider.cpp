@@ -341,29 +341,28 @@ Refused read_prompt(const form::Params &p, AuthorizeRequest &r) {
     return std::nullopt;
 }
 
-AuthorizeError page_error(std::string error, std::string description) {
+AuthorizeError page_error(std::string error, std::string_view description) {
     AuthorizeError e;
     e.page = true;
     e.error = std::move(error);
-    e.description = std::move(description);
+    e.description = std::string(description);
     return e;
 }
 
 // The client and its redirect URI, or the refusal shown on a page: until both are known to be
 // the client's own, nothing may be sent anywhere.
 std::variant<const Client *, AuthorizeError> trusted_client(const form::Params &p, const Clients &clients) {
-    if (p.malformed) return page_error("invalid_request", "The request is not well formed.");
-    for (const char *name : {"client_id", "redirect_uri"}) {
-        if (p.repeated(name)) return page_error("invalid_request", std::string("The request names its ") + name + " twice.");
-    }
+    if (p.malformed) return page_error("invalid_request", kRefusalMalformed);
+    if (p.repeated("client_id")) return page_error("invalid_request", kRefusalTwoClientIds);
+    if (p.repeated("redirect_uri")) return page_error("invalid_request", kRefusalTwoRedirectUris);
     const std::string *client_id = p.get("client_id");
-    if (client_id == nullptr) return page_error("invalid_request", "The request names no application (client_id).");
+    if (client_id == nullptr) return page_error("invalid_request", kRefusalNoClient);
     const Client *client = clients.find(*client_id);
-    if (client == nullptr) return page_error("unauthorized_client", "This application is not known here.");
+    if (client == nullptr) return page_error("unauthorized_client", kRefusalUnknownClient);
     const std::string *redirect_uri = p.get("redirect_uri");
-    if (redirect_uri == nullptr) return page_error("invalid_request", "The request has no redirect_uri.");
+    if (redirect_uri == nullptr) return page_error("invalid_request", kRefusalNoRedirectUri);
     if (std::find(client->redirect_uris.begin(), client->redirect_uris.end(), *redirect_uri) == client->redirect_uris.end()) {
-        return page_error("invalid_request", "The redirect_uri is not one registered for this application.");
+        return page_error("invalid_request", kRefusalWrongRedirectUri);
     }
     return client;
 }
@@ -371,7 +370,7 @@ std::variant<const Client *, AuthorizeError> trusted_client(const form::Params &
 }  // namespace
 
 Authorize parse_authorize(std::string_view query, const Clients &clients) {
-    if (query.size() > kMaxQuery) return page_error("invalid_request", "The request is too long.");
+    if (query.size() > kMaxQuery) return page_error("invalid_request", kRefusalTooLong);
     const form::Params p = form::Params::parse(query);
     auto trusted = trusted_client(p, clients);
     if (auto *e = std::get_if<AuthorizeError>(&trusted)) return std::move(*e);

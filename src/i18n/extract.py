@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes src/i18n/signin.pot, the template of the catalogs: every English text of the pages
 ({{_ ... _}} in src/pages/*.html, t("...") in src/pages/*.js) and of the built-in emails
-(src/core/emails.cpp), as the module looks them up. Then `msgmerge --update LANG.po signin.pot`
+(src/core/emails.cpp) and of the OpenID provider's pages (src/core/oidc_issuer.cpp's table and
+the refusals of include/signin/oidc_provider.hpp), as the module looks them up. Then `msgmerge --update LANG.po signin.pot`
 brings a catalog up to date. The unit tests fail when a catalog or this template lacks a text.
 
     python3 src/i18n/extract.py
@@ -53,6 +54,13 @@ def texts():
         for s in c_strings(body):
             if "{{" not in s:
                 add(s)
+    issuer = (ROOT / "src" / "core" / "oidc_issuer.cpp").read_text()
+    table = re.search(r"constexpr std::string_view kPageTexts\[\] = \{(.*?)\n\};", issuer, re.S)
+    for s in c_strings(table.group(1)):
+        add(s)
+    provider = (ROOT / "include" / "signin" / "oidc_provider.hpp").read_text()
+    for m in re.finditer(r"constexpr std::string_view kRefusal\w+ = (\"(?:[^\"\\]|\\.)*\");", provider):
+        add(c_strings(m.group(1))[0])
     return seen
 
 

@@ -848,13 +848,6 @@ public:
         put(env_.dbi.oidc_codes, c.key, encode_oidc_code(c.spent ? spent_code(c) : c), 0, "write a provider code");
     }
 
-    // One writer at a time: nobody else takes the code between the read and the write.
-    std::optional<op::CodeRecord> take_oidc_code(std::string_view key) override {
-        auto c = oidc_code(key);
-        if (c && !c->spent) put(env_.dbi.oidc_codes, key, encode_oidc_code(spent_code(*c)), 0, "spend a provider code");
-        return c;
-    }
-
     void put_oidc_access_token(const op::AccessTokenRecord &a) override {
         if (auto old = oidc_access_token(a.key); old && old->family_id != a.family_id) unlink_from_family(*old);
         put(env_.dbi.oidc_access, a.key, encode_oidc_access(a), 0, "write a provider access token");

@@ -1241,16 +1241,6 @@ public:
         run(PutOidcCode, {c.key, c.user_id, c.expires_at, encode_oidc_code(c.spent ? spent_code(c) : c)},
             "write a provider code");
     }
-    // Read, then rewritten spent: of two SERIALIZABLE transactions that both read it live, the
-    // second to write waits for the first and then fails with a serialization failure (retry),
-    // and finds it spent when it runs again.
-    std::optional<op::CodeRecord> take_oidc_code(std::string_view key) override {
-        auto c = oidc_code(key);
-        if (c && !c->spent) {
-            run(PutOidcCode, {c->key, c->user_id, c->expires_at, encode_oidc_code(spent_code(*c))}, "spend a provider code");
-        }
-        return c;
-    }
     void put_oidc_access_token(const op::AccessTokenRecord &a) override {
         later(PutOidcAccess, {a.key, a.user_id, a.family_id, a.expires_at, encode_oidc_access(a)},
             "write a provider access token");

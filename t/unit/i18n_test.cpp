@@ -6,6 +6,7 @@
 
 #include "signin/emails.hpp"
 #include "signin/i18n.hpp"
+#include "signin/oidc_issuer.hpp"
 #include "signin/pages.hpp"
 
 namespace signin {
@@ -39,6 +40,7 @@ bool has_unfilled_argument(const std::string &html) {
 std::vector<std::string> every_message() {
     std::vector<std::string> all = pages::messages();
     for (const auto &m : Emails::messages()) all.push_back(m);
+    for (const auto &m : op_page_messages()) all.push_back(m);
     return all;
 }
 

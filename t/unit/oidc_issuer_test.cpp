@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sodium.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -142,6 +143,38 @@ TEST_F(OidcIssuerTest, ACodeGivesTokensOnceAndItsReuseEndsThem) {
     const std::string bytes = stored_bytes();
     EXPECT_EQ(bytes.find(code), std::string::npos);
     EXPECT_EQ(bytes.find(access), std::string::npos);
+}
+
+// The write and the signature apart, as the transport runs them (the write in its batch, the
+// signature after the commit): the grant is durable before any signature, with no ID token in
+// it; the answer signs it. A refusal is whole at once and asks for no signature.
+TEST_F(OidcIssuerTest, TheGrantIsWrittenBeforeItsIdTokenIsSigned) {
+    const std::string code = cli_code();
+    const std::string body = "grant_type=authorization_code&client_id=cli&" + kCliRedirect + "&code=" + code +
+                             "&code_verifier=" + kVerifier;
+    TokenGrant g = issuer().token_write(site_, body, "", "c");
+    ASSERT_EQ(g.answer.outcome, OpOutcome::Granted);
+    EXPECT_TRUE(g.answer.body.empty());
+    ASSERT_NE(g.key, nullptr);
+    EXPECT_NE(g.id_claims.find("\"nonce\":\"N-1\""), std::string::npos) << g.id_claims;
+    const std::string access(g.access.reveal());
+    EXPECT_EQ(userinfo(access).status, 200) << "the access token works before the ID token is signed";
+    OpAnswer a = OidcIssuer::token_answer(std::move(g));
+    ASSERT_EQ(a.status, 200);
+    EXPECT_EQ(member(a.body, "access_token"), access);
+    const std::string jwt = member(a.body, "id_token");
+    EXPECT_EQ(std::count(jwt.begin(), jwt.end(), '.'), 2) << a.body;
+
+    TokenGrant again = issuer().token_write(site_, body, "", "c");
+    EXPECT_EQ(again.answer.outcome, OpOutcome::Reused);
+    EXPECT_EQ(member(again.answer.body, "error"), "invalid_grant");
+    EXPECT_EQ(userinfo(access).status, 401) << "the reused code took back what it gave";
+    EXPECT_EQ(OidcIssuer::token_answer(std::move(again)).status, 400);
+
+    // a wrong verifier spends the code too: the right one after it finds it used
+    const std::string other = cli_code();
+    EXPECT_EQ(exchange_cli(other, std::string(43, 'x')).status, 400);
+    EXPECT_EQ(exchange_cli(other).outcome, OpOutcome::Reused);
 }
 
 TEST_F(OidcIssuerTest, ACodeIsBoundToItsVerifierRedirectUriAndClient) {
@@ -283,6 +316,46 @@ TEST(OidcConsentPage, TheFormCarriesTheQueryEscapedAndIsReadBack) {
     EXPECT_EQ(bye.find("<acme>"), std::string::npos);
     EXPECT_NE(bye.find("name=\"decision\" value=\"allow\""), std::string::npos);
     EXPECT_EQ(signed_out_page("<acme>", "").find("<acme>"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// The provider's pages speak the visitor's language (the catalogs'), say it in lang, and turn
+// right to left for Arabic; a value in a text is escaped wherever the translation puts it.
+TEST(OidcPages, InTheChosenLanguage) {
+    auto langs = i18n::Languages::make({"en", "de", "ar"});
+    ASSERT_TRUE(langs) << langs.error().message;
+    op::AuthorizeRequest r;
+    r.client_id = "<wiki>";
+    r.scopes = {"openid", "email"};
+    User u;
+    u.email = "a@b.example";
+    const PageLanguage de{langs->get(), 1};
+    const std::string page = consent_page(r, u, "acme", "/auth/oauth2/authorize", "client_id=wiki", "", de);
+    EXPECT_NE(page.find("<html lang=\"de\" dir=\"ltr\">"), std::string::npos);
+    EXPECT_NE(page.find("&lt;wiki&gt; möchte Sie anmelden"), std::string::npos) << page;
+    EXPECT_NE(page.find("Als <strong>a@b.example</strong> bei acme"), std::string::npos) << page;
+    EXPECT_NE(page.find("Ihre E-Mail-Adresse"), std::string::npos);
+    EXPECT_NE(page.find(">Erlauben</button>"), std::string::npos);
+    EXPECT_EQ(page.find("<wiki>"), std::string::npos);
+
+    const PageLanguage ar{langs->get(), 2};
+    EXPECT_NE(signed_out_page("acme", "", ar).find("<html lang=\"ar\" dir=\"rtl\">"), std::string::npos);
+    op::AuthorizeError e;
+    e.page = true;
+    e.error = "unauthorized_client";
+    e.description = std::string(op::kRefusalUnknownClient);
+    const std::string refused = refusal_page(e, "acme", "", de);
+    EXPECT_NE(refused.find("Diese Anwendung ist hier nicht bekannt."), std::string::npos) << refused;
+    EXPECT_NE(refused.find("(<code>unauthorized_client</code>)"), std::string::npos) << refused;
+    EXPECT_NE(end_session_page("acme", "/a", "q", "", de).find(">Angemeldet bleiben</button>"), std::string::npos);
+
+    // English without languages, and for an index out of range
+    EXPECT_NE(signed_out_page("acme", "").find("<html lang=\"en\" dir=\"ltr\">"), std::string::npos);
+    EXPECT_NE(signed_out_page("acme", "", PageLanguage{langs->get(), 9}).find("You are no longer signed in to acme."),
+              std::string::npos);
 }
 
 }  // namespace

@@ -150,7 +150,9 @@ op::TokenRequest refresh(const std::string &token_secret, const std::string &cli
     return t;
 }
 
-TEST_P(OidcStore, ACodeIsTakenOnceAndItsReuseSaysWhatItGave) {
+// A code read in a write transaction and written back spent once, with what it gave: it keeps
+// only that, and a second use finds it spent and says what to revoke.
+TEST_P(OidcStore, ACodeIsSpentOnceAndItsReuseSaysWhatItGave) {
     const std::string c = secret(1);
     const std::string key = record_key(c);
     {
@@ -161,7 +163,7 @@ TEST_P(OidcStore, ACodeIsTakenOnceAndItsReuseSaysWhatItGave) {
     const std::string access_key = record_key(secret(2));
     {
         auto w = store_->write();
-        auto taken = w->take_oidc_code(key);
+        auto taken = w->oidc_code(key);
         ASSERT_TRUE(taken);
         EXPECT_FALSE(taken->spent);
         EXPECT_EQ(taken->user_id, "u1");
@@ -169,7 +171,13 @@ TEST_P(OidcStore, ACodeIsTakenOnceAndItsReuseSaysWhatItGave) {
         EXPECT_EQ(taken->scopes, (std::vector<std::string>{"openid", "email"}));
         EXPECT_EQ(taken->amr, op::amr(SignInMethod::EmailToken, true));
         EXPECT_EQ(op::check_code(&*taken, exchange(c), client(), kNow).outcome, op::CodeOutcome::Ok);
-        // spent within this transaction: its request's details are gone already
+        // spent with what it gave, in one write
+        taken->spent = true;
+        taken->access_key = access_key;
+        taken->family_id = "fam-1";
+        w->put_oidc_code(*taken);
+        w->put_oidc_access_token(op::new_access_token(access_key, "wiki", "u1", taken->scopes, "", kNow));
+        // its request's details are gone within this transaction already
         auto now = w->oidc_code(key);
         ASSERT_TRUE(now);
         EXPECT_TRUE(now->spent);
@@ -177,12 +185,6 @@ TEST_P(OidcStore, ACodeIsTakenOnceAndItsReuseSaysWhatItGave) {
         EXPECT_TRUE(now->redirect_uri.empty());
         EXPECT_TRUE(now->code_challenge.empty());
         EXPECT_TRUE(now->scopes.empty());
-        // what it gave, written back once granted
-        taken->spent = true;
-        taken->access_key = access_key;
-        taken->family_id = "fam-1";
-        w->put_oidc_code(*taken);
-        w->put_oidc_access_token(op::new_access_token(access_key, "wiki", "u1", taken->scopes, "", kNow));
         w->commit();
     }
     auto r = store_->read()->oidc_code(key);
@@ -193,7 +195,7 @@ TEST_P(OidcStore, ACodeIsTakenOnceAndItsReuseSaysWhatItGave) {
     EXPECT_EQ(r->client_id, "wiki");
 
     auto w = store_->write();
-    auto again = w->take_oidc_code(key);
+    auto again = w->oidc_code(key);
     ASSERT_TRUE(again);
     const op::CodeCheck check = op::check_code(&*again, exchange(c), client(), kNow + 1000);
     EXPECT_EQ(check.outcome, op::CodeOutcome::Reused);
@@ -202,12 +204,13 @@ TEST_P(OidcStore, ACodeIsTakenOnceAndItsReuseSaysWhatItGave) {
     w->del_oidc_access_token(again->access_key);
     w->commit();
     EXPECT_FALSE(store_->read()->oidc_access_token(access_key));
-    EXPECT_FALSE(store_->write()->take_oidc_code(record_key(secret(99)))) << "a code never given";
+    EXPECT_FALSE(store_->write()->oidc_code(record_key(secret(99)))) << "a code never given";
 }
 
-// Many transactions take one code at once (one connection each on PostgreSQL, as nginx workers on
-// several nodes): exactly one finds it live, every other one finds it spent.
-TEST_P(OidcStore, OfConcurrentTakesOfOneCodeExactlyOneWins) {
+// Many transactions spend one code at once, as the token endpoint does (read it, write it back
+// spent; one connection each on PostgreSQL, as nginx workers on several nodes): exactly one finds
+// it live, every other one finds it spent.
+TEST_P(OidcStore, OfConcurrentSpendsOfOneCodeExactlyOneWins) {
     constexpr int kRounds = 5;
     constexpr int kThreads = 6;
     for (int round = 0; round < kRounds; ++round) {
@@ -226,8 +229,12 @@ TEST_P(OidcStore, OfConcurrentTakesOfOneCodeExactlyOneWins) {
                 try {
                     bool was_live = false;
                     retried([&](WriteTxn &w) {
-                        auto c = w.take_oidc_code(key);
+                        auto c = w.oidc_code(key);
                         was_live = c && !c->spent;
+                        if (was_live) {
+                            c->spent = true;
+                            w.put_oidc_code(*c);
+                        }
                     });
                     (was_live ? live : spent).fetch_add(1);
                 } catch (const std::exception &) {

@@ -41,13 +41,19 @@ void Job::run_stage(ngx_log_t *log) {
     // runs in a thread of a pool: an exception becomes the job's failure
     signin::Status st = guard_log(log, NGX_LOG_ERR, "signin: a job", signin::Status(signin::Error{signin::Code::Internal, "the request failed"}),
                                   [&]() -> signin::Status {
-                                      return ran == Stage::Hash ? hash() : ran == Stage::Read ? read() : write();
+                                      return ran == Stage::Hash          ? hash()
+                                             : ran == Stage::Read        ? read()
+                                             : ran == Stage::AfterCommit ? after_commit()
+                                                                         : write();
                                   });
     if (!st) {
         fail(st.error());
         return;
     }
-    stage_ = ran == Stage::Hash && writes() ? Stage::Write : Stage::Answer;  // a Read is answered
+    // a Read is answered; a Write's AfterCommit runs only once its batch committed (batch_done)
+    stage_ = ran == Stage::Hash && writes()                  ? Stage::Write
+             : ran == Stage::Write && after_commit_wanted() ? Stage::AfterCommit
+                                                            : Stage::Answer;
 }
 
 void Job::fail(signin::Error e) {
@@ -117,11 +123,17 @@ void complete(const Waiter &w) {
 
 // After a stage ran: the next one, or the answer. A pool that refuses the job ends it.
 // Once start_stage succeeded the job belongs to a thread: nothing here reads it again.
+// An AfterCommit the pool refuses runs here instead: its write is durable already, and the
+// answer must not say otherwise.
 void next_stage(const Waiter &w) {
     if (w.job->stage() != Job::Stage::Answer) {
         if (start_stage(w) == NGX_OK) return;
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: the thread pool refused a job");
-        w.job->fail(signin::Error{signin::Code::StorageError, "the thread pool refused the job"});
+        if (w.job->stage() == Job::Stage::AfterCommit) {
+            w.job->run_stage(ngx_cycle->log);
+        } else {
+            w.job->fail(signin::Error{signin::Code::StorageError, "the thread pool refused the job"});
+        }
     }
     complete(w);
 }
@@ -241,29 +253,31 @@ ngx_int_t post_hash(const Waiter &w) {
     return NGX_OK;
 }
 
-// ---------------------------------------------------------------- the Read stage
+// ---------------------------------------------------------------- the Read and AfterCommit stages
 
-struct ReadTask {
+// One stage of one job as a task of its own: a Read in the write pool, an AfterCommit in the
+// hashing pool (no hash slot: it is short, and waits for no lock).
+struct StageTask {
     Waiter w{};
     ngx_pool_t *pool = nullptr;
     ngx_thread_task_t *task = nullptr;
 };
 
-void read_thread(void *data, ngx_log_t *log) { static_cast<ReadTask *>(data)->w.job->run_stage(log); }
+void stage_thread(void *data, ngx_log_t *log) { static_cast<StageTask *>(data)->w.job->run_stage(log); }
 
-void read_done(ngx_event_t *ev) {
+void stage_done(ngx_event_t *ev) {
     if (task_overdue(ev)) return;
-    auto *t = static_cast<ReadTask *>(ev->data);
+    auto *t = static_cast<StageTask *>(ev->data);
     const Waiter w = t->w;
     delete_task(t);
-    guarded("signin: the end of a read", [&w] { next_stage(w); });
+    guarded("signin: the end of a job's stage", [&w] { next_stage(w); });
 }
 
-ngx_int_t post_read(const Waiter &w) {
-    auto *t = new_task<ReadTask>(read_thread, read_done);
+ngx_int_t post_stage(ngx_thread_pool_t *pool, const Waiter &w) {
+    auto *t = new_task<StageTask>(stage_thread, stage_done);
     if (t == nullptr) return NGX_ERROR;
     t->w = w;
-    if (post_task(g_write_pool, t) != NGX_OK) {
+    if (post_task(pool, t) != NGX_OK) {
         delete_task(t);
         return NGX_ERROR;
     }
@@ -371,7 +385,7 @@ void batch_done(ngx_event_t *ev) {
     for (const Waiter &w : members) {
         guarded("signin: the end of a write batch", [&] {
             if (failure) w.job->fail(*failure);
-            complete(w);
+            next_stage(w);  // the answer, or an AfterCommit first
         });
     }
     g_batch_running = false;
@@ -383,7 +397,8 @@ ngx_int_t start_stage(const Waiter &w) {
     // (A store whose reads may block runs its writes in the batch too, as one transaction where
     // they do not conflict (Store::batch): with a task per job the exchanges were no faster and
     // lost many more races to each other.)
-    if (w.job->stage() == Job::Stage::Read) return post_read(w);
+    if (w.job->stage() == Job::Stage::Read) return post_stage(g_write_pool, w);
+    if (w.job->stage() == Job::Stage::AfterCommit) return post_stage(g_hash_pool, w);
     if (w.job->stage() == Job::Stage::Hash) {
         if (g_hashing < hash_slots()) return post_hash(w);
         if (g_hash_waiting.size() >= kHashWaiting) return NGX_ERROR;

@@ -3,6 +3,9 @@
 //   Hash    Argon2id in the hashing pool (signin_password_thread_pool); it writes nothing.
 //   Write   in this worker's write batch: one thread task runs every waiting job's write in one
 //           store transaction with one durable commit (signin_thread_pool).
+//   AfterCommit  (for a job that asks) once its batch committed, a task of its own in the hashing
+//           pool: work its answer needs that must not hold up the single-threaded batch (an ID
+//           token's signature); it writes nothing.
 //   Answer  back on the event loop: answer() with the job's outcome, or the one failure path
 //           (failed(), then the error's answer).
 //
@@ -31,7 +34,7 @@ namespace signin_ngx {
 
 class Job {
 public:
-    enum class Stage : std::uint8_t { Hash, Write, Answer, Read };
+    enum class Stage : std::uint8_t { Hash, Write, Answer, Read, AfterCommit };
 
     virtual ~Job() = default;
     Job(const Job &) = delete;
@@ -70,6 +73,10 @@ protected:
     // durable. It may run twice (rewind_write): it does the same from the start each time and
     // sets every outcome it has, so that the last run's is what is answered.
     virtual signin::Status write() { return signin::ok_status(); }
+    // Whether an AfterCommit stage follows a Write stage that succeeded.
+    virtual bool after_commit_wanted() const { return false; }
+    // AfterCommit stage: what the answer needs once the write is durable; never a store call.
+    virtual signin::Status after_commit() { return signin::ok_status(); }
     // Answer stage of a request's job: the answer to the outcome.
     virtual ngx_int_t answer(ngx_http_request_t *r) = 0;
     // Answer stage after a failure, before the error is answered (counters of failed attempts).

@@ -85,7 +85,21 @@ ngx_int_t send_op(ngx_http_request_t *r, const signin::OpAnswer &a) {
 // An HTML page of the provider (consent, refusal, logout): nothing else may frame, script or load
 // it. Its referrer policy is same-origin, not the other pages' no-referrer: under no-referrer a
 // browser sends "Origin: null" with a form's POST, which the Origin check then refuses.
+// The page's language, as the sign-in pages pick it (svc_lang, Accept-Language, the first of
+// signin_languages); English without signin_languages.
+signin::PageLanguage page_language(ngx_http_request_t *r) {
+    const Texts *t = main_conf(r)->texts;
+    if (t == nullptr || !t->languages) return {};
+    return {t->languages.get(), request_language(r)};
+}
+
 ngx_int_t send_op_page(ngx_http_request_t *r, ngx_uint_t status, const std::string &html) {
+    const signin::PageLanguage lang = page_language(r);
+    if (lang.languages != nullptr &&
+        (!add_header(r, "Content-Language", lang.languages->tag(lang.index)) ||
+         (lang.languages->size() > 1 && !add_header(r, "Vary", "Accept-Language, Cookie")))) {
+        return NGX_ERROR;
+    }
     if (!add_header(r, "Content-Security-Policy", "default-src 'none'; style-src 'self'; frame-ancestors 'none'") ||
         !add_header(r, "X-Frame-Options", "DENY") || !add_header(r, "Referrer-Policy", "same-origin") ||
         !add_header(r, "X-Content-Type-Options", "nosniff") || !add_header(r, "Cache-Control", "no-store")) {
@@ -211,7 +225,7 @@ private:
             return send_op_page(r, NGX_HTTP_OK,
                                 signin::consent_page(req_, principal_->user, page_site_name(r),
                                                      base_path(r) + "oauth2/authorize", raw_query_,
-                                                     std::string(sv(loc_conf(r)->pages_css))));
+                                                     std::string(sv(loc_conf(r)->pages_css)), page_language(r)));
         }
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -242,7 +256,8 @@ private:
 ngx_int_t refuse_on_page(ngx_http_request_t *r, const signin::op::AuthorizeError &e, std::string_view client_id) {
     count_oidc(OidcCount::Refused);
     (void)start_background_job(std::make_unique<RefusalAudit>(std::string(client_id.substr(0, 64)), e.error, client_of(r)));
-    return send_op_page(r, NGX_HTTP_BAD_REQUEST, signin::refusal_page(e, page_site_name(r), std::string(sv(loc_conf(r)->pages_css))));
+    return send_op_page(r, NGX_HTTP_BAD_REQUEST, signin::refusal_page(e, page_site_name(r), std::string(sv(loc_conf(r)->pages_css)),
+                                                                    page_language(r)));
 }
 
 // The authorization request in `query` (the marker taken out), for the signed-in person if any.
@@ -252,7 +267,7 @@ ngx_int_t authorize(ngx_http_request_t *r, std::string_view raw_query, bool cons
         signin::op::AuthorizeError e;
         e.page = true;
         e.error = "invalid_request";
-        e.description = "The request is too long.";
+        e.description = std::string(signin::op::kRefusalTooLong);
         return refuse_on_page(r, e, {});
     }
     const signin::OpSite site = site_of(r);
@@ -324,7 +339,8 @@ private:
     ngx_int_t answer(ngx_http_request_t *r) override {
         if (!add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0))) return NGX_ERROR;
         if (!back_.empty()) return op_redirect(r, back_);
-        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), std::string(sv(loc_conf(r)->pages_css))));
+        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), std::string(sv(loc_conf(r)->pages_css)),
+                                                                   page_language(r)));
     }
     signin::Principal principal_;
     std::string back_, client_;
@@ -342,12 +358,12 @@ ngx_int_t end_session(ngx_http_request_t *r, std::string_view query, bool confir
     std::optional<signin::Principal> p = cookie_person(r);
     if (!p) {
         if (!back.empty()) return op_redirect(r, back);
-        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), css));
+        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), css, page_language(r)));
     }
     const bool named = !e.bad_hint && !e.subject.empty() && e.subject == p->user.id;
     if (!confirmed && !named) {
         return send_op_page(r, NGX_HTTP_OK, signin::end_session_page(page_site_name(r), base_path(r) + "oauth2/end_session",
-                                                                     query, css));
+                                                                     query, css, page_language(r)));
     }
     const bool own = !confirmed;  // a GET holds its own reference; the form's body reading holds one
     if (own) r->main->count++;
@@ -383,11 +399,31 @@ std::string authorization_header(ngx_http_request_t *r) {
     return h ? std::string(*h) : std::string();
 }
 
+// The token endpoint: the grant written in the write batch, its ID token signed after the commit
+// in the hashing pool, so that the batch (one thread) spends no RSA time on it.
+class TokenJob final : public Job {
+public:
+    TokenJob(signin::OpSite site, std::string body, std::string auth, std::string client)
+        : Job(Stage::Write), site_(std::move(site)), body_(std::move(body)), auth_(std::move(auth)), client_(std::move(client)) {}
+
+private:
+    signin::Status write() override {
+        grant_ = id().oidc_issuer().token_write(site_, body_, auth_, client_);
+        return signin::ok_status();
+    }
+    bool after_commit_wanted() const override { return grant_.answer.outcome == signin::OpOutcome::Granted; }
+    signin::Status after_commit() override {
+        grant_.answer = signin::OidcIssuer::token_answer(std::move(grant_));
+        return signin::ok_status();
+    }
+    ngx_int_t answer(ngx_http_request_t *r) override { return send_op(r, grant_.answer); }
+    signin::OpSite site_;
+    std::string body_, auth_, client_;
+    signin::TokenGrant grant_;
+};
+
 ngx_int_t token_posted(ngx_http_request_t *r, std::string_view body) {
-    return start_job(r, std::make_unique<OpJob>([site = site_of(r), body = std::string(body),
-                                                 auth = authorization_header(r), client = client_of(r)]() {
-        return id().oidc_issuer().token(site, body, auth, client);
-    }));
+    return start_job(r, std::make_unique<TokenJob>(site_of(r), std::string(body), authorization_header(r), client_of(r)));
 }
 
 ngx_int_t revoke_posted(ngx_http_request_t *r, std::string_view body) {
