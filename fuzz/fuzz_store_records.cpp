@@ -45,8 +45,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         if (in.size() >= 8) {
             signin::EventRecord e = r::decode_event(in.substr(0, 8), in.substr(8));
             if (r::encode_event(e) != in.substr(8)) __builtin_trap();
+            // the sender's partial reading agrees with the whole one
+            signin::EventHead h = r::decode_event_head(in.substr(0, 8), in.substr(8));
+            if (h.key != e.key || h.user_id != e.user_id || h.due_at != e.due_at || h.attempts != e.attempts) __builtin_trap();
         }
     } catch (const signin::StoreError &) {
+    }
+    try {  // and refuses what the whole one refuses
+        if (in.size() >= 8) {
+            (void)r::decode_event_head(in.substr(0, 8), in.substr(8));
+            (void)r::decode_event(in.substr(0, 8), in.substr(8));
+        }
+    } catch (const signin::StoreError &) {
+        bool refused = false;
+        try {
+            (void)r::decode_event(in.substr(0, 8), in.substr(8));
+        } catch (const signin::StoreError &) {
+            refused = true;
+        }
+        if (!refused) __builtin_trap();
     }
     try {  // the OpenID provider's grants
         if (r::encode_oidc_code(r::decode_oidc_code(key, in)) != in) __builtin_trap();

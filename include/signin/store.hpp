@@ -72,6 +72,15 @@ struct EventRecord {
     std::string last_error;      // why the last send failed (a status; no body); empty before any
 };
 
+// What a sender needs of a waiting event to choose which to send (EventRecord's fields); its
+// views are valid only during the call that gives it.
+struct EventHead {
+    std::string_view key;
+    std::string_view user_id;
+    Millis due_at = 0;
+    std::uint32_t attempts = 0;
+};
+
 // What an audit entry does not say and an event does (signin_events): the way in of a new
 // session, whether it passed a second factor and the browser's User-Agent; why a session ended.
 struct EventFacts {
@@ -148,6 +157,9 @@ public:
     virtual std::size_t outbox_count() = 0;
     // Events waiting (EventRecord), in key order, at most `limit`; one by its key; how many.
     virtual std::vector<EventRecord> events(std::size_t limit) = 0;
+    // The same, only what a sender chooses by (EventHead), nothing copied: each to `visit` in key
+    // order, at most `limit`, until it returns false (the rest is not read).
+    virtual void event_heads(std::size_t limit, const std::function<bool(const EventHead &)> &visit) = 0;
     virtual std::optional<EventRecord> event(std::string_view key) = 0;
     virtual std::size_t event_count() = 0;
     // A user's second factors; nullopt when the user never had one.

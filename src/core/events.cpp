@@ -235,30 +235,50 @@ Millis Events::backoff(std::uint32_t failures) {
     return std::min(Millis{1000} << shift, kMaxEventDelay);
 }
 
+namespace {
+
+// The users whose earliest waiting event a scan has passed: only that one of each may go. Kept as
+// hashes (a scan's views do not outlive their visit); two users with one hash only delay the second
+// one's event to a later look, never send it out of order.
+class WaitingUsers {
+public:
+    // Whether this is the user's first event of the scan (and from now on it is not).
+    bool first(std::string_view user_id) { return seen_.insert(std::hash<std::string_view>{}(user_id)).second; }
+
+private:
+    std::unordered_set<std::size_t> seen_;
+};
+
+}  // namespace
+
 Result<std::vector<EventItem>> Events::claim_due(std::size_t budget) {
     auto st = engine_.events_;
     if (!st) return std::vector<EventItem>{};
     return detail::guarded("events claim", [&]() -> Result<std::vector<EventItem>> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();
+        // The scan reads only what it chooses by, and stops once it has chosen enough: what it
+        // passes is mostly held by a sender, or waits behind its user's earlier event.
+        std::vector<std::string> chosen;
+        WaitingUsers waiting;
+        txn->event_heads(kClaimScan, [&](const EventHead &h) {
+            if (!waiting.first(h.user_id)) return true;
+            if (h.due_at <= now) chosen.emplace_back(h.key);
+            return chosen.size() < budget;
+        });
         std::vector<EventItem> out;
-        std::unordered_set<std::string> waiting_users;  // users with an earlier event still waiting
-        for (auto &r : txn->events(kClaimScan)) {
-            if (out.size() >= budget) break;
-            if (waiting_users.count(r.user_id) != 0) continue;
-            if (r.due_at > now) {
-                waiting_users.insert(r.user_id);
+        for (const std::string &key : chosen) {
+            auto r = txn->event(key);
+            if (!r) continue;
+            if (out_of_tries(st->retries, r->attempts)) {  // its holder vanished after its last try
+                drop(*txn, *r, now);  // (the user's next event goes at the next look)
                 continue;
             }
-            if (out_of_tries(st->retries, r.attempts)) {  // its holder vanished after its last try
-                drop(*txn, r, now);
-                continue;
-            }
-            waiting_users.insert(r.user_id);
-            r.attempts += 1;
-            r.due_at = now + st->hold;
-            txn->update_event(r);
-            out.push_back(EventItem{r.key, r.id, r.type, r.user_id, r.body, r.attempts});
+            r->attempts += 1;
+            r->due_at = now + st->hold;
+            txn->update_event(*r);
+            out.push_back(EventItem{r->key, std::move(r->id), std::move(r->type), std::move(r->user_id),
+                                    std::move(r->body), r->attempts});
         }
         txn->commit();
         return out;
@@ -313,13 +333,13 @@ Result<bool> Events::any_due() {
     return detail::guarded("events check", [&]() -> Result<bool> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
-        std::unordered_set<std::string> waiting_users;
-        for (const auto &r : txn->events(kClaimScan)) {
-            if (waiting_users.count(r.user_id) != 0) continue;
-            if (r.due_at <= now) return true;
-            waiting_users.insert(r.user_id);
-        }
-        return false;
+        bool due = false;
+        WaitingUsers waiting;
+        txn->event_heads(kClaimScan, [&](const EventHead &h) {
+            due = waiting.first(h.user_id) && h.due_at <= now;
+            return !due;
+        });
+        return due;
     });
 }
 

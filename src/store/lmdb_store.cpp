@@ -379,15 +379,28 @@ public:
 
     std::vector<EventRecord> events(std::size_t limit) override {
         std::vector<EventRecord> out;
-        if (limit == 0) return out;
+        each_event(limit, [&](std::string_view k, std::string_view d) {
+            out.push_back(decode_event(k, d));
+            return true;
+        });
+        return out;
+    }
+    void event_heads(std::size_t limit, const std::function<bool(const EventHead &)> &visit) override {
+        each_event(limit, [&](std::string_view k, std::string_view d) { return visit(decode_event_head(k, d)); });
+    }
+    // The first `limit` events in key order to `f(key, record)` (views of the map), until it
+    // returns false.
+    template <class F>
+    void each_event(std::size_t limit, F &&f) {
+        if (limit == 0) return;
         Cursor c(env_.env, live(), env_.dbi.events);
         MDB_val k{}, d{};
-        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc != MDB_NOTFOUND && out.size() < limit;
-             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT)) {
+        std::size_t n = 0;
+        for (int rc = mdb_cursor_get(c.get(), &k, &d, MDB_FIRST); rc != MDB_NOTFOUND && n < limit;
+             rc = mdb_cursor_get(c.get(), &k, &d, MDB_NEXT), ++n) {
             check(env_.env, rc, "read events");
-            out.push_back(decode_event(view(k), view(d)));
+            if (!f(view(k), view(d))) return;
         }
-        return out;
     }
 
     std::optional<EventRecord> event(std::string_view key) override {

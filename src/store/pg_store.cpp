@@ -143,7 +143,7 @@ enum Stmt : unsigned {
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
-    Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents,
+    Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter,
     UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn,
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
     DelOidcAccess, PutOidcRefresh, PutOidcFamily, DelFamilyTokens, PutOidcConsent, DelOidcConsent, DelOidcOf,
@@ -263,6 +263,7 @@ constexpr const char *kStatements[StmtCount] = {
     /* UpdateEvent */ "UPDATE signin_events SET rec = $2 WHERE key = $1",
     /* DelEvent */ "DELETE FROM signin_events WHERE key = $1",
     /* AllEvents */ "SELECT key, rec FROM signin_events ORDER BY key",
+    /* EventsAfter */ "SELECT key, rec FROM signin_events WHERE key > $1 ORDER BY key LIMIT $2",
     /* UserIndex */
     "SELECT key FROM signin_user_search WHERE key >= $1 AND key > $2 AND key < $3 ORDER BY key LIMIT $4",
     /* PutUserIndex */ "INSERT INTO signin_user_search (key) VALUES ($1) ON CONFLICT (key) DO NOTHING",
@@ -906,6 +907,22 @@ public:
     std::vector<EventRecord> events(std::size_t limit) override {
         if (limit == 0) return {};
         return rows<EventRecord>(Events, {static_cast<std::int64_t>(limit)}, "read events", decode_event);
+    }
+    // In pages, so that a sender that finds what it wants early reads no more of a long queue.
+    void event_heads(std::size_t limit, const std::function<bool(const EventHead &)> &visit) override {
+        constexpr std::size_t kPage = 64;
+        std::string after;  // no key is less than the empty one
+        while (limit > 0) {
+            const std::size_t want = std::min(limit, kPage);
+            Result r = run(EventsAfter, {after, static_cast<std::int64_t>(want)}, "read events");
+            const int n = PQntuples(r.get());
+            for (int i = 0; i < n; ++i) {
+                if (!visit(decode_event_head(cell(r, i, 0), cell(r, i, 1)))) return;
+            }
+            if (static_cast<std::size_t>(n) < want) return;
+            after = std::string(cell(r, n - 1, 0));
+            limit -= want;
+        }
     }
     std::optional<EventRecord> event(std::string_view key) override {
         return keyed<EventRecord>(Event, key, "read an event", decode_event, false);

@@ -90,13 +90,15 @@ public:
         p_.remove_prefix(8);
         return static_cast<std::int64_t>(u);
     }
-    std::string str() {
+    std::string str() { return std::string(view()); }
+    // The next string without a copy: valid while `data` is.
+    std::string_view view() {
         need(4);
         std::uint32_t n = 0;
         for (int i = 3; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(p_[i]);
         p_.remove_prefix(4);
         need(n);
-        std::string s(p_.substr(0, n));
+        std::string_view s = p_.substr(0, n);
         p_.remove_prefix(n);
         return s;
     }
@@ -682,6 +684,25 @@ EventRecord decode_event(std::string_view key, std::string_view data) {
     e.last_error = r.str();
     r.done();
     return e;
+}
+
+EventHead decode_event_head(std::string_view key, std::string_view data) {
+    if (key.size() != 8) corrupt("event: bad key");
+    Reader r(data, "event", kEventFormat);
+    EventHead h;
+    h.key = key;
+    (void)r.view();  // id
+    (void)r.view();  // type
+    h.user_id = r.view();
+    (void)r.view();  // body
+    (void)r.i64();   // created_at
+    h.due_at = r.i64();
+    const std::int64_t attempts = r.i64();
+    if (attempts < 0 || attempts > 0xffffffffLL) corrupt("event: bad attempt count");
+    h.attempts = static_cast<std::uint32_t>(attempts);
+    (void)r.view();  // last_error
+    r.done();
+    return h;
 }
 
 // ---- audit JSON ------------------------------------------------------------------------------

@@ -281,6 +281,47 @@ TEST_P(EventsTest, AUsersEventsStayInOrderAcrossRetries) {
     EXPECT_EQ(store_->read()->event_count(), 0u);
 }
 
+// A long queue: the scan reads past held events and those waiting behind them, across the pages a
+// store reads in, stops at the budget, and keeps each user's order.
+TEST_P(EventsTest, ALongQueueIsScannedInOrderAndOnlyAsFarAsNeeded) {
+    Identity &id = identity();
+    const int users = 150;
+    for (int i = 0; i < users; ++i) {
+        const std::string email = "p" + std::to_string(i) + "@x.example";
+        add_user("u" + std::to_string(1000 + i), email);
+        ASSERT_TRUE(id.set_suspended("", email, true));
+    }
+    for (int i = 0; i < users; ++i) {  // each user's second event, behind all the first ones
+        ASSERT_TRUE(id.set_suspended("", "p" + std::to_string(i) + "@x.example", false));
+    }
+    auto first = claim(100);
+    ASSERT_EQ(first.size(), 100u) << "the budget";
+    for (int i = 0; i < 100; ++i) {
+        EXPECT_EQ(first[static_cast<std::size_t>(i)].user_id, "u" + std::to_string(1000 + i));
+        EXPECT_EQ(first[static_cast<std::size_t>(i)].type, "user.suspended");
+    }
+    // past 100 held events and into the second half: the 50 first events left, never a second
+    // event of a user whose first is held
+    auto second = claim(100);
+    ASSERT_EQ(second.size(), 50u);
+    for (const auto &e : second) EXPECT_EQ(e.type, "user.suspended") << e.user_id;
+    EXPECT_EQ(second.front().user_id, "u1100");
+    EXPECT_TRUE(claim(100).empty());
+    // once a user's first event is sent, its second may go, from the far end of the queue
+    ASSERT_TRUE(id.events().sent(first[7]));
+    auto next = claim(100);
+    ASSERT_EQ(next.size(), 1u);
+    EXPECT_EQ(next[0].user_id, "u1007");
+    EXPECT_EQ(next[0].type, "user.unsuspended");
+    auto due = id.events().any_due();
+    ASSERT_TRUE(due);
+    EXPECT_FALSE(due.value()) << "everything left is held or waits behind a held event";
+    ASSERT_TRUE(id.events().sent(first[8]));
+    due = id.events().any_due();
+    ASSERT_TRUE(due);
+    EXPECT_TRUE(due.value());
+}
+
 TEST_P(EventsTest, DroppedAfterTheLastRetryAndAudited) {
     add_user("u1", "ann@x.example");
     Identity &id = identity();
@@ -369,6 +410,28 @@ TEST(EventRecords, DecodeChecksWhatItReads) {
     EXPECT_EQ(back.attempts, 2u);
     EXPECT_THROW(records::decode_event("short", data), StoreError);
     EXPECT_THROW(records::decode_event(e.key, data.substr(0, data.size() - 1)), StoreError);
+}
+
+TEST(EventRecords, HeadReadsWhatASenderChoosesBy) {
+    EventRecord e;
+    e.key = std::string(8, '\2');
+    e.id = "msg_y";
+    e.type = "session.created";
+    e.user_id = "a-user-id-longer-than-fifteen";
+    e.body = std::string(300, 'b');
+    e.created_at = 5;
+    e.due_at = 123456789;
+    e.attempts = 3;
+    e.last_error = "the events location answered 500";
+    const std::string data = records::encode_event(e);
+    const EventHead h = records::decode_event_head(e.key, data);
+    EXPECT_EQ(h.key, e.key);
+    EXPECT_EQ(h.user_id, e.user_id);
+    EXPECT_EQ(h.due_at, 123456789);
+    EXPECT_EQ(h.attempts, 3u);
+    EXPECT_THROW(records::decode_event_head("short", data), StoreError);
+    EXPECT_THROW(records::decode_event_head(e.key, data.substr(0, data.size() - 1)), StoreError);
+    EXPECT_THROW(records::decode_event_head(e.key, data + "x"), StoreError);
 }
 
 }  // namespace
