@@ -31,9 +31,11 @@ my $t = SigninTest->new;
 plan skip_all => 'signin-admin is not built (SIGNIN_ADMIN)' unless $t->{admin};
 
 sub conf {
-    my ($default) = @_;
+    my ($default, $more) = @_;
+    $more //= '';
     return $t->signin_http(extra => qq{
 signin_limits off;
+$more
 api_versions {
     strategy header X-API-Version;
     default $default;
@@ -153,4 +155,22 @@ is $r->{status}, 410, 'a pin to a retired version answers 410';
 is $r->{json}{code}, 'version_retired', '... version_retired';
 
 $t->done;
+
+# PostgreSQL with signin_session_cache: the pin is read from the worker's cache when it holds the
+# session (a pin read in the thread pool fills it), and the cache forgets the session once its
+# first pin is written
+if ($ENV{SIGNIN_TEST_PG}) {
+    $t = SigninTest->new;
+    $t->run(http => conf('v2', 'signin_session_cache 60s;'), workers => 1);
+    my $carol = 'carol@example.com';
+    my $c = $t->sign_in($carol);
+    is answered('/api/things', cookie => $c), 'v2', 'with signin_session_cache: the first request gets the default';
+    is pinned_to($carol, 'v2'), 'v2', '... and pins it';
+    is answered('/secure/things', cookie => $c), 'v2', '... and later ones (the gate too) get it';
+    $t->reload(http => conf('v3', 'signin_session_cache 60s;'), workers => 1);
+    is answered('/api/things', cookie => $c), 'v2', 'after the default changed, the pin holds (read, then cached)';
+    is answered('/api/things', cookie => $c), 'v2', '... from the cache too';
+    is answered('/api/things'), 'v3', '... and a stranger gets the new default';
+    $t->done;
+}
 done_testing;
