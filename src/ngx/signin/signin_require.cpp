@@ -165,7 +165,6 @@ ngx_int_t require_subrequest_handler(ngx_http_request_t *r) {
     return require_handler(r);
 }
 
-
 // ---------------------------------------------------------------- api_versions_pin signin
 
 namespace {
