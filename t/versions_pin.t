@@ -41,7 +41,7 @@ api_versions {
     default $default;
     version v0 sunset=2020-01-01 gone { controller \@v1 { GET /things; } }
     version v1 { controller \@v1 { GET /things; } }
-    version v2 { controller \@v2 { GET /things; } }
+    version v2 { controller \@v2 { GET /things; POST /things; } }
     version v3 { controller \@v3 { GET /things; } }
 }
 }, locations => q{
@@ -105,6 +105,10 @@ is answered('/api/things', cookie => 'svc_dev_session=not-a-session'), 'v2', 'an
 $t->reload(http => conf('v3'));
 is answered('/api/things'), 'v3', 'after the default changed, a stranger gets the new default';
 is answered('/api/things', cookie => $cookie), 'v2', 'the pinned caller keeps its version';
+{   # a body waits while the pin is read (in the thread pool on PostgreSQL), then reaches the controller
+    my $r = $t->req(POST => '/api/things', headers => { cookie => $cookie, origin => $t->origin }, json => { n => 1 x 5000 });
+    is "$r->{status} " . ($r->{content} =~ s/\s.*//sr), '200 v2', 'a POST with a body is answered in the pinned version too';
+}
 is answered('/api/things', cookie => $cookie, 'x-api-version' => 'v3'), 'v3', 'and may still ask for another';
 is pin_of($alice), 'v2', '... which leaves the pin';
 is answered('/open/things', cookie => $cookie), 'v3', 'a location without api_versions_pin answers the default';
