@@ -216,7 +216,8 @@ pg_unit_tests() {
 # The HTTP tests that use the store, again with %%STORE%% a schema of a real PostgreSQL
 # (t/lib/SigninTest.pm). Left out: the tests of LMDB itself (its file, map size, backup, crash
 # recovery, a store that cannot be opened), the package, and
-# t/signin_pg_nodes.t, which starts its own server.
+# t/signin_pg_nodes.t, which starts its own server. Of the API versions' tests, only
+# t/versions_pin.t keeps anything in the store (the accounts' pinned versions).
 PG_HTTP_SKIP='package|signin_store|signin_store_flood|signin_crash|signin_failclosed|signin_config|signin_admin|signin_pg_nodes'
 pg_http_tests() {
     local dir url rc=0 files
@@ -226,7 +227,8 @@ pg_http_tests() {
         rm -rf "$dir"
         return 0
     fi
-    files="$(ls "$ROOT"/t/signin_*.t "$ROOT"/t/passwords_*.t "$ROOT"/t/limits_*.t | grep -Ev "/($PG_HTTP_SKIP)\.t$")"
+    files="$(ls "$ROOT"/t/signin_*.t "$ROOT"/t/passwords_*.t "$ROOT"/t/limits_*.t "$ROOT"/t/versions_pin.t |
+        grep -Ev "/($PG_HTTP_SKIP)\.t$")"
     # shellcheck disable=SC2086
     SIGNIN_TEST_PG="$url" prove -j "${TEST_JOBS:-2}" -I "$ROOT/t/lib" $files || rc=$?
     "$ROOT/t/pg-server" stop "$dir/pg"

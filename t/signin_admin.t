@@ -157,6 +157,25 @@ sub audit {
     like $out, qr/"roles":\["ops"\]/, '... the role is held (and --group before the command reads it too)';
     (undef, $out) = $t->admin('users', '--group', 'nosuch');
     is $out, '', 'users --group lists only that group';
+    # api_versions_pin signin's pins (t/versions_pin.t serves requests with them)
+    ($rc, $out) = $t->admin_text('api-version', 'listed@example.com');
+    is_deeply [$rc, $out], [0, "-\n"], 'api-version EMAIL: no pin yet';
+    ($rc, $out) = $t->admin_text('api-version', 'listed@example.com', '2024-06-01');
+    is $rc, 0, 'api-version EMAIL NAME sets it' or diag $out;
+    (undef, $out) = $t->admin('api-version', 'listed@example.com');
+    like $out, qr/"api_version":"2024-06-01"/, '... --json shows it';
+    (undef, $out) = $t->admin_text('user', 'listed@example.com');
+    like $out, qr/^api version\s+2024-06-01$/m, '... and so does user';
+    (undef, $out) = $t->admin('audit', '--kind', 'user.api_version', '1');
+    like $out, qr/"detail":"2024-06-01"/, '... audited';
+    ($rc, $out) = $t->admin_text('api-version', 'listed@example.com', '-');
+    is $rc, 0, 'api-version EMAIL - clears it';
+    (undef, $out) = $t->admin('api-version', 'listed@example.com');
+    like $out, qr/"api_version":null/, '... none';
+    ($rc, $out) = $t->admin_text('api-version', 'listed@example.com', 'a/b');
+    is $rc, 1, 'a name a version cannot have is refused' or diag $out;
+    ($rc) = $t->admin_text('api-version', 'nobody@example.com');
+    is $rc, 1, 'an unknown account: not found';
 }
 
 # ---------------------------------------------------------------- tables, backup, check, the rest (issue #22)

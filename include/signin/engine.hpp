@@ -174,6 +174,11 @@ public:
     Status set_roles(const AccountRef &who, const std::vector<std::string> &add, const std::vector<std::string> &remove,
                      std::string_view client = "admin");
 
+    // api_versions_pin signin: pins an account to the API version its first versioned request
+    // was answered in, unless it has a pin already (store.hpp pin_api_version). Not audited: the
+    // gateway notes what the account used. A user gone meanwhile is no error.
+    Status pin_api_version(std::string_view user_id, std::string_view name);
+
     // Appends one audit entry in its own write transaction (a transport's own decisions, such as
     // a throttled request). The entry must not hold a secret.
     Status record(const AuditEntry &entry);

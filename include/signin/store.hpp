@@ -104,6 +104,20 @@ std::vector<std::string> user_index_keys(const User &u);
 std::string_view user_state(const User &u);
 
 class WriteTxn;
+
+// The API version pinned to an account (api_versions_pin signin), kept on its user record: its
+// requests that name no version are answered in it. Sets the pin of `user_id` to `name` in
+// `txn` ("" clears it); with `first_use` a pin already there stays (the account's first
+// versioned request pins the version it was answered in, and two such requests at once keep the
+// first). Returns the pin the account has afterwards, or nullopt when there is no such user. The
+// record is written only when the pin changes; nothing else of it changes (not updated_at: the
+// pin is the gateway's note, not the person's change). The caller commits.
+std::optional<std::string> pin_api_version(WriteTxn &txn, std::string_view user_id, std::string_view name,
+                                           bool first_use);
+// Whether `name` may be a pin: what a version block's name may be (1 to 64 printable ASCII
+// characters, none of space, '/', '"', '\\' or ',').
+bool valid_api_version_name(std::string_view name);
+
 // Called with every audit entry a write transaction appends (and the events noted without one),
 // in that transaction: what turns changes into events (signin_events).
 using AuditHook = std::function<void(WriteTxn &, const AuditEntry &, const EventFacts &)>;

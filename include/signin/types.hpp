@@ -59,6 +59,9 @@ struct User {
     std::vector<std::string> roles;  // sorted, each [a-z0-9_-]{1,32} (access.hpp)
     bool pending = false;  // made by an invitation and never signed in yet
     std::string lang;      // the language of the account's last sign-in (a tag; "" before any), for notices
+    // api_versions_pin signin: the API version this account's requests without one are answered
+    // in (a version's name; "" until its first versioned request)
+    std::string api_version;
 };
 
 // What the delivery function is given: the token is revealed only where the email is written.

@@ -359,6 +359,15 @@ Status Engine::set_suspended(const AccountRef &who, bool suspended, std::string_
     });
 }
 
+Status Engine::pin_api_version(std::string_view user_id, std::string_view name) {
+    if (!valid_api_version_name(name)) return Error{Code::InvalidRequest, "not an API version's name"};
+    return detail::guarded("pin API version", [&]() -> Status {
+        auto txn = store_->write();
+        if (signin::pin_api_version(*txn, user_id, name, true)) txn->commit();
+        return ok_status();
+    });
+}
+
 Status Engine::set_roles(const AccountRef &who, const std::vector<std::string> &add_in,
                          const std::vector<std::string> &remove_in, std::string_view client) {
     std::vector<std::string> add, remove;

@@ -130,7 +130,7 @@ private:
 
 std::string encode_user(const User &u) {
     Writer w(1 + 4 * 4 + 8 * 2 + 1 + u.id.size() + u.email.size() + u.group_id.size() +
-             u.password_hash.size() + 4 + u.lang.size());
+             u.password_hash.size() + 4 + u.lang.size() + 4 + u.api_version.size());
     w.u8(kUserFormat);
     w.str(u.id);
     w.str(u.email);
@@ -144,6 +144,7 @@ std::string encode_user(const User &u) {
     for (const auto &role : u.roles) w.str(role);
     w.u8(u.pending ? 1 : 0);
     w.str(u.lang);
+    w.str(u.api_version);
     return w.data();
 }
 
@@ -166,6 +167,7 @@ User decode_user(std::string_view data) {
     }
     if (r.version() >= 3) u.pending = r.boolean();  // format 3 added the pending flag
     if (r.version() >= 4) u.lang = r.str();         // format 4 added the last language
+    if (r.version() >= 5) u.api_version = r.str();  // format 5 added the pinned API version
     r.done();
     return u;
 }

@@ -14,7 +14,7 @@ namespace signin::records {
 inline constexpr unsigned char kRecordFormat = 1;
 // Users: format 2 adds roles, format 3 the pending flag of an invitation, format 4 the last language;
 // older records are still read.
-inline constexpr unsigned char kUserFormat = 4;
+inline constexpr unsigned char kUserFormat = 5;
 // Tokens: format 2 adds the short code's digest and its failures, format 3 an email change's
 // fields, format 4 the roles a Registration gives its account.
 inline constexpr unsigned char kTokenFormat = 4;

@@ -65,6 +65,25 @@ std::vector<std::string> user_index_keys(const User &u) {
     return out;
 }
 
+std::optional<std::string> pin_api_version(WriteTxn &txn, std::string_view user_id, std::string_view name,
+                                           bool first_use) {
+    auto u = txn.user_by_id(user_id);
+    if (!u) return std::nullopt;
+    if ((first_use && !u->api_version.empty()) || u->api_version == name) return std::move(u->api_version);
+    u->api_version = std::string(name);
+    txn.put_user(*u);
+    return std::move(u->api_version);
+}
+
+bool valid_api_version_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b <= ' ' || b >= 0x7f || c == '/' || c == '"' || c == '\\' || c == ',') return false;
+    }
+    return true;
+}
+
 std::shared_ptr<const Principal> ReadTxn::principal(std::string_view key) {
     auto s = session(key);
     if (!s) return nullptr;

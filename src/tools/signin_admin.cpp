@@ -171,7 +171,8 @@ struct Admin {
     std::string store_arg, group;  // --store, --group
     bool create = false, json = false;
     std::string who, group_arg;  // the account named, and its group given as a word
-    std::string email, kind, since, until, session_id, revoke_user, role_action, role, key_file, passkey_id, file, copy_to;
+    std::string email, kind, since, until, session_id, revoke_user, role_action, role, key_file, passkey_id, file, copy_to,
+        api_version;
     std::vector<std::string> roles;
     bool send = false;
     std::size_t count = 20;
@@ -273,6 +274,7 @@ void user_command(CLI::App &app, Admin &a) {
         t.add({"group", u->group_id});
         t.add({"state", state_of(*u)});
         t.add({"roles", joined(u->roles)});
+        t.add({"api version", u->api_version.empty() ? "-" : u->api_version});
         t.add({"password", u->password_hash.empty() ? "no" : "yes"});
         t.add({"second factor", factors && factors->has_factor() ? "totp" : "no"});
         t.add({"passkeys", std::to_string(passkeys.size())});
@@ -375,6 +377,48 @@ void role_command(CLI::App &app, Admin &a) {
         auto r = a.id->set_role(a.group_of(), a.who, a.role, add);
         if (!r) return fail(r.error());
         std::printf("%s: role %s %s\n", a.who.c_str(), a.role.c_str(), add ? "added" : "removed");
+        return 0;
+    });
+}
+
+// api_versions_pin signin: the version an account's requests without one are answered in. Shown
+// without NAME ("-": none yet), set with NAME, cleared with "-" (its next versioned request pins
+// the default of then). NAME is not checked against nginx's configuration, which this command
+// does not read: a name no version has any more is answered in the default (and logged).
+void api_version_command(CLI::App &app, Admin &a) {
+    auto *sub = app.add_subcommand("api-version", "the API version pinned to an account (api_versions_pin signin): "
+                                                  "show it, set it with NAME, clear it with -");
+    sub->add_option("email", a.who, "EMAIL or ID")->required();
+    sub->add_option("name", a.api_version, "NAME: pin to this version; -: clear the pin");
+    a.on(sub, [&a] {
+        if (a.api_version.empty()) {
+            auto u = find_account(*a.store->read(), a.who, a.group_of());
+            if (!u) return fail(u.error());
+            if (a.json) {
+                signin::json::Writer w;
+                w.begin_object().key("id").value(u->id).key("email").value(u->email).key("api_version");
+                if (u->api_version.empty()) w.null(); else w.value(u->api_version);
+                std::printf("%s\n", w.end_object().take().c_str());
+            } else {
+                std::printf("%s\n", u->api_version.empty() ? "-" : u->api_version.c_str());
+            }
+            return 0;
+        }
+        const bool clear = a.api_version == "-";
+        if (!clear && !signin::valid_api_version_name(a.api_version)) {
+            return fail({Code::InvalidRequest, "a version's name is 1 to 64 printable characters, none of space, / \" \\ ,"});
+        }
+        auto txn = a.store->write();
+        auto u = find_account(*txn, a.who, a.group_of());
+        if (!u) return fail(u.error());
+        signin::pin_api_version(*txn, u->id, clear ? "" : a.api_version, false);
+        audit_admin(*txn, a.id->now(), "user.api_version", u->id, clear ? "-" : a.api_version);
+        txn->commit();
+        if (clear) {
+            std::printf("%s: no API version pinned\n", a.who.c_str());
+        } else {
+            std::printf("%s: API version %s pinned\n", a.who.c_str(), a.api_version.c_str());
+        }
         return 0;
     });
 }
@@ -733,7 +777,7 @@ int main(int argc, char **argv) {
     app.set_version_flag("--version", std::string("signin-admin (ngx_signin) ") + SIGNIN_VERSION);
     // in the order --help lists them
     for (auto add : {users_command, user_command, suspend_commands, sessions_command, revoke_command, role_command,
-                     mfa_command, passkeys_command, passkey_command, invite_command, key_command, password_hash_command,
+                     api_version_command, mfa_command, passkeys_command, passkey_command, invite_command, key_command, password_hash_command,
                      audit_command, stats_command, outbox_command, events_command, backup_command, copy_command, check_command, purge_command}) {
         add(app, a);
     }

@@ -283,11 +283,25 @@ Decision Group::decide_path(std::string_view method, std::string_view path) cons
             return d;
         }
     }
+    d.unnamed = true;
     if (g.default_index == npos) {
         return d;  // no version and no default: 404
     }
     d.version = g.default_index;
     route(g.tables[d.version], method, d);
+    return d;
+}
+
+Decision Group::decide_as(std::string_view method, const Decision &unnamed, std::size_t v) const noexcept {
+    const Impl &g = *impl_;
+    if (!g.finished || !unnamed.unnamed || v >= g.versions.size()) {
+        return unnamed;
+    }
+    Decision d;
+    d.unnamed = true;
+    d.route_path = unnamed.route_path;
+    d.version = v;
+    route(g.tables[v], method, d);
     return d;
 }
 
@@ -300,6 +314,7 @@ Decision Group::decide(std::string_view method, std::string_view path,
         return d;
     }
     if (requested.empty()) {
+        d.unnamed = true;
         if (g.default_index == npos) {
             d.kind = Decision::Kind::MissingVersion;
             return d;

@@ -96,7 +96,17 @@ TEST(Roles, StoredSortedAndReadBackFromOlderRecords) {
     User with_lang = user("old@x.example", {"a"});
     with_lang.lang = "pt-BR";
     EXPECT_EQ(records::decode_user(records::encode_user(with_lang)).lang, "pt-BR");
-    std::string v4 = records::encode_user(user("old@x.example", {"a"}));
+    User pinned = user("old@x.example", {"a"});
+    pinned.api_version = "2024-06-01";
+    EXPECT_EQ(records::decode_user(records::encode_user(pinned)).api_version, "2024-06-01");
+    // one written before API versions were pinned (format 4) reads back with no pin
+    std::string v5 = records::encode_user(with_lang);
+    std::string v4 = v5.substr(0, v5.size() - 4);  // without the empty pin
+    v4[0] = 4;
+    EXPECT_EQ(records::decode_user(v4).lang, "pt-BR");
+    EXPECT_EQ(records::decode_user(v4).api_version, "");
+    v4 = records::encode_user(user("old@x.example", {"a"}));
+    v4 = v4.substr(0, v4.size() - 4);
     std::string v3 = v4.substr(0, v4.size() - 4);  // without the empty language
     v3[0] = 3;
     EXPECT_EQ(records::decode_user(v3).roles, std::vector<std::string>{"a"});
@@ -106,7 +116,7 @@ TEST(Roles, StoredSortedAndReadBackFromOlderRecords) {
     EXPECT_EQ(records::decode_user(v2).roles, std::vector<std::string>{"a"});
     EXPECT_FALSE(records::decode_user(v2).pending);
     std::string plain = records::encode_user(user("old@x.example"));
-    std::string v1 = plain.substr(0, plain.size() - 6);
+    std::string v1 = plain.substr(0, plain.size() - 10);
     v1[0] = 1;
     EXPECT_TRUE(records::decode_user(v1).roles.empty());
     std::string unsorted = records::encode_user(user("u@x.example", {"b", "a"}));

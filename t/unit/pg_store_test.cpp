@@ -171,6 +171,60 @@ TEST_P(StoreContract, UsersAndTheirAddresses) {
     EXPECT_TRUE(store_->check_integrity().empty());
 }
 
+// api_versions_pin signin: the first use pins, a later first use keeps it, an administrator's
+// set replaces it and "" clears it; the pin is on the user record (sessions read it with the
+// user) and no other field of the record moves.
+TEST_P(StoreContract, AnAccountsApiVersionPin) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        EXPECT_EQ(pin_api_version(*w, "u1", "2024-01-01", true), std::optional<std::string>("2024-01-01"));
+        EXPECT_EQ(pin_api_version(*w, "nobody", "2024-01-01", true), std::nullopt);
+        w->commit();
+    }
+    const User before = *store_->read()->user_by_id("u1");
+    EXPECT_EQ(before.api_version, "2024-01-01");
+    {  // a second first use (another request, another node) keeps the first pin
+        auto w = store_->write();
+        EXPECT_EQ(pin_api_version(*w, "u1", "2025-01-01", true), std::optional<std::string>("2024-01-01"));
+        w->commit();
+    }
+    EXPECT_EQ(store_->read()->user_by_id("u1")->api_version, "2024-01-01");
+    {
+        auto w = store_->write();
+        EXPECT_EQ(pin_api_version(*w, "u1", "2025-01-01", false), std::optional<std::string>("2025-01-01"));
+        w->commit();
+    }
+    const User after = *store_->read()->user_by_id("u1");
+    EXPECT_EQ(after.api_version, "2025-01-01");
+    EXPECT_EQ(after.updated_at, before.updated_at);
+    EXPECT_EQ(after.roles, before.roles);
+    EXPECT_EQ(after.email, before.email);
+    {  // an aborted write leaves the pin
+        auto w = store_->write();
+        pin_api_version(*w, "u1", "", false);
+    }
+    EXPECT_EQ(store_->read()->user_by_id("u1")->api_version, "2025-01-01");
+    {
+        auto w = store_->write();
+        EXPECT_EQ(pin_api_version(*w, "u1", "", false), std::optional<std::string>(""));
+        w->commit();
+    }
+    EXPECT_EQ(store_->read()->user_by_id("u1")->api_version, "");
+    EXPECT_TRUE(store_->check_integrity().empty());
+}
+
+TEST(ApiVersionPin, NamesAVersionBlockMayHave) {
+    EXPECT_TRUE(valid_api_version_name("v1"));
+    EXPECT_TRUE(valid_api_version_name("2024-06-01"));
+    EXPECT_TRUE(valid_api_version_name(std::string(64, 'a')));
+    EXPECT_FALSE(valid_api_version_name(""));
+    EXPECT_FALSE(valid_api_version_name(std::string(65, 'a')));
+    for (std::string bad : {"a b", "a/b", "a\"b", "a\\b", "a,b", "caf\xc3\xa9", "a\tb"}) {
+        EXPECT_FALSE(valid_api_version_name(bad)) << bad;
+    }
+}
+
 // The ids of the accounts whose search index entries start with `prefix`, in index order.
 std::vector<std::string> indexed(ReadTxn &r, const std::string &prefix) {
     std::vector<std::string> out;

@@ -261,3 +261,53 @@ TEST(VersionGroup, ReportSplitsSupportedAndDeprecatedAndDropsRetired) {
     EXPECT_EQ(r.deprecated, "v2");  // v1 retired; v2's sunset (not gone) changes nothing
     EXPECT_EQ(r.until, std::numeric_limits<std::int64_t>::max());
 }
+
+// api_versions_pin: a request that named no version is answered in the caller's pinned version,
+// routed by that version's table (fallback included); a named version is never re-decided.
+TEST(VersionGroup, AnUnnamedRequestAnswersInAPinnedVersion) {
+    Group g;
+    declare(g);
+    g.set_strategy(Strategy::Header, "x-api-version");
+    g.set_default("v3");
+    g.finish();
+    auto unnamed = g.decide("GET", "/users/7", "");
+    EXPECT_TRUE(unnamed.unnamed);
+    EXPECT_EQ(unnamed.kind, Kind::Route);  // v3 inherits GET /users/{id} from v2
+    auto pinned = g.decide_as("GET", unnamed, g.find("v1"));
+    EXPECT_EQ(pinned.version, g.find("v1"));
+    EXPECT_EQ(who(pinned), "@legacy_v1");
+    EXPECT_EQ(pinned.route_path, "/users/7");
+    EXPECT_TRUE(pinned.unnamed);
+    // v3 answers DELETE /users/{id} (from v2), v1 does not
+    EXPECT_EQ(g.decide("DELETE", "/users/7", "").kind, Kind::Route);
+    auto refused = g.decide_as("DELETE", g.decide("DELETE", "/users/7", ""), g.find("v1"));
+    EXPECT_EQ(refused.kind, Kind::MethodNotAllowed);
+    EXPECT_EQ(refused.allow, "GET, HEAD");
+    // a named version stays, and so does anything when the pin is no version of the group
+    auto named = g.decide("GET", "/users/7", "v2");
+    EXPECT_FALSE(named.unnamed);
+    EXPECT_EQ(g.decide_as("GET", named, g.find("v1")).version, g.find("v2"));
+    EXPECT_EQ(g.decide_as("GET", unnamed, npos).version, g.find("v3"));
+    // no default: a missing version is unnamed too, and a pin answers it
+    Group nodefault;
+    declare(nodefault);
+    nodefault.set_strategy(Strategy::Header, "x-api-version");
+    nodefault.finish();
+    auto missing = nodefault.decide("GET", "/users", "");
+    EXPECT_EQ(missing.kind, Kind::MissingVersion);
+    EXPECT_TRUE(missing.unnamed);
+    EXPECT_EQ(who(nodefault.decide_as("GET", missing, nodefault.find("v1"))), "@legacy_v1");
+}
+
+TEST(VersionGroup, PathStrategyPinsOnlyPathsWithoutAVersion) {
+    Group g;
+    declare(g);
+    g.finish();
+    auto none = g.decide_path("GET", "/users");
+    EXPECT_TRUE(none.unnamed);
+    auto d = g.decide_as("GET", none, g.find("v1"));
+    EXPECT_EQ(who(d), "@legacy_v1");
+    EXPECT_EQ(d.strip_len, 0u);
+    EXPECT_EQ(d.route_path, "/users");
+    EXPECT_FALSE(g.decide_path("GET", "/v2/users/1").unnamed);
+}

@@ -60,6 +60,7 @@ struct Decision {
     std::string_view route_path;       // the path matched against the routes
     std::size_t strip_len = 0;         // path strategy: bytes of "/<version>" removed from the front
     std::string_view requested;        // UnknownVersion: the name asked for
+    bool unnamed = false;              // the request named no version (the default, or none, answers)
 };
 
 class Group {
@@ -105,6 +106,10 @@ public:
     // Header, accept and custom strategies: `requested` is the value read ("" = none).
     Decision decide(std::string_view method, std::string_view path,
                     std::string_view requested) const noexcept;
+    // A request that named no version (`unnamed`, as decide_path or decide gave it) answered in
+    // version `v` instead of the default (the caller's pinned version): the same path, `v`'s
+    // routes. `unnamed` itself when `v` is not a version of the group.
+    Decision decide_as(std::string_view method, const Decision &unnamed, std::size_t v) const noexcept;
 
 private:
     struct Impl;

@@ -431,6 +431,7 @@ struct AuthReadTask {
     ngx_http_request_t *r = nullptr;
     bool read_session = true;
     std::optional<SharedTake> take;
+    bool for_pin = false;     // api_versions_pin's read: into ctx->pin_read
     signin::Millis wait = 0;  // the take's verdict
     signin::Secret secret;
     std::string key;  // the session key (for the cache)
@@ -468,6 +469,7 @@ void auth_read_done(ngx_event_t *ev) {
     ngx_http_request_t *r = t->r;
     std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> result = std::move(t->result);
     const signin::Millis wait = t->wait;
+    const bool for_pin = t->for_pin;
     if (g_session_cache && !t->key.empty() && result && *result) {
         guarded("signin: the session cache", [&] {
             if (identity() != nullptr) g_session_cache->put(t->key, *result->value(), identity()->now());
@@ -479,8 +481,14 @@ void auth_read_done(ngx_event_t *ev) {
     r->main->blocked--;
     if (RequestCtx *ctx = get_ctx(r, false)) {
         ctx->auth_reading = false;
-        if (result) ctx->pre_auth = std::move(result);
-        ctx->shared_wait = wait;
+        if (for_pin) {
+            ctx->pin_read = result ? std::move(*result)
+                                   : signin::Result<std::shared_ptr<const signin::Principal>>(
+                                         signin::Error{signin::Code::Internal, "nothing was read"});
+        } else {
+            if (result) ctx->pre_auth = std::move(result);
+            ctx->shared_wait = wait;
+        }
     }
 #if defined(nginx_version) && nginx_version >= 1025004
     if (r->main->terminated) {
@@ -561,6 +569,24 @@ ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::opti
     t->r = r;
     t->read_session = c.state == Credentials::Cookie || c.state == Credentials::Bearer;
     t->take = std::move(take);
+    t->secret = c.secret;
+    t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+    if (post_task(g_write_pool, t) != NGX_OK) {
+        delete_task(t);
+        return NGX_ERROR;
+    }
+    ctx->auth_reading = true;
+    r->main->blocked++;
+    return NGX_OK;
+}
+
+ngx_int_t start_pin_read(ngx_http_request_t *r, const Credentials &c) {
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr || g_write_pool == nullptr) return NGX_ERROR;
+    auto *t = new_task<AuthReadTask>(auth_read_thread, auth_read_done);
+    if (t == nullptr) return NGX_ERROR;
+    t->r = r;
+    t->for_pin = true;
     t->secret = c.secret;
     t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
     if (post_task(g_write_pool, t) != NGX_OK) {

@@ -163,6 +163,8 @@ struct SharedTake {
     signin::throttle::WindowRule rule;
 };
 ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take = std::nullopt);
+// The same read for api_versions_pin (signin_caller.h): its outcome waits in ctx->pin_read.
+ngx_int_t start_pin_read(ngx_http_request_t *r, const Credentials &c);
 void set_shared_limits(std::unique_ptr<signin::SharedLimits> limits);
 signin::SharedLimits *shared_limits();
 // signin_session_cache: the cache of this worker (nullptr: off), and a hit for the credentials

@@ -38,6 +38,12 @@ struct RequestCtx {
     // pool (start_auth_read) for authenticate() to take, and whether that read is under way.
     std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> pre_auth;
     bool auth_reading = false;
+    // api_versions_pin: who the credentials belong to as the rewrite phase read them (never
+    // `principal`, which says the gate let the request in; nor `pre_auth`, which the gate takes as
+    // its own read); `pin_read` holds the outcome of the thread pool's read until it is taken.
+    std::shared_ptr<const signin::Principal> pin_caller;
+    std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> pin_read;
+    bool pin_known = false;  // pin_caller is the answer (nullptr: a stranger)
     signin::Millis shared_wait = 0;  // the store-kept request limit refused: wait this long (ms)
 };
 RequestCtx *get_ctx(ngx_http_request_t *r, bool create);

@@ -3,6 +3,7 @@
 // visitor sees). nginx skips the access phase for subrequests, so the same check also runs in
 // the precontent phase for them: an SSI include or auth_request cannot bypass the gate.
 #include "signin_api.h"
+#include "signin_caller.h"
 #include "signin_conf.h"
 #include "signin_handlers.h"
 #include "signin_jobs.h"
@@ -162,6 +163,93 @@ ngx_int_t require_handler(ngx_http_request_t *r) {
 ngx_int_t require_subrequest_handler(ngx_http_request_t *r) {
     if (r == r->main) return NGX_DECLINED;
     return require_handler(r);
+}
+
+// ---------------------------------------------------------------- api_versions_pin signin
+
+namespace {
+
+// The first pin of an account, in the write batch; nobody waits for it. Once written, this
+// worker's session cache forgets the session, whose cached user has no pin yet.
+class PinJob final : public BackgroundJob {
+public:
+    PinJob(std::string user_id, std::string version, std::string cache_key)
+        : BackgroundJob(Stage::Write),
+          user_id_(std::move(user_id)),
+          version_(std::move(version)),
+          cache_key_(std::move(cache_key)) {}
+
+private:
+    signin::Status write() override {
+        signin::Identity *engine = identity();
+        if (engine == nullptr) return signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
+        return engine->pin_api_version(user_id_, version_);
+    }
+    void done(const signin::Error *) override {
+        if (signin::SessionCache *cache = session_cache(); cache && !cache_key_.empty()) cache->erase(cache_key_);
+    }
+    std::string user_id_, version_, cache_key_;
+};
+
+CallerPin pin_of(const RequestCtx &ctx) {
+    if (!ctx.pin_caller) return {};
+    const std::string &v = ctx.pin_caller->user.api_version;
+    if (v.empty()) return {CallerPin::Unpinned, {}};
+    return {CallerPin::Pinned, v};
+}
+
+}  // namespace
+
+bool store_configured(ngx_conf_t *cf) {
+    auto *m = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_signin_module));
+    return m != nullptr && m->store_path.len != 0;
+}
+
+CallerPin caller_api_version(ngx_http_request_t *r) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx && ctx->auth_reading) return {CallerPin::Reading, {}};  // a stray event while the store is read
+    if (ctx && ctx->pin_known) return pin_of(*ctx);
+    signin::Identity *engine = identity();
+    if (engine == nullptr) return {};
+    Credentials c = read_credentials(r, engine->cookie_name());
+    if (c.state != Credentials::Cookie && c.state != Credentials::Bearer) return {};
+    if (ctx == nullptr && (ctx = get_ctx(r, true)) == nullptr) return {};
+    const auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+    if (ctx->pin_read) {  // back from the thread pool
+        auto read = std::move(*ctx->pin_read);
+        ctx->pin_read.reset();
+        if (read) ctx->pin_caller = std::move(read.value());
+    } else if (signin::SessionCache *cache = session_cache()) {
+        const signin::Principal *hit =
+            cache->get(signin::record_key(c.secret.reveal()), kind, engine->policy(), engine->now());
+        if (hit) {
+            ctx->pin_caller = std::make_shared<const signin::Principal>(*hit);
+        } else if (reads_block()) {
+            return start_pin_read(r, c) == NGX_OK ? CallerPin{CallerPin::Reading, {}} : CallerPin{};
+        }
+    } else if (reads_block()) {
+        return start_pin_read(r, c) == NGX_OK ? CallerPin{CallerPin::Reading, {}} : CallerPin{};
+    } else {
+        auto p = engine->sessions().authenticate_shared(c.secret, kind);
+        if (p) ctx->pin_caller = std::move(p.value());
+    }
+    ctx->pin_known = true;
+    return pin_of(*ctx);
+}
+
+void pin_caller_api_version(ngx_http_request_t *r, std::string_view version) {
+    RequestCtx *ctx = get_ctx(r, false);
+    if (ctx == nullptr || !ctx->pin_caller || !signin::valid_api_version_name(version)) return;
+    std::string key;
+    if (session_cache() != nullptr && identity() != nullptr) {
+        Credentials c = read_credentials(r, identity()->cookie_name());
+        key = signin::record_key(c.secret.reveal());
+    }
+    if (start_background_job(std::make_unique<PinJob>(ctx->pin_caller->user.id, std::string(version), std::move(key))) !=
+        NGX_OK) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "api_versions_pin: the write batch is full: the account is pinned at a later request");
+    }
 }
 
 }  // namespace signin_ngx

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api_versions_glue.h"
+#include "../signin/signin_caller.h"
 
 using signin_ngx::sv;
 
@@ -226,6 +227,50 @@ bool load_schema(ngx_conf_t *cf, ngx_http_api_versions_main_conf_t *mcf) {
         mcf->state->schema = std::make_unique<signin::version::UpstreamSchema>(text.str());
     } catch (const signin::version::ConfigError &e) {
         late_error(cf, std::string(e.what()) + " (\"" + path + "\")", at);
+        return false;
+    }
+    return true;
+}
+
+// api_versions_pin signin|off: whose pin a signed-in caller's version is (only the sign-in
+// module's accounts so far), remembering where it was written for the checks of merge_loc_conf.
+char *pin_directive(ngx_conf_t *cf, ngx_command_t *, void *conf) {
+    auto *lcf = static_cast<ngx_http_api_versions_loc_conf_t *>(conf);
+    if (lcf->pin != NGX_CONF_UNSET) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"api_versions_pin\" directive is duplicate");
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    auto *args = static_cast<ngx_str_t *>(cf->args->elts);
+    if (sv(args[1]) == "signin") {
+        lcf->pin = 1;
+    } else if (sv(args[1]) == "off") {
+        lcf->pin = 0;
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid value \"%V\" (signin or off)", &args[1]);
+        return static_cast<char *>(NGX_CONF_ERROR);
+    }
+    lcf->pin_file = cf->conf_file->file.name.data;
+    lcf->pin_line = cf->conf_file->line;
+    return static_cast<char *>(NGX_CONF_OK);
+}
+
+void merge_pin(const ngx_http_api_versions_loc_conf_t *prev, ngx_http_api_versions_loc_conf_t *conf) {
+    if (conf->pin == NGX_CONF_UNSET) {
+        conf->pin = prev->pin == NGX_CONF_UNSET ? 0 : prev->pin;
+        conf->pin_file = prev->pin_file;
+        conf->pin_line = prev->pin_line;
+    }
+}
+
+bool pin_allowed(ngx_conf_t *cf, const ngx_http_api_versions_loc_conf_t *conf,
+                 const ngx_http_api_versions_main_conf_t *mcf) {
+    Where at{reinterpret_cast<const char *>(conf->pin_file), conf->pin_line};
+    if (!mcf->state) {
+        late_error(cf, "\"api_versions_pin\" needs an \"api_versions\" block", at);
+        return false;
+    }
+    if (!signin_ngx::store_configured(cf)) {
+        late_error(cf, "\"api_versions_pin signin\" needs \"signin_store\": the pins are kept on the accounts", at);
         return false;
     }
     return true;

@@ -133,6 +133,10 @@ ngx_int_t header_filter(ngx_http_request_t *r) {
             if (mcf->vary.len) {
                 ok = add_vary(r, sv(mcf->vary));
             }
+            if (ctx->pin_vary) {  // the caller's credentials chose the version: one header when none is there
+                ok = ok && (find_header(r, "Vary") == nullptr ? set_header(r, "Vary", "Cookie, Authorization")
+                                                              : add_vary(r, "Cookie") && add_vary(r, "Authorization"));
+            }
             if (ctx->report) {
                 // copied: a held header (the body filter's) may go out after the report changed
                 const signin::version::Report &report = current_report(s);

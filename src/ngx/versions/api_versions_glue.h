@@ -117,6 +117,9 @@ struct ngx_http_api_versions_loc_conf_t {
     ngx_flag_t report;     // api_versions_report: api-supported-versions, api-deprecated-versions
     u_char *report_file;
     ngx_uint_t report_line;
+    ngx_flag_t pin;        // api_versions_pin signin: a signed-in caller's version is its account's
+    u_char *pin_file;
+    ngx_uint_t pin_line;
 };
 
 // Per-request state. It lives in a request pool cleanup so that it can be found again after
@@ -136,6 +139,8 @@ struct ngx_http_api_versions_ctx_t {
     size_t held_cap;
     unsigned holding : 1;   // the header waits for the migrated body
     unsigned report : 1;    // api_versions_report of the routing location
+    unsigned pin_vary : 1;  // api_versions_pin decided a request without a version: the caller's
+                            // credentials choose the answer (Vary: Cookie, Authorization)
     unsigned invalid_request : 1;   // a JSON request body to migrate was not JSON ($api_body_invalid)
     unsigned invalid_response : 1;  // ... an answer's
 };
@@ -172,6 +177,13 @@ void warn_shadowed_locations(ngx_conf_t *cf, const ngx_http_api_versions_main_co
 char *check_changes(ngx_conf_t *cf, State &s);
 // Reads and checks api_versions_schema's document into State::schema; false after logging why.
 bool load_schema(ngx_conf_t *cf, ngx_http_api_versions_main_conf_t *mcf);
+// api_versions_pin signin|off, and nginx -t's check of a location where it is on: an
+// api_versions block and a signin_store (where the pins are kept); false after logging why.
+char *pin_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+bool pin_allowed(ngx_conf_t *cf, const ngx_http_api_versions_loc_conf_t *conf,
+                 const ngx_http_api_versions_main_conf_t *mcf);
+// Inherits api_versions_pin (and where it was written) from the enclosing level.
+void merge_pin(const ngx_http_api_versions_loc_conf_t *prev, ngx_http_api_versions_loc_conf_t *conf);
 // The directive api_versions_schema PATH (kept beside what reads it).
 char *schema_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api_versions_glue.h"
+#include "../signin/signin_caller.h"
 #include "signin/version/openapi.hpp"
 
 using signin::version::Decision;
@@ -44,6 +45,38 @@ void each_header(ngx_http_request_t *r, ngx_str_t lowercase, F &&f) {
     }
 }
 
+// api_versions_pin signin, for a request that named no version: its caller's pinned version
+// answers instead of the default (a pin that names no version of the group any more: the
+// default, said in the log at info). NGX_DONE while the store is read (the phase handlers run
+// again then), else NGX_OK; `first` when the caller is signed in without a pin.
+ngx_int_t apply_pin(ngx_http_request_t *r, const signin::version::Group &group, std::string_view method, Decision &d,
+                    bool &first) {
+    signin_ngx::CallerPin pin = signin_ngx::caller_api_version(r);
+    switch (pin.state) {
+    case signin_ngx::CallerPin::Reading:
+        return NGX_DONE;
+    case signin_ngx::CallerPin::Stranger:
+        break;
+    case signin_ngx::CallerPin::Unpinned:
+        first = true;
+        break;
+    case signin_ngx::CallerPin::Pinned: {
+        std::size_t v = group.find(pin.version);
+        if (v == npos) {
+            ngx_str_t name = signin_ngx::ngx_view(pin.version);
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "api_versions_pin: the account's version \"%V\" is not declared any more: answered in "
+                          "the default version",
+                          &name);
+            break;
+        }
+        d = group.decide_as(method, d, v);
+        break;
+    }
+    }
+    return NGX_OK;
+}
+
 // The rewrite-phase routing: which version the request asked for (by the group's strategy), the
 // route that answers it, and the rewrite or named-location jump to its controller. Kept in one
 // piece (about 100 lines) because each step's answer decides the error of the next one.
@@ -70,6 +103,7 @@ ngx_int_t route(ngx_http_request_t *r) {
     ctx->controller.len = 0;
     ctx->changed_route = nullptr;
     ctx->report = lcf->report ? 1 : 0;
+    ctx->pin_vary = 0;
     ctx->invalid_request = 0;
     ctx->invalid_response = 0;
 
@@ -112,6 +146,14 @@ ngx_int_t route(ngx_http_request_t *r) {
         d = group.decide(method, path, trim(sv(value)));
         break;
     }
+    }
+
+    bool pin_first = false;
+    if (lcf->pin && d.unnamed) {
+        if (apply_pin(r, group, method, d, pin_first) == NGX_DONE) {
+            return NGX_DONE;
+        }
+        ctx->pin_vary = 1;
     }
 
     if (d.version != npos) {
@@ -161,6 +203,10 @@ ngx_int_t route(ngx_http_request_t *r) {
         if (!drop_accept_encoding(r)) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+    }
+
+    if (pin_first && d.version != npos) {  // a signed-in caller's first versioned request
+        signin_ngx::pin_caller_api_version(r, group.versions()[d.version].name);
     }
 
     // The version is resolved here, in the rewrite phase; the jump to the controller waits for

@@ -435,6 +435,8 @@ ngx_command_t commands[] = {
      ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_api_versions_loc_conf_t, body_max), nullptr},
     {ngx_string("api_versions_report"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
      report_directive, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_api_versions_loc_conf_t, report), nullptr},
+    {ngx_string("api_versions_pin"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     apiv::pin_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("api_versions_route"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1, route_directive,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("api_versions_openapi"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE123, openapi_directive,
@@ -460,6 +462,7 @@ void *create_loc_conf(ngx_conf_t *cf) {
     lcf->openapi = NGX_CONF_UNSET;
     lcf->body_max = NGX_CONF_UNSET_SIZE;
     lcf->report = NGX_CONF_UNSET;
+    lcf->pin = NGX_CONF_UNSET;
     return lcf;
 }
 
@@ -472,6 +475,7 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
         conf->report_line = prev->report_line;
     }
     ngx_conf_merge_value(conf->report, prev->report, 0);
+    apiv::merge_pin(prev, conf);
     if (conf->route == NGX_CONF_UNSET) {
         conf->route = prev->route == NGX_CONF_UNSET ? 0 : prev->route;
         conf->mount = prev->mount;
@@ -482,10 +486,13 @@ char *merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
         conf->openapi = 0;
     }
     auto *mcf = static_cast<MainConf *>(ngx_http_conf_get_module_main_conf(cf, ngx_http_api_versions_module));
-    if (!conf->route && !conf->openapi && !(conf->report && !mcf->state)) {
+    if (!conf->route && !conf->openapi && !(conf->report && !mcf->state) && !conf->pin) {
         return static_cast<char *>(NGX_CONF_OK);
     }
     return guarded(cf, [&]() -> char * {
+        if (conf->pin && !apiv::pin_allowed(cf, conf, mcf)) {
+            return static_cast<char *>(NGX_CONF_ERROR);
+        }
         if (conf->report && !mcf->state) {
             return late_error(cf, "\"api_versions_report\" needs an \"api_versions\" block",
                               {reinterpret_cast<const char *>(conf->report_file), conf->report_line});
