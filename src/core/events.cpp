@@ -253,7 +253,7 @@ private:
 
 Result<std::vector<EventItem>> Events::claim_due(std::size_t budget) {
     auto st = engine_.events_;
-    if (!st) return std::vector<EventItem>{};
+    if (!st || budget == 0) return std::vector<EventItem>{};
     return detail::guarded("events claim", [&]() -> Result<std::vector<EventItem>> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->write();

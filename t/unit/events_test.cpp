@@ -294,6 +294,7 @@ TEST_P(EventsTest, ALongQueueIsScannedInOrderAndOnlyAsFarAsNeeded) {
     for (int i = 0; i < users; ++i) {  // each user's second event, behind all the first ones
         ASSERT_TRUE(id.set_suspended("", "p" + std::to_string(i) + "@x.example", false));
     }
+    EXPECT_TRUE(claim(0).empty()) << "no budget, nothing claimed";
     auto first = claim(100);
     ASSERT_EQ(first.size(), 100u) << "the budget";
     for (int i = 0; i < 100; ++i) {
