@@ -510,6 +510,28 @@ void job_resume(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, guard_request(r, "signin: answering a request", [&] { return job->finish(r); }));
 }
 
+// A session read (and the shared limit's take) in the thread pool, for the access phase or for
+// api_versions_pin (`for_pin`: its outcome goes to ctx->pin_read).
+ngx_int_t post_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take, bool for_pin) {
+    RequestCtx *ctx = get_ctx(r, true);
+    if (ctx == nullptr || g_write_pool == nullptr) return NGX_ERROR;
+    auto *t = new_task<AuthReadTask>(auth_read_thread, auth_read_done);
+    if (t == nullptr) return NGX_ERROR;
+    t->r = r;
+    t->for_pin = for_pin;
+    t->read_session = for_pin || c.state == Credentials::Cookie || c.state == Credentials::Bearer;
+    t->take = std::move(take);
+    t->secret = c.secret;
+    t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+    if (post_task(g_write_pool, t) != NGX_OK) {
+        delete_task(t);
+        return NGX_ERROR;
+    }
+    ctx->auth_reading = true;
+    r->main->blocked++;
+    return NGX_OK;
+}
+
 }  // namespace
 
 void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) {
@@ -562,41 +584,10 @@ void set_shared_limits(std::unique_ptr<signin::SharedLimits> limits) { g_shared_
 signin::SharedLimits *shared_limits() { return g_shared_limits.get(); }
 
 ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take) {
-    RequestCtx *ctx = get_ctx(r, true);
-    if (ctx == nullptr || g_write_pool == nullptr) return NGX_ERROR;
-    auto *t = new_task<AuthReadTask>(auth_read_thread, auth_read_done);
-    if (t == nullptr) return NGX_ERROR;
-    t->r = r;
-    t->read_session = c.state == Credentials::Cookie || c.state == Credentials::Bearer;
-    t->take = std::move(take);
-    t->secret = c.secret;
-    t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
-    if (post_task(g_write_pool, t) != NGX_OK) {
-        delete_task(t);
-        return NGX_ERROR;
-    }
-    ctx->auth_reading = true;
-    r->main->blocked++;
-    return NGX_OK;
+    return post_auth_read(r, c, std::move(take), false);
 }
 
-ngx_int_t start_pin_read(ngx_http_request_t *r, const Credentials &c) {
-    RequestCtx *ctx = get_ctx(r, true);
-    if (ctx == nullptr || g_write_pool == nullptr) return NGX_ERROR;
-    auto *t = new_task<AuthReadTask>(auth_read_thread, auth_read_done);
-    if (t == nullptr) return NGX_ERROR;
-    t->r = r;
-    t->for_pin = true;
-    t->secret = c.secret;
-    t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
-    if (post_task(g_write_pool, t) != NGX_OK) {
-        delete_task(t);
-        return NGX_ERROR;
-    }
-    ctx->auth_reading = true;
-    r->main->blocked++;
-    return NGX_OK;
-}
+ngx_int_t start_pin_read(ngx_http_request_t *r, const Credentials &c) { return post_auth_read(r, c, std::nullopt, true); }
 
 ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job) {
     if (start_stage(Waiter{nullptr, job.get()}) != NGX_OK) return NGX_ERROR;

@@ -164,6 +164,8 @@ ngx_int_t jump_after_body(ngx_http_request_t *r, ngx_http_api_versions_ctx_t *ct
 bool drop_accept_encoding(ngx_http_request_t *r);
 // The body filter that migrates JSON answers back to the client's version.
 ngx_int_t install_body_filter(ngx_conf_t *cf);
+// A worker's start: one that migrates bodies keeps the heap it frees (api_versions_changes.cpp).
+ngx_int_t init_process(ngx_cycle_t *cycle);
 ngx_int_t add_variables(ngx_conf_t *cf);
 
 // nginx -t's checks once the configuration is read (api_versions_checks.cpp): an error found

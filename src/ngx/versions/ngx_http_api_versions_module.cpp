@@ -3,9 +3,6 @@
 // headers and variables: api_versions_filter.cpp.
 #include "ngx_signin_nginx.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <memory>
 #include <new>
 #include <string>
@@ -587,26 +584,6 @@ ngx_http_module_t module_ctx = {
     preconfiguration, postconfiguration, create_main_conf, nullptr, nullptr, nullptr, create_loc_conf,
     merge_loc_conf};
 
-// A worker that migrates bodies (version changes) keeps the heap it freed. Migrating a 64 KiB
-// answer builds and frees about half a megabyte of small blocks; glibc gives the freed top of the
-// heap back to the system once it exceeds 128 KiB, so every such answer faulted the same pages in
-// again, a quarter of the worker's time (perf, 2026-11-29), and a held body of 128 KiB or more
-// (api_versions_body_max is 1 MiB by default) was an mmap and munmap of its own. Up to 4 MiB a
-// block now comes from the heap, and up to 16 MiB of freed heap stays with the worker.
-ngx_int_t init_process(ngx_cycle_t *cycle) {
-#ifdef __GLIBC__
-    auto *mcf = static_cast<MainConf *>(ngx_http_cycle_get_module_main_conf(cycle, ngx_http_api_versions_module));
-    if (mcf != nullptr && mcf->state && mcf->state->migrator) {
-        if (mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024) != 1 || mallopt(M_TRIM_THRESHOLD, 16 * 1024 * 1024) != 1) {
-            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0, "api_versions: could not keep the heap the version changes free");
-        }
-    }
-#else
-    (void)cycle;
-#endif
-    return NGX_OK;
-}
-
 }  // namespace
 
 extern "C" {
@@ -615,6 +592,6 @@ ngx_module_t ngx_http_api_versions_module = {
     &module_ctx,
     commands,
     NGX_HTTP_MODULE,
-    nullptr, nullptr, init_process, nullptr, nullptr, nullptr, nullptr,
+    nullptr, nullptr, apiv::init_process, nullptr, nullptr, nullptr, nullptr,
     NGX_MODULE_V1_PADDING};
 }
