@@ -522,7 +522,7 @@ ngx_int_t post_auth_read(ngx_http_request_t *r, const Credentials &c, std::optio
     t->read_session = for_pin || c.state == Credentials::Cookie || c.state == Credentials::Bearer;
     t->take = std::move(take);
     t->secret = c.secret;
-    t->kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+    t->kind = c.kind();
     if (post_task(g_write_pool, t) != NGX_OK) {
         delete_task(t);
         return NGX_ERROR;
@@ -569,14 +569,11 @@ void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_
 signin::SessionCache *session_cache() { return g_session_cache.get(); }
 
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
-    if (!g_session_cache || identity() == nullptr) return false;
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx == nullptr) return false;
-    const auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
-    const signin::Principal *hit =
-        g_session_cache->get(signin::record_key(c.secret.reveal()), kind, identity()->policy(), identity()->now());
+    auto hit = cached_principal(c);
     if (hit == nullptr) return false;
-    ctx->pre_auth = std::make_shared<const signin::Principal>(*hit);
+    ctx->pre_auth = std::move(hit);
     return true;
 }
 

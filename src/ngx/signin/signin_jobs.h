@@ -171,6 +171,8 @@ signin::SharedLimits *shared_limits();
 // put into ctx->pre_auth (true) instead of a read.
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache);
 signin::SessionCache *session_cache();
+// Who the credentials belong to, from this worker's session cache; nullptr when it has no entry.
+std::shared_ptr<const signin::Principal> cached_principal(const Credentials &c);
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c);
 
 // An endpoint's read of the store, then its answer: `fetch` (an engine call; it must not use the

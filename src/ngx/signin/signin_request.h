@@ -69,6 +69,8 @@ std::string request_language_tag(ngx_http_request_t *r);
 struct Credentials {
     enum State { None, Cookie, Bearer, Ambiguous, Malformed } state = None;
     signin::Secret secret;
+    // The kind of session they name (for Cookie and Bearer).
+    signin::SessionKind kind() const { return state == Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie; }
 };
 Credentials read_credentials(ngx_http_request_t *r, std::string_view cookie_name);
 // The value of the one cookie of this name (empty when there is none, or more than one).

@@ -214,23 +214,16 @@ CallerPin caller_api_version(ngx_http_request_t *r) {
     Credentials c = read_credentials(r, engine->cookie_name());
     if (c.state != Credentials::Cookie && c.state != Credentials::Bearer) return {};
     if (ctx == nullptr && (ctx = get_ctx(r, true)) == nullptr) return {};
-    const auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
     if (ctx->pin_read) {  // back from the thread pool
         auto read = std::move(*ctx->pin_read);
         ctx->pin_read.reset();
         if (read) ctx->pin_caller = std::move(read.value());
-    } else if (signin::SessionCache *cache = session_cache()) {
-        const signin::Principal *hit =
-            cache->get(signin::record_key(c.secret.reveal()), kind, engine->policy(), engine->now());
-        if (hit) {
-            ctx->pin_caller = std::make_shared<const signin::Principal>(*hit);
-        } else if (reads_block()) {
-            return start_pin_read(r, c) == NGX_OK ? CallerPin{CallerPin::Reading, {}} : CallerPin{};
-        }
+    } else if (auto hit = cached_principal(c)) {
+        ctx->pin_caller = std::move(hit);
     } else if (reads_block()) {
         return start_pin_read(r, c) == NGX_OK ? CallerPin{CallerPin::Reading, {}} : CallerPin{};
     } else {
-        auto p = engine->sessions().authenticate_shared(c.secret, kind);
+        auto p = engine->sessions().authenticate_shared(c.secret, c.kind());
         if (p) ctx->pin_caller = std::move(p.value());
     }
     ctx->pin_known = true;

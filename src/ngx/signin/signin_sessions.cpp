@@ -93,6 +93,14 @@ private:
 
 }  // namespace
 
+std::shared_ptr<const signin::Principal> cached_principal(const Credentials &c) {
+    signin::SessionCache *cache = session_cache();
+    if (cache == nullptr || identity() == nullptr) return nullptr;
+    const signin::Principal *hit =
+        cache->get(signin::record_key(c.secret.reveal()), c.kind(), identity()->policy(), identity()->now());
+    return hit == nullptr ? nullptr : std::make_shared<const signin::Principal>(*hit);
+}
+
 signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, const Credentials &c) {
     signin::Identity *engine = identity();
     if (engine == nullptr) return signin::Error{Code::StorageError, "the sign-in store is not open"};
@@ -101,7 +109,7 @@ signin::Result<const signin::Principal *> authenticate(ngx_http_request_t *r, co
     }
     RequestCtx *ctx = get_ctx(r, true);
     if (ctx == nullptr) return signin::Error{Code::Internal, "no memory for the request's state"};
-    auto kind = c.state == Credentials::Bearer ? signin::SessionKind::Bearer : signin::SessionKind::Cookie;
+    const auto kind = c.kind();
     // authenticate_from records nothing about the client (no audit entry, no counter): the
     // signin_client value is not evaluated for it. A store whose reads may block was read in the
     // thread pool before (start_auth_read): its outcome is taken, once.
