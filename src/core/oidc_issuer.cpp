@@ -227,20 +227,20 @@ public:
         std::string_view tag = {};
     };
     std::string say(std::string_view english, const std::vector<Value> &values = {}) const {
+        // each value goes in as a marker that escaping leaves alone, then is put in its place
+        auto marker = [](std::size_t i) { return "\x01" + std::string(1, static_cast<char>('A' + i)) + "\x01"; };
         std::vector<i18n::Arg> args;
-        for (std::size_t i = 0; i < values.size(); i++) {
-            args.push_back(i18n::text_arg(values[i].name, "\x01" + std::string(1, static_cast<char>('A' + i)) + "\x01"));
-        }
+        for (std::size_t i = 0; i < values.size(); i++) args.push_back(i18n::text_arg(values[i].name, marker(i)));
         std::string escaped;
         append_html_escaped(escaped, langs_->format(lang_, english, args));
         for (std::size_t i = 0; i < values.size(); i++) {
-            const std::string marker = "\x01" + std::string(1, static_cast<char>('A' + i)) + "\x01";
+            const std::string marker_i = marker(i);
             std::string html;
             if (!values[i].tag.empty()) html.append("<").append(values[i].tag).append(">");
             append_html_escaped(html, values[i].text);
             if (!values[i].tag.empty()) html.append("</").append(values[i].tag).append(">");
-            for (std::size_t at = escaped.find(marker); at != std::string::npos; at = escaped.find(marker, at + html.size())) {
-                escaped.replace(at, marker.size(), html);
+            for (std::size_t at = escaped.find(marker_i); at != std::string::npos; at = escaped.find(marker_i, at + html.size())) {
+                escaped.replace(at, marker_i.size(), html);
             }
         }
         return escaped;

@@ -582,8 +582,9 @@ private:
     }
 
     // The deferred commands, then `last`, in libpq's pipeline mode: sent together, answered
-    // together, one wait for the server instead of one each. `last`'s result is returned. The first failure is thrown with its own command's context; what follows it in
-    // the pipeline was skipped by the server. A connection left in pipeline mode (it broke
+    // together, one wait for the server instead of one each. `last`'s result is returned. The
+    // first failure is thrown with its own command's context; what follows it in the pipeline was
+    // skipped by the server. A connection left in pipeline mode (it broke
     // half-way) is not healthy: its pool closes it.
     Result pipelined(Command last, std::string_view context) {
         std::vector<Command> cmds;
