@@ -499,6 +499,21 @@ public:
         pending_.push_back(command(s, params, context));
     }
     void defer_text(const char *sql, std::string_view context) { pending_.push_back(text_command(sql, context)); }
+    // Statement `s` once for each of `keys` (its one parameter), sent together with any deferred
+    // writes in one pipeline: one wait for the server. Their results, in the order of `keys`.
+    std::vector<Result> run_each(Stmt s, const std::vector<std::string_view> &keys, std::string_view context) {
+        std::vector<Command> cmds;
+        cmds.swap(pending_);
+        const std::size_t deferred = cmds.size();
+        for (std::string_view k : keys) cmds.push_back(command(s, {Param(k)}, context));
+        std::vector<Slot> slots;
+        std::vector<Result> results = exchange(cmds, deferred, slots, context);
+        std::vector<Result> out;
+        out.reserve(keys.size());
+        for (std::size_t i = 0; i < results.size(); ++i)
+            if (!slots[i].prepare && slots[i].cmd >= deferred) out.push_back(std::move(results[i]));
+        return out;
+    }
     // The deferred writes are dropped (their transaction is rolled back).
     void discard() { pending_.clear(); }
     // The last failure thrown was a deferred write's, not the statement it went with.
@@ -590,10 +605,18 @@ private:
         std::vector<Command> cmds;
         cmds.swap(pending_);
         const std::size_t deferred = cmds.size();
-        failed_deferred_ = false;
         cmds.push_back(std::move(last));
-        if (PQenterPipelineMode(conn_) != 1) throw_result(conn_, nullptr, context);
         std::vector<Slot> slots;
+        return std::move(exchange(cmds, deferred, slots, context).back());  // `last`'s: it has one
+    }
+
+    // Sends `cmds` (the first `deferred` of them deferred writes) in one pipeline and returns
+    // every result, one for each of `slots` (which it fills: a command, or the preparation of
+    // its statement). Throws as pipelined() says.
+    std::vector<Result> exchange(const std::vector<Command> &cmds, std::size_t deferred, std::vector<Slot> &slots,
+                                 std::string_view context) {
+        failed_deferred_ = false;
+        if (PQenterPipelineMode(conn_) != 1) throw_result(conn_, nullptr, context);
         bool sent = true;
         for (std::size_t i = 0; sent && i < cmds.size(); ++i) sent = send(cmds, i, slots);
         if (sent) sent = PQpipelineSync(conn_) == 1;
@@ -615,7 +638,7 @@ private:
             roll_back_if_aborted();
             throw StoreError(Code::StorageError, std::string(context) + ": the database's answers were cut short");
         }
-        return std::move(results.back());  // `last`'s: as many results as slots, and it has one
+        return results;
     }
 
     // Every result of a pipeline up to its sync. Each command's results end with a null; the
@@ -849,6 +872,24 @@ public:
             return s;
         }
         return keyed<SessionRecord>(Session, key, "read session", decode_session, true);
+    }
+    // A request's reads: every key's session with its user, in one round trip (the legacy key of
+    // one not found is looked for alone, as session() does).
+    std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys) override {
+        if (kind_ != Kind::Reads || keys.size() < 2 || !conn_) return Iface::principals(keys);
+        std::vector<Result> rs = conn_->run_each(SessionWithUser, keys, "read sessions");
+        std::vector<std::shared_ptr<const Principal>> out(keys.size());
+        for (std::size_t i = 0; i < keys.size() && i < rs.size(); ++i) {
+            const Result &r = rs[i];
+            if (PQntuples(r.get()) == 0) {
+                if (!legacy_key(keys[i]).empty()) out[i] = Iface::principal(keys[i]);
+                continue;
+            }
+            if (PQgetisnull(r.get(), 0, 2)) continue;  // a session whose user is gone
+            out[i] = std::make_shared<const Principal>(
+                Principal{decode_user(cell(r, 0, 2)), decode_session(cell(r, 0, 0), cell(r, 0, 1))});
+        }
+        return out;
     }
     std::optional<SessionRecord> session_by_id(std::string_view id) override {
         return keyed<SessionRecord>(SessionById, id, "read session by id", decode_session, false);

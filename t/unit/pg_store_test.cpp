@@ -399,6 +399,41 @@ TEST_P(StoreContract, SessionsByKeyIdUserAndBrowser) {
     EXPECT_EQ(r->counts().sessions, 2u);
 }
 
+// The principals of several keys, read together (on PostgreSQL one pipeline): each key's own, in
+// the order asked, nobody where a key or its user is missing, and a legacy key found as principal()
+// finds it.
+TEST_P(StoreContract, PrincipalsOfSeveralKeysInTheirOrder) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_user(make_user("u2", "b@example.com"));
+        w->put_session(make_session(1, "u1", 10000, std::string(32, 'b')));
+        w->put_session(make_session(2, "u2", 10000));
+        w->put_session(make_session(3, "u9", 10000));  // its user is gone
+        w->commit();
+    }
+    const std::string legacy = "\x01\x02\x03\x04\x05\x06" + digest(100002);  // 6 + 32 bytes: a key of today's form
+    const std::vector<std::string> owned = {digest(100002), digest(100001), digest(100003), digest(7), legacy,
+                                            digest(100001)};
+    const std::vector<std::string_view> keys(owned.begin(), owned.end());
+    auto r = store_->read();
+    auto got = r->principals(keys);
+    ASSERT_EQ(got.size(), keys.size());
+    ASSERT_TRUE(got[0] && got[1] && got[4] && got[5]);
+    EXPECT_EQ(got[0]->user.email, "b@example.com");
+    EXPECT_EQ(got[0]->session.hash, digest(100002));
+    EXPECT_EQ(got[1]->user.email, "a@example.com");
+    EXPECT_EQ(got[1]->session.kind, SessionKind::Cookie);
+    EXPECT_FALSE(got[2]) << "a session whose user is gone is nobody's";
+    EXPECT_FALSE(got[3]) << "no such session";
+    EXPECT_EQ(got[4]->user.id, "u2") << "the legacy key, as principal() finds it";
+    EXPECT_EQ(got[5]->user.id, "u1") << "a key asked twice";
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        EXPECT_EQ(static_cast<bool>(got[i]), static_cast<bool>(r->principal(keys[i]))) << "key " << i;
+    EXPECT_TRUE(r->principals({}).empty());
+    ASSERT_EQ(r->principals({keys[1]}).size(), 1u);
+}
+
 TEST_P(StoreContract, SecondFactorsPasskeysLinksAndChallenges) {
     {
         auto w = store_->write();
