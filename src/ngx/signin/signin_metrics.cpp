@@ -39,6 +39,8 @@ struct Counters {
     ngx_atomic_t batch_sizes[kBatchBounds + 1];
     ngx_atomic_t batch_jobs;
     ngx_atomic_t batch_replays;
+    ngx_atomic_t read_batch_sizes[kBatchBounds + 1];
+    ngx_atomic_t read_batch_reads;
     ngx_atomic_t commits[kCommitBounds + 1];
     ngx_atomic_t commit_micros;
     ngx_atomic_t queue[kWorkers];
@@ -176,6 +178,12 @@ ngx_int_t metrics(ngx_http_request_t *r) {
            "Write batches run a second time with a nested transaction per job (a job abandoned a write).",
            Type::Counter, "")
         .samples = {{"", static_cast<double>(get(c->batch_replays))}};
+    auto &reads = family("signin_session_read_batch_size",
+                         "Session reads per round trip to the store, where they leave the event loop (PostgreSQL).",
+                         Type::Histogram, "");
+    reads.histogram.bounds.assign(mx::kBatchSizeBounds, mx::kBatchSizeBounds + kBatchBounds);
+    for (auto &n : c->read_batch_sizes) reads.histogram.counts.push_back(static_cast<std::uint64_t>(n));
+    reads.histogram.sum = get(c->read_batch_reads);
     auto &commits = family("signin_commit_seconds", "Time of a write batch's durable commit.", Type::Histogram, "");
     commits.histogram.bounds.assign(mx::kCommitBounds, mx::kCommitBounds + kCommitBounds);
     for (auto &n : c->commits) commits.histogram.counts.push_back(static_cast<std::uint64_t>(n));
@@ -269,6 +277,13 @@ void count_oidc(OidcCount what) {
 
 void count_batch_replay() {
     if (g_counters) add(g_counters->batch_replays);
+}
+
+void count_read_batch(std::size_t size) {
+    Counters *c = g_counters;
+    if (c == nullptr) return;
+    add(c->read_batch_sizes[mx::bucket_of(mx::kBatchSizeBounds, kBatchBounds, static_cast<double>(size))]);
+    add(c->read_batch_reads, static_cast<ngx_atomic_int_t>(size));
 }
 
 void count_batch(std::size_t size, double seconds) {
