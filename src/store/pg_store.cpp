@@ -142,7 +142,7 @@ enum Stmt : unsigned {
     PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
-    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
+    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter,
     UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn,
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
@@ -248,6 +248,9 @@ constexpr const char *kStatements[StmtCount] = {
     /* AllEmails */ "SELECT addr, user_id FROM signin_user_email ORDER BY addr",
     /* SessionWithUser */
     "SELECT s.key, s.rec, u.rec FROM signin_sessions s LEFT JOIN signin_users u ON u.id = s.user_id WHERE s.key = $1",
+    /* SessionsWithUsers */
+    "SELECT s.key, s.rec, u.rec FROM signin_sessions s JOIN signin_users u ON u.id = s.user_id "
+    "WHERE s.key = ANY($1::bytea[])",
     /* Counter */ "SELECT state FROM signin_counters WHERE key = $1",
     /* PutCounter */
     "INSERT INTO signin_counters (key, expires_at, state) VALUES ($1, $2, $3) "
@@ -358,6 +361,14 @@ public:
         if (!binary_) data_ = number_.c_str();
     }
     Param &operator=(const Param &) = delete;
+    // A parameter in PostgreSQL's text form (an array literal), kept with the parameter.
+    static Param text(std::string s) {
+        Param p(std::int64_t{0});
+        p.number_ = std::move(s);
+        p.data_ = p.number_.c_str();
+        p.len_ = p.number_.size();
+        return p;
+    }
     const char *data() const { return data_; }
     int len() const { return static_cast<int>(len_); }
     bool binary() const { return binary_; }
@@ -395,6 +406,23 @@ std::int64_t number(const Result &r, int row, int col) {
     std::string_view v = cell(r, row, col);
     if (v.size() != 8) corrupt("a number of " + std::to_string(v.size()) + " bytes");
     return static_cast<std::int64_t>(get_be64(reinterpret_cast<const unsigned char *>(v.data())));
+}
+
+// A bytea[] literal of `keys` in text form: {"\\x0a1b…",…}.
+std::string bytea_array(const std::vector<std::string_view> &keys) {
+    static const char kHex[] = "0123456789abcdef";
+    std::string out = "{";
+    for (std::string_view k : keys) {
+        if (out.size() > 1) out += ',';
+        out += "\"\\\\x";
+        for (unsigned char c : k) {
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+        out += '"';
+    }
+    out += '}';
+    return out;
 }
 
 // A key that starts with a time (big-endian milliseconds) and 8 random bytes (audit, outbox).
@@ -499,21 +527,6 @@ public:
         pending_.push_back(command(s, params, context));
     }
     void defer_text(const char *sql, std::string_view context) { pending_.push_back(text_command(sql, context)); }
-    // Statement `s` once for each of `keys` (its one parameter), sent together with any deferred
-    // writes in one pipeline: one wait for the server. Their results, in the order of `keys`.
-    std::vector<Result> run_each(Stmt s, const std::vector<std::string_view> &keys, std::string_view context) {
-        std::vector<Command> cmds;
-        cmds.swap(pending_);
-        const std::size_t deferred = cmds.size();
-        for (std::string_view k : keys) cmds.push_back(command(s, {Param(k)}, context));
-        std::vector<Slot> slots;
-        std::vector<Result> results = exchange(cmds, deferred, slots, context);
-        std::vector<Result> out;
-        out.reserve(keys.size());
-        for (std::size_t i = 0; i < results.size(); ++i)
-            if (!slots[i].prepare && slots[i].cmd >= deferred) out.push_back(std::move(results[i]));
-        return out;
-    }
     // The deferred writes are dropped (their transaction is rolled back).
     void discard() { pending_.clear(); }
     // The last failure thrown was a deferred write's, not the statement it went with.
@@ -605,18 +618,10 @@ private:
         std::vector<Command> cmds;
         cmds.swap(pending_);
         const std::size_t deferred = cmds.size();
-        cmds.push_back(std::move(last));
-        std::vector<Slot> slots;
-        return std::move(exchange(cmds, deferred, slots, context).back());  // `last`'s: it has one
-    }
-
-    // Sends `cmds` (the first `deferred` of them deferred writes) in one pipeline and returns
-    // every result, one for each of `slots` (which it fills: a command, or the preparation of
-    // its statement). Throws as pipelined() says.
-    std::vector<Result> exchange(const std::vector<Command> &cmds, std::size_t deferred, std::vector<Slot> &slots,
-                                 std::string_view context) {
         failed_deferred_ = false;
+        cmds.push_back(std::move(last));
         if (PQenterPipelineMode(conn_) != 1) throw_result(conn_, nullptr, context);
+        std::vector<Slot> slots;
         bool sent = true;
         for (std::size_t i = 0; sent && i < cmds.size(); ++i) sent = send(cmds, i, slots);
         if (sent) sent = PQpipelineSync(conn_) == 1;
@@ -638,7 +643,7 @@ private:
             roll_back_if_aborted();
             throw StoreError(Code::StorageError, std::string(context) + ": the database's answers were cut short");
         }
-        return results;
+        return std::move(results.back());  // `last`'s: as many results as slots, and it has one
     }
 
     // Every result of a pipeline up to its sync. Each command's results end with a null; the
@@ -873,22 +878,28 @@ public:
         }
         return keyed<SessionRecord>(Session, key, "read session", decode_session, true);
     }
-    // A request's reads: every key's session with its user, in one round trip (the legacy key of
-    // one not found is looked for alone, as session() does).
+    // A request's reads: every key's session with its user, in one statement that also looks
+    // under each key's legacy form (found there only when the key itself finds nothing, as
+    // session() does).
     std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys) override {
-        if (kind_ != Kind::Reads || keys.size() < 2 || !conn_) return Iface::principals(keys);
-        std::vector<Result> rs = conn_->run_each(SessionWithUser, keys, "read sessions");
-        std::vector<std::shared_ptr<const Principal>> out(keys.size());
-        for (std::size_t i = 0; i < keys.size() && i < rs.size(); ++i) {
-            const Result &r = rs[i];
-            if (PQntuples(r.get()) == 0) {
-                if (!legacy_key(keys[i]).empty()) out[i] = Iface::principal(keys[i]);
-                continue;
+        if (kind_ != Kind::Reads || keys.size() < 2) return Iface::principals(keys);
+        std::vector<std::string_view> asked = keys;
+        for (std::string_view k : keys)
+            if (!legacy_key(k).empty()) asked.push_back(legacy_key(k));
+        Result r = run(SessionsWithUsers, {Param::text(bytea_array(asked))}, "read sessions");
+        std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
+        const int rows = PQntuples(r.get());
+        for (int row = 0; row < rows; ++row) {
+            const std::string_view key = cell(r, row, 0);
+            auto p = std::make_shared<const Principal>(
+                Principal{decode_user(cell(r, row, 2)), decode_session(key, cell(r, row, 1))});
+            for (std::size_t i = 0; i < keys.size(); ++i) {  // a key asked twice gets it twice
+                if (keys[i] == key) out[i] = p;
+                else if (!legacy_key(keys[i]).empty() && legacy_key(keys[i]) == key) legacy[i] = p;
             }
-            if (PQgetisnull(r.get(), 0, 2)) continue;  // a session whose user is gone
-            out[i] = std::make_shared<const Principal>(
-                Principal{decode_user(cell(r, 0, 2)), decode_session(cell(r, 0, 0), cell(r, 0, 1))});
         }
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            if (!out[i]) out[i] = std::move(legacy[i]);
         return out;
     }
     std::optional<SessionRecord> session_by_id(std::string_view id) override {
