@@ -221,6 +221,10 @@ public:
     // Inserts or replaces a user and its (group, email) index entry (none for a user without an
     // address: an account made by a provider that gave none).
     virtual void put_user(const User &u) = 0;
+    // put_user for an account made now, whose id no account has had (a fresh uuid7): nothing
+    // stored under that id needs replacing, which spares a store that reads before it writes
+    // (PostgreSQL: the old record, for its index entries) a round trip.
+    virtual void add_user(const User &u) { put_user(u); }
     // Deletes a user and its (group, email) index entry (when it still names this user).
     virtual void del_user(std::string_view user_id) = 0;
     virtual void put_token(const TokenRecord &t) = 0;

@@ -254,7 +254,8 @@ Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view gr
             if (it == user->roles.end() || *it != role) user->roles.insert(it, role);
         }
         user->updated_at = now;
-        txn->put_user(*user);
+        if (existed) txn->put_user(*user);
+        else txn->add_user(*user);
         txn->append_audit(detail::audit(now, "user.invited", *email, client, user->id, existed ? "existing" : "new"));
         TokenIssue out;
         if (send) {
@@ -380,7 +381,7 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
         u.updated_at = now;
         u.password_hash = t.password_hash;  // only a password registration carries one
         u.roles = t.roles;                  // what the registration check gave it, if anything
-        txn.put_user(u);
+        txn.add_user(u);
         txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id));
         user = std::move(u);
     }

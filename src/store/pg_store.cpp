@@ -1208,6 +1208,10 @@ public:
                 if (std::find(keys.begin(), keys.end(), k) == keys.end()) later(DelUserIndex, {k}, "delete search index");
             }
         }
+        write_user(u, keys);
+    }
+    void add_user(const User &u) override { write_user(u, user_index_keys(u)); }
+    void write_user(const User &u, const std::vector<std::string> &keys) {
         later(PutUser, {u.id, encode_user(u)}, "write user");
         if (!u.email.empty()) later(PutEmail, {addr_key(u.group_id, u.email), u.id}, "write email index");
         for (const auto &k : keys) later(PutUserIndex, {k}, "write search index");

@@ -342,6 +342,26 @@ TEST_P(StoreContract, TheCheckFindsAMissingAndAStaleSearchEntry) {
     EXPECT_TRUE(has("an entry no user has (u9)")) << ::testing::PrintToString(problems);
 }
 
+// add_user (an account made now) leaves what put_user would: the record, its address and its
+// search entries, and check_integrity finds nothing amiss.
+TEST_P(StoreContract, AnAccountMadeNowIsStoredAsPutUserStoresIt) {
+    {
+        auto w = store_->write();
+        User u = make_user("u1", "New@Example.com");
+        u.pending = true;
+        w->add_user(u);
+        w->add_user(make_user("u2", ""));  // a provider's account without an address
+        w->commit();
+    }
+    auto r = store_->read();
+    EXPECT_EQ(r->user_by_email("g1", "New@Example.com")->id, "u1");
+    EXPECT_TRUE(r->user_by_id("u1")->pending);
+    EXPECT_EQ(r->user_by_id("u2")->email, "");
+    EXPECT_EQ(r->user_count(), 2u);
+    EXPECT_EQ(indexed(*r, "enew@"), std::vector<std::string>{"u1"});
+    EXPECT_TRUE(store_->check_integrity().empty());
+}
+
 TEST_P(StoreContract, TokensOfAnAddressOldestFirst) {
     {
         auto w = store_->write();
