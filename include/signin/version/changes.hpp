@@ -49,8 +49,9 @@ std::string check_routes(const std::vector<std::vector<Change>> &changes, const 
 // onto one field, a change in the oldest version (there is nothing older to migrate from).
 std::string check_chain(const std::vector<std::vector<Change>> &changes);
 
-// Migrates JSON bodies between versions. Numbers and strings keep their exact spelling; a body
-// that changes is written back without insignificant whitespace.
+// Migrates JSON bodies between versions. Numbers and strings keep their exact spelling; in a body
+// that changes, what no change touched keeps its text, whitespace included, and the objects and
+// arrays a change touched are written without whitespace between the parts it touched.
 class Migrator {
 public:
     // `changes[v]` as for check_chain; throws std::invalid_argument on a change parse_change
