@@ -143,7 +143,10 @@ private:
     std::size_t pos_ = 0;
 
     void skip() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+        // every blank is below '!': most tokens follow the one before with no blank at all
+        while (pos_ < s_.size() && static_cast<unsigned char>(s_[pos_]) <= ' ' &&
+               (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+            ++pos_;
     }
 
     bool literal(std::string_view word) {
@@ -409,13 +412,15 @@ struct Doc::Out {
     char *at;
 
     void put(const char *p, std::size_t len) {
-        if (static_cast<std::size_t>(s.data() + s.size() - at) < len) {
-            std::size_t used = static_cast<std::size_t>(at - s.data());
-            s.resize(s.size() * 2 + len);
-            at = s.data() + used;
-        }
+        if (static_cast<std::size_t>(s.data() + s.size() - at) < len) [[unlikely]]
+            grow(len);
         std::memcpy(at, p, len);
         at += len;
+    }
+    [[gnu::noinline]] void grow(std::size_t len) {
+        std::size_t used = static_cast<std::size_t>(at - s.data());
+        s.resize(s.size() * 2 + len);
+        at = s.data() + used;
     }
     void put(char c) { put(&c, 1); }
 };

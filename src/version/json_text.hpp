@@ -49,7 +49,11 @@ public:
     bool key_is(std::uint32_t i, std::string_view name) const {
         const Node &n = nodes_[i];
         if (n.key_escaped) return key_decoded_is(n, name);
-        return n.key_len == name.size() + 2 && std::char_traits<char>::compare(n.key + 1, name.data(), name.size()) == 0;
+        if (n.key_len != name.size() + 2) return false;
+        // names are short: a loop beats a call to memcmp
+        for (std::size_t k = 0; k < name.size(); ++k)
+            if (n.key[k + 1] != name[k]) return false;
+        return true;
     }
 
     // Adds a copy of node `i` of `from` to this tree, alone (no key, no siblings); returns its index.

@@ -168,14 +168,15 @@ bool has_json_body(ngx_http_request_t *r) {
 
 // ---------------------------------------------------------------- responses
 
+// Appends a buffer of the answer to what is held: memory straight into the held bytes (one copy
+// of each, none through a std::string), a temporary file's part read into them.
 bool hold(ngx_http_request_t *r, Ctx *ctx, ngx_buf_t *b) {
-    std::string bytes;
-    if (!append_buf(b, bytes)) {
-        return false;
-    }
-    std::size_t need = ctx->held_len + bytes.size();
+    auto size = static_cast<std::size_t>(ngx_buf_size(b));
+    std::size_t need = ctx->held_len + size;
     if (need > ctx->held_cap) {
-        std::size_t cap = ctx->held_cap ? ctx->held_cap * 2 : 4096;
+        // a Content-Length gives the size at once (within api_versions_body_max: header_filter)
+        off_t length = r->headers_out.content_length_n;
+        std::size_t cap = ctx->held_cap ? ctx->held_cap * 2 : length > 0 ? static_cast<std::size_t>(length) : 4096;
         while (cap < need) cap *= 2;
         auto *grown = static_cast<u_char *>(ngx_pnalloc(r->pool, cap));
         if (!grown) {
@@ -187,7 +188,13 @@ bool hold(ngx_http_request_t *r, Ctx *ctx, ngx_buf_t *b) {
         ctx->held = grown;
         ctx->held_cap = cap;
     }
-    ngx_memcpy(ctx->held + ctx->held_len, bytes.data(), bytes.size());
+    if (size == 0) {
+        // a buffer that only ends the answer
+    } else if (ngx_buf_in_memory(b)) {
+        ngx_memcpy(ctx->held + ctx->held_len, b->pos, size);
+    } else if (b->in_file && ngx_read_file(b->file, ctx->held + ctx->held_len, size, b->file_pos) != static_cast<ssize_t>(size)) {
+        return false;
+    }
     ctx->held_len = need;
     // taken: the upstream may reuse its buffer
     if (ngx_buf_in_memory(b)) {
