@@ -255,6 +255,9 @@ std::string check_chain(const std::vector<std::vector<Change>> &changes) {
 struct Migrator::Impl {
     // a deque: the nodes and keys view the texts each Compiled owns, so none may move
     std::vector<std::deque<Compiled>> versions;
+
+    // Applies the changes between `from` and `to` in scope to `root`; whether any changed it.
+    bool apply(Doc &root, std::size_t from, std::size_t to, std::string_view method, std::string_view shape) const;
 };
 
 namespace {
@@ -372,14 +375,24 @@ struct Applier {
     }
 };
 
-// The tree of the bodies this thread migrates, its memory kept from one body to the next
-// (up to 8 MiB: a body of about 1 MiB).
-Doc &scratch() {
-    thread_local Doc doc;
-    return doc;
-}
+// The tree of the bodies this thread migrates, and the text of the last one it wrote, their
+// memory kept from one body to the next (up to 8 MiB each: a body of about 1 MiB).
+struct Scratch {
+    static constexpr std::size_t keep = 8 * 1024 * 1024;
+    Doc doc;
+    std::string out;
 
-constexpr std::size_t scratch_keep = 8 * 1024 * 1024;
+    // After a body: its tree forgotten; memory beyond `keep` given back.
+    void clear() {
+        doc.clear(keep);
+        if (out.size() > keep) std::string().swap(out);
+    }
+};
+
+Scratch &scratch() {
+    thread_local Scratch s;
+    return s;
+}
 
 }  // namespace
 
@@ -422,17 +435,10 @@ bool Migrator::applies(std::size_t from, std::size_t to, std::string_view method
     return false;
 }
 
-Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std::size_t to,
-                                   std::string_view method, std::string_view shape,
-                                   std::string &out) const {
-    Doc &root = scratch();
-    struct Clear {
-        Doc &d;
-        ~Clear() { d.clear(scratch_keep); }
-    } clear{root};
-    if (!root.parse(body)) return Result::Invalid;
+bool Migrator::Impl::apply(Doc &root, std::size_t from, std::size_t to, std::string_view method,
+                           std::string_view shape) const {
     bool changed = false;
-    const auto &vs = impl_->versions;
+    const auto &vs = versions;
     if (from < to) {
         for (std::size_t v = from + 1; v <= to && v < vs.size(); ++v) {
             for (const Compiled &c : vs[v]) {
@@ -452,10 +458,29 @@ Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std:
             }
         }
     }
-    if (!changed) return Result::Unchanged;
-    out.clear();
-    out.reserve(body.size() + 64);
-    root.write(0, out);
+    return changed;
+}
+
+Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std::size_t to,
+                                   std::string_view method, std::string_view shape,
+                                   std::string &out) const {
+    std::string_view text;
+    Result r = migrate(body, from, to, method, shape, text);
+    if (r == Result::Rewritten) out.assign(text);
+    return r;
+}
+
+Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std::size_t to,
+                                   std::string_view method, std::string_view shape,
+                                   std::string_view &out) const {
+    Scratch &s = scratch();
+    struct Clear {
+        Scratch &s;
+        ~Clear() { s.clear(); }
+    } clear{s};
+    if (!s.doc.parse(body)) return Result::Invalid;
+    if (!impl_->apply(s.doc, from, to, method, shape)) return Result::Unchanged;
+    out = std::string_view(s.out.data(), s.doc.write_at(0, s.out));
     return Result::Rewritten;
 }
 

@@ -425,12 +425,12 @@ struct Doc::Out {
     void put(char c) { put(&c, 1); }
 };
 
-void Doc::write(std::uint32_t i, std::string &out) const {
-    std::size_t from = out.size();
-    out.resize(from + nodes_[i].raw_len + 256);
-    Out o{out, out.data() + from};
+std::size_t Doc::write_at(std::uint32_t i, std::string &buf) const {
+    // room for the text as read and some more; Out grows it past that
+    if (buf.size() < nodes_[i].raw_len + 256) buf.resize(nodes_[i].raw_len + 256);
+    Out o{buf, buf.data()};
     write_node(i, o);
-    out.resize(static_cast<std::size_t>(o.at - out.data()));
+    return static_cast<std::size_t>(o.at - buf.data());
 }
 
 // A changed container: its items or members in order, the changed ones written anew, and each
@@ -442,9 +442,10 @@ void Doc::write_node(std::uint32_t i, Out &out) const {
         return;
     }
     bool object = n.type == Type::Object;
+    // a piece of the text read (a copy of a change's value lies elsewhere, never in it)
     auto inside = [&](const char *p) {
         auto at = reinterpret_cast<std::uintptr_t>(p), begin = reinterpret_cast<std::uintptr_t>(text_.data());
-        return at >= begin && at <= begin + text_.size();
+        return at >= begin && at < begin + text_.size();
     };
     // the text between two pieces read side by side: blanks and one comma
     auto adjacent = [&](const char *end, const char *next) {

@@ -72,9 +72,10 @@ public:
     // item and member by member in order.
     bool same(std::uint32_t i, const Doc &b, std::uint32_t j) const;
 
-    // Appends node `i`'s text: a changed container without whitespace between its items, the
-    // rest as written.
-    void write(std::uint32_t i, std::string &out) const;
+    // Writes node `i`'s text from the start of `buf`, growing it when needed (never shrinking it,
+    // so a buffer kept for the next text is not cleared again): a changed container without
+    // whitespace where it changed, the rest as written. Returns the text's length.
+    std::size_t write_at(std::uint32_t i, std::string &buf) const;
 
     // Forgets the tree, keeping its memory for the next unless it grew over `keep` bytes.
     void clear(std::size_t keep);
