@@ -156,7 +156,7 @@ private:
     }
 
     // Moves to the next quote, backslash or control character of a string, or to the end.
-    void to_special() {
+    [[gnu::always_inline]] void to_special() {
         const char *p = s_.data();
         std::size_t n = s_.size();
 #ifdef __SSE2__
@@ -183,7 +183,7 @@ private:
     }
 
     // A string token from its opening quote; `escaped` is set when it holds a backslash.
-    bool string(bool &escaped) {
+    [[gnu::always_inline]] bool string(bool &escaped) {
         ++pos_;
         for (;;) {
             to_special();
