@@ -1,9 +1,9 @@
 // Version changes: parsing, checks and the migration of JSON bodies.
 //
-// A body is checked whole, then only the containers a change reaches are read into a tree
-// (json_text.hpp): numbers and strings stay views of the original text, so a migrated body keeps
-// every value exactly as the upstream or the client wrote it, and the parts no change reached are
-// copied back as they came; only the changed parts are new text.
+// A body is checked and read in one pass into a tree kept per thread (json_text.hpp): numbers and
+// strings stay views of the original text, so a migrated body keeps every value exactly as the
+// upstream or the client wrote it, and the parts no change touched are copied back as they came;
+// only the changed parts are new text.
 #include "signin/version/changes.hpp"
 
 #include <cstdint>
