@@ -480,7 +480,8 @@ Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std:
     } clear{s};
     if (!s.doc.parse(body)) return Result::Invalid;
     if (!impl_->apply(s.doc, from, to, method, shape)) return Result::Unchanged;
-    out = std::string_view(s.out.data(), s.doc.write_at(0, s.out));
+    std::size_t len = s.doc.write_at(0, s.out);  // first: it may move the buffer
+    out = std::string_view(s.out.data(), len);
     return Result::Rewritten;
 }
 
