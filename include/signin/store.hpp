@@ -354,6 +354,11 @@ public:
     // is undone whole and the second decides), so it must redo the same work from the start
     // and keep only what its last run gives.
     virtual void batch(const std::function<void()> &fn) { fn(); }
+    // Inside batch(): reads the tokens stored under these record keys (and their legacy forms),
+    // and the accounts of their addresses, ahead and together, so that the batch's writes that
+    // read them (a token exchanged) find them without a round trip each. What a write of the batch
+    // changes is read from the store again. A store whose reads are memory reads does nothing.
+    virtual void read_tokens_ahead(const std::vector<std::string> &keys) { (void)keys; }
 
     // The most audit entries the store keeps (signin_audit_max; 0: no bound): anyone can add
     // entries, so the trail is bounded in size as well as in age, and a flood of them never

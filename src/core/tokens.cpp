@@ -327,6 +327,14 @@ Result<Session> Tokens::exchange_code_from(std::string_view email, std::string_v
     return session_of(exchange_code_step_from(email, code, group, client, kind, user_agent));
 }
 
+void Tokens::read_ahead(const std::vector<std::string> &keys) noexcept {
+    try {
+        engine_.store_->read_tokens_ahead(keys);
+    } catch (...) {
+        // a failed read spoils the batch's run: it runs again, each write reading for itself
+    }
+}
+
 Result<SignInStep> Tokens::exchange_step_from(const Secret &token, std::string_view client, SessionKind kind,
                                               std::string_view user_agent, const BrowserCookies *browser) {
     if (!plausible_secret(token.reveal())) return Error{Code::InvalidToken, "the token is not valid"};

@@ -70,6 +70,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "signin/store.hpp"
@@ -142,7 +143,7 @@ enum Stmt : unsigned {
     PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
-    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
+    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, TokensAny, UsersByEmailAny, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter,
     UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn,
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
@@ -251,6 +252,9 @@ constexpr const char *kStatements[StmtCount] = {
     /* SessionsWithUsers */
     "SELECT s.key, s.rec, u.rec FROM signin_sessions s JOIN signin_users u ON u.id = s.user_id "
     "WHERE s.key = ANY($1::bytea[])",
+    /* TokensAny */ "SELECT key, rec FROM signin_tokens WHERE key = ANY($1::bytea[])",
+    /* UsersByEmailAny */
+    "SELECT e.addr, u.rec FROM signin_user_email e JOIN signin_users u ON u.id = e.user_id WHERE e.addr = ANY($1::bytea[])",
     /* Counter */ "SELECT state FROM signin_counters WHERE key = $1",
     /* PutCounter */
     "INSERT INTO signin_counters (key, expires_at, state) VALUES ($1, $2, $3) "
@@ -791,6 +795,9 @@ struct Group {
     // (its changes cannot be taken back alone): nothing of this run is kept.
     bool spoiled = false;
     std::vector<std::int64_t> locks;  // serialize_on's keys, held by the connection until the end
+    // Read ahead (read_tokens_ahead): a token's record by its key, an account's by its address
+    // key; nullopt where the store had none. A write of the batch drops what it changes.
+    std::unordered_map<std::string, std::optional<std::string>> tokens, users;
 };
 thread_local Group *t_group = nullptr;
 
@@ -855,12 +862,54 @@ public:
         return decode_user(cell(r, 0, 0));
     }
     std::optional<User> user_by_email(std::string_view group_id, std::string_view email) override {
+        if (group_ != nullptr) {
+            auto it = group_->users.find(addr_key(group_id, email));
+            if (it != group_->users.end()) return it->second ? std::optional<User>(decode_user(*it->second)) : std::nullopt;
+        }
         Result r = run(UserByEmail, {addr_key(group_id, email)}, "read user by email");
         if (PQntuples(r.get()) == 0) return std::nullopt;
         return decode_user(cell(r, 0, 0));
     }
     std::optional<TokenRecord> token(std::string_view key) override {
+        if (group_ != nullptr && !key.empty()) {
+            // read ahead: found under its key, or else under its legacy key, as keyed() looks
+            auto it = group_->tokens.find(std::string(key));
+            if (it != group_->tokens.end()) {
+                if (it->second) return decode_token(key, *it->second);
+                const std::string_view legacy = legacy_key(key);
+                if (legacy.empty()) return std::nullopt;
+                auto old = group_->tokens.find(std::string(legacy));
+                if (old != group_->tokens.end()) {
+                    if (old->second) return decode_token(legacy, *old->second);
+                    return std::nullopt;
+                }
+            }
+        }
         return keyed<TokenRecord>(Token, key, "read token", decode_token, true);
+    }
+    // Store::read_tokens_ahead in this batch's transaction: two statements for every key.
+    void read_ahead(const std::vector<std::string> &keys) {
+        if (group_ == nullptr || keys.empty()) return;
+        std::vector<std::string_view> asked(keys.begin(), keys.end());
+        for (const std::string &k : keys)
+            if (!legacy_key(k).empty()) asked.push_back(legacy_key(k));
+        Result r = run(TokensAny, {Param::text(bytea_array(asked))}, "read tokens ahead");
+        std::unordered_map<std::string, std::optional<std::string>> tokens;
+        for (std::string_view k : asked) tokens.emplace(std::string(k), std::nullopt);
+        std::vector<std::string> addrs;
+        for (int row = 0; row < PQntuples(r.get()); ++row) {
+            const TokenRecord t = decode_token(cell(r, row, 0), cell(r, row, 1));
+            tokens[std::string(cell(r, row, 0))] = std::string(cell(r, row, 1));
+            addrs.push_back(addr_key(t.group_id, t.email));
+        }
+        std::unordered_map<std::string, std::optional<std::string>> users;
+        if (!addrs.empty()) {
+            for (const std::string &a : addrs) users.emplace(a, std::nullopt);
+            Result u = run(UsersByEmailAny, {Param::text(bytea_array({addrs.begin(), addrs.end()}))}, "read accounts ahead");
+            for (int row = 0; row < PQntuples(u.get()); ++row) users[std::string(cell(u, row, 0))] = std::string(cell(u, row, 1));
+        }
+        group_->tokens = std::move(tokens);
+        group_->users = std::move(users);
     }
     std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
         return rows<TokenRecord>(TokensFor, {addr_key(group_id, email)}, "read tokens of an address", decode_token);
@@ -1198,6 +1247,8 @@ public:
 
     void put_user(const User &u) override {
         auto old = user_by_id(u.id);
+        if (old) forget_user(*old);
+        forget_user(u);
         if (old && !old->email.empty() && (old->email != u.email || old->group_id != u.group_id)) {
             // only the entry that still names this user: never remove someone else's
             later(DelEmail, {addr_key(old->group_id, old->email), u.id}, "delete old email index");
@@ -1210,7 +1261,19 @@ public:
         }
         write_user(u, keys);
     }
-    void add_user(const User &u) override { write_user(u, user_index_keys(u)); }
+    void add_user(const User &u) override {
+        forget_user(u);
+        write_user(u, user_index_keys(u));
+    }
+    // What was read ahead of the batch about this account's address is no longer what it is.
+    void forget_user(const User &u) {
+        if (group_ != nullptr && !group_->users.empty()) group_->users.erase(addr_key(u.group_id, u.email));
+    }
+    void forget_token(std::string_view hash) {
+        if (group_ == nullptr || group_->tokens.empty()) return;
+        group_->tokens.erase(std::string(hash));
+        if (!legacy_key(hash).empty()) group_->tokens.erase(std::string(legacy_key(hash)));
+    }
     void write_user(const User &u, const std::vector<std::string> &keys) {
         later(PutUser, {u.id, encode_user(u)}, "write user");
         if (!u.email.empty()) later(PutEmail, {addr_key(u.group_id, u.email), u.id}, "write email index");
@@ -1219,16 +1282,19 @@ public:
     void del_user(std::string_view user_id) override {
         auto old = user_by_id(user_id);
         if (!old) return;
+        forget_user(*old);
         if (!old->email.empty()) later(DelEmail, {addr_key(old->group_id, old->email), user_id}, "delete email index");
         for (const auto &k : user_index_keys(*old)) later(DelUserIndex, {k}, "delete search index");
         later(DelUser, {user_id}, "delete user");
     }
     void put_token(const TokenRecord &t) override {
+        forget_token(t.hash);
         later(PutToken, {t.hash, addr_key(t.group_id, t.email), t.created_at, t.expires_at, encode_token(t)},
             "write token");
     }
     void del_token(std::string_view hash) override {
         if (hash.empty()) return;
+        forget_token(hash);
         later(DelToken, {hash, legacy_key(hash).empty() ? hash : legacy_key(hash)}, "delete token");
     }
     void put_session(const SessionRecord &s) override {
@@ -1333,6 +1399,7 @@ public:
     }
 
     std::size_t purge_expired(Millis now, std::size_t budget) override {
+        if (group_ != nullptr) group_->tokens.clear();
         std::size_t n = 0;
         for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges, PurgeCounters, PurgeOidcCodes,
                        PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies}) {
@@ -1420,6 +1487,12 @@ public:
             return;
         }
         if (!grouped(fn)) fn();
+    }
+
+    void read_tokens_ahead(const std::vector<std::string> &keys) override {
+        if (t_group == nullptr || t_group->store != this) return;
+        PgWriteTxn txn(pool_, *t_group);
+        txn.read_ahead(keys);
     }
 
     void backup(const std::string &) const override {

@@ -1055,6 +1055,58 @@ TEST_F(PgOnly, ABatchIsOneTransactionCommittedAtItsEnd) {
     EXPECT_EQ(store_->read()->tokens_for("g1", "batch@example.com").size(), static_cast<std::size_t>(kWrites));
 }
 
+// Tokens and accounts read ahead of a batch's writes (read_tokens_ahead): each write finds them
+// as the store has them, under a key of today's form or the legacy one, and what a write of the
+// batch changes (a token spent, an account made, a token rewritten) is read afresh.
+TEST_F(PgOnly, ABatchFindsWhatItReadAheadAndWhatItChangesAfresh) {
+    const std::string prefix("\x01\x02\x03\x04\x05\x06", 6);
+    TokenRecord modern = make_token(1, "a@example.com", 1, 1ll << 50);
+    modern.hash = prefix + digest(1);  // 6 + 32 bytes: a key of today's form
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_token(modern);
+        w->put_token(make_token(2, "b@example.com", 2, 1ll << 50));  // an address without an account
+        w->put_token(make_token(3, "a@example.com", 3, 1ll << 50));  // stored under its legacy key
+        w->commit();
+    }
+    const std::string legacy_asked = prefix + digest(3), unknown = prefix + digest(9);
+    int runs = 0;
+    store_->batch([&] {
+        ++runs;
+        store_->read_tokens_ahead({modern.hash, digest(2), legacy_asked, unknown});
+        auto w = store_->write();
+        ASSERT_TRUE(w->token(modern.hash));
+        EXPECT_EQ(w->token(modern.hash)->email, "a@example.com");
+        EXPECT_EQ(w->token(digest(2))->email, "b@example.com");
+        ASSERT_TRUE(w->token(legacy_asked)) << "found under its legacy key";
+        EXPECT_EQ(w->token(legacy_asked)->hash, digest(3));
+        EXPECT_FALSE(w->token(unknown));
+        EXPECT_EQ(w->user_by_email("g1", "a@example.com")->id, "u1");
+        EXPECT_FALSE(w->user_by_email("g1", "b@example.com"));
+        // what the batch changes
+        w->del_token(modern.hash);
+        EXPECT_FALSE(w->token(modern.hash)) << "spent in this batch";
+        w->add_user(make_user("u2", "b@example.com"));
+        EXPECT_EQ(w->user_by_email("g1", "b@example.com")->id, "u2") << "made in this batch";
+        TokenRecord later = make_token(2, "b@example.com", 2, 1ll << 51);
+        w->put_token(later);
+        EXPECT_EQ(w->token(digest(2))->expires_at, 1ll << 51) << "rewritten in this batch";
+        w->del_token(digest(3));
+        EXPECT_FALSE(w->token(legacy_asked)) << "its legacy key deleted in this batch";
+        w->commit();
+    });
+    EXPECT_EQ(runs, 1);
+    auto r = store_->read();
+    EXPECT_FALSE(r->token(modern.hash));
+    EXPECT_EQ(r->token(digest(2))->expires_at, 1ll << 51);
+    EXPECT_EQ(r->user_by_email("g1", "b@example.com")->id, "u2");
+    EXPECT_FALSE(r->token(legacy_asked));
+    // outside a batch it reads nothing ahead, and changes nothing
+    store_->read_tokens_ahead({digest(2)});
+    EXPECT_EQ(store_->read()->token(digest(2))->expires_at, 1ll << 51);
+}
+
 // A write abandoned after it changed something cannot be taken out of the batch's transaction:
 // the batch runs again with a transaction per write, and only that run counts.
 // The write batches take turns on one advisory lock; a turn that another session keeps (a node
