@@ -273,8 +273,8 @@ constexpr const char *kStatements[StmtCount] = {
     /* EventsAfter */ "SELECT key, rec FROM signin_events WHERE key > $1 ORDER BY key LIMIT $2",
     /* UserIndex */
     "SELECT key FROM signin_user_search WHERE key >= $1 AND key > $2 AND key < $3 ORDER BY key LIMIT $4",
-    /* PutUserIndex */ "INSERT INTO signin_user_search (key) VALUES ($1) ON CONFLICT (key) DO NOTHING",
-    /* DelUserIndex */ "DELETE FROM signin_user_search WHERE key = $1",
+    /* PutUserIndex */ "INSERT INTO signin_user_search (key) SELECT unnest($1::bytea[]) ON CONFLICT (key) DO NOTHING",
+    /* DelUserIndex */ "DELETE FROM signin_user_search WHERE key = ANY($1::bytea[])",
     /* AllUserSearch */ "SELECT key, ''::bytea FROM signin_user_search ORDER BY key",
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
@@ -427,6 +427,11 @@ std::string bytea_array(const std::vector<std::string_view> &keys) {
     }
     out += '}';
     return out;
+}
+
+// An account's search entries as one parameter (PutUserIndex, DelUserIndex take them all at once).
+Param index_keys(const std::vector<std::string> &keys) {
+    return Param::text(bytea_array(std::vector<std::string_view>(keys.begin(), keys.end())));
 }
 
 // A key that starts with a time (big-endian milliseconds) and 8 random bytes (audit, outbox).
@@ -1255,9 +1260,10 @@ public:
         }
         const auto keys = user_index_keys(u);
         if (old) {
-            for (const auto &k : user_index_keys(*old)) {
-                if (std::find(keys.begin(), keys.end(), k) == keys.end()) later(DelUserIndex, {k}, "delete search index");
-            }
+            std::vector<std::string> gone;
+            for (auto &k : user_index_keys(*old))
+                if (std::find(keys.begin(), keys.end(), k) == keys.end()) gone.push_back(std::move(k));
+            if (!gone.empty()) later(DelUserIndex, {index_keys(gone)}, "delete search index");
         }
         write_user(u, keys);
     }
@@ -1277,14 +1283,14 @@ public:
     void write_user(const User &u, const std::vector<std::string> &keys) {
         later(PutUser, {u.id, encode_user(u)}, "write user");
         if (!u.email.empty()) later(PutEmail, {addr_key(u.group_id, u.email), u.id}, "write email index");
-        for (const auto &k : keys) later(PutUserIndex, {k}, "write search index");
+        if (!keys.empty()) later(PutUserIndex, {index_keys(keys)}, "write search index");
     }
     void del_user(std::string_view user_id) override {
         auto old = user_by_id(user_id);
         if (!old) return;
         forget_user(*old);
         if (!old->email.empty()) later(DelEmail, {addr_key(old->group_id, old->email), user_id}, "delete email index");
-        for (const auto &k : user_index_keys(*old)) later(DelUserIndex, {k}, "delete search index");
+        if (const auto keys = user_index_keys(*old); !keys.empty()) later(DelUserIndex, {index_keys(keys)}, "delete search index");
         later(DelUser, {user_id}, "delete user");
     }
     void put_token(const TokenRecord &t) override {
@@ -1719,7 +1725,8 @@ private:
             const int n = PQntuples(r.get());
             for (int i = 0; i < n; ++i) {
                 const User u = decode_user(cell(r, i, 0));
-                for (const auto &k : user_index_keys(u)) conn.run(PutUserIndex, {k}, "fill the search index");
+                if (const auto keys = user_index_keys(u); !keys.empty())
+                    conn.run(PutUserIndex, {index_keys(keys)}, "fill the search index");
                 after = u.id;
             }
             if (n < 1000) break;
