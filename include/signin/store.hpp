@@ -141,8 +141,8 @@ public:
     // per thread): nothing it hands back is ever stale.
     virtual std::shared_ptr<const Principal> principal(std::string_view key);
     // principal() for several keys, in their order (nullptr where principal() would give it).
-    // The default asks for each in turn; a store whose reads are round trips to a server sends
-    // them together (PostgreSQL: one pipeline, one wait for the server instead of one each).
+    // The default asks for each in turn; a store whose reads are round trips to a server asks for
+    // them together (PostgreSQL: one statement, one wait for the server instead of one each).
     virtual std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys);
     virtual std::optional<SessionRecord> session_by_id(std::string_view id) = 0;
     virtual std::vector<SessionRecord> sessions_of(std::string_view user_id) = 0;

@@ -412,8 +412,9 @@ std::int64_t number(const Result &r, int row, int col) {
     return static_cast<std::int64_t>(get_be64(reinterpret_cast<const unsigned char *>(v.data())));
 }
 
-// A bytea[] literal of `keys` in text form: {"\\x0a1b…",…}.
-std::string bytea_array(const std::vector<std::string_view> &keys) {
+// A bytea[] literal of `keys` (strings or string_views) in text form: {"\\x0a1b…",…}.
+template <class Keys>
+std::string bytea_array(const Keys &keys) {
     static const char kHex[] = "0123456789abcdef";
     std::string out = "{";
     for (std::string_view k : keys) {
@@ -430,8 +431,16 @@ std::string bytea_array(const std::vector<std::string_view> &keys) {
 }
 
 // An account's search entries as one parameter (PutUserIndex, DelUserIndex take them all at once).
-Param index_keys(const std::vector<std::string> &keys) {
-    return Param::text(bytea_array(std::vector<std::string_view>(keys.begin(), keys.end())));
+Param index_keys(const std::vector<std::string> &keys) { return Param::text(bytea_array(keys)); }
+
+// Record keys with the legacy form of each that has one after them: what a lookup that falls back
+// to the legacy key (token(), session()) may find, asked for at once.
+template <class Key>
+std::vector<std::string_view> with_legacy_keys(const std::vector<Key> &keys) {
+    std::vector<std::string_view> asked(keys.begin(), keys.end());
+    for (std::string_view k : keys)
+        if (!legacy_key(k).empty()) asked.push_back(legacy_key(k));
+    return asked;
 }
 
 // A key that starts with a time (big-endian milliseconds) and 8 random bytes (audit, outbox).
@@ -892,12 +901,10 @@ public:
         }
         return keyed<TokenRecord>(Token, key, "read token", decode_token, true);
     }
-    // Store::read_tokens_ahead in this batch's transaction: two statements for every key.
+    // Store::read_tokens_ahead in this batch's transaction: two statements for all the keys.
     void read_ahead(const std::vector<std::string> &keys) {
         if (group_ == nullptr || keys.empty()) return;
-        std::vector<std::string_view> asked(keys.begin(), keys.end());
-        for (const std::string &k : keys)
-            if (!legacy_key(k).empty()) asked.push_back(legacy_key(k));
+        const std::vector<std::string_view> asked = with_legacy_keys(keys);
         Result r = run(TokensAny, {Param::text(bytea_array(asked))}, "read tokens ahead");
         std::unordered_map<std::string, std::optional<std::string>> tokens;
         for (std::string_view k : asked) tokens.emplace(std::string(k), std::nullopt);
@@ -910,7 +917,7 @@ public:
         std::unordered_map<std::string, std::optional<std::string>> users;
         if (!addrs.empty()) {
             for (const std::string &a : addrs) users.emplace(a, std::nullopt);
-            Result u = run(UsersByEmailAny, {Param::text(bytea_array({addrs.begin(), addrs.end()}))}, "read accounts ahead");
+            Result u = run(UsersByEmailAny, {Param::text(bytea_array(addrs))}, "read accounts ahead");
             for (int row = 0; row < PQntuples(u.get()); ++row) users[std::string(cell(u, row, 0))] = std::string(cell(u, row, 1));
         }
         group_->tokens = std::move(tokens);
@@ -937,10 +944,7 @@ public:
     // session() does).
     std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys) override {
         if (kind_ != Kind::Reads || keys.size() < 2) return Iface::principals(keys);
-        std::vector<std::string_view> asked = keys;
-        for (std::string_view k : keys)
-            if (!legacy_key(k).empty()) asked.push_back(legacy_key(k));
-        Result r = run(SessionsWithUsers, {Param::text(bytea_array(asked))}, "read sessions");
+        Result r = run(SessionsWithUsers, {Param::text(bytea_array(with_legacy_keys(keys)))}, "read sessions");
         std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
         const int rows = PQntuples(r.get());
         for (int row = 0; row < rows; ++row) {
