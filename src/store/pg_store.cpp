@@ -71,10 +71,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "signin/store.hpp"
 #include "backends.hpp"
+#include "pg_merge.hpp"
 #include "records.hpp"
 
 namespace signin {
@@ -149,7 +151,10 @@ enum Stmt : unsigned {
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
     DelOidcAccess, PutOidcRefresh, PutOidcFamily, DelFamilyTokens, PutOidcConsent, DelOidcConsent, DelOidcOf,
     PurgeOidcCodes, PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies, AllOidcCodes, AllOidcAccess,
-    AllOidcRefresh, AllOidcFamilies, AllOidcConsents, StmtCount
+    AllOidcRefresh, AllOidcFamilies, AllOidcConsents,
+    // a write batch's writes of one kind, one statement over arrays (Connection::merged)
+    PutUsers, PutEmails, PutTokens, DelTokens, PutSessions, DelSessions, PutAudits, PutOutboxes, DelEvents,
+    StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -330,7 +335,36 @@ constexpr const char *kStatements[StmtCount] = {
     /* AllOidcRefresh */ "SELECT key, rec FROM signin_oidc_refresh ORDER BY key",
     /* AllOidcFamilies */ "SELECT id, rec FROM signin_oidc_families ORDER BY id",
     /* AllOidcConsents */ "SELECT key, rec FROM signin_oidc_consents ORDER BY key",
+    /* PutUsers */
+    "INSERT INTO signin_users (id, rec) SELECT * FROM unnest($1::bytea[], $2::bytea[]) "
+    "ON CONFLICT (id) DO UPDATE SET rec = excluded.rec",
+    /* PutEmails */
+    "INSERT INTO signin_user_email (addr, user_id) SELECT * FROM unnest($1::bytea[], $2::bytea[]) "
+    "ON CONFLICT (addr) DO UPDATE SET user_id = excluded.user_id",
+    /* PutTokens */
+    "INSERT INTO signin_tokens (key, addr, created_at, expires_at, rec) "
+    "SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::int8[], $4::int8[], $5::bytea[]) "
+    "ON CONFLICT (key) DO UPDATE SET addr = excluded.addr, created_at = excluded.created_at, "
+    "expires_at = excluded.expires_at, rec = excluded.rec",
+    /* DelTokens */ "DELETE FROM signin_tokens WHERE key = ANY($1::bytea[] || $2::bytea[])",
+    /* PutSessions */
+    "INSERT INTO signin_sessions (key, id, user_id, browser, expires_at, rec) "
+    "SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bytea[], $5::int8[], $6::bytea[]) "
+    "ON CONFLICT (key) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, browser = excluded.browser, "
+    "expires_at = excluded.expires_at, rec = excluded.rec",
+    /* DelSessions */ "DELETE FROM signin_sessions WHERE key = ANY($1::bytea[] || $2::bytea[])",
+    /* PutAudits */ "INSERT INTO signin_audit (key, at, rec) SELECT * FROM unnest($1::bytea[], $2::int8[], $3::bytea[])",
+    /* PutOutboxes */
+    "INSERT INTO signin_outbox (key, due_at, rec) SELECT * FROM unnest($1::bytea[], $2::int8[], $3::bytea[])",
+    /* DelEvents */ "DELETE FROM signin_events WHERE key = ANY($1::bytea[])",
 };
+
+constexpr bool every_statement_written() {
+    for (const char *sql : kStatements)
+        if (sql == nullptr) return false;
+    return true;
+}
+static_assert(every_statement_written(), "a statement of Stmt without its SQL in kStatements");
 
 // Whether a statement changes the store (a write transaction that ran one cannot be left out of
 // a write batch's commit: PgStore::batch).
@@ -344,11 +378,44 @@ constexpr bool changes(Stmt s) {
     case PutEvent: case UpdateEvent: case DelEvent: case PutOidcCode: case PutOidcAccess: case DelOidcAccess:
     case PutOidcRefresh: case PutOidcFamily: case DelFamilyTokens: case PutOidcConsent: case DelOidcConsent:
     case DelOidcOf: case PurgeOidcCodes: case PurgeOidcAccess: case PurgeOidcRefresh: case PurgeOidcFamilies:
+    case PutUsers: case PutEmails: case PutTokens: case DelTokens: case PutSessions: case DelSessions:
+    case PutAudits: case PutOutboxes: case DelEvents:
         return true;
     default:
         return false;
     }
 }
+
+// The deferred writes that may be joined into one statement (store/pg_merge.hpp), and the tables
+// of a few that may not but should not stop the others from joining across them. `many` is the
+// statement that takes the arrays of a group's parameters (StmtCount: none); `keyed`, that it
+// may write each row once (ON CONFLICT DO UPDATE: its first parameter is the row's key); `arrays`,
+// that the write's one parameter is already an array (its text form), joined by concatenation.
+enum Table : int { UsersTable, EmailsTable, TokensTable, SessionsTable, AuditTable, OutboxTable, EventsTable, SearchTable };
+struct Joinable {
+    Stmt one;
+    Stmt many;
+    Table table;
+    bool keyed;
+    bool arrays;
+};
+constexpr Joinable kJoinable[] = {
+    {PutUser, PutUsers, UsersTable, true, false},
+    {DelUser, StmtCount, UsersTable, false, false},
+    {PutEmail, PutEmails, EmailsTable, true, false},
+    {DelEmail, StmtCount, EmailsTable, false, false},
+    {PutToken, PutTokens, TokensTable, true, false},
+    {DelToken, DelTokens, TokensTable, false, false},
+    {PutSession, PutSessions, SessionsTable, true, false},
+    {DelSession, DelSessions, SessionsTable, false, false},
+    {PutAudit, PutAudits, AuditTable, true, false},
+    {PutOutbox, PutOutboxes, OutboxTable, true, false},
+    {DelOutbox, StmtCount, OutboxTable, false, false},
+    {UpdateEvent, StmtCount, EventsTable, false, false},
+    {DelEvent, DelEvents, EventsTable, false, false},
+    {PutUserIndex, PutUserIndex, SearchTable, false, true},
+    {DelUserIndex, DelUserIndex, SearchTable, false, true},
+};
 
 // ---- values ------------------------------------------------------------------------------------
 
@@ -594,6 +661,89 @@ private:
         return c;
     }
 
+    // The deferred writes, those of one kind to one table joined into one statement wherever that
+    // keeps the transaction's effect (store/pg_merge.hpp): a write batch's sessions, spent tokens,
+    // accounts and audit entries each in one statement instead of one a row.
+    static std::vector<Command> merged(std::vector<Command> cmds) {
+        if (cmds.size() < 2) return cmds;
+        std::vector<pg_merge::Write> shape;
+        shape.reserve(cmds.size());
+        for (const Command &c : cmds) {
+            const Joinable *j = c.text != nullptr ? nullptr : joinable(c.stmt);
+            if (j == nullptr) {
+                shape.push_back({});
+                continue;
+            }
+            const bool joins = j->many != StmtCount;
+            shape.push_back({joins ? static_cast<int>(j - kJoinable) : -1, j->table,
+                             j->keyed && !c.values.empty() ? std::string_view(c.values[0]) : std::string_view()});
+        }
+        const auto groups = pg_merge::plan(shape);
+        if (groups.size() == cmds.size()) return cmds;
+        std::vector<Command> out;
+        out.reserve(groups.size());
+        for (const auto &g : groups) out.push_back(g.size() == 1 ? std::move(cmds[g[0]]) : joined(cmds, g));
+        return out;
+    }
+    static const Joinable *joinable(Stmt s) {
+        for (const Joinable &j : kJoinable)
+            if (j.one == s) return &j;
+        return nullptr;
+    }
+    // One statement for the group `g` of `cmds` (all of one kind): each parameter becomes the
+    // array of that parameter's values, in binary (bytea[] or int8[]), or their array literals
+    // joined into one.
+    static Command joined(const std::vector<Command> &cmds, const std::vector<std::size_t> &g) {
+        const Command &first = cmds[g[0]];
+        const Joinable &j = *joinable(first.stmt);
+        Command c;
+        c.stmt = j.many;
+        c.context = first.context;
+        for (std::size_t k = 0; k < first.values.size(); ++k) {
+            std::string v;
+            if (j.arrays) {
+                for (std::size_t i : g) {
+                    const std::string &lit = cmds[i].values[k];  // "{...}"
+                    if (lit.size() <= 2) continue;
+                    v += v.empty() ? "{" : ",";
+                    v.append(lit, 1, lit.size() - 2);
+                }
+                v += v.empty() ? "{}" : "}";
+            } else {
+                v = binary_array(cmds, g, k);
+            }
+            c.values.push_back(std::move(v));
+            c.binary.push_back(j.arrays ? 0 : 1);
+        }
+        return c;
+    }
+    // PostgreSQL's binary form of a one-dimensional array without nulls: the k-th parameters of
+    // the group, bytea where they are bytes, int8 where they are numbers (sent as text).
+    static std::string binary_array(const std::vector<Command> &cmds, const std::vector<std::size_t> &g, std::size_t k) {
+        constexpr std::uint32_t kByteaOid = 17, kInt8Oid = 20;
+        const bool bytes = cmds[g[0]].binary[k] != 0;
+        std::string out;
+        auto put = [&out](std::uint64_t v, int octets) {
+            for (int b = octets - 1; b >= 0; --b) out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
+        };
+        put(1, 4);  // dimensions
+        put(0, 4);  // no nulls
+        put(bytes ? kByteaOid : kInt8Oid, 4);
+        put(g.size(), 4);
+        put(1, 4);  // lower bound
+        for (std::size_t i : g) {
+            const std::string &v = cmds[i].values[k];
+            if (bytes) {
+                put(v.size(), 4);
+                out += v;
+            } else {
+                put(8, 4);
+                put(static_cast<std::uint64_t>(std::stoll(v)), 8);
+            }
+        }
+        return out;
+    }
+
     // What one result of a pipeline answers: a command, or the preparation of its statement.
     struct Slot {
         std::size_t cmd;
@@ -633,8 +783,7 @@ private:
     // skipped by the server. A connection left in pipeline mode (it broke
     // half-way) is not healthy: its pool closes it.
     Result pipelined(Command last, std::string_view context) {
-        std::vector<Command> cmds;
-        cmds.swap(pending_);
+        std::vector<Command> cmds = merged(std::exchange(pending_, {}));
         const std::size_t deferred = cmds.size();
         failed_deferred_ = false;
         cmds.push_back(std::move(last));

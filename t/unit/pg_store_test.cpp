@@ -601,6 +601,75 @@ TEST_P(StoreContract, TheOldestAuditEntriesBeyondABoundGo) {
     EXPECT_EQ(newest.back().at, 21);
 }
 
+// On PostgreSQL a write batch's writes of one kind travel as one statement over arrays (the
+// sessions made, the tokens spent, the accounts, the audit entries): the batch leaves what its
+// writes, one after the other, leave. Rows written twice, a row deleted between two writes of its
+// table, an account whose address changes: both backends alike.
+TEST_P(StoreContract, ABatchOfManyWritesLeavesWhatEachWriteInTurnWould) {
+    {
+        auto w = store_->write();
+        for (int i = 0; i < 4; ++i) w->put_token(make_token(i, "old@example.com", i, 1ll << 50));
+        w->put_session(make_session(50, "u0", 1ll << 50));
+        w->commit();
+    }
+    const std::size_t audit_before = store_->read()->audit_count();
+    int runs = 0;
+    store_->batch([&] {
+        ++runs;
+        for (int i = 0; i < 12; ++i) {  // twelve sign-ins: a token spent (four of them exist), an account, a session
+            const std::string id = "u" + std::to_string(i);
+            auto w = store_->write();
+            w->del_token(digest(i));
+            w->add_user(make_user(id, "p" + std::to_string(i) + "@example.com"));
+            w->put_session(make_session(i, id, 1ll << 50));
+            for (const char *kind : {"token.used", "session.created"})
+                w->append_audit(AuditEntry{1700000000000 + i, kind, "", "", id, ""});
+            OutboxRecord o;
+            o.due_at = o.created_at = 1700000000000 + i;
+            o.sealed = "notice " + id;
+            w->put_outbox(o);
+            w->commit();
+        }
+        auto w = store_->write();
+        w->put_user(make_user("u1", "q1@example.com"));  // a new address: the old one's entry goes
+        w->put_session(make_session(3, "u3", 1ll << 49));  // written again, and again: the last write wins
+        w->put_session(make_session(3, "u3", 1ll << 51));
+        w->del_session(digest(100000 + 50));
+        w->del_token(digest(200));  // a token that is not there
+        w->put_token(make_token(102, "p7@example.com", 8, 1ll << 50));
+        w->del_token(digest(102));  // not joined to the deletion before: it would go before the write
+        w->put_token(make_token(100, "p5@example.com", 5, 1ll << 50));
+        w->del_token(digest(100));  // between two writes of the tokens: it must not move past either
+        w->put_token(make_token(101, "p5@example.com", 6, 1ll << 50));
+        w->put_token(make_token(100, "p6@example.com", 7, 1ll << 49));  // written again after its deletion
+        w->commit();
+    });
+    EXPECT_EQ(runs, 1);
+    auto r = store_->read();
+    for (int i = 0; i < 12; ++i) {
+        EXPECT_FALSE(r->token(digest(i))) << i;
+        const auto s = r->session(digest(100000 + i));
+        ASSERT_TRUE(s) << i;
+        EXPECT_EQ(s->user_id, "u" + std::to_string(i));
+        EXPECT_EQ(s->expires_at, i == 3 ? 1ll << 51 : 1ll << 50) << i;
+        if (i != 1) {
+            EXPECT_EQ(r->user_by_email("g1", "p" + std::to_string(i) + "@example.com")->id, "u" + std::to_string(i));
+        }
+    }
+    EXPECT_FALSE(r->user_by_email("g1", "p1@example.com"));
+    EXPECT_EQ(r->user_by_email("g1", "q1@example.com")->id, "u1");
+    EXPECT_FALSE(r->session(digest(100000 + 50)));
+    ASSERT_TRUE(r->token(digest(100)));
+    EXPECT_EQ(r->token(digest(100))->email, "p6@example.com");
+    EXPECT_TRUE(r->token(digest(101)));
+    EXPECT_FALSE(r->token(digest(102)));
+    EXPECT_EQ(r->user_count(), 12u);
+    EXPECT_EQ(r->audit_count(), audit_before + 24);
+    EXPECT_EQ(r->outbox_count(), 12u);
+    EXPECT_EQ(r->outbox_due(1700000000000 + 11, 100).size(), 12u);
+    EXPECT_TRUE(store_->check_integrity().empty()) << "the search and address indexes follow the accounts";
+}
+
 TEST_P(StoreContract, AnAbortedWriteLeavesNothing) {
     {
         auto w = store_->write();

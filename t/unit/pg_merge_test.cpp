@@ -1,0 +1,107 @@
+// Which deferred writes of a PostgreSQL transaction are joined into one statement
+// (store/pg_merge.hpp): writes of one kind to one table join, unless a write between them
+// touches that table, or the group already writes that row.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "store/pg_merge.hpp"
+
+using signin::pg_merge::plan;
+using signin::pg_merge::Write;
+using Groups = std::vector<std::vector<std::size_t>>;
+
+namespace {
+
+// kinds and tables of the examples
+constexpr int kPutSession = 0, kPutAudit = 1, kDelToken = 2, kPutToken = 3;
+constexpr int kSessions = 10, kAudit = 11, kTokens = 12;
+
+Write put_session(std::string_view key) { return {kPutSession, kSessions, key}; }
+Write put_audit(std::string_view key) { return {kPutAudit, kAudit, key}; }
+Write del_token() { return {kDelToken, kTokens, {}}; }
+Write put_token(std::string_view key) { return {kPutToken, kTokens, key}; }
+
+}  // namespace
+
+TEST(PgMerge, ABatchOfSignInsBecomesOneStatementAKind) {
+    // three sign-ins, each: spend its token, make its session, write two audit entries
+    const std::string keys[] = {"a", "b", "c", "a1", "a2", "b1", "b2", "c1", "c2"};
+    std::vector<Write> w;
+    for (int n = 0; n < 3; ++n) {
+        w.push_back(del_token());
+        w.push_back(put_session(keys[n]));
+        w.push_back(put_audit(keys[3 + 2 * n]));
+        w.push_back(put_audit(keys[4 + 2 * n]));
+    }
+    EXPECT_EQ(plan(w), (Groups{{0, 4, 8}, {1, 5, 9}, {2, 3, 6, 7, 10, 11}}));
+}
+
+TEST(PgMerge, NothingJoinsAcrossAnotherKindOnItsTable) {
+    // a token spent, then written again, then another spent: the second deletion may not move
+    // ahead of the write (it could delete what the write wrote)
+    EXPECT_EQ(plan({del_token(), put_token("k"), del_token()}), (Groups{{0}, {1}, {2}}));
+    // other tables in between do not matter
+    EXPECT_EQ(plan({del_token(), put_session("s"), del_token()}), (Groups{{0, 2}, {1}}));
+}
+
+TEST(PgMerge, AGroupWritesEachRowOnce) {
+    // the same session written twice: one statement may not change a row twice
+    EXPECT_EQ(plan({put_session("s"), put_session("t"), put_session("s"), put_session("u")}),
+              (Groups{{0, 1}, {2, 3}}));
+    // deletions name no row to keep apart: repeats join
+    EXPECT_EQ(plan({del_token(), del_token()}), (Groups{{0, 1}}));
+}
+
+TEST(PgMerge, AWriteOfNoKnownTableStopsEveryGroup) {
+    const Write unknown{};  // e.g. BEGIN, or a statement that changes several tables
+    EXPECT_EQ(plan({put_session("a"), unknown, put_session("b")}), (Groups{{0}, {1}, {2}}));
+    EXPECT_EQ(plan({unknown, put_session("a"), put_session("b")}), (Groups{{0}, {1, 2}}));
+}
+
+TEST(PgMerge, AWriteThatJoinsNothingStillStopsGroupsOnItsTable) {
+    const Write del_user_email{-1, kTokens, {}};  // kind -1: never joined, but its table is known
+    EXPECT_EQ(plan({put_token("a"), del_user_email, put_token("b"), put_session("s")}),
+              (Groups{{0}, {1}, {2}, {3}}));
+    EXPECT_EQ(plan({put_token("a"), {-1, kAudit, {}}, put_token("b")}), (Groups{{0, 2}, {1}}));
+}
+
+TEST(PgMerge, EveryWriteIsSentOnceAndEachGroupKeepsItsOrder) {
+    // a long mixed run: every index once, and increasing inside a group
+    std::vector<Write> w;
+    std::vector<std::string> keys;
+    keys.reserve(200);
+    for (int i = 0; i < 200; ++i) keys.push_back(std::to_string(i % 37));
+    for (int i = 0; i < 200; ++i) {
+        switch (i % 5) {
+        case 0: w.push_back(del_token()); break;
+        case 1: w.push_back(put_token(keys[i])); break;
+        case 2: w.push_back(put_session(keys[i])); break;
+        case 3: w.push_back(put_audit(keys[i])); break;
+        default: w.push_back(i % 35 == 4 ? Write{} : put_session(keys[i]));
+        }
+    }
+    const Groups groups = plan(w);
+    std::vector<int> seen(w.size(), 0);
+    std::vector<std::size_t> at(w.size());  // the group each write is sent in
+    for (std::size_t n = 0; n < groups.size(); ++n) {
+        const auto &g = groups[n];
+        for (std::size_t k = 0; k < g.size(); ++k) {
+            ++seen[g[k]];
+            at[g[k]] = n;
+            if (k > 0) {
+                EXPECT_LT(g[k - 1], g[k]);
+            }
+            EXPECT_EQ(w[g[k]].kind, w[g[0]].kind);
+        }
+    }
+    for (int n : seen) EXPECT_EQ(n, 1);
+    // two writes on one table (or one of no known table) are sent in their order
+    for (std::size_t i = 0; i < w.size(); ++i)
+        for (std::size_t j = i + 1; j < w.size(); ++j)
+            if (w[i].table < 0 || w[j].table < 0 || w[i].table == w[j].table) {
+                EXPECT_LE(at[i], at[j]) << i << " " << j;
+            }
+    EXPECT_LT(groups.size(), w.size() * 3 / 5) << "and the sessions and audit entries between barriers joined";
+}
