@@ -1,6 +1,8 @@
 // OpenID Connect providers' accounts (providers.hpp).
 #include "signin/providers.hpp"
 
+#include "signin/i18n.hpp"
+
 #include "encoding.hpp"
 #include "engine_detail.hpp"
 
@@ -64,6 +66,7 @@ User new_account(WriteTxn &txn, const oidc::ProviderConfig &provider, const oidc
     u.group_id = std::string(kDefaultGroup);
     u.created_at = now;
     u.updated_at = now;
+    u.lang = i18n::RequestLanguage::current();  // as sign_in would write it next: one write, not two
     txn.add_user(u);
     txn.put_provider_link(new_link(key, u, provider, claims, now));
     txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id, named));

@@ -389,6 +389,8 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
         u.updated_at = now;
         u.password_hash = t.password_hash;  // only a password registration carries one
         u.roles = t.roles;                  // what the registration check gave it, if anything
+        // the language it signs in with now (sign_in keeps it): made with it, not written twice
+        u.lang = i18n::RequestLanguage::current();
         txn.add_user(u);
         txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id));
         user = std::move(u);
