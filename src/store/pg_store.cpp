@@ -154,7 +154,7 @@ enum Stmt : unsigned {
     AllOidcRefresh, AllOidcFamilies, AllOidcConsents,
     // a write batch's writes of one kind, one statement over arrays (Connection::merged)
     PutUsers, PutEmails, PutTokens, DelTokens, PutSessions, DelSessions, PutAudits, PutOutboxes, DelEvents,
-    StmtCount
+    UserAndTokensByEmail, StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -357,6 +357,10 @@ constexpr const char *kStatements[StmtCount] = {
     /* PutOutboxes */
     "INSERT INTO signin_outbox (key, due_at, rec) SELECT * FROM unnest($1::bytea[], $2::int8[], $3::bytea[])",
     /* DelEvents */ "DELETE FROM signin_events WHERE key = ANY($1::bytea[])",
+    // an address's account (the row without a key) and its tokens, oldest first
+    /* UserAndTokensByEmail */
+    "SELECT NULL::bytea, u.rec, NULL::bigint FROM signin_user_email e JOIN signin_users u ON u.id = e.user_id "
+    "WHERE e.addr = $1 UNION ALL SELECT key, rec, created_at FROM signin_tokens WHERE addr = $1 ORDER BY 3 NULLS FIRST, 1",
 };
 
 constexpr bool every_statement_written() {
@@ -1029,9 +1033,24 @@ public:
             auto it = group_->users.find(addr_key(group_id, email));
             if (it != group_->users.end()) return it->second ? std::optional<User>(decode_user(*it->second)) : std::nullopt;
         }
+        if (kind_ == Kind::Write) return user_and_tokens(addr_key(group_id, email));
         Result r = run(UserByEmail, {addr_key(group_id, email)}, "read user by email");
         if (PQntuples(r.get()) == 0) return std::nullopt;
         return decode_user(cell(r, 0, 0));
+    }
+    // In a write, an address's account comes with its tokens: a token request (or a typed code)
+    // reads both, and its next read of them, unless it wrote something first, is answered from
+    // here instead of a round trip of its own.
+    std::optional<User> user_and_tokens(std::string addr) {
+        Result r = run(UserAndTokensByEmail, {addr}, "read user by email");
+        std::optional<User> user;
+        std::vector<TokenRecord> tokens;
+        for (int row = 0; row < PQntuples(r.get()); ++row) {
+            if (PQgetisnull(r.get(), row, 0)) user = decode_user(cell(r, row, 1));
+            else tokens.push_back(decode_token(cell(r, row, 0), cell(r, row, 1)));
+        }
+        address_read_ = AddressTokens{std::move(addr), std::move(tokens)};
+        return user;
     }
     std::optional<TokenRecord> token(std::string_view key) override {
         if (group_ != nullptr && !key.empty()) {
@@ -1073,7 +1092,13 @@ public:
         group_->users = std::move(users);
     }
     std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
-        return rows<TokenRecord>(TokensFor, {addr_key(group_id, email)}, "read tokens of an address", decode_token);
+        std::string addr = addr_key(group_id, email);
+        if (address_read_ && address_read_->addr == addr) {  // read with the account, nothing written since
+            std::vector<TokenRecord> out = std::move(address_read_->tokens);
+            address_read_.reset();
+            return out;
+        }
+        return rows<TokenRecord>(TokensFor, {addr}, "read tokens of an address", decode_token);
     }
     std::optional<SessionRecord> session(std::string_view key) override {
         if (kind_ == Kind::Reads && !key.empty()) {
@@ -1270,6 +1295,7 @@ protected:
 
     // A statement of this transaction, which begins at its first (BEGIN goes with it).
     Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+        if (changes(s)) address_read_.reset();
         if (group_ != nullptr) return run_in_group(s, params, context);
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
         if (!open_ && kind_ != Kind::Reads) {
@@ -1284,6 +1310,7 @@ protected:
     // A write whose answer is not read: sent with the transaction's next statement, or with its
     // COMMIT, in one round trip (Connection::defer). What fails is thrown there.
     void later(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+        address_read_.reset();
         if (group_ != nullptr) {
             if (ended_) throw StoreError(Code::StorageError, "transaction already ended");
             if (group_->spoiled) throw StoreError(Code::StorageError, std::string(context) + ": the write batch runs again");
@@ -1389,6 +1416,11 @@ protected:
     bool locked_ = false;  // serialize_on's lock is (or may be) held by the connection
     std::int64_t lock_key_ = 0;
     std::optional<User> prefetched_;  // the user of the last session read (Kind::Reads)
+    struct AddressTokens {
+        std::string addr;
+        std::vector<TokenRecord> tokens;
+    };
+    std::optional<AddressTokens> address_read_;  // read with its account (user_and_tokens), until a write
 };
 
 class PgReadTxn final : public PgTxn<ReadTxn> {

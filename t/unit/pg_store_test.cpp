@@ -387,6 +387,53 @@ TEST_P(StoreContract, TokensOfAnAddressOldestFirst) {
     EXPECT_EQ(store_->read()->tokens_for("g1", "a@example.com").size(), 1u);
 }
 
+// A write reads an address's account and then its tokens (a token request, a typed code): on
+// PostgreSQL both come in one statement, and the tokens are handed over from it only while
+// nothing was written since, and only for that address.
+TEST_P(StoreContract, AnAddressesTokensReadWithItsAccountAreItsTokensNow) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_token(make_token(3, "a@example.com", 300, 10000));
+        w->put_token(make_token(1, "a@example.com", 100, 10000));
+        w->put_token(make_token(2, "b@example.com", 200, 10000));
+        w->commit();
+    }
+    auto created = [](const std::vector<TokenRecord> &ts) {
+        std::vector<Millis> out;
+        for (const auto &t : ts) out.push_back(t.created_at);
+        return out;
+    };
+    {
+        auto w = store_->write();
+        EXPECT_EQ(w->user_by_email("g1", "a@example.com")->id, "u1");
+        EXPECT_EQ(created(w->tokens_for("g1", "a@example.com")), (std::vector<Millis>{100, 300}));
+        EXPECT_EQ(created(w->tokens_for("g1", "a@example.com")), (std::vector<Millis>{100, 300})) << "and again";
+        EXPECT_FALSE(w->user_by_email("g1", "b@example.com")) << "an address without an account";
+        EXPECT_EQ(created(w->tokens_for("g1", "a@example.com")), (std::vector<Millis>{100, 300})) << "another address's";
+        EXPECT_EQ(created(w->tokens_for("g1", "b@example.com")), (std::vector<Millis>{200}));
+        // written between the two reads: the tokens are read again
+        EXPECT_TRUE(w->user_by_email("g1", "a@example.com"));
+        w->put_token(make_token(4, "a@example.com", 50, 10000));
+        w->del_token(digest(3));
+        EXPECT_EQ(created(w->tokens_for("g1", "a@example.com")), (std::vector<Millis>{50, 100}));
+        w->commit();
+    }
+    int runs = 0;
+    store_->batch([&] {  // and in a write batch, job after job
+        ++runs;
+        for (int i = 0; i < 3; ++i) {
+            auto w = store_->write();
+            EXPECT_TRUE(w->user_by_email("g1", "a@example.com"));
+            EXPECT_EQ(w->tokens_for("g1", "a@example.com").size(), static_cast<std::size_t>(2 + i)) << i;
+            w->put_token(make_token(10 + i, "a@example.com", 1000 + i, 10000));
+            w->commit();
+        }
+    });
+    EXPECT_EQ(runs, 1);
+    EXPECT_EQ(store_->read()->tokens_for("g1", "a@example.com").size(), 5u);
+}
+
 TEST_P(StoreContract, SessionsByKeyIdUserAndBrowser) {
     const std::string browser(32, 'b');
     {
