@@ -244,4 +244,64 @@ sub of_user {
     $app->stop;
 }
 
+# ================================================================ held as written, deleted with a later batch
+{
+    my $t = SigninTest->new;
+    write_secret($t, "$SECRET\n");
+    my $app = Receiver->new(port => $t->port3);
+    $t->run(http => conf($t));
+    my $lmdb = !$ENV{SIGNIN_TEST_PG};  # where one write runs at a time
+    my $step = sub {
+        my ($name) = @_;
+        my ($n) = $t->req(GET => '/metrics')->{content} =~ /^signin_event_steps_total\{step="$name"\} (\d+)$/m;
+        return $n // -1;
+    };
+    # the events of the account made for an address, once both of its sign-up's are in
+    my $both = sub {
+        my ($email) = @_;
+        return $t->wait_for(sub {
+            my ($made) = grep { ($_->{event}{data}{email} // '') eq $email } $app->got;
+            my @g = $made ? of_user($made->{event}{data}{user_id}, $app->got) : ();
+            @g >= 2 ? \@g : undef;
+        }, timeout => 10, interval => 0.002);
+    };
+
+    # a sign-in's events go to the application without a claim, and leave the store by themselves
+    sign_up($t, 'cy@example.com');
+    ok $both->('cy@example.com'), "a sign-in's two events are sent";
+    is $step->('held_as_written'), $lmdb ? 2 : 0, $lmdb ? '... held as their batch wrote them' : '... (PostgreSQL: claimed)';
+    is $step->('claimed'), $lmdb ? 0 : 2, $lmdb ? '... no claim' : '... claimed';
+    ok $t->wait_for(sub { my ($c, $o) = $t->admin('events'); $o !~ /msg_/ }, timeout => 5),
+        'delivered events are deleted with no write coming after them';
+    ok $step->('deleted_alone') >= 1, '... by a write of their own';
+
+    # the deletion of delivered events rides the next write batch (one that comes soon enough)
+    my $rode = 0;
+    for my $i (1 .. 5) {
+        sign_up($t, "rider$i\@example.com");
+        $both->("rider$i\@example.com");
+        $t->req(POST => '/auth/register', json => { email => "later$i\@example.com" });
+        last if ($rode = $step->('deleted_with_batch')) > 0;
+    }
+    ok $rode > 0, 'delivered events are deleted by the next write batch';
+
+    # a user whose event waits for a retry: the events written after it wait behind it
+    $app->answer(statuses => [500]);
+    my ($dave) = sign_up($t, 'dave@example.com');
+    my $r = $t->req(POST => '/auth/logout', json => {}, headers => { cookie => $dave, origin => $t->origin });
+    ok $r->{status} == 200 || $r->{status} == 204, 'logout while the first event waits for its retry';
+    my @got = @{ $t->wait_for(sub {
+        my ($made) = grep { ($_->{event}{data}{email} // '') eq 'dave@example.com' } $app->got;
+        my @g = $made ? of_user($made->{event}{data}{user_id}, $app->got) : ();
+        @g >= 4 ? \@g : undef;
+    }, timeout => 15) // [] };
+    is_deeply [map { [$_->{event}{type}, $_->{status}] } @got],
+        [['user.created', 500], ['user.created', 204], ['session.created', 204], ['session.ended', 204]],
+        "the user's later events, held or not, go after the retry, in order"
+        or diag explain [map { [$_->{event}{type}, $_->{status}] } @got];
+    ok $step->('claimed') >= 3, '... claimed once the first failed';
+    $t->done;
+    $app->stop;
+}
+
 done_testing;

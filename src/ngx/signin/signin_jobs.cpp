@@ -288,6 +288,7 @@ ngx_int_t post_stage(ngx_thread_pool_t *pool, const Waiter &w) {
 
 struct WriteBatch {
     std::vector<Waiter> members;            // taken by the thread from g_waiting
+    std::unique_ptr<BatchRider> rider;      // made when posted
     bool taken = false;
     bool replayed = false;                 // it ran twice (Store::batch)
     std::optional<signin::Error> failure;  // the commit's
@@ -300,6 +301,7 @@ struct WriteBatch {
 std::mutex g_waiting_lock;
 std::vector<Waiter> g_waiting;
 bool g_batch_running = false;
+std::unique_ptr<BatchRider> (*g_make_rider)() = nullptr;
 
 bool anyone_waiting() {
     std::lock_guard<std::mutex> hold(g_waiting_lock);
@@ -320,17 +322,21 @@ void batch_thread(void *data, ngx_log_t *log) {
     auto *b = static_cast<WriteBatch *>(data);
     signin::Identity *id = identity();
     const auto started = std::chrono::steady_clock::now();
+    BatchRider *rider = b->rider.get();
+    if (rider != nullptr) rider->begin();
     signin::Status st = id == nullptr
                             ? signin::Status(signin::Code::StorageError, "the sign-in store is not open")
-                            : id->write_batch([b, log] {
+                            : id->write_batch([b, log, rider] {
                                   if (!b->taken) {
                                       take_waiting(b);
                                   } else {  // the batch runs again (Store::batch): the same jobs
                                       b->replayed = true;
                                       for (Waiter &w : b->members) w.job->rewind_write();
                                   }
+                                  if (rider != nullptr) rider->run();
                                   for (Waiter &w : b->members) w.job->run_stage(log);  // one failing job stops no other
                               });
+    if (rider != nullptr) rider->end(static_cast<bool>(st));
     if (st) {
         count_batch(b->members.size(),
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -348,7 +354,9 @@ void batch_done(ngx_event_t *ev);
 ngx_int_t launch_batch() {
     auto *b = new_task<WriteBatch>(batch_thread, batch_done);
     if (b == nullptr) return NGX_ERROR;
+    if (g_make_rider != nullptr) guarded("signin: a write batch's rider", [b] { b->rider = g_make_rider(); });
     if (post_task(g_write_pool, b) != NGX_OK) {
+        if (b->rider) b->rider->done(false);
         delete_task(b);
         return NGX_ERROR;
     }
@@ -380,7 +388,9 @@ void batch_done(ngx_event_t *ev) {
     auto *b = static_cast<WriteBatch *>(ev->data);
     std::vector<Waiter> members = std::move(b->members);
     std::optional<signin::Error> failure = std::move(b->failure);
+    std::unique_ptr<BatchRider> rider = std::move(b->rider);
     delete_task(b);
+    if (rider) guarded("signin: the end of a write batch's rider", [&] { rider->done(!failure); });
     // still "running" while the members finish: jobs they start wait for the launch below
     for (const Waiter &w : members) {
         guarded("signin: the end of a write batch", [&] {
@@ -534,10 +544,8 @@ ngx_int_t post_auth_read(ngx_http_request_t *r, const Credentials &c, std::optio
 
 }  // namespace
 
-void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) {
-    g_write_pool = writes;
-    g_hash_pool = hashes;
-}
+void set_batch_rider(std::unique_ptr<BatchRider> (*make)()) { g_make_rider = make; }
+void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) { g_write_pool = writes; g_hash_pool = hashes; }
 
 ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     RequestCtx *ctx = get_ctx(r, true);
@@ -567,11 +575,9 @@ void set_store_traits(const signin::StoreTraits &traits) { g_store_traits = trai
 
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_cache = std::move(cache); }
 signin::SessionCache *session_cache() { return g_session_cache.get(); }
-
 bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
     RequestCtx *ctx = get_ctx(r, true);
-    if (ctx == nullptr) return false;
-    auto hit = cached_principal(c);
+    auto hit = ctx != nullptr ? cached_principal(c) : nullptr;
     if (hit == nullptr) return false;
     ctx->pre_auth = std::move(hit);
     return true;
@@ -583,7 +589,6 @@ signin::SharedLimits *shared_limits() { return g_shared_limits.get(); }
 ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take) {
     return post_auth_read(r, c, std::move(take), false);
 }
-
 ngx_int_t start_pin_read(ngx_http_request_t *r, const Credentials &c) { return post_auth_read(r, c, std::nullopt, true); }
 
 ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job) {
