@@ -163,12 +163,19 @@ private:
     signin::EventRetry retry_ = signin::EventRetry::Lost;
 };
 
-// The events written held (FreshEvents) that this worker has not sent yet, by user, in order; a
+// The events written held (FreshEvents) that this worker has not sent yet, by user, in order
+// (all of one batch: a later batch finds them waiting and leaves the user's next to the claims); a
 // user is here while one of these events is being sent or waits, and in g_turns while its next
-// may be sent.
-std::unordered_map<std::string, std::deque<signin::EventItem>> g_fresh;
+// may be sent. One not started within half the hold is left to the claims: after the hold another
+// worker may have sent it, and the user's later events.
+struct FreshUser {
+    std::deque<signin::EventItem> items;
+    ngx_msec_t since = 0;
+};
+std::unordered_map<std::string, FreshUser> g_fresh;
 std::deque<std::string> g_turns;
 std::size_t g_fresh_waiting = 0;
+ngx_msec_t g_fresh_within = 0;
 
 // After a send of an event held as written: on a 2xx the user's next may go; otherwise they are
 // given back with the failure (FailedJob).
@@ -176,12 +183,13 @@ std::vector<signin::EventItem> fresh_ended(const std::string &user_id, bool ok) 
     std::vector<signin::EventItem> later;
     auto it = g_fresh.find(user_id);
     if (it == g_fresh.end()) return later;
-    if (ok && !it->second.empty()) {
+    auto &items = it->second.items;
+    if (ok && !items.empty()) {
         g_turns.push_back(user_id);
         return later;
     }
-    g_fresh_waiting -= it->second.size();
-    later.assign(std::make_move_iterator(it->second.begin()), std::make_move_iterator(it->second.end()));
+    g_fresh_waiting -= items.size();
+    later.assign(std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
     g_fresh.erase(it);
     return later;
 }
@@ -252,9 +260,15 @@ void send_fresh() {
     while (g_sending.size() < kMaxSending && !g_turns.empty()) {
         auto it = g_fresh.find(g_turns.front());
         g_turns.pop_front();
-        if (it == g_fresh.end() || it->second.empty()) continue;
-        signin::EventItem item = std::move(it->second.front());
-        it->second.pop_front();
+        if (it == g_fresh.end()) continue;
+        auto &items = it->second.items;
+        if (items.empty() || ngx_current_msec - it->second.since >= g_fresh_within) {  // left to the claims
+            g_fresh_waiting -= items.size();
+            g_fresh.erase(it);
+            continue;
+        }
+        signin::EventItem item = std::move(items.front());
+        items.pop_front();
         --g_fresh_waiting;
         send(std::move(item), true);
     }
@@ -270,7 +284,8 @@ void take_fresh(std::vector<signin::EventItem> items) {
             continue;
         }
         auto [it, added] = g_fresh.try_emplace(item.user_id);
-        it->second.push_back(std::move(item));
+        if (added) it->second.since = ngx_current_msec;
+        it->second.items.push_back(std::move(item));
         ++g_fresh_waiting;
         count_event_step(EventStep::HeldAsWritten, 1);
         if (added) g_turns.push_back(it->first);
@@ -487,6 +502,7 @@ void start_events(ngx_cycle_t *cycle, signin::Identity &identity) {
         s.key = *m->events_key;
         s.retries = static_cast<unsigned>(m->events_retries);
         s.hold = m->outbox->hold;
+        g_fresh_within = static_cast<ngx_msec_t>(s.hold / 2);
         if (m->events_types != nullptr) {
             auto *names = static_cast<ngx_str_t *>(m->events_types->elts);
             for (ngx_uint_t i = 0; i < m->events_types->nelts; i++) s.types.emplace_back(sv(names[i]));
