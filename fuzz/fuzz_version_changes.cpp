@@ -2,6 +2,8 @@
 // three bytes (kind, version 1..3, which path and values, from small pools so changes meet);
 // the rest is a body (any bytes, mostly JSON from the corpus). The body is migrated back from
 // the newest version to the oldest, then forward, then back again:
+//   - every step gives the same result and the same JSON value as the reference engine the tests
+//     keep (t/unit/version_changes_oracle.hpp: the whole-tree engine this one replaced);
 //   - every rewritten body is JSON again;
 //   - when the chain passes the configuration checks and has no field_removed (going forward it
 //     drops what an old client sent, which nothing can bring back), forward then back gives the
@@ -12,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../t/unit/version_changes_oracle.hpp"
 #include "signin/version/changes.hpp"
 
 namespace {
@@ -45,10 +48,15 @@ std::string compact(std::string_view s) {
     return out;
 }
 
-// Migrates and checks the result is JSON; `body` becomes the body the next step reads.
-bool step(const Migrator &m, std::string &body, std::size_t from, std::size_t to) {
-    std::string out;
-    switch (m.migrate(body, from, to, "GET", "/users", out)) {
+// Migrates and checks the result is JSON and the reference's; `body` becomes the body the next
+// step reads.
+bool step(const Migrator &m, const signin::version::oracle::Migrator &reference, std::string &body, std::size_t from,
+          std::size_t to) {
+    std::string out, expected;
+    Migrator::Result result = m.migrate(body, from, to, "GET", "/users", out);
+    if (reference.migrate(body, from, to, "GET", "/users", expected) != result) __builtin_trap();
+    if (result == Migrator::Result::Rewritten && compact(out) != expected) __builtin_trap();
+    switch (result) {
     case Migrator::Result::Invalid: return false;
     case Migrator::Result::Unchanged: return true;
     case Migrator::Result::Rewritten: break;
@@ -95,12 +103,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     }
     bool checked = signin::version::check_chain(chain).empty();
     Migrator m(chain);
+    signin::version::oracle::Migrator reference(chain);
 
     std::string body(reinterpret_cast<const char *>(data) + 1 + 3 * n, size - 1 - 3 * n);
-    if (!step(m, body, versions - 1, 0)) return 0;  // not JSON: passed untouched
+    if (!step(m, reference, body, versions - 1, 0)) return 0;  // not JSON: passed untouched
     std::string old = body;
-    if (!step(m, body, 0, versions - 1)) __builtin_trap();
-    if (!step(m, body, versions - 1, 0)) __builtin_trap();
+    if (!step(m, reference, body, 0, versions - 1)) __builtin_trap();
+    if (!step(m, reference, body, versions - 1, 0)) __builtin_trap();
     if (checked && !lossy && compact(body) != compact(old)) __builtin_trap();
     return 0;
 }

@@ -36,7 +36,7 @@ for my $name (qw(signin_signins_total{method="email"} signin_signin_failures_tot
                  signin_tokens_issued_total{purpose="sign_in"} signin_tokens_issued_total{purpose="mfa_locked"}
                  signin_rate_limited_total{limit="sensitive"} signin_write_batches_total
                  signin_write_batch_size_count signin_commit_seconds_count signin_thread_queue_depth
-                 signin_store_used_bytes signin_store_map_bytes),
+                 signin_store_used_bytes signin_store_map_bytes signin_session_read_batch_size_count),
                  map { my $t = $_; map { qq(signin_deliveries_total{transport="$t",result="$_"}) } qw(sent retried failed) } qw(http smtp)) {
     ok exists $m0->{$name}, "has $name";
 }

@@ -1,7 +1,8 @@
 # The module as an OpenID provider in a real browser: Debian's chromium, driven by playwright-core
 # (t/browser/oidc.mjs says what is walked), goes from an application's authorization request
 # (written by openid-client) through the site's sign-in page and the consent page back to the
-# application with a code, which openid-client exchanges; axe-core judges the consent page.
+# application with a code, which openid-client exchanges; axe-core judges the consent page at
+# 1280 and 390 px, styled by the sign-in pages' stylesheet (signin_pages on).
 use strict; use warnings;
 use Test::More;
 use lib 't/lib'; use SigninTest;
@@ -23,6 +24,6 @@ $t->run(http => $t->signin_http(
         signin_oidc_client wiki redirect_uri=$cb secret_file=$dir/wiki.secret;
         signin_oidc_signing_key_file $dir/rsa.pem;},
     auth => 'signin_pages on;'));
-$t->browser_walk('oidc.mjs', 6, $t->origin, $dir, 'wiki', "$dir/wiki.secret", $cb);
+$t->browser_walk('oidc.mjs', 10, $t->origin, $dir, 'wiki', "$dir/wiki.secret", $cb);
 $t->done;
 done_testing;

@@ -160,6 +160,46 @@ is $r->{json}{code}, 'version_retired', '... version_retired';
 
 $t->done;
 
+# A pinned caller on a route whose answers the version changes migrate: the upstream speaks only
+# the newest shape (v2: "full_name"), and a caller pinned to v1 gets v1's ("name") without naming it.
+{
+    my $m = SigninTest->new;
+    my $conf = sub {
+        my ($default) = @_;
+        return $m->signin_http(extra => qq{
+signin_limits off;
+api_versions {
+    strategy header X-API-Version;
+    default $default;
+    version v1 { controller \@legacy { GET /user; } }
+    version v2 { field_renamed /name /full_name; }
+}
+}, locations => q{
+location /api/ { api_versions_pin signin; api_versions_route; }
+location @legacy { proxy_pass http://127.0.0.1:%%PORT2%%; }
+}, servers => q{
+server {
+    listen 127.0.0.1:%%PORT2%%;
+    location / { default_type application/json; return 200 '{"id":7,"full_name":"Ada"}'; }
+}
+});
+    };
+    $m->run(http => $conf->('v1'));
+    my $dora = 'dora@example.com';
+    my $dc = $m->sign_in($dora);
+    my $r = $m->req(GET => '/api/user', headers => { cookie => $dc });
+    is $r->{content}, '{"id":7,"name":"Ada"}', 'a caller answered in the default v1 gets v1\'s shape from the v2 upstream';
+    my $pin;
+    $m->wait_for(sub { (undef, $pin) = $m->admin_text('api-version', $dora); $pin =~ /^v1$/m }, timeout => 10);
+    like $pin, qr/^v1$/m, '... and is pinned to v1';
+    $m->reload(http => $conf->('v2'));
+    $r = $m->req(GET => '/api/user', headers => { cookie => $dc });
+    is $r->{content}, '{"id":7,"name":"Ada"}', 'after the default moved to v2, the pinned caller still gets v1\'s shape';
+    is $r->{headers}{'content-length'}, length($r->{content}), '... with its Content-Length';
+    is $m->req(GET => '/api/user')->{content}, '{"id":7,"full_name":"Ada"}', '... and a stranger the new default\'s';
+    $m->done;
+}
+
 # PostgreSQL with signin_session_cache: the pin is read from the worker's cache when it holds the
 # session (a pin read in the thread pool fills it), and the cache forgets the session once its
 # first pin is written

@@ -72,15 +72,16 @@ std::vector<std::string> op_page_messages();
 
 // The consent page: which application asks, for which account, what it will see, and the form
 // (allow or deny) posted to `action` with the request's query; in `lang`, styled by the site's
-// pages stylesheet `stylesheet` ("" = none).
+// pages stylesheet `stylesheet` ("" = none), over the module's own `module_css` (the sign-in
+// pages' stylesheet where they are served, "" = none). The same for the pages below.
 std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
                          std::string_view action, std::string_view query, std::string_view stylesheet,
-                         const PageLanguage &lang = {});
+                         const PageLanguage &lang = {}, std::string_view module_css = {});
 // A page that shows why an authorization request cannot be answered to its client (an unknown
 // client, a redirect URI not registered): never a redirect. The description is one of the
 // op::kRefusal* sentences, shown translated.
 std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet,
-                         const PageLanguage &lang = {});
+                         const PageLanguage &lang = {}, std::string_view module_css = {});
 
 // RP-initiated logout's pages: the question asked before signing out when the request cannot
 // be trusted to come from the application (no id_token_hint, one that does not verify, or another
@@ -88,8 +89,10 @@ std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name
 // deny, read back by parse_consent_form; and the page shown once signed out when the browser
 // has nowhere registered to go back to.
 std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
-                             std::string_view stylesheet, const PageLanguage &lang = {});
-std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang = {});
+                             std::string_view stylesheet, const PageLanguage &lang = {},
+                             std::string_view module_css = {});
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang = {},
+                            std::string_view module_css = {});
 
 // The marker the authorize endpoint adds to the request it sends through the sign-in page when a
 // new sign-in is needed (prompt=login, max_age): the time it asked, so that a session made since

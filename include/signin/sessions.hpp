@@ -21,6 +21,13 @@ public:
     // The same, shared: a store that reads in place may hand back a principal it decoded before
     // from the same bytes (ReadTxn::principal), to this caller and to later ones.
     Result<std::shared_ptr<const Principal>> authenticate_shared(const Secret &token, SessionKind kind);
+    // authenticate_shared for several credentials at once, each its token and kind; the results in
+    // their order. A store whose reads are round trips reads every session in one (principals).
+    struct Asked {
+        const Secret *token;
+        SessionKind kind;
+    };
+    std::vector<Result<std::shared_ptr<const Principal>>> authenticate_shared(const std::vector<Asked> &asked);
     // Whether last_seen_at is old enough to be written again, and the write itself.
     bool needs_touch(const Principal &p) const;
     Status touch(const Principal &p);

@@ -140,6 +140,10 @@ public:
     // decoded before from exactly the bytes both records still hold (LMDB keeps one memo of them
     // per thread): nothing it hands back is ever stale.
     virtual std::shared_ptr<const Principal> principal(std::string_view key);
+    // principal() for several keys, in their order (nullptr where principal() would give it).
+    // The default asks for each in turn; a store whose reads are round trips to a server asks for
+    // them together (PostgreSQL: one statement, one wait for the server instead of one each).
+    virtual std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys);
     virtual std::optional<SessionRecord> session_by_id(std::string_view id) = 0;
     virtual std::vector<SessionRecord> sessions_of(std::string_view user_id) = 0;
     // The cookie sessions made in one browser (several accounts signed in side by side), by the
@@ -217,6 +221,10 @@ public:
     // Inserts or replaces a user and its (group, email) index entry (none for a user without an
     // address: an account made by a provider that gave none).
     virtual void put_user(const User &u) = 0;
+    // put_user for an account made now, whose id no account has had (a fresh uuid7): nothing
+    // stored under that id needs replacing, which spares a store that reads before it writes
+    // (PostgreSQL: the old record, for its index entries) a round trip.
+    virtual void add_user(const User &u) { put_user(u); }
     // Deletes a user and its (group, email) index entry (when it still names this user).
     virtual void del_user(std::string_view user_id) = 0;
     virtual void put_token(const TokenRecord &t) = 0;
@@ -361,6 +369,11 @@ public:
     // is undone whole and the second decides), so it must redo the same work from the start
     // and keep only what its last run gives.
     virtual void batch(const std::function<void()> &fn) { fn(); }
+    // Inside batch(): reads the tokens stored under these record keys (and their legacy forms),
+    // and the accounts of their addresses, ahead and together, so that the batch's writes that
+    // read them (a token exchanged) find them without a round trip each. What a write of the batch
+    // changes is read from the store again. A store whose reads are memory reads does nothing.
+    virtual void read_tokens_ahead(const std::vector<std::string> &keys) { (void)keys; }
 
     // The most audit entries the store keeps (signin_audit_max; 0: no bound): anyone can add
     // entries, so the trail is bounded in size as well as in age, and a flood of them never

@@ -38,6 +38,11 @@ class Tokens {
 public:
     explicit Tokens(Engine &engine) : engine_(engine) {}
 
+    // Inside a write batch (Engine::write_batch): reads ahead the tokens its exchanges will spend
+    // (their secrets' record keys) and their accounts, together (Store::read_tokens_ahead). What
+    // cannot be read ahead is read by each exchange as before: it never fails.
+    void read_ahead(const std::vector<std::string> &keys) noexcept;
+
     // auth.request_token_from: issues a token and calls the delivery function; a delivery error
     // cancels the token and is returned as Code::DeliveryFailed. Unknown address on Login, or a
     // usable token already waiting: nothing is sent and the result is success.

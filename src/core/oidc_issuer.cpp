@@ -249,16 +249,18 @@ public:
     // The text unescaped, for a value of another.
     std::string plain(std::string_view english) const { return langs_->format(lang_, english); }
 
-    std::string head(std::string_view title, std::string_view stylesheet) const {
+    // The page's head: the module's stylesheet first (`module_css`, "" = none), then the site's.
+    std::string head(std::string_view title, std::string_view stylesheet, std::string_view module_css) const {
         std::string out = "<!doctype html>\n<html lang=\"";
         append_html_escaped(out, langs_->tag(lang_));
         out += langs_->rtl(lang_) ? "\" dir=\"rtl\">" : "\" dir=\"ltr\">";
         out += "<head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
         out += title;
         out += "</title>";
-        if (!stylesheet.empty()) {
+        for (std::string_view css : {module_css, stylesheet}) {
+            if (css.empty()) continue;
             out += "<link rel=\"stylesheet\" href=\"";
-            append_html_escaped(out, stylesheet);
+            append_html_escaped(out, css);
             out += "\">";
         }
         return out + "</head><body><main>";
@@ -286,8 +288,8 @@ std::string decision_form(const Words &w, std::string_view action, std::string_v
     append_html_escaped(out, action);
     out += "\"><input type=\"hidden\" name=\"query\" value=\"";
     append_html_escaped(out, query);
-    out += "\"><button type=\"submit\" name=\"decision\" value=\"allow\">" + w.say(allow) +
-           "</button> <button type=\"submit\" name=\"decision\" value=\"deny\">" + w.say(deny) + "</button></form>";
+    out += "\"><div class=\"stack\"><button type=\"submit\" name=\"decision\" value=\"allow\">" + w.say(allow) +
+           "</button> <button type=\"submit\" class=\"secondary\" name=\"decision\" value=\"deny\">" + w.say(deny) + "</button></div></form>";
     return out;
 }
 
@@ -317,9 +319,9 @@ std::vector<std::string> op_page_messages() {
 
 std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::string_view site_name,
                          std::string_view action, std::string_view query, std::string_view stylesheet,
-                         const PageLanguage &lang) {
+                         const PageLanguage &lang, std::string_view module_css) {
     const Words w(lang);
-    std::string out = w.head(w.say(kPageTexts[kAllowTitle], {{"client", r.client_id}}), stylesheet);
+    std::string out = w.head(w.say(kPageTexts[kAllowTitle], {{"client", r.client_id}}), stylesheet, module_css);
     out += "<h1>" + w.say(kPageTexts[kAsksToSignIn], {{"client", r.client_id}}) + "</h1><p>";
     const std::string account = user.email.empty() ? w.plain(kPageTexts[kYourAccount]) : user.email;
     out += w.say(kPageTexts[kItWillSee], {{"account", account, "strong"}, {"site", std::string(site_name)}});
@@ -332,9 +334,9 @@ std::string consent_page(const op::AuthorizeRequest &r, const User &user, std::s
 }
 
 std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name, std::string_view stylesheet,
-                         const PageLanguage &lang) {
+                         const PageLanguage &lang, std::string_view module_css) {
     const Words w(lang);
-    std::string out = w.head(w.say(kPageTexts[kRefusedTitle]), stylesheet);
+    std::string out = w.head(w.say(kPageTexts[kRefusedTitle]), stylesheet, module_css);
     out += "<h1>" + w.say(kPageTexts[kCannotBeAnswered]) + "</h1><p>" + w.say(e.description) + "</p><p>";
     out += w.say(kPageTexts[kGoBack], {{"site", std::string(site_name)}, {"error", e.error, "code"}});
     out += "</p></main></body></html>\n";
@@ -342,18 +344,19 @@ std::string refusal_page(const op::AuthorizeError &e, std::string_view site_name
 }
 
 std::string end_session_page(std::string_view site_name, std::string_view action, std::string_view query,
-                             std::string_view stylesheet, const PageLanguage &lang) {
+                             std::string_view stylesheet, const PageLanguage &lang, std::string_view module_css) {
     const Words w(lang);
-    std::string out = w.head(w.say(kPageTexts[kSignOutTitle]), stylesheet);
+    std::string out = w.head(w.say(kPageTexts[kSignOutTitle]), stylesheet, module_css);
     out += "<h1>" + w.say(kPageTexts[kSignOutOf], {{"site", std::string(site_name)}}) + "</h1><p>" +
            w.say(kPageTexts[kAppAsksSignOut]) + "</p>";
     out += decision_form(w, action, query, kPageTexts[kSignOut], kPageTexts[kStaySignedIn]) + "</main></body></html>\n";
     return out;
 }
 
-std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang) {
+std::string signed_out_page(std::string_view site_name, std::string_view stylesheet, const PageLanguage &lang,
+                            std::string_view module_css) {
     const Words w(lang);
-    std::string out = w.head(w.say(kPageTexts[kSignedOutTitle]), stylesheet);
+    std::string out = w.head(w.say(kPageTexts[kSignedOutTitle]), stylesheet, module_css);
     out += "<h1>" + w.say(kPageTexts[kSignedOutTitle]) + "</h1><p>" +
            w.say(kPageTexts[kNoLongerSignedIn], {{"site", std::string(site_name)}}) + "</p></main></body></html>\n";
     return out;

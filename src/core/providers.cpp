@@ -64,7 +64,7 @@ User new_account(WriteTxn &txn, const oidc::ProviderConfig &provider, const oidc
     u.group_id = std::string(kDefaultGroup);
     u.created_at = now;
     u.updated_at = now;
-    txn.put_user(u);
+    txn.add_user(u);
     txn.put_provider_link(new_link(key, u, provider, claims, now));
     txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id, named));
     return u;

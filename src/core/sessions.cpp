@@ -16,19 +16,54 @@ Result<Principal> Sessions::authenticate_from(const Secret &token, std::string_v
     return Principal(*p.value());
 }
 
+namespace {
+
+// Who a principal read for a token of `kind` is: nobody unless its session is of that kind,
+// live, and its user not suspended. The same checks whether the principal was decoded now or
+// before: the clock moves.
+Result<std::shared_ptr<const Principal>> signed_in(std::shared_ptr<const Principal> p, SessionKind kind,
+                                                   const Policy &policy, Millis now) {
+    if (!p || p->session.kind != kind || !detail::is_live(policy, p->session, now) || p->user.suspended)
+        return Error{Code::Unauthenticated, "not signed in"};
+    return p;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const Principal>> Sessions::authenticate_shared(const Secret &token, SessionKind kind) {
     if (!plausible_secret(token.reveal())) return Error{Code::Unauthenticated, "not signed in"};
     return detail::guarded("authenticate", [&]() -> Result<std::shared_ptr<const Principal>> {
         const Millis now = engine_.now();
         auto txn = engine_.store_->read();
-        auto p = txn->principal(RecordKey(token.reveal()).view());
-        // the same checks whether the principal was decoded now or before: the clock moves
-        if (!p || p->session.kind != kind || !detail::is_live(engine_.policy(), p->session, now) ||
-            p->user.suspended) {
-            return Error{Code::Unauthenticated, "not signed in"};
-        }
-        return p;
+        return signed_in(txn->principal(RecordKey(token.reveal()).view()), kind, engine_.policy(), now);
     });
+}
+
+std::vector<Result<std::shared_ptr<const Principal>>> Sessions::authenticate_shared(const std::vector<Asked> &asked) {
+    const Error nobody{Code::Unauthenticated, "not signed in"};
+    std::vector<Result<std::shared_ptr<const Principal>>> out(asked.size(), nobody);
+    std::vector<RecordKey> keys;  // of the plausible tokens, and where each was asked
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+        if (!plausible_secret(asked[i].token->reveal())) continue;
+        keys.emplace_back(asked[i].token->reveal());
+        at.push_back(i);
+    }
+    if (keys.empty()) return out;
+    Status st = detail::guarded("authenticate", [&]() -> Status {
+        const Millis now = engine_.now();
+        std::vector<std::string_view> views;
+        views.reserve(keys.size());
+        for (const RecordKey &k : keys) views.push_back(k.view());
+        auto found = engine_.store_->read()->principals(views);
+        for (std::size_t j = 0; j < at.size() && j < found.size(); ++j)
+            out[at[j]] = signed_in(std::move(found[j]), asked[at[j]].kind, engine_.policy(), now);
+        return ok_status();
+    });
+    if (!st) {
+        for (std::size_t i : at) out[i] = st.error();
+    }
+    return out;
 }
 
 bool Sessions::needs_touch(const Principal &p) const {

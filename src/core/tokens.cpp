@@ -254,7 +254,8 @@ Result<TokenIssue> Tokens::invite(std::string_view email_in, std::string_view gr
             if (it == user->roles.end() || *it != role) user->roles.insert(it, role);
         }
         user->updated_at = now;
-        txn->put_user(*user);
+        if (existed) txn->put_user(*user);
+        else txn->add_user(*user);
         txn->append_audit(detail::audit(now, "user.invited", *email, client, user->id, existed ? "existing" : "new"));
         TokenIssue out;
         if (send) {
@@ -326,6 +327,14 @@ Result<Session> Tokens::exchange_code_from(std::string_view email, std::string_v
     return session_of(exchange_code_step_from(email, code, group, client, kind, user_agent));
 }
 
+void Tokens::read_ahead(const std::vector<std::string> &keys) noexcept {
+    try {
+        engine_.store_->read_tokens_ahead(keys);
+    } catch (...) {
+        // a failed read spoils the batch's run: it runs again, each write reading for itself
+    }
+}
+
 Result<SignInStep> Tokens::exchange_step_from(const Secret &token, std::string_view client, SessionKind kind,
                                               std::string_view user_agent, const BrowserCookies *browser) {
     if (!plausible_secret(token.reveal())) return Error{Code::InvalidToken, "the token is not valid"};
@@ -380,7 +389,7 @@ Result<SignInStep> Tokens::spend(WriteTxn &txn, const TokenRecord &t, std::strin
         u.updated_at = now;
         u.password_hash = t.password_hash;  // only a password registration carries one
         u.roles = t.roles;                  // what the registration check gave it, if anything
-        txn.put_user(u);
+        txn.add_user(u);
         txn.append_audit(detail::audit(now, "user.created", u.email, client, u.id));
         user = std::move(u);
     }

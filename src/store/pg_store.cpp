@@ -70,6 +70,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "signin/store.hpp"
@@ -142,7 +143,7 @@ enum Stmt : unsigned {
     PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
-    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
+    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, TokensAny, UsersByEmailAny, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter,
     UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn,
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
@@ -248,6 +249,12 @@ constexpr const char *kStatements[StmtCount] = {
     /* AllEmails */ "SELECT addr, user_id FROM signin_user_email ORDER BY addr",
     /* SessionWithUser */
     "SELECT s.key, s.rec, u.rec FROM signin_sessions s LEFT JOIN signin_users u ON u.id = s.user_id WHERE s.key = $1",
+    /* SessionsWithUsers */
+    "SELECT s.key, s.rec, u.rec FROM signin_sessions s JOIN signin_users u ON u.id = s.user_id "
+    "WHERE s.key = ANY($1::bytea[])",
+    /* TokensAny */ "SELECT key, rec FROM signin_tokens WHERE key = ANY($1::bytea[])",
+    /* UsersByEmailAny */
+    "SELECT e.addr, u.rec FROM signin_user_email e JOIN signin_users u ON u.id = e.user_id WHERE e.addr = ANY($1::bytea[])",
     /* Counter */ "SELECT state FROM signin_counters WHERE key = $1",
     /* PutCounter */
     "INSERT INTO signin_counters (key, expires_at, state) VALUES ($1, $2, $3) "
@@ -266,8 +273,8 @@ constexpr const char *kStatements[StmtCount] = {
     /* EventsAfter */ "SELECT key, rec FROM signin_events WHERE key > $1 ORDER BY key LIMIT $2",
     /* UserIndex */
     "SELECT key FROM signin_user_search WHERE key >= $1 AND key > $2 AND key < $3 ORDER BY key LIMIT $4",
-    /* PutUserIndex */ "INSERT INTO signin_user_search (key) VALUES ($1) ON CONFLICT (key) DO NOTHING",
-    /* DelUserIndex */ "DELETE FROM signin_user_search WHERE key = $1",
+    /* PutUserIndex */ "INSERT INTO signin_user_search (key) SELECT unnest($1::bytea[]) ON CONFLICT (key) DO NOTHING",
+    /* DelUserIndex */ "DELETE FROM signin_user_search WHERE key = ANY($1::bytea[])",
     /* AllUserSearch */ "SELECT key, ''::bytea FROM signin_user_search ORDER BY key",
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
@@ -358,6 +365,14 @@ public:
         if (!binary_) data_ = number_.c_str();
     }
     Param &operator=(const Param &) = delete;
+    // A parameter in PostgreSQL's text form (an array literal), kept with the parameter.
+    static Param text(std::string s) {
+        Param p(std::int64_t{0});
+        p.number_ = std::move(s);
+        p.data_ = p.number_.c_str();
+        p.len_ = p.number_.size();
+        return p;
+    }
     const char *data() const { return data_; }
     int len() const { return static_cast<int>(len_); }
     bool binary() const { return binary_; }
@@ -395,6 +410,37 @@ std::int64_t number(const Result &r, int row, int col) {
     std::string_view v = cell(r, row, col);
     if (v.size() != 8) corrupt("a number of " + std::to_string(v.size()) + " bytes");
     return static_cast<std::int64_t>(get_be64(reinterpret_cast<const unsigned char *>(v.data())));
+}
+
+// A bytea[] literal of `keys` (strings or string_views) in text form: {"\\x0a1b…",…}.
+template <class Keys>
+std::string bytea_array(const Keys &keys) {
+    static const char kHex[] = "0123456789abcdef";
+    std::string out = "{";
+    for (std::string_view k : keys) {
+        if (out.size() > 1) out += ',';
+        out += "\"\\\\x";
+        for (unsigned char c : k) {
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+        out += '"';
+    }
+    out += '}';
+    return out;
+}
+
+// An account's search entries as one parameter (PutUserIndex, DelUserIndex take them all at once).
+Param index_keys(const std::vector<std::string> &keys) { return Param::text(bytea_array(keys)); }
+
+// Record keys with the legacy form of each that has one after them: what a lookup that falls back
+// to the legacy key (token(), session()) may find, asked for at once.
+template <class Key>
+std::vector<std::string_view> with_legacy_keys(const std::vector<Key> &keys) {
+    std::vector<std::string_view> asked(keys.begin(), keys.end());
+    for (std::string_view k : keys)
+        if (!legacy_key(k).empty()) asked.push_back(legacy_key(k));
+    return asked;
 }
 
 // A key that starts with a time (big-endian milliseconds) and 8 random bytes (audit, outbox).
@@ -763,6 +809,9 @@ struct Group {
     // (its changes cannot be taken back alone): nothing of this run is kept.
     bool spoiled = false;
     std::vector<std::int64_t> locks;  // serialize_on's keys, held by the connection until the end
+    // Read ahead (read_tokens_ahead): a token's record by its key, an account's by its address
+    // key; nullopt where the store had none. A write of the batch drops what it changes.
+    std::unordered_map<std::string, std::optional<std::string>> tokens, users;
 };
 thread_local Group *t_group = nullptr;
 
@@ -827,12 +876,52 @@ public:
         return decode_user(cell(r, 0, 0));
     }
     std::optional<User> user_by_email(std::string_view group_id, std::string_view email) override {
+        if (group_ != nullptr) {
+            auto it = group_->users.find(addr_key(group_id, email));
+            if (it != group_->users.end()) return it->second ? std::optional<User>(decode_user(*it->second)) : std::nullopt;
+        }
         Result r = run(UserByEmail, {addr_key(group_id, email)}, "read user by email");
         if (PQntuples(r.get()) == 0) return std::nullopt;
         return decode_user(cell(r, 0, 0));
     }
     std::optional<TokenRecord> token(std::string_view key) override {
+        if (group_ != nullptr && !key.empty()) {
+            // read ahead: found under its key, or else under its legacy key, as keyed() looks
+            auto it = group_->tokens.find(std::string(key));
+            if (it != group_->tokens.end()) {
+                if (it->second) return decode_token(key, *it->second);
+                const std::string_view legacy = legacy_key(key);
+                if (legacy.empty()) return std::nullopt;
+                auto old = group_->tokens.find(std::string(legacy));
+                if (old != group_->tokens.end()) {
+                    if (old->second) return decode_token(legacy, *old->second);
+                    return std::nullopt;
+                }
+            }
+        }
         return keyed<TokenRecord>(Token, key, "read token", decode_token, true);
+    }
+    // Store::read_tokens_ahead in this batch's transaction: two statements for all the keys.
+    void read_ahead(const std::vector<std::string> &keys) {
+        if (group_ == nullptr || keys.empty()) return;
+        const std::vector<std::string_view> asked = with_legacy_keys(keys);
+        Result r = run(TokensAny, {Param::text(bytea_array(asked))}, "read tokens ahead");
+        std::unordered_map<std::string, std::optional<std::string>> tokens;
+        for (std::string_view k : asked) tokens.emplace(std::string(k), std::nullopt);
+        std::vector<std::string> addrs;
+        for (int row = 0; row < PQntuples(r.get()); ++row) {
+            const TokenRecord t = decode_token(cell(r, row, 0), cell(r, row, 1));
+            tokens[std::string(cell(r, row, 0))] = std::string(cell(r, row, 1));
+            addrs.push_back(addr_key(t.group_id, t.email));
+        }
+        std::unordered_map<std::string, std::optional<std::string>> users;
+        if (!addrs.empty()) {
+            for (const std::string &a : addrs) users.emplace(a, std::nullopt);
+            Result u = run(UsersByEmailAny, {Param::text(bytea_array(addrs))}, "read accounts ahead");
+            for (int row = 0; row < PQntuples(u.get()); ++row) users[std::string(cell(u, row, 0))] = std::string(cell(u, row, 1));
+        }
+        group_->tokens = std::move(tokens);
+        group_->users = std::move(users);
     }
     std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
         return rows<TokenRecord>(TokensFor, {addr_key(group_id, email)}, "read tokens of an address", decode_token);
@@ -849,6 +938,27 @@ public:
             return s;
         }
         return keyed<SessionRecord>(Session, key, "read session", decode_session, true);
+    }
+    // A request's reads: every key's session with its user, in one statement that also looks
+    // under each key's legacy form (found there only when the key itself finds nothing, as
+    // session() does).
+    std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys) override {
+        if (kind_ != Kind::Reads || keys.size() < 2) return Iface::principals(keys);
+        Result r = run(SessionsWithUsers, {Param::text(bytea_array(with_legacy_keys(keys)))}, "read sessions");
+        std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
+        const int rows = PQntuples(r.get());
+        for (int row = 0; row < rows; ++row) {
+            const std::string_view key = cell(r, row, 0);
+            auto p = std::make_shared<const Principal>(
+                Principal{decode_user(cell(r, row, 2)), decode_session(key, cell(r, row, 1))});
+            for (std::size_t i = 0; i < keys.size(); ++i) {  // a key asked twice gets it twice
+                if (keys[i] == key) out[i] = p;
+                else if (!legacy_key(keys[i]).empty() && legacy_key(keys[i]) == key) legacy[i] = p;
+            }
+        }
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            if (!out[i]) out[i] = std::move(legacy[i]);
+        return out;
     }
     std::optional<SessionRecord> session_by_id(std::string_view id) override {
         return keyed<SessionRecord>(SessionById, id, "read session by id", decode_session, false);
@@ -1146,33 +1256,55 @@ public:
 
     void put_user(const User &u) override {
         auto old = user_by_id(u.id);
+        if (old) forget_user(*old);
+        forget_user(u);
         if (old && !old->email.empty() && (old->email != u.email || old->group_id != u.group_id)) {
             // only the entry that still names this user: never remove someone else's
             later(DelEmail, {addr_key(old->group_id, old->email), u.id}, "delete old email index");
         }
         const auto keys = user_index_keys(u);
         if (old) {
-            for (const auto &k : user_index_keys(*old)) {
-                if (std::find(keys.begin(), keys.end(), k) == keys.end()) later(DelUserIndex, {k}, "delete search index");
-            }
+            std::vector<std::string> gone;
+            for (auto &k : user_index_keys(*old))
+                if (std::find(keys.begin(), keys.end(), k) == keys.end()) gone.push_back(std::move(k));
+            if (!gone.empty()) later(DelUserIndex, {index_keys(gone)}, "delete search index");
         }
+        write_user(u, keys);
+    }
+    void add_user(const User &u) override {
+        forget_user(u);
+        write_user(u, user_index_keys(u));
+    }
+    // What was read ahead of the batch about this account's address is no longer what it is.
+    void forget_user(const User &u) {
+        if (group_ != nullptr && !group_->users.empty()) group_->users.erase(addr_key(u.group_id, u.email));
+    }
+    void forget_token(std::string_view hash) {
+        if (group_ == nullptr || group_->tokens.empty()) return;
+        group_->tokens.erase(std::string(hash));
+        if (!legacy_key(hash).empty()) group_->tokens.erase(std::string(legacy_key(hash)));
+    }
+    void write_user(const User &u, const std::vector<std::string> &keys) {
         later(PutUser, {u.id, encode_user(u)}, "write user");
         if (!u.email.empty()) later(PutEmail, {addr_key(u.group_id, u.email), u.id}, "write email index");
-        for (const auto &k : keys) later(PutUserIndex, {k}, "write search index");
+        if (!keys.empty()) later(PutUserIndex, {index_keys(keys)}, "write search index");
     }
     void del_user(std::string_view user_id) override {
         auto old = user_by_id(user_id);
         if (!old) return;
+        forget_user(*old);
         if (!old->email.empty()) later(DelEmail, {addr_key(old->group_id, old->email), user_id}, "delete email index");
-        for (const auto &k : user_index_keys(*old)) later(DelUserIndex, {k}, "delete search index");
+        if (const auto keys = user_index_keys(*old); !keys.empty()) later(DelUserIndex, {index_keys(keys)}, "delete search index");
         later(DelUser, {user_id}, "delete user");
     }
     void put_token(const TokenRecord &t) override {
+        forget_token(t.hash);
         later(PutToken, {t.hash, addr_key(t.group_id, t.email), t.created_at, t.expires_at, encode_token(t)},
             "write token");
     }
     void del_token(std::string_view hash) override {
         if (hash.empty()) return;
+        forget_token(hash);
         later(DelToken, {hash, legacy_key(hash).empty() ? hash : legacy_key(hash)}, "delete token");
     }
     void put_session(const SessionRecord &s) override {
@@ -1277,6 +1409,7 @@ public:
     }
 
     std::size_t purge_expired(Millis now, std::size_t budget) override {
+        if (group_ != nullptr) group_->tokens.clear();
         std::size_t n = 0;
         for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges, PurgeCounters, PurgeOidcCodes,
                        PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies}) {
@@ -1366,6 +1499,12 @@ public:
             return;
         }
         if (!grouped(fn)) fn();
+    }
+
+    void read_tokens_ahead(const std::vector<std::string> &keys) override {
+        if (t_group == nullptr || t_group->store != this) return;
+        PgWriteTxn txn(pool_, *t_group);
+        txn.read_ahead(keys);
     }
 
     void backup(const std::string &) const override {
@@ -1592,7 +1731,8 @@ private:
             const int n = PQntuples(r.get());
             for (int i = 0; i < n; ++i) {
                 const User u = decode_user(cell(r, i, 0));
-                for (const auto &k : user_index_keys(u)) conn.run(PutUserIndex, {k}, "fill the search index");
+                if (const auto keys = user_index_keys(u); !keys.empty())
+                    conn.run(PutUserIndex, {index_keys(keys)}, "fill the search index");
                 after = u.id;
             }
             if (n < 1000) break;

@@ -92,4 +92,11 @@ std::shared_ptr<const Principal> ReadTxn::principal(std::string_view key) {
     return std::make_shared<const Principal>(Principal{std::move(*u), std::move(*s)});
 }
 
+std::vector<std::shared_ptr<const Principal>> ReadTxn::principals(const std::vector<std::string_view> &keys) {
+    std::vector<std::shared_ptr<const Principal>> out;
+    out.reserve(keys.size());
+    for (std::string_view k : keys) out.push_back(principal(k));
+    return out;
+}
+
 }  // namespace signin

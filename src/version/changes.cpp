@@ -1,8 +1,9 @@
 // Version changes: parsing, checks and the migration of JSON bodies.
 //
-// Bodies are parsed into a small tree whose numbers and strings are views of the original text,
-// so a migrated body keeps every value exactly as the upstream or the client wrote it (cJSON would
-// turn a 64-bit id into a double and respell numbers like 1.0); only the changed parts are new text.
+// A body is checked and read in one pass into a tree kept per thread (json_text.hpp): numbers and
+// strings stay views of the original text, so a migrated body keeps every value exactly as the
+// upstream or the client wrote it, and the parts no change touched are copied back as they came;
+// only the changed parts are new text.
 #include "signin/version/changes.hpp"
 
 #include <cstdint>
@@ -12,324 +13,16 @@
 #include <stdexcept>
 #include <utility>
 
+#include "json_text.hpp"
 #include "signin/version/group.hpp"
 #include "signin/version/pattern.hpp"
 
 namespace signin::version {
 
+using json::Doc;
+
 namespace {
 
-// ---------------------------------------------------------------- the JSON tree
-
-struct Member;
-
-struct Node {
-    enum class Type : std::uint8_t { Null, False, True, Number, String, Array, Object };
-    Type type = Type::Null;
-    std::string_view raw;        // Number and String (with its quotes and escapes): the text
-    std::vector<Node> items;     // Array
-    std::vector<Member> members;  // Object
-};
-
-struct Member {
-    std::string_view raw_key;  // the key's text with quotes and escapes
-    std::string key;           // decoded
-    Node value;
-};
-
-constexpr int max_depth = 256;
-
-void put_utf8(std::string &out, std::uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
-int hex(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-// The decoded text of a string token the parser accepted (quotes included in `raw`).
-std::string decode_string(std::string_view raw) {
-    std::string out;
-    std::string_view s = raw.substr(1, raw.size() - 2);
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        char c = s[i];
-        if (c != '\\') {
-            out += c;
-            continue;
-        }
-        char e = s[++i];
-        switch (e) {
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-            auto read4 = [&](std::size_t at) {
-                std::uint32_t v = 0;
-                for (std::size_t k = 0; k < 4; ++k) v = v * 16 + static_cast<std::uint32_t>(hex(s[at + k]));
-                return v;
-            };
-            std::uint32_t cp = read4(i + 1);
-            i += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && i + 6 < s.size() && s[i + 1] == '\\' && s[i + 2] == 'u') {
-                std::uint32_t lo = read4(i + 3);
-                if (lo >= 0xDC00 && lo < 0xE000) {
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    i += 6;
-                }
-            }
-            // a lone surrogate cannot be UTF-8: it becomes U+FFFD in the decoded form only
-            if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;
-            put_utf8(out, cp);
-            break;
-        }
-        default: out += e; break;  // " \ /
-        }
-    }
-    return out;
-}
-
-// A JSON string token for `text` (UTF-8 passes through; controls, quote and backslash escaped).
-std::string encode_string(std::string_view text) {
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(text.size() + 2);
-    out += '"';
-    for (char c : text) {
-        auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (u < 0x20) {
-            out += "\\u00";
-            out += digits[u >> 4];
-            out += digits[u & 15];
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
-    return out;
-}
-
-class Parser {
-public:
-    explicit Parser(std::string_view text) : s_(text) {}
-
-    bool parse(Node &root) {
-        skip();
-        if (!value(root, 0)) return false;
-        skip();
-        return pos_ == s_.size();
-    }
-
-private:
-    std::string_view s_;
-    std::size_t pos_ = 0;
-
-    void skip() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
-    }
-
-    bool literal(std::string_view word) {
-        if (s_.substr(pos_, word.size()) != word) return false;
-        pos_ += word.size();
-        return true;
-    }
-
-    bool string(std::string_view &raw) {
-        std::size_t start = pos_++;
-        while (pos_ < s_.size()) {
-            auto c = static_cast<unsigned char>(s_[pos_]);
-            if (c == '"') {
-                raw = s_.substr(start, ++pos_ - start);
-                return true;
-            }
-            if (c < 0x20) return false;
-            if (c == '\\') {
-                if (++pos_ >= s_.size()) return false;
-                char e = s_[pos_];
-                if (e == 'u') {
-                    if (pos_ + 4 >= s_.size()) return false;
-                    for (std::size_t k = 1; k <= 4; ++k)
-                        if (hex(s_[pos_ + k]) < 0) return false;
-                    pos_ += 4;
-                } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't') {
-                    return false;
-                }
-            }
-            ++pos_;
-        }
-        return false;
-    }
-
-    bool digits() {
-        std::size_t start = pos_;
-        while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
-        return pos_ > start;
-    }
-
-    bool number(std::string_view &raw) {
-        std::size_t start = pos_;
-        if (s_[pos_] == '-') ++pos_;
-        if (pos_ < s_.size() && s_[pos_] == '0') {
-            ++pos_;
-        } else if (!digits()) {
-            return false;
-        }
-        if (pos_ < s_.size() && s_[pos_] == '.') {
-            ++pos_;
-            if (!digits()) return false;
-        }
-        if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-            ++pos_;
-            if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-            if (!digits()) return false;
-        }
-        raw = s_.substr(start, pos_ - start);
-        return true;
-    }
-
-    bool value(Node &n, int depth) {
-        if (pos_ >= s_.size() || depth > max_depth) return false;
-        char c = s_[pos_];
-        switch (c) {
-        case 'n': n.type = Node::Type::Null; return literal("null");
-        case 't': n.type = Node::Type::True; return literal("true");
-        case 'f': n.type = Node::Type::False; return literal("false");
-        case '"': n.type = Node::Type::String; return string(n.raw);
-        case '[': {
-            n.type = Node::Type::Array;
-            ++pos_;
-            skip();
-            if (pos_ < s_.size() && s_[pos_] == ']') {
-                ++pos_;
-                return true;
-            }
-            for (;;) {
-                n.items.emplace_back();
-                skip();
-                if (!value(n.items.back(), depth + 1)) return false;
-                skip();
-                if (pos_ >= s_.size()) return false;
-                if (s_[pos_] == ']') {
-                    ++pos_;
-                    return true;
-                }
-                if (s_[pos_++] != ',') return false;
-            }
-        }
-        case '{': {
-            n.type = Node::Type::Object;
-            ++pos_;
-            skip();
-            if (pos_ < s_.size() && s_[pos_] == '}') {
-                ++pos_;
-                return true;
-            }
-            // most objects of an API body have a few members: growing 1, 2, 4, 8 moved each
-            // member three times (the largest part of parsing a 64 KiB body)
-            n.members.reserve(8);
-            for (;;) {
-                skip();
-                if (pos_ >= s_.size() || s_[pos_] != '"') return false;
-                Member m;
-                if (!string(m.raw_key)) return false;
-                m.key = m.raw_key.find('\\') == std::string_view::npos
-                            ? std::string(m.raw_key.substr(1, m.raw_key.size() - 2))
-                            : decode_string(m.raw_key);
-                skip();
-                if (pos_ >= s_.size() || s_[pos_++] != ':') return false;
-                skip();
-                if (!value(m.value, depth + 1)) return false;
-                n.members.push_back(std::move(m));
-                skip();
-                if (pos_ >= s_.size()) return false;
-                if (s_[pos_] == '}') {
-                    ++pos_;
-                    return true;
-                }
-                if (s_[pos_++] != ',') return false;
-            }
-        }
-        default:
-            n.type = Node::Type::Number;
-            return (c == '-' || (c >= '0' && c <= '9')) && number(n.raw);
-        }
-    }
-};
-
-void write(const Node &n, std::string &out) {
-    switch (n.type) {
-    case Node::Type::Null: out += "null"; break;
-    case Node::Type::True: out += "true"; break;
-    case Node::Type::False: out += "false"; break;
-    case Node::Type::Number:
-    case Node::Type::String: out += n.raw; break;
-    case Node::Type::Array:
-        out += '[';
-        for (std::size_t i = 0; i < n.items.size(); ++i) {
-            if (i) out += ',';
-            write(n.items[i], out);
-        }
-        out += ']';
-        break;
-    case Node::Type::Object:
-        out += '{';
-        for (std::size_t i = 0; i < n.members.size(); ++i) {
-            if (i) out += ',';
-            out += n.members[i].raw_key;
-            out += ':';
-            write(n.members[i].value, out);
-        }
-        out += '}';
-        break;
-    }
-}
-
-// Same value: strings by their decoded text, numbers by their spelling, containers member by
-// member in order.
-bool same(const Node &a, const Node &b) {
-    if (a.type != b.type) return false;
-    switch (a.type) {
-    case Node::Type::Number: return a.raw == b.raw;
-    case Node::Type::String:
-        if (a.raw == b.raw) return true;
-        // without escapes the text is the value: no need to decode
-        if (a.raw.find('\\') == std::string_view::npos && b.raw.find('\\') == std::string_view::npos) return false;
-        return decode_string(a.raw) == decode_string(b.raw);
-    case Node::Type::Array:
-        if (a.items.size() != b.items.size()) return false;
-        for (std::size_t i = 0; i < a.items.size(); ++i)
-            if (!same(a.items[i], b.items[i])) return false;
-        return true;
-    case Node::Type::Object:
-        if (a.members.size() != b.members.size()) return false;
-        for (std::size_t i = 0; i < a.members.size(); ++i)
-            if (a.members[i].key != b.members[i].key || !same(a.members[i].value, b.members[i].value)) return false;
-        return true;
-    default: return true;
-    }
-}
 
 // ---------------------------------------------------------------- pointers and changes
 
@@ -374,13 +67,21 @@ struct Compiled {
     std::string new_name;  // field_renamed: the last token of NEW
     std::string raw_last, raw_new;  // those names as JSON strings, the keys of added or renamed fields
     std::string value_text, mapped_text;  // owned JSON texts the nodes below view
-    Node value, mapped;
+    Doc value, mapped;
     bool has_value = false;
 };
 
-bool parse_json(std::string_view text, Node &n) {
-    Parser p(text);
-    return p.parse(n);
+bool is_json(std::string_view text) {
+    Doc d;
+    return d.parse(text);
+}
+
+// Whether two JSON texts (valid ones) hold the same value.
+bool same_json(std::string_view a, std::string_view b) {
+    Doc x, y;
+    x.parse(a);
+    y.parse(b);
+    return x.same(0, y, 0);
 }
 
 // The last segment differs: field_renamed keeps a field in its object.
@@ -389,13 +90,10 @@ bool same_parent(std::string_view a, std::string_view b) {
 }
 
 std::string take_json(std::string_view word, std::string_view what, std::string &out) {
-    Node n;
-    if (!parse_json(word, n)) return std::string(what) + " is not JSON (write it as one quoted word): " + std::string(word);
+    if (!is_json(word)) return std::string(what) + " is not JSON (write it as one quoted word): " + std::string(word);
     out = std::string(word);
     return {};
 }
-
-Node copy_into(const Node &n) { return n; }
 
 }  // namespace
 
@@ -458,15 +156,11 @@ std::string parse_change(const std::vector<std::string> &words, Change &out) {
         if (!(err = check_pointer(out.path, false)).empty()) return err;
         // a word that is not JSON is a string: value_mapped /status active enabled
         auto json_or_string = [](std::string_view w) {
-            Node n;
-            return parse_json(w, n) ? std::string(w) : encode_string(w);
+            return is_json(w) ? std::string(w) : json::encode_string(w);
         };
         out.value = json_or_string(args[1]);
         out.mapped = json_or_string(args[2]);
-        Node a, b;
-        parse_json(out.value, a);
-        parse_json(out.mapped, b);
-        if (same(a, b)) return "value_mapped maps a value onto itself: " + std::string(args[1]);
+        if (same_json(out.value, out.mapped)) return "value_mapped maps a value onto itself: " + std::string(args[1]);
         return {};
     }
     return "unknown change " + name + " (field_added, field_removed, field_renamed, value_mapped)";
@@ -530,14 +224,10 @@ std::string check_chain(const std::vector<std::vector<Change>> &changes) {
                     return "two renames of one version meet at " + (meet(c.path, d.path) || meet(c.path, d.new_path) ? c.path : c.new_path) +
                            ": going back could not tell them apart";
                 if (c.kind == ChangeKind::ValueMapped && d.kind == ChangeKind::ValueMapped && meet(c.path, d.path)) {
-                    Node a, b, x, y;
-                    parse_json(c.value, a);
-                    parse_json(c.mapped, b);
-                    parse_json(d.value, x);
-                    parse_json(d.mapped, y);
-                    if (same(a, x) || same(b, y) || same(a, y) || same(b, x))
+                    bool from = same_json(c.value, d.value) || same_json(c.value, d.mapped);
+                    if (from || same_json(c.mapped, d.mapped) || same_json(c.mapped, d.value))
                         return "value_mapped on " + c.path + " maps two values from or onto " +
-                               (same(a, x) || same(a, y) ? c.value : c.mapped) + ": going back could not tell them apart";
+                               (from ? c.value : c.mapped) + ": going back could not tell them apart";
                 }
             }
             switch (c.kind) {
@@ -565,6 +255,9 @@ std::string check_chain(const std::vector<std::vector<Change>> &changes) {
 struct Migrator::Impl {
     // a deque: the nodes and keys view the texts each Compiled owns, so none may move
     std::vector<std::deque<Compiled>> versions;
+
+    // Applies the changes between `from` and `to` in scope to `root`; whether any changed it.
+    bool apply(Doc &root, std::size_t from, std::size_t to, std::string_view method, std::string_view shape) const;
 };
 
 namespace {
@@ -573,7 +266,8 @@ bool in_scope(const Change &c, std::string_view method, std::string_view shape) 
     return c.method.empty() || (c.method == method && c.shape == shape);
 }
 
-bool index_of(const std::string &name, std::size_t size, std::size_t &at) {
+// An array index token: digits, no leading zero.
+bool index_of(const std::string &name, std::size_t &at) {
     if (name.empty() || name.size() > 9 || (name.size() > 1 && name[0] == '0')) return false;
     std::size_t v = 0;
     for (char ch : name) {
@@ -581,62 +275,58 @@ bool index_of(const std::string &name, std::size_t size, std::size_t &at) {
         v = v * 10 + static_cast<std::size_t>(ch - '0');
     }
     at = v;
-    return v < size;
+    return true;
 }
 
-Member *find(Node &obj, const std::string &key) {
-    for (Member &m : obj.members)
-        if (m.key == key) return &m;
-    return nullptr;
+bool has(Doc &d, std::uint32_t obj, const std::string &key) {
+    for (std::uint32_t c = d.node(obj).first; c != Doc::none; c = d.node(c).next)
+        if (d.key_is(c, key)) return true;
+    return false;
 }
 
-// Calls f(node) for every node `tokens[i..]` reaches from `n`.
+// Calls f(node) for every node `tokens[i..end)` reaches from node `n`; f says whether it changed
+// the node's value, and every container above a changed one is marked so.
 template <class F>
-void reach(Node &n, const std::vector<Token> &tokens, std::size_t i, std::size_t end, F &&f) {
-    if (i == end) {
-        f(n);
-        return;
-    }
+bool reach(Doc &d, std::uint32_t n, const std::vector<Token> &tokens, std::size_t i, std::size_t end, F &&f) {
+    if (i == end) return f(n);
     const Token &t = tokens[i];
+    json::Type type = d.node(n).type;
+    bool changed = false;
     if (t.all) {
-        if (n.type == Node::Type::Array)
-            for (Node &item : n.items) reach(item, tokens, i + 1, end, f);
-    } else if (n.type == Node::Type::Object) {
+        if (type == json::Type::Array)
+            for (std::uint32_t c = d.node(n).first; c != Doc::none; c = d.node(c).next)
+                changed |= reach(d, c, tokens, i + 1, end, f);
+    } else if (type == json::Type::Object) {
         // a name given twice (JSON allows it): each is changed alike, whichever one a reader keeps
-        for (Member &m : n.members)
-            if (m.key == t.name) reach(m.value, tokens, i + 1, end, f);
-    } else if (n.type == Node::Type::Array) {
+        for (std::uint32_t c = d.node(n).first; c != Doc::none; c = d.node(c).next)
+            if (d.key_is(c, t.name)) changed |= reach(d, c, tokens, i + 1, end, f);
+    } else if (type == json::Type::Array) {
         std::size_t at = 0;
-        if (index_of(t.name, n.items.size(), at)) reach(n.items[at], tokens, i + 1, end, f);
+        if (!index_of(t.name, at)) return false;
+        std::uint32_t c = d.node(n).first;
+        for (; c != Doc::none && at > 0; --at) c = d.node(c).next;
+        if (c != Doc::none) changed = reach(d, c, tokens, i + 1, end, f);
     }
+    if (changed) d.mark_dirty(n);
+    return changed;
 }
 
-void remove_field(Node &obj, const std::string &key, bool &changed) {
-    std::size_t before = obj.members.size();
-    std::erase_if(obj.members, [&](const Member &m) { return m.key == key; });
-    changed |= obj.members.size() != before;
-}
-
-void add_field(Node &obj, const std::string &key, std::string_view raw_key, const Node &value, bool &changed) {
-    if (find(obj, key)) return;
-    Member m;
-    m.raw_key = raw_key;
-    m.key = key;
-    m.value = copy_into(value);
-    obj.members.push_back(std::move(m));
+void add_field(Doc &d, std::uint32_t obj, const std::string &key, std::string_view raw_key, const Doc &value, bool &changed) {
+    if (has(d, obj, key)) return;
+    std::uint32_t m = d.copy(value, 0);
+    d.set_key(m, raw_key);
+    d.append(obj, m);
+    d.mark_dirty(obj);
     changed = true;
 }
 
-void rename_field(Node &obj, const std::string &from, const std::string &to, std::string_view raw_to, bool &changed) {
-    if (!find(obj, from)) return;
+void rename_field(Doc &d, std::uint32_t obj, const std::string &from, const std::string &to, std::string_view raw_to, bool &changed) {
+    if (!has(d, obj, from)) return;
     // the renamed field takes the place of any already named so
-    std::erase_if(obj.members, [&](const Member &m) { return m.key == to; });
-    for (Member &m : obj.members) {
-        if (m.key == from) {
-            m.key = to;
-            m.raw_key = raw_to;
-        }
-    }
+    d.remove(obj, to);
+    for (std::uint32_t c = d.node(obj).first; c != Doc::none; c = d.node(c).next)
+        if (d.key_is(c, from)) d.set_key(c, raw_to);
+    d.mark_dirty(obj);
     changed = true;
 }
 
@@ -645,40 +335,64 @@ struct Applier {
     bool forward;
     bool changed = false;
 
-    void run(Node &root) {
+    void run(Doc &d) {
         const std::vector<Token> &t = c.path;
         if (c.change.kind == ChangeKind::ValueMapped) {
-            const Node &from = forward ? c.value : c.mapped;
-            const Node &to = forward ? c.mapped : c.value;
-            reach(root, t, 0, t.size(), [&](Node &n) {
-                if (same(n, from)) {
-                    n = copy_into(to);
-                    changed = true;
-                }
+            const Doc &from = forward ? c.value : c.mapped;
+            const Doc &to = forward ? c.mapped : c.value;
+            reach(d, 0, t, 0, t.size(), [&](std::uint32_t n) {
+                if (!d.same(n, from, 0)) return false;
+                d.assign(n, d.copy(to, 0));
+                changed = true;
+                return true;
             });
             return;
         }
         const std::string &last = t.back().name;
-        reach(root, t, 0, t.size() - 1, [&](Node &parent) {
-            if (parent.type != Node::Type::Object) return;
+        reach(d, 0, t, 0, t.size() - 1, [&](std::uint32_t parent) {
+            if (d.node(parent).type != json::Type::Object) return false;
+            bool before = changed;
+            changed = false;
             switch (c.change.kind) {
             case ChangeKind::FieldAdded:
-                if (!forward) remove_field(parent, last, changed);
-                else if (c.has_value) add_field(parent, last, c.raw_last, c.value, changed);
+                if (!forward) changed |= d.remove(parent, last);
+                else if (c.has_value) add_field(d, parent, last, c.raw_last, c.value, changed);
                 break;
             case ChangeKind::FieldRemoved:
-                if (forward) remove_field(parent, last, changed);
-                else if (c.has_value) add_field(parent, last, c.raw_last, c.value, changed);
+                if (forward) changed |= d.remove(parent, last);
+                else if (c.has_value) add_field(d, parent, last, c.raw_last, c.value, changed);
                 break;
             case ChangeKind::FieldRenamed:
-                if (forward) rename_field(parent, last, c.new_name, c.raw_new, changed);
-                else rename_field(parent, c.new_name, last, c.raw_last, changed);
+                if (forward) rename_field(d, parent, last, c.new_name, c.raw_new, changed);
+                else rename_field(d, parent, c.new_name, last, c.raw_last, changed);
                 break;
             case ChangeKind::ValueMapped: break;
             }
+            bool here = changed;
+            changed = before || here;
+            return here;
         });
     }
 };
+
+// The tree of the bodies this thread migrates, and the text of the last one it wrote, their
+// memory kept from one body to the next (up to 8 MiB each: a body of about 1 MiB).
+struct Scratch {
+    static constexpr std::size_t keep = 8 * 1024 * 1024;
+    Doc doc;
+    std::string out;
+
+    // After a body: its tree forgotten; memory beyond `keep` given back.
+    void clear() {
+        doc.clear(keep);
+        if (out.size() > keep) std::string().swap(out);
+    }
+};
+
+Scratch &scratch() {
+    thread_local Scratch s;
+    return s;
+}
 
 }  // namespace
 
@@ -690,21 +404,21 @@ Migrator::Migrator(std::vector<std::vector<Change>> changes) : impl_(std::make_u
             k.change = std::move(c);
             if (!split_pointer(k.change.path, k.path).empty() || k.path.empty())
                 throw std::invalid_argument("a change's path is not a JSON Pointer: " + k.change.path);
-            k.raw_last = encode_string(k.path.back().name);
+            k.raw_last = json::encode_string(k.path.back().name);
             if (k.change.kind == ChangeKind::FieldRenamed) {
                 std::vector<Token> to;
                 if (!split_pointer(k.change.new_path, to).empty())
                     throw std::invalid_argument("field_renamed's NEW is not a JSON Pointer: " + k.change.new_path);
                 k.new_name = to.back().name;
-                k.raw_new = encode_string(k.new_name);
+                k.raw_new = json::encode_string(k.new_name);
             }
             k.value_text = k.change.value;
             k.mapped_text = k.change.mapped;
             if (!k.value_text.empty()) {
-                if (!parse_json(k.value_text, k.value)) throw std::invalid_argument("a change's value is not JSON: " + k.value_text);
+                if (!k.value.parse(k.value_text)) throw std::invalid_argument("a change's value is not JSON: " + k.value_text);
                 k.has_value = true;
             }
-            if (k.change.kind == ChangeKind::ValueMapped && !parse_json(k.mapped_text, k.mapped))
+            if (k.change.kind == ChangeKind::ValueMapped && !k.mapped.parse(k.mapped_text))
                 throw std::invalid_argument("value_mapped's NEW is not JSON: " + k.mapped_text);
         }
     }
@@ -721,13 +435,10 @@ bool Migrator::applies(std::size_t from, std::size_t to, std::string_view method
     return false;
 }
 
-Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std::size_t to,
-                                   std::string_view method, std::string_view shape,
-                                   std::string &out) const {
-    Node root;
-    if (!parse_json(body, root)) return Result::Invalid;
+bool Migrator::Impl::apply(Doc &root, std::size_t from, std::size_t to, std::string_view method,
+                           std::string_view shape) const {
     bool changed = false;
-    const auto &vs = impl_->versions;
+    const auto &vs = versions;
     if (from < to) {
         for (std::size_t v = from + 1; v <= to && v < vs.size(); ++v) {
             for (const Compiled &c : vs[v]) {
@@ -747,10 +458,30 @@ Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std:
             }
         }
     }
-    if (!changed) return Result::Unchanged;
-    out.clear();
-    out.reserve(body.size() + 64);
-    write(root, out);
+    return changed;
+}
+
+Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std::size_t to,
+                                   std::string_view method, std::string_view shape,
+                                   std::string &out) const {
+    std::string_view text;
+    Result r = migrate(body, from, to, method, shape, text);
+    if (r == Result::Rewritten) out.assign(text);
+    return r;
+}
+
+Migrator::Result Migrator::migrate(std::string_view body, std::size_t from, std::size_t to,
+                                   std::string_view method, std::string_view shape,
+                                   std::string_view &out) const {
+    Scratch &s = scratch();
+    struct Clear {
+        Scratch &s;
+        ~Clear() { s.clear(); }
+    } clear{s};
+    if (!s.doc.parse(body)) return Result::Invalid;
+    if (!impl_->apply(s.doc, from, to, method, shape)) return Result::Unchanged;
+    std::size_t len = s.doc.write_at(0, s.out);  // first: it may move the buffer
+    out = std::string_view(s.out.data(), len);
     return Result::Rewritten;
 }
 

@@ -1,7 +1,7 @@
 // The module as an OpenID provider in Debian's chromium, driven by playwright-core: openid-client
 // (the relying party) writes the authorization request; the browser follows it to the site's
 // own sign-in page, signs in with an emailed code, comes back to authorize, meets the consent
-// page (axe-core judges it), allows, and lands on the application's redirect URI with a code,
+// page (axe-core judges it at 1280 and 390 px), allows, and lands on the application's redirect URI with a code,
 // which openid-client exchanges and whose ID token it verifies.
 // Prints one JSON line: {checks: [{name, ok, detail}], screenshots: [...]} for t/signin_oidc_browser.t.
 // usage: node oidc.mjs BASE_URL OUT_DIR CLIENT_ID SECRET_FILE REDIRECT_URI
@@ -48,7 +48,19 @@ await walk.run(async () => {
     await page.textContent("h1"));
   check("... naming the account", (await page.textContent("body")).includes(who));
   await axe(page, "the consent page");
-  await shot(page, "oidc-consent");
+  await shot(page, "oidc-consent-1280");
+  // the same page on a phone-width screen
+  await page.setViewportSize({ width: 390, height: 844 });
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  check("at 390 px the consent page is no wider than the screen", wide <= 390, wide);
+  check("... and both its buttons are on the screen", await page.evaluate(() =>
+    [...document.querySelectorAll("button")].every((b) => { const r = b.getBoundingClientRect(); return r.width > 0 && r.right <= 390; })));
+  // signin_pages on: the sign-in pages' stylesheet styles it too
+  const heights = await page.evaluate(() => [...document.querySelectorAll("button")].map((b) => b.getBoundingClientRect().height));
+  check("... each at least 40 px high, a finger's target (the sign-in pages' stylesheet)", heights.every((h) => h >= 40), heights);
+  await axe(page, "the consent page at 390 px");
+  await shot(page, "oidc-consent-390");
+  await page.setViewportSize({ width: 1280, height: 900 });
   await page.click("button[value=allow]");
   try {
     await page.waitForURL(`${redirectUri}**`);

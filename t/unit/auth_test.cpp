@@ -853,6 +853,38 @@ TEST_F(AuthTest, PrincipalMemoHandsBackOnlyWhatTheStoreStillSays) {
     EXPECT_TRUE(sessions().authenticate_shared(b.token, SessionKind::Bearer));
 }
 
+// Several credentials at once (a worker's waiting session reads): each gets what it would alone.
+TEST_F(AuthTest, SeveralCredentialsAreEachAnsweredAsAlone) {
+    add_user("alice@example.com");
+    add_user("bob@example.com");
+    Session a = sign_in("alice@example.com");
+    Session b = sign_in("bob@example.com", SessionKind::Bearer);
+    clock_->advance(policy_.token_resend);
+    Session gone = sign_in("alice@example.com");
+    auto p = sessions().authenticate_from(gone.token, "x");
+    ASSERT_TRUE(p);
+    ASSERT_TRUE(sessions().logout(p.value(), "x"));
+    const Secret junk("not a session secret");
+    const std::vector<Sessions::Asked> asked = {{&b.token, SessionKind::Bearer}, {&a.token, SessionKind::Cookie},
+                                                {&junk, SessionKind::Cookie},    {&a.token, SessionKind::Bearer},
+                                                {&gone.token, SessionKind::Cookie}, {&a.token, SessionKind::Cookie}};
+    auto got = sessions().authenticate_shared(asked);
+    ASSERT_EQ(got.size(), asked.size());
+    ASSERT_TRUE(got[0] && got[1] && got[5]);
+    EXPECT_EQ(got[0].value()->user.email, "bob@example.com");
+    EXPECT_EQ(got[1].value()->user.email, "alice@example.com");
+    EXPECT_EQ(got[5].value()->user.email, "alice@example.com");
+    for (std::size_t i : {2, 3, 4}) {
+        ASSERT_FALSE(got[i]) << i;
+        EXPECT_EQ(got[i].error().code, Code::Unauthenticated) << i;
+    }
+    for (std::size_t i = 0; i < asked.size(); ++i)
+        EXPECT_EQ(static_cast<bool>(got[i]), static_cast<bool>(sessions().authenticate_shared(*asked[i].token, asked[i].kind)));
+    EXPECT_TRUE(sessions().authenticate_shared(std::vector<Sessions::Asked>{}).empty());
+    ASSERT_TRUE(id_->set_suspended("", "bob@example.com", true));
+    EXPECT_FALSE(sessions().authenticate_shared(asked)[0]) << "a suspended account";
+}
+
 TEST(PrincipalMemo, EntriesAreKeyedByKeyAndExactBytes) {
     PrincipalMemo memo(3);
     EXPECT_EQ(memo.slots(), 4u);

@@ -298,6 +298,16 @@ TEST(OidcConsentPage, TheFormCarriesTheQueryEscapedAndIsReadBack) {
     EXPECT_NE(page.find("your email address"), std::string::npos);
     EXPECT_NE(page.find("keep access while you are away"), std::string::npos);
     EXPECT_NE(page.find("href=\"/style.css\""), std::string::npos);
+    EXPECT_EQ(page.find("pages.css"), std::string::npos) << "no module stylesheet unless given";
+    // with the sign-in pages' stylesheet: linked first, the site's after it (the site's wins)
+    const std::string styled = consent_page(r, u, "acme", "/auth/oauth2/authorize", query, "/style.css", {},
+                                            "/auth/assets/pages.css?v=1a&b");
+    const auto module = styled.find("<link rel=\"stylesheet\" href=\"/auth/assets/pages.css?v=1a&amp;b\">");
+    ASSERT_NE(module, std::string::npos);
+    EXPECT_LT(module, styled.find("href=\"/style.css\""));
+    EXPECT_NE(styled.find("class=\"secondary\" name=\"decision\" value=\"deny\""), std::string::npos)
+        << "deny is the quieter button";
+    EXPECT_NE(signed_out_page("acme", "", {}, "/m.css").find("href=\"/m.css\""), std::string::npos);
 
     auto f = parse_consent_form("decision=allow&query=" + std::string("client_id%3Dwiki%26state%3Dx"));
     ASSERT_TRUE(f);

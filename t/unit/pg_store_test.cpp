@@ -342,6 +342,26 @@ TEST_P(StoreContract, TheCheckFindsAMissingAndAStaleSearchEntry) {
     EXPECT_TRUE(has("an entry no user has (u9)")) << ::testing::PrintToString(problems);
 }
 
+// add_user (an account made now) leaves what put_user would: the record, its address and its
+// search entries, and check_integrity finds nothing amiss.
+TEST_P(StoreContract, AnAccountMadeNowIsStoredAsPutUserStoresIt) {
+    {
+        auto w = store_->write();
+        User u = make_user("u1", "New@Example.com");
+        u.pending = true;
+        w->add_user(u);
+        w->add_user(make_user("u2", ""));  // a provider's account without an address
+        w->commit();
+    }
+    auto r = store_->read();
+    EXPECT_EQ(r->user_by_email("g1", "New@Example.com")->id, "u1");
+    EXPECT_TRUE(r->user_by_id("u1")->pending);
+    EXPECT_EQ(r->user_by_id("u2")->email, "");
+    EXPECT_EQ(r->user_count(), 2u);
+    EXPECT_EQ(indexed(*r, "enew@"), std::vector<std::string>{"u1"});
+    EXPECT_TRUE(store_->check_integrity().empty());
+}
+
 TEST_P(StoreContract, TokensOfAnAddressOldestFirst) {
     {
         auto w = store_->write();
@@ -397,6 +417,41 @@ TEST_P(StoreContract, SessionsByKeyIdUserAndBrowser) {
     EXPECT_EQ(r->sessions_of("u1")[0].expires_at, 20000);
     EXPECT_FALSE(r->session_by_id(make_session(2, "u1", 0).id));
     EXPECT_EQ(r->counts().sessions, 2u);
+}
+
+// The principals of several keys, read together (on PostgreSQL one pipeline): each key's own, in
+// the order asked, nobody where a key or its user is missing, and a legacy key found as principal()
+// finds it.
+TEST_P(StoreContract, PrincipalsOfSeveralKeysInTheirOrder) {
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_user(make_user("u2", "b@example.com"));
+        w->put_session(make_session(1, "u1", 10000, std::string(32, 'b')));
+        w->put_session(make_session(2, "u2", 10000));
+        w->put_session(make_session(3, "u9", 10000));  // its user is gone
+        w->commit();
+    }
+    const std::string legacy = "\x01\x02\x03\x04\x05\x06" + digest(100002);  // 6 + 32 bytes: a key of today's form
+    const std::vector<std::string> owned = {digest(100002), digest(100001), digest(100003), digest(7), legacy,
+                                            digest(100001)};
+    const std::vector<std::string_view> keys(owned.begin(), owned.end());
+    auto r = store_->read();
+    auto got = r->principals(keys);
+    ASSERT_EQ(got.size(), keys.size());
+    ASSERT_TRUE(got[0] && got[1] && got[4] && got[5]);
+    EXPECT_EQ(got[0]->user.email, "b@example.com");
+    EXPECT_EQ(got[0]->session.hash, digest(100002));
+    EXPECT_EQ(got[1]->user.email, "a@example.com");
+    EXPECT_EQ(got[1]->session.kind, SessionKind::Cookie);
+    EXPECT_FALSE(got[2]) << "a session whose user is gone is nobody's";
+    EXPECT_FALSE(got[3]) << "no such session";
+    EXPECT_EQ(got[4]->user.id, "u2") << "the legacy key, as principal() finds it";
+    EXPECT_EQ(got[5]->user.id, "u1") << "a key asked twice";
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        EXPECT_EQ(static_cast<bool>(got[i]), static_cast<bool>(r->principal(keys[i]))) << "key " << i;
+    EXPECT_TRUE(r->principals({}).empty());
+    ASSERT_EQ(r->principals({keys[1]}).size(), 1u);
 }
 
 TEST_P(StoreContract, SecondFactorsPasskeysLinksAndChallenges) {
@@ -998,6 +1053,58 @@ TEST_F(PgOnly, ABatchIsOneTransactionCommittedAtItsEnd) {
     store_.reset();
     store_ = open_pg_store(o);
     EXPECT_EQ(store_->read()->tokens_for("g1", "batch@example.com").size(), static_cast<std::size_t>(kWrites));
+}
+
+// Tokens and accounts read ahead of a batch's writes (read_tokens_ahead): each write finds them
+// as the store has them, under a key of today's form or the legacy one, and what a write of the
+// batch changes (a token spent, an account made, a token rewritten) is read afresh.
+TEST_F(PgOnly, ABatchFindsWhatItReadAheadAndWhatItChangesAfresh) {
+    const std::string prefix("\x01\x02\x03\x04\x05\x06", 6);
+    TokenRecord modern = make_token(1, "a@example.com", 1, 1ll << 50);
+    modern.hash = prefix + digest(1);  // 6 + 32 bytes: a key of today's form
+    {
+        auto w = store_->write();
+        w->put_user(make_user("u1", "a@example.com"));
+        w->put_token(modern);
+        w->put_token(make_token(2, "b@example.com", 2, 1ll << 50));  // an address without an account
+        w->put_token(make_token(3, "a@example.com", 3, 1ll << 50));  // stored under its legacy key
+        w->commit();
+    }
+    const std::string legacy_asked = prefix + digest(3), unknown = prefix + digest(9);
+    int runs = 0;
+    store_->batch([&] {
+        ++runs;
+        store_->read_tokens_ahead({modern.hash, digest(2), legacy_asked, unknown});
+        auto w = store_->write();
+        ASSERT_TRUE(w->token(modern.hash));
+        EXPECT_EQ(w->token(modern.hash)->email, "a@example.com");
+        EXPECT_EQ(w->token(digest(2))->email, "b@example.com");
+        ASSERT_TRUE(w->token(legacy_asked)) << "found under its legacy key";
+        EXPECT_EQ(w->token(legacy_asked)->hash, digest(3));
+        EXPECT_FALSE(w->token(unknown));
+        EXPECT_EQ(w->user_by_email("g1", "a@example.com")->id, "u1");
+        EXPECT_FALSE(w->user_by_email("g1", "b@example.com"));
+        // what the batch changes
+        w->del_token(modern.hash);
+        EXPECT_FALSE(w->token(modern.hash)) << "spent in this batch";
+        w->add_user(make_user("u2", "b@example.com"));
+        EXPECT_EQ(w->user_by_email("g1", "b@example.com")->id, "u2") << "made in this batch";
+        TokenRecord later = make_token(2, "b@example.com", 2, 1ll << 51);
+        w->put_token(later);
+        EXPECT_EQ(w->token(digest(2))->expires_at, 1ll << 51) << "rewritten in this batch";
+        w->del_token(digest(3));
+        EXPECT_FALSE(w->token(legacy_asked)) << "its legacy key deleted in this batch";
+        w->commit();
+    });
+    EXPECT_EQ(runs, 1);
+    auto r = store_->read();
+    EXPECT_FALSE(r->token(modern.hash));
+    EXPECT_EQ(r->token(digest(2))->expires_at, 1ll << 51);
+    EXPECT_EQ(r->user_by_email("g1", "b@example.com")->id, "u2");
+    EXPECT_FALSE(r->token(legacy_asked));
+    // outside a batch it reads nothing ahead, and changes nothing
+    store_->read_tokens_ahead({digest(2)});
+    EXPECT_EQ(store_->read()->token(digest(2))->expires_at, 1ll << 51);
 }
 
 // A write abandoned after it changed something cannot be taken out of the batch's transaction:

@@ -30,6 +30,7 @@
 #include "signin_conf.h"
 #include "signin_reply.h"
 #include "signin_request.h"
+#include "signin_tasks.h"
 
 namespace signin_ngx {
 
@@ -83,8 +84,6 @@ void lower_thread_priority() {
 
 namespace {
 
-constexpr ngx_msec_t kTaskTimer = 60000;  // as nginx's thread offloads: alert after a minute
-
 ngx_thread_pool_t *g_write_pool = nullptr;
 ngx_thread_pool_t *g_hash_pool = nullptr;
 
@@ -136,60 +135,6 @@ void next_stage(const Waiter &w) {
         }
     }
     complete(w);
-}
-
-// An event handler's body: nothing may reach nginx, so an exception is logged where it stops.
-template <class F>
-void guarded(const char *what, F &&f) noexcept {
-    guard_log(ngx_cycle->log, NGX_LOG_ALERT, what, f);
-}
-
-// The task's timer went off before the task ended: nginx's alert, and the task keeps its event.
-bool task_overdue(ngx_event_t *ev) {
-    if (ev->timedout) {
-        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "signin: a thread task took too long");
-        ev->timedout = 0;
-        return true;
-    }
-    if (ev->timer_set) ngx_del_timer(ev);
-    return false;
-}
-
-// A thread task whose ctx is a T, in a pool of its own (the task may outlive the request that
-// started it). T has `ngx_pool_t *pool` and `ngx_thread_task_t *task`.
-template <class T>
-T *new_task(void (*run)(void *, ngx_log_t *), ngx_event_handler_pt done) {
-    ngx_log_t *log = ngx_cycle->log;
-    ngx_pool_t *pool = ngx_create_pool(512, log);
-    if (pool == nullptr) return nullptr;
-    ngx_thread_task_t *task = ngx_thread_task_alloc(pool, sizeof(T));
-    if (task == nullptr) {
-        ngx_destroy_pool(pool);
-        return nullptr;
-    }
-    T *t = new (task->ctx) T();
-    t->pool = pool;
-    t->task = task;
-    task->handler = run;
-    task->event.handler = done;
-    task->event.data = t;
-    task->event.log = log;
-    return t;
-}
-
-template <class T>
-void delete_task(T *t) {
-    ngx_pool_t *pool = t->pool;
-    t->~T();
-    ngx_destroy_pool(pool);  // the task and its event with it
-}
-
-// Posts a task filled in by its caller (the thread may run it at once), with its timer.
-template <class T>
-ngx_int_t post_task(ngx_thread_pool_t *threads, T *t) {
-    if (ngx_thread_task_post(threads, t->task) != NGX_OK) return NGX_ERROR;
-    ngx_add_timer(&t->task->event, kTaskTimer);
-    return NGX_OK;
 }
 
 // ---------------------------------------------------------------- the Hash stage
@@ -315,6 +260,18 @@ void take_waiting(WriteBatch *b) {
     set_queue_depth(0);
 }
 
+// The tokens the batch's exchanges spend, and their accounts, read together before the jobs run
+// (a store whose reads are round trips saves one each).
+void read_ahead(signin::Identity &id, const std::vector<Waiter> &members) {
+    std::vector<std::string> keys;
+    for (const Waiter &w : members) {
+        if (w.job->stage() != Job::Stage::Write) continue;
+        std::string k = w.job->token_key();
+        if (!k.empty()) keys.push_back(std::move(k));
+    }
+    if (!keys.empty()) id.tokens().read_ahead(keys);
+}
+
 // The list of waiting writes is taken only once the store's write lock is held: while a batch
 // waits for another worker's commit to release the lock, the exchanges that arrive meanwhile join
 // this commit instead of waiting for the next batch, another lock wait and commit later.
@@ -326,13 +283,14 @@ void batch_thread(void *data, ngx_log_t *log) {
     if (rider != nullptr) rider->begin();
     signin::Status st = id == nullptr
                             ? signin::Status(signin::Code::StorageError, "the sign-in store is not open")
-                            : id->write_batch([b, log, rider] {
+                            : id->write_batch([b, log, id, rider] {
                                   if (!b->taken) {
                                       take_waiting(b);
                                   } else {  // the batch runs again (Store::batch): the same jobs
                                       b->replayed = true;
                                       for (Waiter &w : b->members) w.job->rewind_write();
                                   }
+                                  read_ahead(*id, b->members);
                                   if (rider != nullptr) rider->run();
                                   for (Waiter &w : b->members) w.job->run_stage(log);  // one failing job stops no other
                               });
@@ -432,84 +390,6 @@ ngx_int_t start_stage(const Waiter &w) {
     return NGX_ERROR;
 }
 
-// ---------------------------------------------------------------- reads off the event loop
-
-std::unique_ptr<signin::SessionCache> g_session_cache;
-std::unique_ptr<signin::SharedLimits> g_shared_limits;
-
-struct AuthReadTask {
-    ngx_http_request_t *r = nullptr;
-    bool read_session = true;
-    std::optional<SharedTake> take;
-    bool for_pin = false;     // api_versions_pin's read: into ctx->pin_read
-    signin::Millis wait = 0;  // the take's verdict
-    signin::Secret secret;
-    std::string key;  // the session key (for the cache)
-    signin::SessionKind kind = signin::SessionKind::Cookie;
-    std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> result;
-    ngx_pool_t *pool = nullptr;
-    ngx_thread_task_t *task = nullptr;
-};
-
-void auth_read_thread(void *data, ngx_log_t *log) {
-    auto *t = static_cast<AuthReadTask *>(data);
-    signin::Identity *id = identity();
-    guard(
-        [&] {
-            if (t->take && g_shared_limits && id != nullptr) t->wait = g_shared_limits->take(t->take->key, t->take->rule, id->now());
-            if (!t->read_session || t->wait > 0) return;  // refused: nothing more is read
-            if (id == nullptr) {
-                t->result = signin::Error{signin::Code::StorageError, "the sign-in store is not open"};
-            } else {
-                // records nothing about the client: the same call as authenticate() on the event loop
-                t->result = id->sessions().authenticate_shared(t->secret, t->kind);
-                if (g_session_cache && *t->result) t->key = signin::record_key(t->secret.reveal());
-            }
-        },
-        [&](const std::exception *) {
-            ngx_log_error(NGX_LOG_ERR, log, 0, "signin: reading a session failed");
-            t->result = signin::Error{signin::Code::Internal, "the request failed"};
-        });
-}
-
-// As complete(): the request resumes through its write_event_handler.
-void auth_read_done(ngx_event_t *ev) {
-    if (task_overdue(ev)) return;
-    auto *t = static_cast<AuthReadTask *>(ev->data);
-    ngx_http_request_t *r = t->r;
-    std::optional<signin::Result<std::shared_ptr<const signin::Principal>>> result = std::move(t->result);
-    const signin::Millis wait = t->wait;
-    const bool for_pin = t->for_pin;
-    if (g_session_cache && !t->key.empty() && result && *result) {
-        guarded("signin: the session cache", [&] {
-            if (identity() != nullptr) g_session_cache->put(t->key, *result->value(), identity()->now());
-        });
-    }
-    delete_task(t);
-    ngx_connection_t *c = r->connection;
-    ngx_http_set_log_request(c->log, r);
-    r->main->blocked--;
-    if (RequestCtx *ctx = get_ctx(r, false)) {
-        ctx->auth_reading = false;
-        if (for_pin) {
-            ctx->pin_read = result ? std::move(*result)
-                                   : signin::Result<std::shared_ptr<const signin::Principal>>(
-                                         signin::Error{signin::Code::Internal, "nothing was read"});
-        } else {
-            if (result) ctx->pre_auth = std::move(result);
-            ctx->shared_wait = wait;
-        }
-    }
-#if defined(nginx_version) && nginx_version >= 1025004
-    if (r->main->terminated) {
-        c->write->handler(c->write);
-        return;
-    }
-#endif
-    guarded("signin: the end of a session read", [r] { r->write_event_handler(r); });
-    ngx_http_run_posted_requests(c);
-}
-
 // The write_event_handler of a request waiting for its job.
 void job_resume(ngx_http_request_t *r) {
     RequestCtx *ctx = get_ctx(r, false);
@@ -520,32 +400,16 @@ void job_resume(ngx_http_request_t *r) {
     ngx_http_finalize_request(r, guard_request(r, "signin: answering a request", [&] { return job->finish(r); }));
 }
 
-// A session read (and the shared limit's take) in the thread pool, for the access phase or for
-// api_versions_pin (`for_pin`: its outcome goes to ctx->pin_read).
-ngx_int_t post_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take, bool for_pin) {
-    RequestCtx *ctx = get_ctx(r, true);
-    if (ctx == nullptr || g_write_pool == nullptr) return NGX_ERROR;
-    auto *t = new_task<AuthReadTask>(auth_read_thread, auth_read_done);
-    if (t == nullptr) return NGX_ERROR;
-    t->r = r;
-    t->for_pin = for_pin;
-    t->read_session = for_pin || c.state == Credentials::Cookie || c.state == Credentials::Bearer;
-    t->take = std::move(take);
-    t->secret = c.secret;
-    t->kind = c.kind();
-    if (post_task(g_write_pool, t) != NGX_OK) {
-        delete_task(t);
-        return NGX_ERROR;
-    }
-    ctx->auth_reading = true;
-    r->main->blocked++;
-    return NGX_OK;
-}
-
 }  // namespace
 
 void set_batch_rider(std::unique_ptr<BatchRider> (*make)()) { g_make_rider = make; }
-void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) { g_write_pool = writes; g_hash_pool = hashes; }
+
+ngx_thread_pool_t *job_write_pool() { return g_write_pool; }
+
+void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes) {
+    g_write_pool = writes;
+    g_hash_pool = hashes;
+}
 
 ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
     RequestCtx *ctx = get_ctx(r, true);
@@ -572,24 +436,6 @@ ngx_int_t start_job(ngx_http_request_t *r, std::unique_ptr<Job> job) {
 
 signin::StoreTraits g_store_traits;
 void set_store_traits(const signin::StoreTraits &traits) { g_store_traits = traits; }
-
-void set_session_cache(std::unique_ptr<signin::SessionCache> cache) { g_session_cache = std::move(cache); }
-signin::SessionCache *session_cache() { return g_session_cache.get(); }
-bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
-    RequestCtx *ctx = get_ctx(r, true);
-    auto hit = ctx != nullptr ? cached_principal(c) : nullptr;
-    if (hit == nullptr) return false;
-    ctx->pre_auth = std::move(hit);
-    return true;
-}
-
-void set_shared_limits(std::unique_ptr<signin::SharedLimits> limits) { g_shared_limits = std::move(limits); }
-signin::SharedLimits *shared_limits() { return g_shared_limits.get(); }
-
-ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take) {
-    return post_auth_read(r, c, std::move(take), false);
-}
-ngx_int_t start_pin_read(ngx_http_request_t *r, const Credentials &c) { return post_auth_read(r, c, std::nullopt, true); }
 
 ngx_int_t start_background_job(std::unique_ptr<BackgroundJob> job) {
     if (start_stage(Waiter{nullptr, job.get()}) != NGX_OK) return NGX_ERROR;

@@ -48,6 +48,9 @@ public:
     void run_stage(ngx_log_t *log);
     // Ends the job with e (a batch whose commit failed, a pool that refused the job).
     void fail(signin::Error e);
+    // The record key of the token its Write stage spends first (an exchange), for the batch to
+    // read ahead with the others' (Tokens::read_ahead); "" for none.
+    virtual std::string token_key() const { return {}; }
     // Back to the Write stage with no failure: the batch it ran in runs again (Store::batch).
     void rewind_write() {
         stage_ = Stage::Write;

@@ -40,6 +40,8 @@ struct Counters {
     ngx_atomic_t batch_sizes[kBatchBounds + 1];
     ngx_atomic_t batch_jobs;
     ngx_atomic_t batch_replays;
+    ngx_atomic_t read_batch_sizes[kBatchBounds + 1];
+    ngx_atomic_t read_batch_reads;
     ngx_atomic_t commits[kCommitBounds + 1];
     ngx_atomic_t commit_micros;
     ngx_atomic_t queue[kWorkers];
@@ -136,6 +138,14 @@ void event_families(std::vector<mx::Family> &f, const Counters &c) {
     for (std::size_t i = 0; i < 4; ++i) f.back().samples.push_back({kSteps[i], get(c.event_steps[i])});
 }
 
+// A histogram: its bounds, its buckets' counts (the last one past the bounds) and the sum.
+template <std::size_t N>
+void histogram(mx::Family &f, const double (&bounds)[N], const ngx_atomic_t (&buckets)[N + 1], double sum) {
+    f.histogram.bounds.assign(bounds, bounds + N);
+    for (const auto &n : buckets) f.histogram.counts.push_back(static_cast<std::uint64_t>(n));
+    f.histogram.sum = sum;
+}
+
 ngx_int_t metrics(ngx_http_request_t *r) {
     if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) return NGX_HTTP_NOT_ALLOWED;
     if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -178,10 +188,8 @@ ngx_int_t metrics(ngx_http_request_t *r) {
                         Type::Counter, "outcome");
     static const char *const kOidc[] = {"code", "granted", "refused", "reused", "revoked"};
     for (std::size_t i = 0; i < 5; ++i) oidc.samples.push_back({kOidc[i], get(c->oidc[i])});
-    auto &batches = family("signin_write_batch_size", "Jobs per durable write batch.", Type::Histogram, "");
-    batches.histogram.bounds.assign(mx::kBatchSizeBounds, mx::kBatchSizeBounds + kBatchBounds);
-    for (auto &n : c->batch_sizes) batches.histogram.counts.push_back(static_cast<std::uint64_t>(n));
-    batches.histogram.sum = get(c->batch_jobs);
+    histogram(family("signin_write_batch_size", "Jobs per durable write batch.", Type::Histogram, ""),
+              mx::kBatchSizeBounds, c->batch_sizes, get(c->batch_jobs));
     std::uint64_t batch_count = 0;
     for (auto &n : c->batch_sizes) batch_count += static_cast<std::uint64_t>(n);
     family("signin_write_batches_total", "Durable write batches (one commit each).", Type::Counter, "")
@@ -190,10 +198,12 @@ ngx_int_t metrics(ngx_http_request_t *r) {
            "Write batches run a second time with a nested transaction per job (a job abandoned a write).",
            Type::Counter, "")
         .samples = {{"", static_cast<double>(get(c->batch_replays))}};
-    auto &commits = family("signin_commit_seconds", "Time of a write batch's durable commit.", Type::Histogram, "");
-    commits.histogram.bounds.assign(mx::kCommitBounds, mx::kCommitBounds + kCommitBounds);
-    for (auto &n : c->commits) commits.histogram.counts.push_back(static_cast<std::uint64_t>(n));
-    commits.histogram.sum = get(c->commit_micros) / 1e6;
+    histogram(family("signin_session_read_batch_size",
+                     "Session reads per round trip to the store, where they leave the event loop (PostgreSQL).",
+                     Type::Histogram, ""),
+              mx::kBatchSizeBounds, c->read_batch_sizes, get(c->read_batch_reads));
+    histogram(family("signin_commit_seconds", "Time of a write batch's durable commit.", Type::Histogram, ""),
+              mx::kCommitBounds, c->commits, get(c->commit_micros) / 1e6);
     double waiting = 0;
     for (auto &q : c->queue) waiting += get(q);
     family("signin_thread_queue_depth", "Jobs waiting for a write batch, over every worker.", Type::Gauge, "")
@@ -287,6 +297,13 @@ void count_oidc(OidcCount what) {
 
 void count_batch_replay() {
     if (g_counters) add(g_counters->batch_replays);
+}
+
+void count_read_batch(std::size_t size) {
+    Counters *c = g_counters;
+    if (c == nullptr) return;
+    add(c->read_batch_sizes[mx::bucket_of(mx::kBatchSizeBounds, kBatchBounds, static_cast<double>(size))]);
+    add(c->read_batch_reads, static_cast<ngx_atomic_int_t>(size));
 }
 
 void count_batch(std::size_t size, double seconds) {

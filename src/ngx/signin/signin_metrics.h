@@ -35,6 +35,8 @@ enum class OidcCount : std::uint8_t { Code, Granted, Refused, Reused, Revoked };
 void count_oidc(OidcCount what);
 // A write batch of `size` jobs whose durable commit took `seconds` (a pool thread calls it).
 void count_batch(std::size_t size, double seconds);
+// Session reads that went to the store together, `size` of them (a pool thread calls it).
+void count_read_batch(std::size_t size);
 // A write batch that ran twice (Store::batch), whatever its end (a pool thread calls it).
 void count_batch_replay();
 // The admin page's dashboard: the totals and the counts over time (none without a signin_metrics

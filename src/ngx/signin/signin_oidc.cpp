@@ -17,6 +17,7 @@
 #include <variant>
 
 #include "signin/oidc_issuer.hpp"
+#include "signin/pages.hpp"
 #include "signin_jobs.h"
 #include "signin_metrics.h"
 
@@ -143,6 +144,14 @@ std::string base_path(ngx_http_request_t *r) {
     return base;
 }
 
+// The sign-in pages' own stylesheet where this location serves them (signin_pages on), so that
+// the provider's pages look like them; "" elsewhere.
+std::string module_css(ngx_http_request_t *r) {
+    if (!loc_conf(r)->pages) return {};
+    const signin::pages::Asset *a = signin::pages::asset("pages.css");
+    return a == nullptr ? std::string() : base_path(r) + "assets/pages.css?v=" + std::string(a->hash);
+}
+
 // The authorization request's query without the sign-in marker (kLoginAfter), and the marker's time (0: none).
 std::pair<std::string, signin::Millis> split_marker(std::string_view query) {
     std::string kept;
@@ -225,7 +234,8 @@ private:
             return send_op_page(r, NGX_HTTP_OK,
                                 signin::consent_page(req_, principal_->user, page_site_name(r),
                                                      base_path(r) + "oauth2/authorize", raw_query_,
-                                                     std::string(sv(loc_conf(r)->pages_css)), page_language(r)));
+                                                     std::string(sv(loc_conf(r)->pages_css)), page_language(r),
+                                                     module_css(r)));
         }
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -257,7 +267,7 @@ ngx_int_t refuse_on_page(ngx_http_request_t *r, const signin::op::AuthorizeError
     count_oidc(OidcCount::Refused);
     (void)start_background_job(std::make_unique<RefusalAudit>(std::string(client_id.substr(0, 64)), e.error, client_of(r)));
     return send_op_page(r, NGX_HTTP_BAD_REQUEST, signin::refusal_page(e, page_site_name(r), std::string(sv(loc_conf(r)->pages_css)),
-                                                                    page_language(r)));
+                                                                    page_language(r), module_css(r)));
 }
 
 // The authorization request in `query` (the marker taken out), for the signed-in person if any.
@@ -340,7 +350,7 @@ private:
         if (!add_header(r, "Set-Cookie", cookie_header(id().cookie_name(), "", 0))) return NGX_ERROR;
         if (!back_.empty()) return op_redirect(r, back_);
         return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), std::string(sv(loc_conf(r)->pages_css)),
-                                                                   page_language(r)));
+                                                                   page_language(r), module_css(r)));
     }
     signin::Principal principal_;
     std::string back_, client_;
@@ -358,12 +368,12 @@ ngx_int_t end_session(ngx_http_request_t *r, std::string_view query, bool confir
     std::optional<signin::Principal> p = cookie_person(r);
     if (!p) {
         if (!back.empty()) return op_redirect(r, back);
-        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), css, page_language(r)));
+        return send_op_page(r, NGX_HTTP_OK, signin::signed_out_page(page_site_name(r), css, page_language(r), module_css(r)));
     }
     const bool named = !e.bad_hint && !e.subject.empty() && e.subject == p->user.id;
     if (!confirmed && !named) {
         return send_op_page(r, NGX_HTTP_OK, signin::end_session_page(page_site_name(r), base_path(r) + "oauth2/end_session",
-                                                                     query, css, page_language(r)));
+                                                                     query, css, page_language(r), module_css(r)));
     }
     const bool own = !confirmed;  // a GET holds its own reference; the form's body reading holds one
     if (own) r->main->count++;

@@ -38,6 +38,11 @@ private:
                    : id().tokens().exchange_step_from(spent_.token, client_, kind_, user_agent_, &browser_);
     }
 
+    std::string token_key() const override {
+        if (spent_.by_code() || !signin::plausible_secret(spent_.token.reveal())) return {};
+        return signin::record_key(spent_.token.reveal());
+    }
+
     TokenOrCode spent_;
     std::string client_, user_agent_;
     signin::SessionKind kind_;

@@ -168,14 +168,15 @@ bool has_json_body(ngx_http_request_t *r) {
 
 // ---------------------------------------------------------------- responses
 
+// Appends a buffer of the answer to what is held: memory straight into the held bytes (one copy
+// of each, none through a std::string), a temporary file's part read into them.
 bool hold(ngx_http_request_t *r, Ctx *ctx, ngx_buf_t *b) {
-    std::string bytes;
-    if (!append_buf(b, bytes)) {
-        return false;
-    }
-    std::size_t need = ctx->held_len + bytes.size();
+    auto size = static_cast<std::size_t>(ngx_buf_size(b));
+    std::size_t need = ctx->held_len + size;
     if (need > ctx->held_cap) {
-        std::size_t cap = ctx->held_cap ? ctx->held_cap * 2 : 4096;
+        // a Content-Length gives the size at once (within api_versions_body_max: header_filter)
+        off_t length = r->headers_out.content_length_n;
+        std::size_t cap = ctx->held_cap ? ctx->held_cap * 2 : length > 0 ? static_cast<std::size_t>(length) : 4096;
         while (cap < need) cap *= 2;
         auto *grown = static_cast<u_char *>(ngx_pnalloc(r->pool, cap));
         if (!grown) {
@@ -187,7 +188,13 @@ bool hold(ngx_http_request_t *r, Ctx *ctx, ngx_buf_t *b) {
         ctx->held = grown;
         ctx->held_cap = cap;
     }
-    ngx_memcpy(ctx->held + ctx->held_len, bytes.data(), bytes.size());
+    if (size == 0) {
+        // a buffer that only ends the answer
+    } else if (ngx_buf_in_memory(b)) {
+        ngx_memcpy(ctx->held + ctx->held_len, b->pos, size);
+    } else if (b->in_file && ngx_read_file(b->file, ctx->held + ctx->held_len, size, b->file_pos) != static_cast<ssize_t>(size)) {
+        return false;
+    }
     ctx->held_len = need;
     // taken: the upstream may reuse its buffer
     if (ngx_buf_in_memory(b)) {
@@ -269,7 +276,7 @@ ngx_int_t body_filter(ngx_http_request_t *r, ngx_chain_t *in) {
     }
     ctx->holding = 0;
     const State &s = state(r);
-    std::string migrated;
+    std::string_view migrated;  // the engine's own buffer, copied at once into the request's memory
     Migrator::Result result = signin_ngx::guard(
         [&] {
             return s.migrator->migrate({reinterpret_cast<const char *>(ctx->held), ctx->held_len}, s.upstream_version,
@@ -360,12 +367,14 @@ ngx_int_t install_body_filter(ngx_conf_t *) {
     return NGX_OK;
 }
 
-// A worker that migrates bodies (version changes) keeps the heap it freed. Migrating a 64 KiB
-// answer builds and frees about half a megabyte of small blocks; glibc gives the freed top of the
-// heap back to the system once it exceeds 128 KiB, so every such answer faulted the same pages in
-// again, a quarter of the worker's time (perf, 2026-11-29), and a held body of 128 KiB or more
-// (api_versions_body_max is 1 MiB by default) was an mmap and munmap of its own. Up to 4 MiB a
-// block now comes from the heap, and up to 16 MiB of freed heap stays with the worker.
+// A worker that migrates bodies (version changes) keeps the heap it freed. Each migrated answer
+// allocates and frees blocks as large as itself (the held answer, the migrated one; the engine's
+// tree is kept from one body to the next); glibc gives the freed top of the heap back to the
+// system once it exceeds 128 KiB, so every such answer faulted the same pages in again (a quarter
+// of the worker's time with the engine that built a tree of small blocks per body, perf,
+// 2026-11-29), and a block of 128 KiB or more (api_versions_body_max is 1 MiB by default) was an
+// mmap and munmap of its own. Up to 4 MiB a block now comes from the heap, and up to 16 MiB of
+// freed heap stays with the worker.
 ngx_int_t init_process(ngx_cycle_t *cycle) {
 #ifdef __GLIBC__
     auto *mcf = static_cast<ngx_http_api_versions_main_conf_t *>(
