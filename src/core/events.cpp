@@ -27,8 +27,13 @@ constexpr Millis kForever = 0x7fffffffffffffffLL;
 // Events looked at per claim: a backlog longer than this is sent in rounds.
 constexpr std::size_t kClaimScan = 1024;
 constexpr std::size_t kMaxErrorText = 300;
-// Events a batch looks at before it holds what it writes (FreshEvents): with a longer queue the
-// application is behind, and the claims send them all.
+// Events a batch looks at before it holds what it writes (FreshEvents), to know whose events wait:
+// one look per run of the batch, inside its write lock, so this bounds what holding costs every
+// batch (heads only, no bodies). With more events in the store than this the application is
+// behind, and the claims send them all, in order. Under the benchmark's flood the store holds the
+// events in flight (at most 32 a worker), those delivered and not yet deleted and those a worker
+// holds to send, far fewer than 512 while the application keeps up; a queue as long as that is
+// one the claims must drain anyway.
 constexpr std::size_t kFreshScan = 512;
 
 // The type an audit entry reports, or nullopt when it reports none.

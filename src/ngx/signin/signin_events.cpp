@@ -39,9 +39,19 @@ constexpr std::size_t kMaxSending = 32;  // sends in flight per worker
 constexpr ngx_msec_t kCheckMemory = 200, kCheckDatabase = 1000;  // how often a worker looks
 constexpr ngx_msec_t kReapAgain = 100;
 constexpr std::size_t kMaxSecretFile = 4096;
-// How long the events delivered wait for the worker's next write batch to delete them.
+// How long the events delivered wait for the worker's next write batch to delete them before a
+// write of their own does. It bounds what waits on the deletion: a user's next event that the
+// claims send (it goes once this one is gone) and the events another worker sends again if this
+// one dies first (at least once: the application sees their webhook-id again). Under load a batch
+// commits every few milliseconds, so the deletions ride one long before; with little traffic it
+// is at most ten writes a second per worker that no batch would have carried.
 constexpr ngx_msec_t kDeleteAlone = 100;
-// Events written held that a worker keeps to send at most; beyond, they wait out their hold.
+// Events written held that a worker keeps in memory to send at most (their bodies: a few hundred
+// bytes each, so a few MiB). It bounds the worker's memory when the application takes events
+// more slowly than the sign-ins write them; beyond it the events wait out their hold in the store
+// and the claims send them. 4,096 is a fraction of a second of the busiest flood measured (two
+// events an exchange, some 10,000 exchanges a second per worker), so a burst rides through it and
+// only a backlog that lasts is left to the claims.
 constexpr std::size_t kMaxFresh = 4096;
 
 signin::Identity &id() { return *identity(); }
