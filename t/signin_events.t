@@ -244,4 +244,84 @@ sub of_user {
     $app->stop;
 }
 
+# ================================================================ held as written, deleted with a later batch
+{
+    my $t = SigninTest->new;
+    write_secret($t, "$SECRET\n");
+    my $app = Receiver->new(port => $t->port3);
+    # one worker: the deletions ride that worker's own next batch, which a request to another
+    # worker would not start
+    $t->run(http => conf($t), workers => 1);
+    my $lmdb = !$ENV{SIGNIN_TEST_PG};  # where one write runs at a time
+    my $step = sub {
+        my ($name) = @_;
+        my ($n) = $t->req(GET => '/metrics')->{content} =~ /^signin_event_steps_total\{step="$name"\} (\d+)$/m;
+        return $n // -1;
+    };
+    # the events of the account made for an address, once both of its sign-up's are in
+    my $both = sub {
+        my ($email) = @_;
+        return $t->wait_for(sub {
+            my ($made) = grep { ($_->{event}{data}{email} // '') eq $email } $app->got;
+            my @g = $made ? of_user($made->{event}{data}{user_id}, $app->got) : ();
+            @g >= 2 ? \@g : undef;
+        }, timeout => 10, interval => 0.002);
+    };
+
+    # a sign-in's events go to the application without a claim, and leave the store by themselves
+    sign_up($t, 'cy@example.com');
+    ok $both->('cy@example.com'), "a sign-in's two events are sent";
+    is $step->('held_as_written'), $lmdb ? 2 : 0, $lmdb ? '... held as their batch wrote them' : '... (PostgreSQL: claimed)';
+    is $step->('claimed'), $lmdb ? 0 : 2, $lmdb ? '... no claim' : '... claimed';
+    ok $t->wait_for(sub { my ($c, $o) = $t->admin('events'); $o !~ /msg_/ }, timeout => 5),
+        'delivered events are deleted with no write coming after them';
+    ok $step->('deleted_alone') >= 1, '... by a write of their own';
+
+    # the deletion of delivered events rides the next write batch, one that comes within the
+    # 0.1 s they wait for it: a write sent as soon as the worker counts them sent (the moment
+    # they join its deletions). A busy machine may take longer now and then: a few tries.
+    my $sent = sub {
+        my $n = 0;
+        $n += $_ for $t->req(GET => '/metrics')->{content} =~ /^signin_events_total\{[^}]*result="sent"\} (\d+)$/mg;
+        return $n;
+    };
+    my ($rode, $tries) = (0, 0);
+    for my $i (1 .. ($lmdb ? 10 : 0)) {
+        $tries = $i;
+        my $before = $sent->();
+        sign_up($t, "rider$i\@example.com");
+        my $until = Time::HiRes::time() + 10;
+        Time::HiRes::sleep(0.002) while $sent->() < $before + 2 && Time::HiRes::time() < $until;
+        $t->req(POST => '/auth/register', json => { email => "later$i\@example.com" });
+        last if ($rode = $step->('deleted_with_batch')) > 0;
+    }
+    if ($lmdb) {
+        ok $rode > 0, 'delivered events are deleted by the next write batch';
+        note "the deletion rode a write batch at try $tries";
+    } else {  # claimed events go at once: their users' next events wait for their deletion
+        my $alone = $step->('deleted_alone');
+        sign_up($t, 'rider@example.com');
+        ok $t->wait_for(sub { $step->('deleted_alone') >= $alone + 2 }, timeout => 10),
+            'PostgreSQL: delivered events, all claimed, are deleted by a write of their own at once';
+    }
+
+    # a user whose event waits for a retry: the events written after it wait behind it
+    $app->answer(statuses => [500]);
+    my ($dave) = sign_up($t, 'dave@example.com');
+    my $r = $t->req(POST => '/auth/logout', json => {}, headers => { cookie => $dave, origin => $t->origin });
+    ok $r->{status} == 200 || $r->{status} == 204, 'logout while the first event waits for its retry';
+    my @got = @{ $t->wait_for(sub {
+        my ($made) = grep { ($_->{event}{data}{email} // '') eq 'dave@example.com' } $app->got;
+        my @g = $made ? of_user($made->{event}{data}{user_id}, $app->got) : ();
+        @g >= 4 ? \@g : undef;
+    }, timeout => 15) // [] };
+    is_deeply [map { [$_->{event}{type}, $_->{status}] } @got],
+        [['user.created', 500], ['user.created', 204], ['session.created', 204], ['session.ended', 204]],
+        "the user's later events, held or not, go after the retry, in order"
+        or diag explain [map { [$_->{event}{type}, $_->{status}] } @got];
+    ok $step->('claimed') >= 3, '... claimed once the first failed';
+    $t->done;
+    $app->stop;
+}
+
 done_testing;

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,12 +100,52 @@ public:
     Result<bool> any_due();
     // Events waiting, in the order they are sent, at most `limit` (signin-admin events).
     Result<std::vector<EventRecord>> waiting(std::size_t limit);
+    // Gives back events this sender held but never sent (FreshEvents: the later events of a
+    // user whose earlier one failed): each due at once, its try not counted, so that the claims
+    // send it after its user's earlier event, as any other.
+    Status release(const std::vector<EventItem> &items);
+    // Whether FreshEvents hold what they see written: events are written, and the store runs one
+    // write transaction at a time (StoreTraits::writes_one_at_a_time).
+    bool sends_fresh() const;
 
     // The wait after the n-th failed send: 1 s, doubling, at most kMaxEventDelay.
     static Millis backoff(std::uint32_t failures);
 
 private:
     Engine &engine_;
+};
+
+namespace detail {
+struct FreshCollector;
+}
+
+// The events a worker sends as it writes them, without a claim. While one lives on a thread,
+// each event that thread's transactions write is written held by the writer, as claim_due would
+// hold it (its first try counted, due again after EventSettings::hold), and once its transaction
+// is kept it waits here for take(): the sender sends it without another write. Only for a user
+// with no earlier event waiting when the batch began (the batch's transaction looks): a later
+// event of such a user is written due at once, as without FreshEvents, and the claims send it
+// after the earlier one. A writer that dies before sending leaves them held: another sender takes
+// them when the hold ends (at least once, as a claimed event).
+//
+// For a write batch (Store::batch): made on the batch's thread before it, restart() at the start
+// of each of its runs (a run that is undone leaves nothing here), take() once the batch
+// committed. Where sends_fresh() is false it holds nothing and events are claimed as before.
+class FreshEvents {
+public:
+    explicit FreshEvents(Events &events);
+    ~FreshEvents();
+    FreshEvents(const FreshEvents &) = delete;
+    FreshEvents &operator=(const FreshEvents &) = delete;
+
+    void restart();
+    // The events written held, in the order their transactions were kept. The sender sends a
+    // user's events one after the other: each only once the one before it was taken.
+    std::vector<EventItem> take();
+
+private:
+    std::unique_ptr<detail::FreshCollector> collector_;
+    detail::FreshCollector *outer_ = nullptr;
 };
 
 }  // namespace signin

@@ -247,6 +247,10 @@ public:
     }
     // The hook this transaction tells (Store::write sets the store's).
     void follow(std::shared_ptr<const AuditHook> hook) { hook_ = std::move(hook); }
+    // Runs `f` once this transaction's writes are kept: when its commit() returns, or for one
+    // inside a batch (Store::batch) when they are kept in the batch (whose own commit may still
+    // fail: the batch's caller knows). Never for a transaction abandoned.
+    void on_commit(std::function<void()> f) { on_commit_.push_back(std::move(f)); }
     // Writes r under the next key of the events' sequence, stored into r.key.
     virtual void put_event(EventRecord &r) = 0;
     // Rewrites an event under its key (a send's result).
@@ -312,9 +316,16 @@ public:
 
 protected:
     virtual void write_audit(const AuditEntry &e) = 0;
+    // What a backend's commit() calls once the writes are kept (on_commit).
+    void committed() {
+        auto fs = std::move(on_commit_);
+        on_commit_.clear();
+        for (auto &f : fs) f();
+    }
 
 private:
     std::shared_ptr<const AuditHook> hook_;
+    std::vector<std::function<void()>> on_commit_;
 };
 
 // What a caller plans by, as properties of a store rather than the name of its backend. The same
@@ -336,6 +347,10 @@ struct StoreTraits {
     // start (prepare_store), so that user must be able to reach it; other files (a key) may sit
     // beside it.
     bool in_directory = false;
+    // One write transaction runs at a time, on this machine, and what it reads no other writer
+    // changes before it ends: a write may look at a whole table (the events waiting) without
+    // making others' writes fail or wait for more than the lock they wait for anyway.
+    bool writes_one_at_a_time = false;
 };
 
 class Store {

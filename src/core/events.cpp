@@ -27,6 +27,14 @@ constexpr Millis kForever = 0x7fffffffffffffffLL;
 // Events looked at per claim: a backlog longer than this is sent in rounds.
 constexpr std::size_t kClaimScan = 1024;
 constexpr std::size_t kMaxErrorText = 300;
+// Events a batch looks at before it holds what it writes (FreshEvents), to know whose events wait:
+// one look per run of the batch, inside its write lock, so this bounds what holding costs every
+// batch (heads only, no bodies). With more events in the store than this the application is
+// behind, and the claims send them all, in order. Under the benchmark's flood the store holds the
+// events in flight (at most 32 a worker), those delivered and not yet deleted and those a worker
+// holds to send, far fewer than 512 while the application keeps up; a queue as long as that is
+// one the claims must drain anyway.
+constexpr std::size_t kFreshScan = 512;
 
 // The type an audit entry reports, or nullopt when it reports none.
 std::optional<std::string_view> type_of(const AuditEntry &e) {
@@ -151,6 +159,73 @@ std::string webhook_signature(const Secret &key, std::string_view id, std::int64
     return std::string("v1,") + b64;
 }
 
+// ---- events held as they are written (FreshEvents) ------------------------------------------------
+
+namespace detail {
+
+// What a FreshEvents sees of one run of its batch.
+struct FreshCollector {
+    // The users (hashes: a shared one only sends an event through the claims) with an event
+    // waiting when the run wrote its first event; `full` when there were more events than a look
+    // reads: then nothing is held in this run.
+    std::unordered_set<std::size_t> waiting;
+    bool scanned = false;
+    bool full = false;
+    std::vector<EventItem> items;  // written held, in kept transactions
+
+    void reset() {
+        waiting.clear();
+        scanned = full = false;
+        items.clear();
+    }
+    // Whether an event of `user_id` written in `txn` (one of this run's) may be held by its writer.
+    // The run's own held events are not among those it saw waiting: a user's events written held
+    // in one run are sent in order by the one sender that takes them all.
+    bool may_hold(WriteTxn &txn, std::string_view user_id) {
+        if (!scanned) {
+            scanned = true;
+            std::size_t seen = 0;
+            txn.event_heads(kFreshScan, [&](const EventHead &h) {
+                waiting.insert(std::hash<std::string_view>{}(h.user_id));
+                return ++seen < kFreshScan;
+            });
+            full = seen >= kFreshScan;
+        }
+        return !full && waiting.count(std::hash<std::string_view>{}(user_id)) == 0;
+    }
+};
+
+}  // namespace detail
+
+namespace {
+thread_local detail::FreshCollector *t_fresh = nullptr;
+}  // namespace
+
+bool Events::sends_fresh() const {
+    return engine_.events_ != nullptr && engine_.store_->traits().writes_one_at_a_time;
+}
+
+FreshEvents::FreshEvents(Events &events) : outer_(t_fresh) {
+    if (!events.sends_fresh()) return;
+    collector_ = std::make_unique<detail::FreshCollector>();
+    t_fresh = collector_.get();
+}
+
+FreshEvents::~FreshEvents() {
+    if (collector_) t_fresh = outer_;
+}
+
+void FreshEvents::restart() {
+    if (collector_) collector_->reset();
+}
+
+std::vector<EventItem> FreshEvents::take() {
+    if (!collector_) return {};
+    std::vector<EventItem> out = std::move(collector_->items);
+    collector_->reset();
+    return out;
+}
+
 // ---- the engine's side -------------------------------------------------------------------------
 
 void Engine::use_events(const EventSettings &settings) {
@@ -179,7 +254,18 @@ void Engine::use_events(const EventSettings &settings) {
         r.created_at = e.at;
         r.due_at = e.at;
         r.attempts = 0;
+        detail::FreshCollector *fresh = t_fresh;
+        const bool held = fresh != nullptr && fresh->may_hold(txn, r.user_id);
+        if (held) {  // as claim_due would hold it, for this writer
+            r.attempts = 1;
+            r.due_at = e.at + state->hold;
+        }
         txn.put_event(r);
+        if (held) {
+            txn.on_commit([fresh, item = EventItem{r.key, r.id, r.type, r.user_id, r.body, 1}]() mutable {
+                fresh->items.push_back(std::move(item));
+            });
+        }
     });
     store_->set_audit_hook(std::move(hook));
 }
@@ -319,6 +405,23 @@ Result<EventRetry> Events::failed(const EventItem &item, std::string_view error)
         txn->update_event(*r);
         txn->commit();
         return EventRetry::Later;
+    });
+}
+
+Status Events::release(const std::vector<EventItem> &items) {
+    if (items.empty()) return ok_status();
+    return detail::guarded("events release", [&]() -> Status {
+        const Millis now = engine_.now();
+        auto txn = engine_.store_->write();
+        for (const auto &item : items) {
+            auto r = txn->event(item.key);
+            if (!r || r->id != item.id || r->attempts != item.attempts || r->attempts == 0) continue;
+            r->attempts -= 1;  // never sent
+            r->due_at = now;
+            txn->update_event(*r);
+        }
+        txn->commit();
+        return ok_status();
     });
 }
 

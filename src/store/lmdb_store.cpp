@@ -1086,9 +1086,11 @@ public:
     void commit() override {
         MDB_txn *txn = live();
         txn_ = nullptr;  // mdb_txn_commit frees the transaction even when it fails
-        if (mode_ == WriteMode::Flat) return;  // the batch commits
-        check(env_.env, mdb_txn_commit(txn), "commit");
-        if (mode_ == WriteMode::TopLevel) durable(env_.env);
+        if (mode_ != WriteMode::Flat) {  // else the batch commits
+            check(env_.env, mdb_txn_commit(txn), "commit");
+            if (mode_ == WriteMode::TopLevel) durable(env_.env);
+        }
+        committed();
     }
 
 private:

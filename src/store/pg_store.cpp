@@ -1615,6 +1615,7 @@ public:
             if (ended_) throw StoreError(Code::StorageError, "transaction already ended");
             if (group_->spoiled) throw StoreError(Code::StorageError, "commit: the write batch runs again");
             ended_ = true;
+            committed();
             return;
         }
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
@@ -1626,6 +1627,7 @@ public:
         }
         unlock();  // committed: a failure to unlock closes the connection, it does not undo that
         pool_.give(std::move(conn_));
+        committed();
     }
 
 private:

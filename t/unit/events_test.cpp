@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 #include "engine_fixtures.hpp"
@@ -433,6 +434,157 @@ TEST(EventRecords, HeadReadsWhatASenderChoosesBy) {
     EXPECT_THROW(records::decode_event_head("short", data), StoreError);
     EXPECT_THROW(records::decode_event_head(e.key, data.substr(0, data.size() - 1)), StoreError);
     EXPECT_THROW(records::decode_event_head(e.key, data + "x"), StoreError);
+}
+
+// ---- events held as they are written (FreshEvents) ---------------------------------------------
+
+// A batch on this thread whose events FreshEvents holds; what it handed over once committed.
+std::vector<EventItem> fresh_batch(Identity &id, const std::function<void()> &writes) {
+    FreshEvents fresh(id.events());
+    Status st = id.write_batch([&] {
+        fresh.restart();
+        writes();
+    });
+    EXPECT_TRUE(st) << st.error().message;
+    return fresh.take();
+}
+
+// Where one write runs at a time, a batch's event is written held by its writer and handed to it
+// once committed: no claim finds it, and after the hold (the writer died) another sender takes it.
+// Elsewhere (PostgreSQL) nothing is held and the claims send it.
+TEST_P(EventsTest, AFreshEventIsSentWithoutAClaim) {
+    add_user("u1", "ann@x.example");
+    Identity &id = identity();
+    const bool held = GetParam() == Backend::Lmdb;
+    EXPECT_EQ(id.events().sends_fresh(), held);
+    auto fresh = fresh_batch(id, [&] { ASSERT_TRUE(id.set_suspended("", "ann@x.example", true)); });
+    if (!held) {
+        EXPECT_TRUE(fresh.empty());
+        auto items = claim();
+        ASSERT_EQ(items.size(), 1u);
+        EXPECT_EQ(items[0].attempts, 1u);
+        return;
+    }
+    ASSERT_EQ(fresh.size(), 1u);
+    EXPECT_EQ(fresh[0].type, "user.suspended");
+    EXPECT_EQ(fresh[0].user_id, "u1");
+    EXPECT_EQ(fresh[0].attempts, 1u);
+    auto stored = store_->read()->event(fresh[0].key);
+    ASSERT_TRUE(stored);
+    EXPECT_EQ(stored->id, fresh[0].id);
+    EXPECT_EQ(stored->body, fresh[0].body);
+    EXPECT_EQ(stored->attempts, 1u) << "held as a claim holds it";
+    EXPECT_EQ(stored->due_at, clock_->now() + settings_.hold);
+    EXPECT_TRUE(claim().empty()) << "held by its writer";
+    auto due = id.events().any_due();
+    ASSERT_TRUE(due);
+    EXPECT_FALSE(due.value());
+
+    clock_->advance(settings_.hold);  // its writer never sent it
+    auto again = claim();
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].id, fresh[0].id) << "the same webhook-id";
+    EXPECT_EQ(again[0].attempts, 2u);
+    auto lost = id.events().failed(fresh[0], "late");
+    ASSERT_TRUE(lost);
+    EXPECT_EQ(lost.value(), EventRetry::Lost) << "its writer is no longer its holder";
+    ASSERT_TRUE(id.events().sent(again[0]));
+    EXPECT_EQ(store_->read()->event_count(), 0u);
+    // outside a FreshEvents nothing is held
+    ASSERT_TRUE(id.set_suspended("", "ann@x.example", false));
+    EXPECT_EQ(claim().size(), 1u);
+}
+
+// Only what a kept transaction wrote is handed over: a write abandoned in the batch (which then
+// runs again) leaves nothing, and a batch whose writes are all undone gives nothing.
+TEST_P(EventsTest, OnlyKeptWritesAreHandedOver) {
+    if (GetParam() != Backend::Lmdb) GTEST_SKIP() << "nothing is held where writes run side by side";
+    add_user("u1", "ann@x.example");
+    add_user("u2", "bob@x.example");
+    Identity &id = identity();
+    auto fresh = fresh_batch(id, [&] {
+        ASSERT_TRUE(id.set_suspended("", "ann@x.example", true));
+        auto txn = store_->write();  // abandoned after it wrote an event
+        txn->append_audit(AuditEntry{clock_->now(), "user.suspended", "bob@x.example", "", "u2", ""});
+    });
+    ASSERT_EQ(fresh.size(), 1u);
+    EXPECT_EQ(fresh[0].user_id, "u1");
+    auto all = store_->read()->events(10);
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].id, fresh[0].id);
+}
+
+// A user whose earlier event waits (due, failed, or held by a claim): the new event is written due
+// and the claims send it after the earlier one. A user's events written held in one batch come in
+// their order, the earlier one first.
+TEST_P(EventsTest, AUserWithAnEarlierWaitingEventKeepsOrder) {
+    if (GetParam() != Backend::Lmdb) GTEST_SKIP() << "nothing is held where writes run side by side";
+    add_user("ua", "a@x.example");
+    add_user("ub", "b@x.example");
+    Identity &id = identity();
+    ASSERT_TRUE(id.set_suspended("", "a@x.example", true));  // a1, written without FreshEvents
+    auto fresh = fresh_batch(id, [&] {
+        ASSERT_TRUE(id.set_suspended("", "a@x.example", false));  // a2: behind a1
+        ASSERT_TRUE(id.set_suspended("", "b@x.example", true));   // b1
+        ASSERT_TRUE(id.set_role("", "b@x.example", "staff", true));  // b2: behind b1, in the same batch
+    });
+    ASSERT_EQ(fresh.size(), 2u);
+    EXPECT_EQ(fresh[0].type, "user.suspended");
+    EXPECT_EQ(fresh[0].user_id, "ub");
+    EXPECT_EQ(fresh[1].type, "user.roles_changed");
+    EXPECT_EQ(fresh[1].user_id, "ub");
+    EXPECT_LT(fresh[0].key, fresh[1].key);
+    auto items = claim();
+    ASSERT_EQ(items.size(), 1u) << "a1 only: a2 waits behind it, b's are held";
+    EXPECT_EQ(items[0].type, "user.suspended");
+    EXPECT_EQ(items[0].user_id, "ua");
+    ASSERT_TRUE(id.events().sent(items[0]));
+    items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].type, "user.unsuspended");
+    EXPECT_EQ(items[0].attempts, 1u);
+    ASSERT_TRUE(id.events().sent(items[0]));
+
+    // b1 fails: b2, held behind it by the same sender, is given back and goes after b1's retry
+    auto r = id.events().failed(fresh[0], "the application answered 500");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value(), EventRetry::Later);
+    ASSERT_TRUE(id.events().release({fresh[1]}));
+    EXPECT_TRUE(claim().empty()) << "b2 waits for b1's next try";
+    clock_->advance(Events::backoff(1));
+    items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].id, fresh[0].id);
+    EXPECT_EQ(items[0].attempts, 2u);
+    ASSERT_TRUE(id.events().sent(items[0]));
+    items = claim();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].id, fresh[1].id);
+    EXPECT_EQ(items[0].attempts, 1u) << "a given back event's try was never made";
+    ASSERT_TRUE(id.events().sent(items[0]));
+    EXPECT_EQ(store_->read()->event_count(), 0u);
+}
+
+// A long queue (the application is behind): nothing is held, the claims send everything.
+TEST_P(EventsTest, NothingIsHeldBehindALongQueue) {
+    if (GetParam() != Backend::Lmdb) GTEST_SKIP() << "nothing is held where writes run side by side";
+    {
+        auto w = store_->write();
+        for (int i = 0; i < 600; ++i) {
+            EventRecord r;
+            r.id = "msg_" + std::to_string(i);
+            r.type = "user.created";
+            r.user_id = "q" + std::to_string(i);
+            r.body = "{}";
+            w->put_event(r);
+        }
+        w->commit();
+    }
+    add_user("u1", "ann@x.example");
+    Identity &id = identity();
+    auto fresh = fresh_batch(id, [&] { ASSERT_TRUE(id.set_suspended("", "ann@x.example", true)); });
+    EXPECT_TRUE(fresh.empty());
+    EXPECT_EQ(store_->read()->event_count(), 601u);
 }
 
 }  // namespace

@@ -28,5 +28,9 @@ void start_events(ngx_cycle_t *cycle, signin::Identity &identity);
 // signin_metrics: an event's send ended (types by signin::event_type_index).
 enum class EventResult : std::uint8_t { Sent, Retried, Dropped };
 void count_event(std::string_view type, EventResult result);
+// How events reach their sender and leave the store (signin_event_steps_total): held as their
+// write batch wrote them, or claimed; deleted by a later write batch, or by a write of their own.
+enum class EventStep : std::uint8_t { HeldAsWritten, Claimed, DeletedWithBatch, DeletedAlone };
+void count_event_step(EventStep step, std::size_t n);
 
 }  // namespace signin_ngx

@@ -233,6 +233,7 @@ ngx_int_t post_stage(ngx_thread_pool_t *pool, const Waiter &w) {
 
 struct WriteBatch {
     std::vector<Waiter> members;            // taken by the thread from g_waiting
+    std::unique_ptr<BatchRider> rider;      // made when posted
     bool taken = false;
     bool replayed = false;                 // it ran twice (Store::batch)
     std::optional<signin::Error> failure;  // the commit's
@@ -245,6 +246,7 @@ struct WriteBatch {
 std::mutex g_waiting_lock;
 std::vector<Waiter> g_waiting;
 bool g_batch_running = false;
+std::unique_ptr<BatchRider> (*g_make_rider)() = nullptr;
 
 bool anyone_waiting() {
     std::lock_guard<std::mutex> hold(g_waiting_lock);
@@ -277,9 +279,11 @@ void batch_thread(void *data, ngx_log_t *log) {
     auto *b = static_cast<WriteBatch *>(data);
     signin::Identity *id = identity();
     const auto started = std::chrono::steady_clock::now();
+    BatchRider *rider = b->rider.get();
+    if (rider != nullptr) rider->begin();
     signin::Status st = id == nullptr
                             ? signin::Status(signin::Code::StorageError, "the sign-in store is not open")
-                            : id->write_batch([b, log, id] {
+                            : id->write_batch([b, log, id, rider] {
                                   if (!b->taken) {
                                       take_waiting(b);
                                   } else {  // the batch runs again (Store::batch): the same jobs
@@ -287,8 +291,10 @@ void batch_thread(void *data, ngx_log_t *log) {
                                       for (Waiter &w : b->members) w.job->rewind_write();
                                   }
                                   read_ahead(*id, b->members);
+                                  if (rider != nullptr) rider->run();
                                   for (Waiter &w : b->members) w.job->run_stage(log);  // one failing job stops no other
                               });
+    if (rider != nullptr) rider->end(static_cast<bool>(st));
     if (st) {
         count_batch(b->members.size(),
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -306,7 +312,9 @@ void batch_done(ngx_event_t *ev);
 ngx_int_t launch_batch() {
     auto *b = new_task<WriteBatch>(batch_thread, batch_done);
     if (b == nullptr) return NGX_ERROR;
+    if (g_make_rider != nullptr) guarded("signin: a write batch's rider", [b] { b->rider = g_make_rider(); });
     if (post_task(g_write_pool, b) != NGX_OK) {
+        if (b->rider) b->rider->done(false);
         delete_task(b);
         return NGX_ERROR;
     }
@@ -338,7 +346,9 @@ void batch_done(ngx_event_t *ev) {
     auto *b = static_cast<WriteBatch *>(ev->data);
     std::vector<Waiter> members = std::move(b->members);
     std::optional<signin::Error> failure = std::move(b->failure);
+    std::unique_ptr<BatchRider> rider = std::move(b->rider);
     delete_task(b);
+    if (rider) guarded("signin: the end of a write batch's rider", [&] { rider->done(!failure); });
     // still "running" while the members finish: jobs they start wait for the launch below
     for (const Waiter &w : members) {
         guarded("signin: the end of a write batch", [&] {
@@ -391,6 +401,8 @@ void job_resume(ngx_http_request_t *r) {
 }
 
 }  // namespace
+
+void set_batch_rider(std::unique_ptr<BatchRider> (*make)()) { g_make_rider = make; }
 
 ngx_thread_pool_t *job_write_pool() { return g_write_pool; }
 

@@ -132,6 +132,23 @@ private:
     std::vector<Item> items_;
 };
 
+// What rides every write batch of this worker besides its jobs (signin_events: the deletion of
+// the events delivered, and the events the batch writes, held for this worker's sender). One is
+// made on the event loop as each batch is posted.
+class BatchRider {
+public:
+    virtual ~BatchRider() = default;
+    // In the batch's pool thread: before the batch; at the start of each of its runs, in its
+    // transaction, before its jobs; after it, `committed` or not.
+    virtual void begin() {}
+    virtual void run() {}
+    virtual void end(bool committed) { (void)committed; }
+    // Back on the event loop once the batch ended, before its jobs finish.
+    virtual void done(bool committed) = 0;
+};
+// What makes the rider of each batch (nullptr, or a maker that gives nullptr: nothing rides).
+void set_batch_rider(std::unique_ptr<BatchRider> (*make)());
+
 // The pools of this worker's jobs (init_process): writes, and Argon2id.
 void set_job_pools(ngx_thread_pool_t *writes, ngx_thread_pool_t *hashes);
 

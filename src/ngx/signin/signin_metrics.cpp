@@ -34,6 +34,7 @@ struct Counters {
     ngx_atomic_t tokens[kPurposes];
     ngx_atomic_t deliveries[2][3];  // [Transport][DeliveryResult]
     ngx_atomic_t events[kEventTypes][3];  // [event_type_index][EventResult]
+    ngx_atomic_t event_steps[4];          // [EventStep]
     ngx_atomic_t limited[kBuckets];
     ngx_atomic_t oidc[5];  // [OidcCount]
     ngx_atomic_t batch_sizes[kBatchBounds + 1];
@@ -113,6 +114,30 @@ std::vector<mx::Sample> limited_samples(const Counters &c) {
     return out;
 }
 
+// The events' families (signin_events): their sends by type and result, and the way they go.
+void event_families(std::vector<mx::Family> &f, const Counters &c) {
+    using Type = mx::Family::Type;
+    f.push_back({"signin_events_total",
+                 "Sends of events to the application (signin_events) by type and result: sent, retried "
+                 "(refused, tried again), dropped (refused for the last time).",
+                 Type::Counter, "result", {}, {}, {}, {}});
+    mx::Family &events = f.back();
+    events.outer_label = "type";
+    for (std::size_t t = 0; t < kEventTypes; ++t) {
+        for (std::size_t i = 0; i < 3; ++i) {
+            static const char *const results[] = {"sent", "retried", "dropped"};
+            events.samples.push_back({results[i], get(c.events[t][i])});
+            events.outer_values.emplace_back(signin::kEventTypes[t]);
+        }
+    }
+    f.push_back({"signin_event_steps_total",
+                 "How events reach their sender and leave the store: held as their write batch wrote them, "
+                 "claimed; deleted with a later write batch, or alone.",
+                 Type::Counter, "step", {}, {}, {}, {}});
+    static const char *const kSteps[] = {"held_as_written", "claimed", "deleted_with_batch", "deleted_alone"};
+    for (std::size_t i = 0; i < 4; ++i) f.back().samples.push_back({kSteps[i], get(c.event_steps[i])});
+}
+
 // A histogram: its bounds, its buckets' counts (the last one past the bounds) and the sum.
 template <std::size_t N>
 void histogram(mx::Family &f, const double (&bounds)[N], const ngx_atomic_t (&buckets)[N + 1], double sum) {
@@ -154,18 +179,7 @@ ngx_int_t metrics(ngx_http_request_t *r) {
             deliveries.outer_values.emplace_back(transports[t]);
         }
     }
-    auto &events = family("signin_events_total",
-                          "Sends of events to the application (signin_events) by type and result: sent, retried "
-                          "(refused, tried again), dropped (refused for the last time).",
-                          Type::Counter, "result");
-    events.outer_label = "type";
-    for (std::size_t t = 0; t < kEventTypes; ++t) {
-        for (std::size_t i = 0; i < 3; ++i) {
-            static const char *const results[] = {"sent", "retried", "dropped"};
-            events.samples.push_back({results[i], get(c->events[t][i])});
-            events.outer_values.emplace_back(signin::kEventTypes[t]);
-        }
-    }
+    event_families(f, *c);
     family("signin_rate_limited_total", "Requests answered 429, by limit.", Type::Counter, "limit").samples =
         limited_samples(*c);
     auto &oidc = family("signin_oidc_provider_total",
@@ -263,6 +277,10 @@ void count_delivery(Transport transport, DeliveryResult result) {
 void count_event(std::string_view type, EventResult result) {
     const auto t = signin::event_type_index(type);
     if (g_counters && t) add(g_counters->events[*t][static_cast<std::size_t>(result)]);
+}
+
+void count_event_step(EventStep step, std::size_t n) {
+    if (g_counters && n != 0) add(g_counters->event_steps[static_cast<std::size_t>(step)], static_cast<ngx_atomic_int_t>(n));
 }
 
 void count_limited(Bucket bucket) {
