@@ -423,25 +423,23 @@ constexpr Joinable kJoinable[] = {
 
 // ---- values ------------------------------------------------------------------------------------
 
-// A statement's parameter: bytes (bytea, binary) or a number (sent as text).
+// A statement's parameter: bytes (bytea, or an array in binary form) or a number (sent as text).
 class Param {
 public:
     Param(std::string_view bytes) : data_(bytes.data()), len_(bytes.size()), binary_(true) {}  // NOLINT
     Param(const std::string &bytes) : Param(std::string_view(bytes)) {}                         // NOLINT
-    Param(std::int64_t n) : number_(std::to_string(n)), binary_(false) {                       // NOLINT
-        data_ = number_.c_str();
-        len_ = number_.size();
-    }
-    Param(const Param &o) : number_(o.number_), data_(o.data_), len_(o.len_), binary_(o.binary_) {
-        if (!binary_) data_ = number_.c_str();
+    Param(std::int64_t n) : kept_(std::to_string(n)), data_(kept_.c_str()), len_(kept_.size()), binary_(false), own_(true) {}  // NOLINT
+    Param(const Param &o) : kept_(o.kept_), data_(o.data_), len_(o.len_), binary_(o.binary_), own_(o.own_) {
+        if (own_) data_ = kept_.data();
     }
     Param &operator=(const Param &) = delete;
-    // A parameter in PostgreSQL's text form (an array literal), kept with the parameter.
-    static Param text(std::string s) {
+    // Bytes made for the statement (an array: bytea_array), kept with the parameter.
+    static Param kept(std::string bytes) {
         Param p(std::int64_t{0});
-        p.number_ = std::move(s);
-        p.data_ = p.number_.c_str();
-        p.len_ = p.number_.size();
+        p.kept_ = std::move(bytes);
+        p.data_ = p.kept_.data();
+        p.len_ = p.kept_.size();
+        p.binary_ = true;
         return p;
     }
     const char *data() const { return data_; }
@@ -449,10 +447,11 @@ public:
     bool binary() const { return binary_; }
 
 private:
-    std::string number_;
+    std::string kept_;  // a number's text, or bytes made for the statement
     const char *data_ = nullptr;
     std::size_t len_ = 0;
     bool binary_ = true;
+    bool own_ = false;  // data_ points into kept_
 };
 
 // A bytea key or value cannot be empty where an index is: LMDB refuses empty keys, and the
@@ -484,25 +483,41 @@ std::int64_t number(const Result &r, int row, int col) {
 }
 
 // A bytea[] literal of `keys` (strings or string_views) in text form: {"\\x0a1b…",…}.
+// PostgreSQL's binary form of a one-dimensional array without nulls, written in two parts:
+// the header (the element type's oid and the count), then each element (its length, its bytes).
+constexpr std::uint32_t kByteaOid = 17, kInt8Oid = 20;
+constexpr std::size_t kArrayHeader = 20;  // five 4-byte words
+void put_be(std::string &out, std::uint64_t v, int octets) {
+    for (int b = octets - 1; b >= 0; --b) out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
+}
+void array_header(std::string &out, std::uint32_t oid, std::size_t count) {
+    put_be(out, 1, 4);  // dimensions
+    put_be(out, 0, 4);  // no nulls
+    put_be(out, oid, 4);
+    put_be(out, count, 4);
+    put_be(out, 1, 4);  // lower bound
+}
+void array_element(std::string &out, std::string_view bytes) {
+    put_be(out, bytes.size(), 4);
+    out += bytes;
+}
+// The count an array's header gives (the fourth word).
+std::size_t array_count(std::string_view array) {
+    std::size_t n = 0;
+    for (std::size_t i = 12; i < 16 && i < array.size(); ++i) n = (n << 8) | static_cast<unsigned char>(array[i]);
+    return n;
+}
+
+// Keys as one bytea[] parameter (binary): `key = ANY($1::bytea[])`, `unnest($1::bytea[])`.
 template <class Keys>
 std::string bytea_array(const Keys &keys) {
-    static const char kHex[] = "0123456789abcdef";
-    std::string out = "{";
-    for (std::string_view k : keys) {
-        if (out.size() > 1) out += ',';
-        out += "\"\\\\x";
-        for (unsigned char c : k) {
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
-        }
-        out += '"';
-    }
-    out += '}';
+    std::string out;
+    array_header(out, kByteaOid, keys.size());
+    for (std::string_view k : keys) array_element(out, k);
     return out;
 }
 
-// An account's search entries as one parameter (PutUserIndex, DelUserIndex take them all at once).
-Param index_keys(const std::vector<std::string> &keys) { return Param::text(bytea_array(keys)); }
+Param index_keys(const std::vector<std::string> &keys) { return Param::kept(bytea_array(keys)); }
 
 // Record keys with the legacy form of each that has one after them: what a lookup that falls back
 // to the legacy key (token(), session()) may find, asked for at once.
@@ -695,8 +710,8 @@ private:
         return nullptr;
     }
     // One statement for the group `g` of `cmds` (all of one kind): each parameter becomes the
-    // array of that parameter's values, in binary (bytea[] or int8[]), or their array literals
-    // joined into one.
+    // array of that parameter's values (bytea[] or int8[]), or, where it is an array already,
+    // the arrays' elements in one.
     static Command joined(const std::vector<Command> &cmds, const std::vector<std::size_t> &g) {
         const Command &first = cmds[g[0]];
         const Joinable &j = *joinable(first.stmt);
@@ -704,48 +719,42 @@ private:
         c.stmt = j.many;
         c.context = first.context;
         for (std::size_t k = 0; k < first.values.size(); ++k) {
-            std::string v;
-            if (j.arrays) {
-                for (std::size_t i : g) {
-                    const std::string &lit = cmds[i].values[k];  // "{...}"
-                    if (lit.size() <= 2) continue;
-                    v += v.empty() ? "{" : ",";
-                    v.append(lit, 1, lit.size() - 2);
-                }
-                v += v.empty() ? "{}" : "}";
-            } else {
-                v = binary_array(cmds, g, k);
-            }
-            c.values.push_back(std::move(v));
-            c.binary.push_back(j.arrays ? 0 : 1);
+            c.values.push_back(j.arrays ? elements_of(cmds, g, k) : array_of(cmds, g, k));
+            c.binary.push_back(1);
         }
         return c;
     }
-    // PostgreSQL's binary form of a one-dimensional array without nulls: the k-th parameters of
-    // the group, bytea where they are bytes, int8 where they are numbers (sent as text).
-    static std::string binary_array(const std::vector<Command> &cmds, const std::vector<std::size_t> &g, std::size_t k) {
-        constexpr std::uint32_t kByteaOid = 17, kInt8Oid = 20;
+    // The k-th parameters of the group as one array: bytea where they are bytes, int8 where they
+    // are numbers (sent as text).
+    static std::string array_of(const std::vector<Command> &cmds, const std::vector<std::size_t> &g, std::size_t k) {
         const bool bytes = cmds[g[0]].binary[k] != 0;
         std::string out;
-        auto put = [&out](std::uint64_t v, int octets) {
-            for (int b = octets - 1; b >= 0; --b) out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
-        };
-        put(1, 4);  // dimensions
-        put(0, 4);  // no nulls
-        put(bytes ? kByteaOid : kInt8Oid, 4);
-        put(g.size(), 4);
-        put(1, 4);  // lower bound
+        array_header(out, bytes ? kByteaOid : kInt8Oid, g.size());
         for (std::size_t i : g) {
             const std::string &v = cmds[i].values[k];
             if (bytes) {
-                put(v.size(), 4);
-                out += v;
+                array_element(out, v);
             } else {
-                put(8, 4);
-                put(static_cast<std::uint64_t>(std::stoll(v)), 8);
+                put_be(out, 8, 4);
+                put_be(out, static_cast<std::uint64_t>(std::stoll(v)), 8);
             }
         }
         return out;
+    }
+    // The k-th parameters of the group, each a bytea[] (bytea_array), as one array of all their
+    // elements.
+    static std::string elements_of(const std::vector<Command> &cmds, const std::vector<std::size_t> &g, std::size_t k) {
+        std::size_t count = 0;
+        std::string elements;
+        for (std::size_t i : g) {
+            const std::string &v = cmds[i].values[k];
+            if (v.size() < kArrayHeader) continue;
+            count += array_count(v);
+            elements.append(v, kArrayHeader);
+        }
+        std::string out;
+        array_header(out, kByteaOid, count);
+        return out + elements;
     }
 
     // What one result of a pipeline answers: a command, or the preparation of its statement.
@@ -1029,12 +1038,13 @@ public:
         return decode_user(cell(r, 0, 0));
     }
     std::optional<User> user_by_email(std::string_view group_id, std::string_view email) override {
+        std::string addr = addr_key(group_id, email);
         if (group_ != nullptr) {
-            auto it = group_->users.find(addr_key(group_id, email));
+            auto it = group_->users.find(addr);
             if (it != group_->users.end()) return it->second ? std::optional<User>(decode_user(*it->second)) : std::nullopt;
         }
-        if (kind_ == Kind::Write) return user_and_tokens(addr_key(group_id, email));
-        Result r = run(UserByEmail, {addr_key(group_id, email)}, "read user by email");
+        if (kind_ == Kind::Write) return user_and_tokens(std::move(addr));
+        Result r = run(UserByEmail, {addr}, "read user by email");
         if (PQntuples(r.get()) == 0) return std::nullopt;
         return decode_user(cell(r, 0, 0));
     }
@@ -1073,7 +1083,7 @@ public:
     void read_ahead(const std::vector<std::string> &keys) {
         if (group_ == nullptr || keys.empty()) return;
         const std::vector<std::string_view> asked = with_legacy_keys(keys);
-        Result r = run(TokensAny, {Param::text(bytea_array(asked))}, "read tokens ahead");
+        Result r = run(TokensAny, {Param::kept(bytea_array(asked))}, "read tokens ahead");
         std::unordered_map<std::string, std::optional<std::string>> tokens;
         for (std::string_view k : asked) tokens.emplace(std::string(k), std::nullopt);
         std::vector<std::string> addrs;
@@ -1085,7 +1095,7 @@ public:
         std::unordered_map<std::string, std::optional<std::string>> users;
         if (!addrs.empty()) {
             for (const std::string &a : addrs) users.emplace(a, std::nullopt);
-            Result u = run(UsersByEmailAny, {Param::text(bytea_array(addrs))}, "read accounts ahead");
+            Result u = run(UsersByEmailAny, {Param::kept(bytea_array(addrs))}, "read accounts ahead");
             for (int row = 0; row < PQntuples(u.get()); ++row) users[std::string(cell(u, row, 0))] = std::string(cell(u, row, 1));
         }
         group_->tokens = std::move(tokens);
@@ -1118,7 +1128,7 @@ public:
     // session() does).
     std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys) override {
         if (kind_ != Kind::Reads || keys.size() < 2) return Iface::principals(keys);
-        Result r = run(SessionsWithUsers, {Param::text(bytea_array(with_legacy_keys(keys)))}, "read sessions");
+        Result r = run(SessionsWithUsers, {Param::kept(bytea_array(with_legacy_keys(keys)))}, "read sessions");
         std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
         const int rows = PQntuples(r.get());
         for (int row = 0; row < rows; ++row) {
