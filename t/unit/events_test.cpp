@@ -22,6 +22,16 @@ using signin::testing::PgSchema;
 
 namespace {
 
+// A user.created event of `user_id`, its id msg_<n>, as the store gets it before put_event.
+EventRecord user_created(int n, const std::string &user_id) {
+    EventRecord r;
+    r.id = "msg_" + std::to_string(n);
+    r.type = "user.created";
+    r.user_id = user_id;
+    r.body = "{}";
+    return r;
+}
+
 // The example of the Standard Webhooks specification (and of its reference libraries' tests).
 TEST(WebhookSignature, MatchesTheSpecificationsExample) {
     std::string why;
@@ -140,11 +150,7 @@ TEST_P(EventsTest, TheStoreKeepsThemInTheOrderWritten) {
     {
         auto w = store_->write();
         for (int i = 0; i < 3; ++i) {
-            EventRecord r;
-            r.id = "msg_" + std::to_string(i);
-            r.type = "user.created";
-            r.user_id = "u" + std::to_string(i);
-            r.body = "{}";
+            EventRecord r = user_created(i, "u" + std::to_string(i));
             r.created_at = 1000 - i;  // the order is the writing's, not the times'
             r.due_at = r.created_at;
             w->put_event(r);
@@ -571,11 +577,7 @@ TEST_P(EventsTest, NothingIsHeldBehindALongQueue) {
     {
         auto w = store_->write();
         for (int i = 0; i < 600; ++i) {
-            EventRecord r;
-            r.id = "msg_" + std::to_string(i);
-            r.type = "user.created";
-            r.user_id = "q" + std::to_string(i);
-            r.body = "{}";
+            EventRecord r = user_created(i, "q" + std::to_string(i));
             w->put_event(r);
         }
         w->commit();
