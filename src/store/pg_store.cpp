@@ -394,7 +394,8 @@ constexpr bool changes(Stmt s) {
 // of a few that may not but should not stop the others from joining across them. `many` is the
 // statement that takes the arrays of a group's parameters (StmtCount: none); `keyed`, that it
 // may write each row once (ON CONFLICT DO UPDATE: its first parameter is the row's key); `arrays`,
-// that the write's one parameter is already an array (its text form), joined by concatenation.
+// that the write's one parameter is already an array (bytea_array), joined by putting their
+// elements under one header.
 enum Table : int { UsersTable, EmailsTable, TokensTable, SessionsTable, AuditTable, OutboxTable, EventsTable, SearchTable };
 struct Joinable {
     Stmt one;
@@ -482,7 +483,6 @@ std::int64_t number(const Result &r, int row, int col) {
     return static_cast<std::int64_t>(get_be64(reinterpret_cast<const unsigned char *>(v.data())));
 }
 
-// A bytea[] literal of `keys` (strings or string_views) in text form: {"\\x0a1b…",…}.
 // PostgreSQL's binary form of a one-dimensional array without nulls, written in two parts:
 // the header (the element type's oid and the count), then each element (its length, its bytes).
 constexpr std::uint32_t kByteaOid = 17, kInt8Oid = 20;
