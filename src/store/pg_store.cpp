@@ -147,13 +147,13 @@ enum Stmt : unsigned {
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, TokensAny, UsersByEmailAny, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter,
-    UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn,
+    UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn, ReleaseKeys,
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
     DelOidcAccess, PutOidcRefresh, PutOidcFamily, DelFamilyTokens, PutOidcConsent, DelOidcConsent, DelOidcOf,
     PurgeOidcCodes, PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies, AllOidcCodes, AllOidcAccess,
     AllOidcRefresh, AllOidcFamilies, AllOidcConsents,
     // a write batch's writes of one kind, one statement over arrays (Connection::merged)
-    PutUsers, PutEmails, PutTokens, DelTokens, PutSessions, DelSessions, PutAudits, PutOutboxes, DelEvents,
+    PutUsers, PutEmails, PutTokens, DelTokens, PutSessions, DelSessions, PutAudits, PutOutboxes, DelOutboxes, DelEvents,
     UserAndTokensByEmail, StmtCount
 };
 
@@ -287,6 +287,9 @@ constexpr const char *kStatements[StmtCount] = {
     // the write batches' turn, waited for kBatchTurnWait at most (lock_timeout, for this statement only)
     /* BatchTurn */
     "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2::text, true)) SELECT pg_advisory_lock($1::bigint) FROM t",
+    // a write batch's keys given back one by one in their order, and then every other lock (its turn)
+    /* ReleaseKeys */
+    "SELECT pg_advisory_unlock_all() FROM (SELECT count(pg_advisory_unlock(k)) FROM unnest($1::int8[]) AS k) AS keys",
     /* OidcCode */ "SELECT key, rec FROM signin_oidc_codes WHERE key = $1",
     /* OidcAccess */ "SELECT key, rec FROM signin_oidc_access WHERE key = $1",
     /* OidcRefresh */ "SELECT key, rec FROM signin_oidc_refresh WHERE key = $1",
@@ -356,6 +359,7 @@ constexpr const char *kStatements[StmtCount] = {
     /* PutAudits */ "INSERT INTO signin_audit (key, at, rec) SELECT * FROM unnest($1::bytea[], $2::int8[], $3::bytea[])",
     /* PutOutboxes */
     "INSERT INTO signin_outbox (key, due_at, rec) SELECT * FROM unnest($1::bytea[], $2::int8[], $3::bytea[])",
+    /* DelOutboxes */ "DELETE FROM signin_outbox WHERE key = ANY($1::bytea[])",
     /* DelEvents */ "DELETE FROM signin_events WHERE key = ANY($1::bytea[])",
     // an address's account (the row without a key) and its tokens, oldest first
     /* UserAndTokensByEmail */
@@ -383,7 +387,7 @@ constexpr bool changes(Stmt s) {
     case PutOidcRefresh: case PutOidcFamily: case DelFamilyTokens: case PutOidcConsent: case DelOidcConsent:
     case DelOidcOf: case PurgeOidcCodes: case PurgeOidcAccess: case PurgeOidcRefresh: case PurgeOidcFamilies:
     case PutUsers: case PutEmails: case PutTokens: case DelTokens: case PutSessions: case DelSessions:
-    case PutAudits: case PutOutboxes: case DelEvents:
+    case PutAudits: case PutOutboxes: case DelOutboxes: case DelEvents:
         return true;
     default:
         return false;
@@ -392,34 +396,36 @@ constexpr bool changes(Stmt s) {
 
 // The deferred writes that may be joined into one statement (store/pg_merge.hpp), and the tables
 // of a few that may not but should not stop the others from joining across them. `many` is the
-// statement that takes the arrays of a group's parameters (StmtCount: none); `keyed`, that it
-// may write each row once (ON CONFLICT DO UPDATE: its first parameter is the row's key); `arrays`,
-// that the write's one parameter is already an array (bytea_array), joined by putting their
-// elements under one header.
+// statement that takes the arrays of a group's parameters (StmtCount: none); `rows`, how many of
+// its first parameters name the rows (by primary key) it touches and all it touches (a deletion
+// names a key and its legacy form; 0: any row of its table); `once`, that a statement may write
+// each row once (ON CONFLICT DO UPDATE); `arrays`, that the write's one parameter is already an
+// array (bytea_array), joined by putting their elements under one header.
 enum Table : int { UsersTable, EmailsTable, TokensTable, SessionsTable, AuditTable, OutboxTable, EventsTable, SearchTable };
 struct Joinable {
     Stmt one;
     Stmt many;
     Table table;
-    bool keyed;
+    int rows;
+    bool once;
     bool arrays;
 };
 constexpr Joinable kJoinable[] = {
-    {PutUser, PutUsers, UsersTable, true, false},
-    {DelUser, StmtCount, UsersTable, false, false},
-    {PutEmail, PutEmails, EmailsTable, true, false},
-    {DelEmail, StmtCount, EmailsTable, false, false},
-    {PutToken, PutTokens, TokensTable, true, false},
-    {DelToken, DelTokens, TokensTable, false, false},
-    {PutSession, PutSessions, SessionsTable, true, false},
-    {DelSession, DelSessions, SessionsTable, false, false},
-    {PutAudit, PutAudits, AuditTable, true, false},
-    {PutOutbox, PutOutboxes, OutboxTable, true, false},
-    {DelOutbox, StmtCount, OutboxTable, false, false},
-    {UpdateEvent, StmtCount, EventsTable, false, false},
-    {DelEvent, DelEvents, EventsTable, false, false},
-    {PutUserIndex, PutUserIndex, SearchTable, false, true},
-    {DelUserIndex, DelUserIndex, SearchTable, false, true},
+    {PutUser, PutUsers, UsersTable, 1, true, false},
+    {DelUser, StmtCount, UsersTable, 1, false, false},
+    {PutEmail, PutEmails, EmailsTable, 1, true, false},
+    {DelEmail, StmtCount, EmailsTable, 1, false, false},  // the address's row, if it is still this user's
+    {PutToken, PutTokens, TokensTable, 1, true, false},
+    {DelToken, DelTokens, TokensTable, 2, false, false},
+    {PutSession, PutSessions, SessionsTable, 1, true, false},
+    {DelSession, DelSessions, SessionsTable, 2, false, false},
+    {PutAudit, PutAudits, AuditTable, 1, true, false},
+    {PutOutbox, PutOutboxes, OutboxTable, 1, true, false},
+    {DelOutbox, DelOutboxes, OutboxTable, 1, false, false},
+    {UpdateEvent, StmtCount, EventsTable, 1, false, false},
+    {DelEvent, DelEvents, EventsTable, 1, false, false},
+    {PutUserIndex, PutUserIndex, SearchTable, 0, false, true},
+    {DelUserIndex, DelUserIndex, SearchTable, 0, false, true},
 };
 
 // ---- values ------------------------------------------------------------------------------------
@@ -500,6 +506,10 @@ void array_header(std::string &out, std::uint32_t oid, std::size_t count) {
 void array_element(std::string &out, std::string_view bytes) {
     put_be(out, bytes.size(), 4);
     out += bytes;
+}
+void array_element(std::string &out, std::int64_t number) {
+    put_be(out, 8, 4);
+    put_be(out, static_cast<std::uint64_t>(number), 8);
 }
 // The count an array's header gives (the fourth word).
 std::size_t array_count(std::string_view array) {
@@ -624,6 +634,17 @@ public:
         return r;
     }
 
+    // A statement run at once, ahead of the deferred writes, which stay deferred (a lock taken
+    // before a transaction whose BEGIN waits with them).
+    Result run_ahead(Stmt s, std::initializer_list<Param> params, std::string_view context) {
+        std::vector<Command> waiting = std::exchange(pending_, {});
+        struct Back {
+            std::vector<Command> &to, &from;
+            ~Back() { to = std::move(from); }
+        } back{pending_, waiting};
+        return run(s, params, context);
+    }
+
     // A write whose answer nobody reads: kept (with copies of its parameters) and sent with the
     // next statement that is run, or with the COMMIT, in one round trip. Its failure is thrown by
     // that statement: the transaction fails as a whole either way.
@@ -693,9 +714,9 @@ private:
                 shape.push_back({});
                 continue;
             }
-            const bool joins = j->many != StmtCount;
-            shape.push_back({joins ? static_cast<int>(j - kJoinable) : -1, j->table,
-                             j->keyed && !c.values.empty() ? std::string_view(c.values[0]) : std::string_view()});
+            pg_merge::Write w{j->many != StmtCount ? static_cast<int>(j - kJoinable) : -1, j->table, {}, j->once};
+            for (std::size_t k = 0; k < static_cast<std::size_t>(j->rows) && k < c.values.size(); ++k) w.rows[k] = c.values[k];
+            shape.push_back(w);
         }
         const auto groups = pg_merge::plan(shape);
         if (groups.size() == cmds.size()) return cmds;
@@ -732,12 +753,8 @@ private:
         array_header(out, bytes ? kByteaOid : kInt8Oid, g.size());
         for (std::size_t i : g) {
             const std::string &v = cmds[i].values[k];
-            if (bytes) {
-                array_element(out, v);
-            } else {
-                put_be(out, 8, 4);
-                put_be(out, static_cast<std::uint64_t>(std::stoll(v)), 8);
-            }
+            if (bytes) array_element(out, v);
+            else array_element(out, static_cast<std::int64_t>(std::stoll(v)));
         }
         return out;
     }
@@ -966,7 +983,8 @@ enum class Kind { Write, Snapshot, Reads };
 struct Group {
     const void *store = nullptr;  // whose batch
     std::unique_ptr<Connection> conn;
-    bool begun = false;    // BEGIN was sent
+    bool begun = false;    // BEGIN was sent, or queued with the deferred writes
+    bool sent = false;     // a statement of the transaction went to the server (its snapshot is taken)
     // A write failed (the transaction is aborted) or was abandoned after it changed something
     // (its changes cannot be taken back alone): nothing of this run is kept.
     bool spoiled = false;
@@ -974,6 +992,10 @@ struct Group {
     // Read ahead (read_tokens_ahead): a token's record by its key, an account's by its address
     // key; nullopt where the store had none. A write of the batch drops what it changes.
     std::unordered_map<std::string, std::optional<std::string>> tokens, users;
+    // An address's tokens as the batch found them with its account (user_and_tokens), kept as
+    // the batch's own token writes change them (oldest first, as TokensFor orders them): a flood
+    // of token requests for one address reads them once a batch instead of once a request.
+    std::unordered_map<std::string, std::vector<TokenRecord>> address_tokens;
 };
 thread_local Group *t_group = nullptr;
 
@@ -1051,13 +1073,24 @@ public:
     // In a write, an address's account comes with its tokens: a token request (or a typed code)
     // reads both, and its next read of them, unless it wrote something first, is answered from
     // here instead of a round trip of its own.
+    // In a write batch both are kept for the batch's later requests (Group).
     std::optional<User> user_and_tokens(std::string addr) {
         Result r = run(UserAndTokensByEmail, {addr}, "read user by email");
         std::optional<User> user;
+        std::optional<std::string> user_rec;
         std::vector<TokenRecord> tokens;
         for (int row = 0; row < PQntuples(r.get()); ++row) {
-            if (PQgetisnull(r.get(), row, 0)) user = decode_user(cell(r, row, 1));
-            else tokens.push_back(decode_token(cell(r, row, 0), cell(r, row, 1)));
+            if (PQgetisnull(r.get(), row, 0)) {
+                user_rec = std::string(cell(r, row, 1));
+                user = decode_user(*user_rec);
+            } else {
+                tokens.push_back(decode_token(cell(r, row, 0), cell(r, row, 1)));
+            }
+        }
+        if (group_ != nullptr) {
+            group_->users[addr] = std::move(user_rec);
+            group_->address_tokens[std::move(addr)] = std::move(tokens);
+            return user;
         }
         address_read_ = AddressTokens{std::move(addr), std::move(tokens)};
         return user;
@@ -1103,6 +1136,9 @@ public:
     }
     std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
         std::string addr = addr_key(group_id, email);
+        if (group_ != nullptr) {
+            if (auto it = group_->address_tokens.find(addr); it != group_->address_tokens.end()) return it->second;
+        }
         if (address_read_ && address_read_->addr == addr) {  // read with the account, nothing written since
             std::vector<TokenRecord> out = std::move(address_read_->tokens);
             address_read_.reset();
@@ -1347,6 +1383,7 @@ protected:
         if (group_->spoiled) throw StoreError(Code::StorageError, std::string(context) + ": the write batch runs again");
         if (changes(s)) wrote_ = true;
         try {
+            group_->sent = true;  // set first: a statement that fails half-way may have been run
             if (!group_->begun) {
                 group_->begun = true;
                 return group_->conn->run(s, params, context, "BEGIN ISOLATION LEVEL SERIALIZABLE");
@@ -1358,12 +1395,13 @@ protected:
         }
     }
 
-    // serialize_on in a write batch. Before the batch's transaction began, the lock is taken as
-    // outside a batch (waiting for the holder's commit, so that the batch's snapshot comes after
-    // it); the batch keeps it to its end. After that, waiting would not make the snapshot see the
-    // holder's commit, and could wait on a batch that waits on this one: a key that another
-    // transaction holds spoils this run instead, and the batch runs again with a transaction of
-    // its own for every write, which waits its turn.
+    // serialize_on in a write batch. Before the batch's transaction began (or while its BEGIN
+    // waits with deferred writes nothing has sent yet), the lock is taken as outside a batch
+    // (waiting for the holder's commit, so that the batch's snapshot comes after it; ahead of
+    // what waits to be sent); the batch keeps it to its end. After that, waiting would not make
+    // the snapshot see the holder's commit, and could wait on a batch that waits on this one: a
+    // key that another transaction holds spoils this run instead, and the batch runs again with
+    // a transaction of its own for every write, which waits its turn.
     void lock_in_group(std::string_view key) {
         if (ended_) throw StoreError(Code::StorageError, "transaction already ended");
         if (group_->spoiled) throw StoreError(Code::StorageError, "the write batch runs again");
@@ -1371,10 +1409,10 @@ protected:
         for (std::int64_t held : group_->locks) {
             if (held == k) return;
         }
-        if (!group_->begun) {
+        if (!group_->sent) {
             group_->locks.push_back(k);  // first: a wait that fails half-way may have the lock all the same
             try {
-                group_->conn->run(AdvisoryLock, {k}, "wait for the other transactions on that key");
+                group_->conn->run_ahead(AdvisoryLock, {k}, "wait for the other transactions on that key");
             } catch (const StoreError &) {
                 group_->spoiled = true;
                 throw;
@@ -1475,6 +1513,25 @@ public:
         group_->tokens.erase(std::string(hash));
         if (!legacy_key(hash).empty()) group_->tokens.erase(std::string(legacy_key(hash)));
     }
+    // The rows a token's write (under `hash`) or deletion (`legacy` too) leaves out of the
+    // addresses' tokens the batch keeps.
+    void drop_token(std::string_view hash, std::string_view legacy) {
+        for (auto &[addr, tokens] : group_->address_tokens)
+            std::erase_if(tokens, [&](const TokenRecord &t) { return t.hash == hash || (!legacy.empty() && t.hash == legacy); });
+    }
+    // A token written in a batch takes its place among its address's tokens where the batch
+    // keeps them, in TokensFor's order (created_at, then key).
+    void remember_token(const TokenRecord &t) {
+        if (group_ == nullptr || group_->address_tokens.empty()) return;
+        drop_token(t.hash, {});
+        auto it = group_->address_tokens.find(addr_key(t.group_id, t.email));
+        if (it == group_->address_tokens.end()) return;
+        auto &tokens = it->second;
+        auto at = std::find_if(tokens.begin(), tokens.end(), [&](const TokenRecord &o) {
+            return o.created_at > t.created_at || (o.created_at == t.created_at && o.hash > t.hash);
+        });
+        tokens.insert(at, t);
+    }
     void write_user(const User &u, const std::vector<std::string> &keys) {
         later(PutUser, {u.id, encode_user(u)}, "write user");
         if (!u.email.empty()) later(PutEmail, {addr_key(u.group_id, u.email), u.id}, "write email index");
@@ -1490,12 +1547,14 @@ public:
     }
     void put_token(const TokenRecord &t) override {
         forget_token(t.hash);
+        remember_token(t);
         later(PutToken, {t.hash, addr_key(t.group_id, t.email), t.created_at, t.expires_at, encode_token(t)},
             "write token");
     }
     void del_token(std::string_view hash) override {
         if (hash.empty()) return;
         forget_token(hash);
+        if (group_ != nullptr) drop_token(hash, legacy_key(hash));
         later(DelToken, {hash, legacy_key(hash).empty() ? hash : legacy_key(hash)}, "delete token");
     }
     void put_session(const SessionRecord &s) override {
@@ -1600,7 +1659,10 @@ public:
     }
 
     std::size_t purge_expired(Millis now, std::size_t budget) override {
-        if (group_ != nullptr) group_->tokens.clear();
+        if (group_ != nullptr) {
+            group_->tokens.clear();
+            group_->address_tokens.clear();
+        }
         std::size_t n = 0;
         for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges, PurgeCounters, PurgeOidcCodes,
                        PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies}) {
@@ -1875,7 +1937,20 @@ private:
         }
         if (!g.locks.empty()) {
             try {
-                g.conn->exec("SELECT pg_advisory_unlock_all()", "end a write batch");
+                if (failed || !commit) {
+                    g.conn->exec("SELECT pg_advisory_unlock_all()", "end a write batch");
+                } else {
+                    // The keys first, the turn last: the next batch, given the turn, must find
+                    // the keys free (pg_advisory_unlock_all gives them back in no set order, and
+                    // a batch whose key is still held the moment it asks runs again).
+                    std::vector<std::int64_t> held;
+                    for (std::int64_t k : g.locks)
+                        if (k != kBatchLock) held.push_back(k);
+                    std::string keys;
+                    array_header(keys, kInt8Oid, held.size());
+                    for (std::int64_t k : held) array_element(keys, k);
+                    g.conn->run(ReleaseKeys, {Param::kept(std::move(keys))}, "end a write batch");
+                }
             } catch (const StoreError &) {
                 g.conn.reset();  // closed: which gives its keys back too
             }
