@@ -145,7 +145,7 @@ enum Stmt : unsigned {
     PutAudit, PutOutbox, DelOutbox, PutMfa, DelMfa, PutPending, DelPending, DelPendingOf, PutPasskey,
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
-    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, TokensAny, UsersByEmailAny, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
+    AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, TokensAny, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
     Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter,
     UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn, ReleaseKeys,
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
@@ -257,9 +257,11 @@ constexpr const char *kStatements[StmtCount] = {
     /* SessionsWithUsers */
     "SELECT s.key, s.rec, u.rec FROM signin_sessions s JOIN signin_users u ON u.id = s.user_id "
     "WHERE s.key = ANY($1::bytea[])",
-    /* TokensAny */ "SELECT key, rec FROM signin_tokens WHERE key = ANY($1::bytea[])",
-    /* UsersByEmailAny */
-    "SELECT e.addr, u.rec FROM signin_user_email e JOIN signin_users u ON u.id = e.user_id WHERE e.addr = ANY($1::bytea[])",
+    // tokens by their keys, each with its address and that address's account (NULL: none), looked
+    // up row by row (as a join, the planner's generic plan scanned the accounts: 1.5 ms a batch)
+    /* TokensAny */
+    "SELECT t.key, t.rec, t.addr, (SELECT u.rec FROM signin_user_email e JOIN signin_users u ON u.id = e.user_id "
+    "WHERE e.addr = t.addr) FROM signin_tokens t WHERE t.key = ANY($1::bytea[])",
     /* Counter */ "SELECT state FROM signin_counters WHERE key = $1",
     /* PutCounter */
     "INSERT INTO signin_counters (key, expires_at, state) VALUES ($1, $2, $3) "
@@ -667,6 +669,15 @@ public:
         const auto st = PQresultStatus(r.get());
         if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) throw_result(conn_, r.get(), context);
     }
+    // `sql` (a COMMIT) after the deferred writes, and behind it, whatever became of them, the
+    // statement `then`, in one round trip; `then_ok` says whether `then` succeeded (set before
+    // what `sql` or the writes threw is thrown).
+    void exec_then(const char *sql, Stmt then, std::initializer_list<Param> params, bool &then_ok,
+                   std::string_view context) {
+        then_ok = false;
+        const Command after = command(then, params, context);
+        (void)pipelined(text_command(sql, context), context, &after, &then_ok);
+    }
     std::optional<std::string> text(const char *sql, std::string_view context) {
         Result r(PQexec(conn_, sql));
         if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) throw_result(conn_, r.get(), context);
@@ -811,23 +822,39 @@ private:
     // together, one wait for the server instead of one each. `last`'s result is returned. The
     // first failure is thrown with its own command's context; what follows it in the pipeline was
     // skipped by the server. A connection left in pipeline mode (it broke
-    // half-way) is not healthy: its pool closes it.
-    Result pipelined(Command last, std::string_view context) {
+    // half-way) is not healthy: its pool closes it. `after`, when given, goes in the same round
+    // trip behind a sync of its own, so that it runs whatever became of the others; `after_ok`
+    // says whether it did (set before anything is thrown).
+    Result pipelined(Command last, std::string_view context, const Command *after = nullptr, bool *after_ok = nullptr) {
         std::vector<Command> cmds = merged(std::exchange(pending_, {}));
         const std::size_t deferred = cmds.size();
         failed_deferred_ = false;
         cmds.push_back(std::move(last));
         if (PQenterPipelineMode(conn_) != 1) throw_result(conn_, nullptr, context);
-        std::vector<Slot> slots;
+        std::vector<Slot> slots, after_slots;
         bool sent = true;
         for (std::size_t i = 0; sent && i < cmds.size(); ++i) sent = send(cmds, i, slots);
         if (sent) sent = PQpipelineSync(conn_) == 1;
+        if (sent && after != nullptr) {
+            cmds.push_back(*after);
+            sent = send(cmds, cmds.size() - 1, after_slots) && PQpipelineSync(conn_) == 1;
+        }
         if (!sent) throw_result(conn_, nullptr, context);
         std::vector<Result> results = until_sync(context);
+        std::vector<Result> after_results;
+        if (after != nullptr) after_results = until_sync(context);
         PQexitPipelineMode(conn_);
         // a preparation that succeeded stays, whatever became of the rest
-        for (std::size_t i = 0; i < results.size() && i < slots.size(); ++i) {
-            if (slots[i].prepare && PQresultStatus(results[i].get()) == PGRES_COMMAND_OK) prepared_[cmds[slots[i].cmd].stmt] = true;
+        auto keep_prepared = [&](const std::vector<Slot> &sl, const std::vector<Result> &res) {
+            for (std::size_t i = 0; i < res.size() && i < sl.size(); ++i) {
+                if (sl[i].prepare && PQresultStatus(res[i].get()) == PGRES_COMMAND_OK) prepared_[cmds[sl[i].cmd].stmt] = true;
+            }
+        };
+        keep_prepared(slots, results);
+        if (after != nullptr) {
+            keep_prepared(after_slots, after_results);
+            *after_ok = after_results.size() == after_slots.size() && !after_results.empty() &&
+                        PQresultStatus(after_results.back().get()) == PGRES_TUPLES_OK;
         }
         for (std::size_t i = 0; i < results.size(); ++i) {
             const auto st = PQresultStatus(results[i].get());
@@ -1112,24 +1139,20 @@ public:
         }
         return keyed<TokenRecord>(Token, key, "read token", decode_token, true);
     }
-    // Store::read_tokens_ahead in this batch's transaction: two statements for all the keys.
+    // Store::read_tokens_ahead in this batch's transaction: one statement for all the keys, which
+    // brings each token's account along.
     void read_ahead(const std::vector<std::string> &keys) {
         if (group_ == nullptr || keys.empty()) return;
         const std::vector<std::string_view> asked = with_legacy_keys(keys);
         Result r = run(TokensAny, {Param::kept(bytea_array(asked))}, "read tokens ahead");
-        std::unordered_map<std::string, std::optional<std::string>> tokens;
+        std::unordered_map<std::string, std::optional<std::string>> tokens, users;
         for (std::string_view k : asked) tokens.emplace(std::string(k), std::nullopt);
-        std::vector<std::string> addrs;
         for (int row = 0; row < PQntuples(r.get()); ++row) {
             const TokenRecord t = decode_token(cell(r, row, 0), cell(r, row, 1));
             tokens[std::string(cell(r, row, 0))] = std::string(cell(r, row, 1));
-            addrs.push_back(addr_key(t.group_id, t.email));
-        }
-        std::unordered_map<std::string, std::optional<std::string>> users;
-        if (!addrs.empty()) {
-            for (const std::string &a : addrs) users.emplace(a, std::nullopt);
-            Result u = run(UsersByEmailAny, {Param::kept(bytea_array(addrs))}, "read accounts ahead");
-            for (int row = 0; row < PQntuples(u.get()); ++row) users[std::string(cell(u, row, 0))] = std::string(cell(u, row, 1));
+            std::string addr = addr_key(t.group_id, t.email);
+            if (cell(r, row, 2) != addr) continue;  // a row whose address column says otherwise: read when asked
+            users[std::move(addr)] = PQgetisnull(r.get(), row, 3) ? std::nullopt : std::optional<std::string>(cell(r, row, 3));
         }
         group_->tokens = std::move(tokens);
         group_->users = std::move(users);
@@ -1919,38 +1942,32 @@ private:
         }
     }
 
-    // Commits (or rolls back) a batch's transaction, then gives its keys and its connection back.
+    // Commits (or rolls back) a batch's transaction, then gives its keys (in the same round trip as a
+    // COMMIT) and its connection back.
     // False when the commit lost a race (nothing was written: the batch runs again); throws when
     // it failed otherwise.
     bool end_group(Group &g, bool commit) {
         if (!g.conn) return true;  // no write reached the database
         std::optional<StoreError> failed;
         bool deferred = false;  // what failed was a write sent with the COMMIT, not the COMMIT
+        bool released = false;  // the keys went with the COMMIT
         if (g.begun) {
             if (!commit) g.conn->discard();
             try {
-                g.conn->exec(commit ? "COMMIT" : "ROLLBACK", commit ? "commit a write batch" : "end a write batch");
+                if (commit && !g.locks.empty()) {
+                    g.conn->exec_then("COMMIT", ReleaseKeys, {Param::kept(held_keys(g))}, released, "commit a write batch");
+                } else {
+                    g.conn->exec(commit ? "COMMIT" : "ROLLBACK", commit ? "commit a write batch" : "end a write batch");
+                }
             } catch (const StoreError &e) {
                 failed = e;
                 deferred = g.conn->failed_deferred();
             }
         }
-        if (!g.locks.empty()) {
+        if (!g.locks.empty() && !released) {
             try {
-                if (failed || !commit) {
-                    g.conn->exec("SELECT pg_advisory_unlock_all()", "end a write batch");
-                } else {
-                    // The keys first, the turn last: the next batch, given the turn, must find
-                    // the keys free (pg_advisory_unlock_all gives them back in no set order, and
-                    // a batch whose key is still held the moment it asks runs again).
-                    std::vector<std::int64_t> held;
-                    for (std::int64_t k : g.locks)
-                        if (k != kBatchLock) held.push_back(k);
-                    std::string keys;
-                    array_header(keys, kInt8Oid, held.size());
-                    for (std::int64_t k : held) array_element(keys, k);
-                    g.conn->run(ReleaseKeys, {Param::kept(std::move(keys))}, "end a write batch");
-                }
+                if (failed || !commit) g.conn->exec("SELECT pg_advisory_unlock_all()", "end a write batch");
+                else g.conn->run(ReleaseKeys, {Param::kept(held_keys(g))}, "end a write batch");
             } catch (const StoreError &) {
                 g.conn.reset();  // closed: which gives its keys back too
             }
@@ -1963,6 +1980,19 @@ private:
             throw *failed;
         }
         return true;
+    }
+
+    // The keys a batch holds but its turn, as ReleaseKeys gives them back: first, the turn last.
+    // The next batch, given the turn, must find them free (pg_advisory_unlock_all gives locks back
+    // in no set order, and a batch whose key is still held the moment it asks runs again).
+    static std::string held_keys(const Group &g) {
+        std::vector<std::int64_t> held;
+        for (std::int64_t k : g.locks)
+            if (k != kBatchLock) held.push_back(k);
+        std::string keys;
+        array_header(keys, kInt8Oid, held.size());
+        for (std::int64_t k : held) array_element(keys, k);
+        return keys;
     }
 
     // The read transaction of the whole-store scans (check, copy).
