@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <unordered_set>
 
@@ -95,10 +96,24 @@ std::string body_of(WriteTxn &txn, std::string_view type, const AuditEntry &e, c
     return w.take();
 }
 
+// "msg_" and 16 random bytes in base64url (22 characters). The id is no secret (it is sent as
+// webhook-id), so a table lookup, not enc::base64url's constant-time encoding made for secrets.
 std::string new_event_id() {
-    unsigned char raw[16];
-    randombytes_buf(raw, sizeof raw);
-    return "msg_" + enc::base64url(raw, sizeof raw);
+    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char raw[18] = {};  // 16 random, 2 zero: six groups of three bytes
+    randombytes_buf(raw, 16);
+    std::string id(4 + 24, '\0');
+    std::memcpy(id.data(), "msg_", 4);
+    char *p = id.data() + 4;
+    for (std::size_t i = 0; i < sizeof raw; i += 3) {
+        const std::uint32_t v = (std::uint32_t{raw[i]} << 16) | (std::uint32_t{raw[i + 1]} << 8) | raw[i + 2];
+        *p++ = kAlphabet[(v >> 18) & 63];
+        *p++ = kAlphabet[(v >> 12) & 63];
+        *p++ = kAlphabet[(v >> 6) & 63];
+        *p++ = kAlphabet[v & 63];
+    }
+    id.resize(4 + 22);  // 128 bits: the last two characters would only encode the zero padding
+    return id;
 }
 
 bool out_of_tries(unsigned retries, std::uint32_t attempts) { return attempts >= 1 + static_cast<std::uint64_t>(retries); }
@@ -319,8 +334,9 @@ void Engine::use_events(const EventSettings &settings) {
             r.due_at = e.at + state->hold;
         }
         txn.put_event(r);
-        if (held) {
-            txn.on_commit([fresh, item = EventItem{r.key, r.id, r.type, r.user_id, r.body, 1}]() mutable {
+        if (held) {  // r is written: its strings move to the sender
+            txn.on_commit([fresh, item = EventItem{std::move(r.key), std::move(r.id), std::move(r.type),
+                                                   std::move(r.user_id), std::move(r.body), 1}]() mutable {
                 fresh->items.push_back(std::move(item));
             });
         }
@@ -434,9 +450,7 @@ Status Events::sent(const EventItem &item) { return sent(std::vector<EventItem>{
 Status Events::sent(const std::vector<EventItem> &items) {
     return detail::guarded("event sent", [&]() -> Status {
         auto txn = engine_.store_->write();
-        for (const auto &item : items) {
-            if (auto r = txn->event(item.key); r && r->id == item.id) txn->del_event(item.key);
-        }
+        for (const auto &item : items) txn->del_event_if(item.key, item.id);
         txn->commit();
         return ok_status();
     });

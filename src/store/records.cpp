@@ -707,6 +707,11 @@ EventHead decode_event_head(std::string_view key, std::string_view data) {
     return h;
 }
 
+std::string_view event_id_of(std::string_view data) {
+    Reader r(data, "event", kEventFormat);
+    return r.view();
+}
+
 // ---- audit JSON ------------------------------------------------------------------------------
 
 namespace {

@@ -12,6 +12,7 @@
 #include "engine_fixtures.hpp"
 #include "pg_fixture.hpp"
 #include "signin/auth.hpp"
+#include "signin/encoding.hpp"
 #include "signin/events.hpp"
 #include "signin/json.hpp"
 #include "store/records.hpp"
@@ -223,6 +224,9 @@ TEST_P(EventsTest, WrittenWithTheChangeAndNeverWithoutIt) {
     EXPECT_EQ(items[0].type, "user.suspended");
     EXPECT_EQ(items[0].user_id, "u1");
     EXPECT_EQ(items[0].id.substr(0, 4), "msg_");
+    auto raw = enc::base64url_decode(std::string_view(items[0].id).substr(4));  // 128 random bits
+    ASSERT_TRUE(raw) << items[0].id;
+    EXPECT_EQ(raw->size(), 16u) << items[0].id;
     EXPECT_NE(items[0].body.find(R"("type":"user.suspended")"), std::string::npos) << items[0].body;
     EXPECT_NE(items[0].body.find(R"("email":"ann@x.example")"), std::string::npos) << items[0].body;
     EXPECT_NE(items[0].body.find(R"("timestamp":")"), std::string::npos) << items[0].body;
@@ -469,6 +473,9 @@ TEST(EventRecords, HeadReadsWhatASenderChoosesBy) {
     EXPECT_THROW(records::decode_event_head("short", data), StoreError);
     EXPECT_THROW(records::decode_event_head(e.key, data.substr(0, data.size() - 1)), StoreError);
     EXPECT_THROW(records::decode_event_head(e.key, data + "x"), StoreError);
+    // what a deletion checks before it deletes (del_event_if), read in place
+    EXPECT_EQ(records::event_id_of(data), "msg_y");
+    EXPECT_THROW(records::event_id_of(data.substr(0, 3)), StoreError);
 }
 
 // ---- events held as they are written (FreshEvents) ---------------------------------------------
