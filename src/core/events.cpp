@@ -9,7 +9,7 @@
 #include <sodium.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <unordered_set>
@@ -208,13 +208,13 @@ WebhookKey::~WebhookKey() = default;
 std::string WebhookKey::sign(std::string_view id, std::int64_t timestamp, std::string_view body) const {
     if (states_->inner == nullptr || states_->outer == nullptr) return {};
     char ts[24];
-    const int ts_len = std::snprintf(ts, sizeof ts, "%lld", static_cast<long long>(timestamp));
+    const std::size_t ts_len = static_cast<std::size_t>(std::to_chars(ts, ts + sizeof ts, timestamp).ptr - ts);
     std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX *)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     auto feed = [&](std::string_view s) { return EVP_DigestUpdate(ctx.get(), s.data(), s.size()) == 1; };
     const bool ok = ctx && EVP_MD_CTX_copy_ex(ctx.get(), states_->inner) == 1 && feed(id) && feed(".") &&
-                    feed(std::string_view(ts, static_cast<std::size_t>(ts_len))) && feed(".") && feed(body) &&
+                    feed(std::string_view(ts, ts_len)) && feed(".") && feed(body) &&
                     EVP_DigestFinal_ex(ctx.get(), digest, &len) == 1 &&
                     EVP_MD_CTX_copy_ex(ctx.get(), states_->outer) == 1 &&
                     EVP_DigestUpdate(ctx.get(), digest, len) == 1 && EVP_DigestFinal_ex(ctx.get(), digest, &len) == 1;
