@@ -283,7 +283,7 @@ private:
     std::shared_ptr<const Clock> clock_;
     std::optional<OutboxState> outbox_;
     struct EventState {
-        Secret key;                                  // the webhook secret's key
+        std::optional<WebhookKey> key;               // the webhook secret's key (none: nothing is sent)
         std::array<bool, kEventTypes.size()> types;  // written or not, by event_type_index
         unsigned retries;
         Millis hold;

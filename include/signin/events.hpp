@@ -43,6 +43,23 @@ std::optional<Secret> parse_webhook_secret(std::string_view text, std::string *w
 // "<id>.<timestamp>.<body>" under the key.
 std::string webhook_signature(const Secret &key, std::string_view id, std::int64_t timestamp, std::string_view body);
 
+// The same signatures under one key, made many times: the key's two padded blocks are hashed once,
+// here, and every signature starts from those states (HMAC's own precomputation), so an event's
+// signature hashes only its message and the inner digest.
+class WebhookKey {
+public:
+    explicit WebhookKey(const Secret &key);
+    ~WebhookKey();
+    WebhookKey(const WebhookKey &) = delete;
+    WebhookKey &operator=(const WebhookKey &) = delete;
+    // webhook_signature's text; "" if the hash failed (no memory).
+    std::string sign(std::string_view id, std::int64_t timestamp, std::string_view body) const;
+
+private:
+    struct States;
+    std::unique_ptr<States> states_;
+};
+
 // The registration check (signin_registration_check): the body of its POST,
 // {"email", "group", "method", "client"}.
 std::string registration_check_body(std::string_view email, std::string_view group, std::string_view method,

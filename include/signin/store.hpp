@@ -256,6 +256,15 @@ public:
     // Rewrites an event under its key (a send's result).
     virtual void update_event(const EventRecord &r) = 0;
     virtual void del_event(std::string_view key) = 0;
+    // Deletes the event under `key` if it is still the one of webhook-id `id` (a sequence may
+    // reuse a key once no event waits); whether it did. A store may do it without reading the
+    // whole record.
+    virtual bool del_event_if(std::string_view key, std::string_view id) {
+        auto r = event(key);
+        if (!r || r->id != id) return false;
+        del_event(key);
+        return true;
+    }
     // Writes r under a fresh key made from r.due_at, stored into r.key.
     virtual void put_outbox(OutboxRecord &r) = 0;
     virtual void del_outbox(std::string_view key) = 0;

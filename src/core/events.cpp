@@ -4,9 +4,13 @@
 #include "signin/events.hpp"
 
 #include <cjson/cJSON.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 #include <memory>
 #include <unordered_set>
 
@@ -92,10 +96,24 @@ std::string body_of(WriteTxn &txn, std::string_view type, const AuditEntry &e, c
     return w.take();
 }
 
+// "msg_" and 16 random bytes in base64url (22 characters). The id is no secret (it is sent as
+// webhook-id), so a table lookup, not enc::base64url's constant-time encoding made for secrets.
 std::string new_event_id() {
-    unsigned char raw[16];
-    randombytes_buf(raw, sizeof raw);
-    return "msg_" + enc::base64url(raw, sizeof raw);
+    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char raw[18] = {};  // 16 random, 2 zero: six groups of three bytes
+    randombytes_buf(raw, 16);
+    std::string id(4 + 24, '\0');
+    std::memcpy(id.data(), "msg_", 4);
+    char *p = id.data() + 4;
+    for (std::size_t i = 0; i < sizeof raw; i += 3) {
+        const std::uint32_t v = (std::uint32_t{raw[i]} << 16) | (std::uint32_t{raw[i + 1]} << 8) | raw[i + 2];
+        *p++ = kAlphabet[(v >> 18) & 63];
+        *p++ = kAlphabet[(v >> 12) & 63];
+        *p++ = kAlphabet[(v >> 6) & 63];
+        *p++ = kAlphabet[v & 63];
+    }
+    id.resize(4 + 22);  // 128 bits: the last two characters would only encode the zero padding
+    return id;
 }
 
 bool out_of_tries(unsigned retries, std::uint32_t attempts) { return attempts >= 1 + static_cast<std::uint64_t>(retries); }
@@ -138,25 +156,80 @@ std::optional<Secret> parse_webhook_secret(std::string_view text, std::string *w
     return Secret(std::move(raw));
 }
 
-std::string webhook_signature(const Secret &key, std::string_view id, std::int64_t timestamp, std::string_view body) {
-    crypto_auth_hmacsha256_state st;
+// HMAC-SHA256 (RFC 2104) over OpenSSL's SHA-256, whose assembly (SHA extensions, AVX2) hashes a
+// block in a fraction of libsodium's portable code's instructions: an event's signature hashed
+// about ten blocks, the largest share of what sending it cost.
+struct WebhookKey::States {
+    EVP_MD_CTX *inner = nullptr;  // SHA-256 after the key ^ 0x36 block
+    EVP_MD_CTX *outer = nullptr;  // SHA-256 after the key ^ 0x5c block
+    ~States() {
+        EVP_MD_CTX_free(inner);  // (each clears its state as it frees it)
+        EVP_MD_CTX_free(outer);
+    }
+};
+
+namespace {
+
+constexpr std::size_t kShaBlock = 64;
+
+// A SHA-256 state that has hashed the key, padded to a block, each byte ^ pad; nullptr on failure.
+EVP_MD_CTX *keyed_state(const unsigned char (&key)[kShaBlock], unsigned char pad) {
+    unsigned char block[kShaBlock];
+    for (std::size_t i = 0; i < kShaBlock; ++i) block[i] = static_cast<unsigned char>(key[i] ^ pad);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    const bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
+                    EVP_DigestUpdate(ctx, block, sizeof block) == 1;
+    OPENSSL_cleanse(block, sizeof block);
+    if (!ok) {
+        EVP_MD_CTX_free(ctx);
+        return nullptr;
+    }
+    return ctx;
+}
+
+}  // namespace
+
+WebhookKey::WebhookKey(const Secret &key) : states_(std::make_unique<States>()) {
+    unsigned char block[kShaBlock] = {};
     const std::string_view k = key.reveal();
-    crypto_auth_hmacsha256_init(&st, reinterpret_cast<const unsigned char *>(k.data()), k.size());
-    const std::string ts = std::to_string(timestamp);
-    auto feed = [&](std::string_view s) {
-        crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char *>(s.data()), s.size());
-    };
-    feed(id);
-    feed(".");
-    feed(ts);
-    feed(".");
-    feed(body);
-    unsigned char mac[crypto_auth_hmacsha256_BYTES];
-    crypto_auth_hmacsha256_final(&st, mac);
-    char b64[sodium_base64_ENCODED_LEN(crypto_auth_hmacsha256_BYTES, sodium_base64_VARIANT_ORIGINAL)];
-    sodium_bin2base64(b64, sizeof b64, mac, sizeof mac, sodium_base64_VARIANT_ORIGINAL);
-    sodium_memzero(&st, sizeof st);
-    return std::string("v1,") + b64;
+    if (k.size() > kShaBlock) {  // a longer key is its digest (parse_webhook_secret's are at most 64 bytes)
+        unsigned int len = 0;
+        if (EVP_Digest(k.data(), k.size(), block, &len, EVP_sha256(), nullptr) != 1) return;
+    } else {
+        std::copy(k.begin(), k.end(), block);
+    }
+    states_->inner = keyed_state(block, 0x36);
+    states_->outer = keyed_state(block, 0x5c);
+    OPENSSL_cleanse(block, sizeof block);
+}
+
+WebhookKey::~WebhookKey() = default;
+
+std::string WebhookKey::sign(std::string_view id, std::int64_t timestamp, std::string_view body) const {
+    if (states_->inner == nullptr || states_->outer == nullptr) return {};
+    char ts[24];
+    const std::size_t ts_len = static_cast<std::size_t>(std::to_chars(ts, ts + sizeof ts, timestamp).ptr - ts);
+    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX *)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    auto feed = [&](std::string_view s) { return EVP_DigestUpdate(ctx.get(), s.data(), s.size()) == 1; };
+    const bool ok = ctx && EVP_MD_CTX_copy_ex(ctx.get(), states_->inner) == 1 && feed(id) && feed(".") &&
+                    feed(std::string_view(ts, ts_len)) && feed(".") && feed(body) &&
+                    EVP_DigestFinal_ex(ctx.get(), digest, &len) == 1 &&
+                    EVP_MD_CTX_copy_ex(ctx.get(), states_->outer) == 1 &&
+                    EVP_DigestUpdate(ctx.get(), digest, len) == 1 && EVP_DigestFinal_ex(ctx.get(), digest, &len) == 1;
+    if (!ok) return {};
+    // base64 (standard, padded): 44 characters for 32 bytes, and a NUL
+    unsigned char b64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+    const int n = EVP_EncodeBlock(b64, digest, static_cast<int>(len));
+    std::string out;
+    out.reserve(3 + static_cast<std::size_t>(n));
+    out.append("v1,").append(reinterpret_cast<const char *>(b64), static_cast<std::size_t>(n));
+    return out;
+}
+
+std::string webhook_signature(const Secret &key, std::string_view id, std::int64_t timestamp, std::string_view body) {
+    return WebhookKey(key).sign(id, timestamp, body);
 }
 
 // ---- events held as they are written (FreshEvents) ------------------------------------------------
@@ -230,7 +303,7 @@ std::vector<EventItem> FreshEvents::take() {
 
 void Engine::use_events(const EventSettings &settings) {
     auto st = std::make_shared<EventState>();
-    st->key = settings.key;
+    if (!settings.key.empty()) st->key.emplace(settings.key);
     st->retries = settings.retries;
     st->hold = settings.hold;
     st->types.fill(settings.types.empty());
@@ -261,8 +334,9 @@ void Engine::use_events(const EventSettings &settings) {
             r.due_at = e.at + state->hold;
         }
         txn.put_event(r);
-        if (held) {
-            txn.on_commit([fresh, item = EventItem{r.key, r.id, r.type, r.user_id, r.body, 1}]() mutable {
+        if (held) {  // r is written: its strings move to the sender
+            txn.on_commit([fresh, item = EventItem{std::move(r.key), std::move(r.id), std::move(r.type),
+                                                   std::move(r.user_id), std::move(r.body), 1}]() mutable {
                 fresh->items.push_back(std::move(item));
             });
         }
@@ -376,9 +450,7 @@ Status Events::sent(const EventItem &item) { return sent(std::vector<EventItem>{
 Status Events::sent(const std::vector<EventItem> &items) {
     return detail::guarded("event sent", [&]() -> Status {
         auto txn = engine_.store_->write();
-        for (const auto &item : items) {
-            if (auto r = txn->event(item.key); r && r->id == item.id) txn->del_event(item.key);
-        }
+        for (const auto &item : items) txn->del_event_if(item.key, item.id);
         txn->commit();
         return ok_status();
     });
@@ -427,8 +499,8 @@ Status Events::release(const std::vector<EventItem> &items) {
 
 std::string Events::sign(const EventItem &item, std::int64_t timestamp) const {
     auto st = engine_.events_;
-    if (!st) return {};
-    return webhook_signature(st->key, item.id, timestamp, item.body);
+    if (!st || !st->key) return {};
+    return st->key->sign(item.id, timestamp, item.body);
 }
 
 Result<bool> Events::any_due() {

@@ -767,10 +767,24 @@ public:
         std::array<unsigned char, 8> key{};
         put_be64(key.data(), next);
         r.key.assign(reinterpret_cast<const char *>(key.data()), key.size());
-        put(env_.dbi.events, r.key, encode_event(r), MDB_NOOVERWRITE, "write an event");
+        // after the last key: LMDB appends it to the rightmost leaf without searching the tree
+        put(env_.dbi.events, r.key, encode_event(r), MDB_APPEND, "write an event");
     }
     void update_event(const EventRecord &r) override { put(env_.dbi.events, r.key, encode_event(r), 0, "write an event"); }
     void del_event(std::string_view key) override { del(env_.dbi.events, key, nullptr, "delete an event"); }
+    // One search: the record's id read in place, and the cursor deletes what it points at.
+    bool del_event_if(std::string_view key, std::string_view id) override {
+        if (!key_ok(key)) return false;
+        Cursor c(env_.env, live(), env_.dbi.events);
+        MDB_val k = val(key), d{};
+        const int rc = mdb_cursor_get(c.get(), &k, &d, MDB_SET_KEY);
+        if (rc == MDB_NOTFOUND) return false;
+        check(env_.env, rc, "read an event");
+        if (event_id_of(view(d)) != id) return false;
+        check(env_.env, mdb_cursor_del(c.get(), 0), "delete an event");
+        wrote_ = true;
+        return true;
+    }
 
     void put_mfa(const MfaRecord &m) override { put(env_.dbi.mfa, m.user_id, encode_mfa(m), 0, "write second factors"); }
     void del_mfa(std::string_view user_id) override { del(env_.dbi.mfa, user_id, nullptr, "delete second factors"); }

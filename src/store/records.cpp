@@ -47,25 +47,22 @@ class Writer {
 public:
     explicit Writer(std::size_t reserve) { buf_.reserve(reserve); }
     void u8(std::uint8_t v) { buf_.push_back(static_cast<char>(v)); }
-    void i64(std::int64_t v) {
-        auto u = static_cast<std::uint64_t>(v);
-        for (int i = 0; i < 8; ++i) {
-            buf_.push_back(static_cast<char>(u & 0xff));
-            u >>= 8;
-        }
-    }
+    // Little-endian, appended at once (not a byte at a time: every record write passes here).
+    void i64(std::int64_t v) { le(static_cast<std::uint64_t>(v), 8); }
     void str(std::string_view s) {
         if (s.size() > 0xffffffffu) throw StoreError(Code::StorageError, "string too long to store");
-        auto n = static_cast<std::uint32_t>(s.size());
-        for (int i = 0; i < 4; ++i) {
-            buf_.push_back(static_cast<char>(n & 0xff));
-            n >>= 8;
-        }
+        le(s.size(), 4);
         buf_.append(s);
     }
-    const std::string &data() const { return buf_; }
+    // The record, moved out (the writer is done with it): no copy of its bytes.
+    std::string take() { return std::move(buf_); }
 
 private:
+    void le(std::uint64_t u, std::size_t n) {
+        char b[8];
+        for (std::size_t i = 0; i < n; ++i, u >>= 8) b[i] = static_cast<char>(u & 0xff);
+        buf_.append(b, n);
+    }
     std::string buf_;
 };
 
@@ -145,7 +142,7 @@ std::string encode_user(const User &u) {
     w.u8(u.pending ? 1 : 0);
     w.str(u.lang);
     w.str(u.api_version);
-    return w.data();
+    return w.take();
 }
 
 User decode_user(std::string_view data) {
@@ -196,7 +193,7 @@ std::string encode_token(const TokenRecord &t) {
     if (t.roles.size() > 255) throw StoreError(Code::StorageError, "too many roles to store");
     w.u8(static_cast<std::uint8_t>(t.roles.size()));
     for (const auto &role : t.roles) w.str(role);
-    return w.data();
+    return w.take();
 }
 
 TokenRecord decode_token(std::string_view key, std::string_view data) {
@@ -248,7 +245,7 @@ std::string encode_session(const SessionRecord &s) {
     w.u8(s.mfa ? 1 : 0);
     w.str(s.browser);
     w.str(s.browser_sealed);
-    return w.data();
+    return w.take();
 }
 
 SessionRecord decode_session(std::string_view key, std::string_view data) {
@@ -300,7 +297,7 @@ std::string encode_mfa(const MfaRecord &m) {
     w.i64(m.updated_at);
     w.i64(static_cast<std::int64_t>(m.failures));
     w.i64(m.wait_until);
-    return w.data();
+    return w.take();
 }
 
 MfaRecord decode_mfa(std::string_view key, std::string_view data) {
@@ -345,7 +342,7 @@ std::string encode_mfa_pending(const MfaPendingRecord &p) {
     w.i64(p.expires_at);
     w.u8(p.failures);
     w.u8(p.add ? 1 : 0);
-    return w.data();
+    return w.take();
 }
 
 MfaPendingRecord decode_mfa_pending(std::string_view key, std::string_view data) {
@@ -378,7 +375,7 @@ std::string encode_passkey(const PasskeyRecord &p) {
     w.u8(p.backup_eligible ? 1 : 0);
     w.i64(p.created_at);
     w.i64(p.last_used_at);
-    return w.data();
+    return w.take();
 }
 
 PasskeyRecord decode_passkey(std::string_view key, std::string_view data) {
@@ -412,7 +409,7 @@ std::string encode_provider_link(const ProviderLinkRecord &l) {
     w.str(l.email);
     w.i64(l.created_at);
     w.i64(l.last_used_at);
-    return w.data();
+    return w.take();
 }
 
 ProviderLinkRecord decode_provider_link(std::string_view key, std::string_view data) {
@@ -466,7 +463,7 @@ std::string encode_oidc_code(const op::CodeRecord &c) {
     w.u8(c.spent ? 1 : 0);
     w.str(c.family_id);
     w.str(c.access_key);
-    return w.data();
+    return w.take();
 }
 
 op::CodeRecord decode_oidc_code(std::string_view key, std::string_view data) {
@@ -513,7 +510,7 @@ std::string encode_oidc_access(const op::AccessTokenRecord &a) {
     w.str(a.family_id);
     w.i64(a.created_at);
     w.i64(a.expires_at);
-    return w.data();
+    return w.take();
 }
 
 op::AccessTokenRecord decode_oidc_access(std::string_view key, std::string_view data) {
@@ -536,7 +533,7 @@ std::string encode_oidc_refresh(const op::RefreshTokenRecord &t) {
     w.str(t.family_id);
     w.i64(static_cast<std::int64_t>(t.generation));
     w.i64(t.expires_at);
-    return w.data();
+    return w.take();
 }
 
 op::RefreshTokenRecord decode_oidc_refresh(std::string_view key, std::string_view data) {
@@ -566,7 +563,7 @@ std::string encode_oidc_family(const op::RefreshFamily &f) {
     w.i64(f.expires_at);
     w.i64(f.last_used_at);
     w.u8(f.revoked ? 1 : 0);
-    return w.data();
+    return w.take();
 }
 
 op::RefreshFamily decode_oidc_family(std::string_view key, std::string_view data) {
@@ -606,7 +603,7 @@ std::string encode_oidc_consent(const op::ConsentRecord &c) {
     w.str(c.client_id);
     put_list(w, c.scopes, "scopes");
     w.i64(c.granted_at);
-    return w.data();
+    return w.take();
 }
 
 op::ConsentRecord decode_oidc_consent(std::string_view key, std::string_view data) {
@@ -631,7 +628,7 @@ std::string encode_outbox(const OutboxRecord &o) {
     w.str(o.sealed);
     w.i64(o.next_try_at);
     w.str(o.last_error);
-    return w.data();
+    return w.take();
 }
 
 OutboxRecord decode_outbox(std::string_view key, std::string_view data) {
@@ -666,7 +663,7 @@ std::string encode_event(const EventRecord &e) {
     w.i64(e.due_at);
     w.i64(static_cast<std::int64_t>(e.attempts));
     w.str(e.last_error);
-    return w.data();
+    return w.take();
 }
 
 EventRecord decode_event(std::string_view key, std::string_view data) {
@@ -705,6 +702,11 @@ EventHead decode_event_head(std::string_view key, std::string_view data) {
     (void)r.view();  // last_error
     r.done();
     return h;
+}
+
+std::string_view event_id_of(std::string_view data) {
+    Reader r(data, "event", kEventFormat);
+    return r.view();
 }
 
 // ---- audit JSON ------------------------------------------------------------------------------

@@ -64,6 +64,8 @@ std::string encode_event(const EventRecord &e);
 EventRecord decode_event(std::string_view key, std::string_view data);
 // What decode_event gives a sender choosing events, nothing copied: views of key and data.
 EventHead decode_event_head(std::string_view key, std::string_view data);
+// An event record's webhook-id, read in place (a view of data).
+std::string_view event_id_of(std::string_view data);
 // The OpenID provider's grants: the key (a secret's record_key, a family's id) is not repeated
 // inside. A consent's key is oidc_consent_key(user id, client id).
 std::string encode_oidc_code(const op::CodeRecord &c);

@@ -3,6 +3,7 @@
 // written with its change and only then, a user's events in order across retries, dropping after
 // the last try, the type filter, and what signin-admin learns from the store.
 #include <gtest/gtest.h>
+#include <sodium.h>
 
 #include <filesystem>
 #include <functional>
@@ -11,6 +12,7 @@
 #include "engine_fixtures.hpp"
 #include "pg_fixture.hpp"
 #include "signin/auth.hpp"
+#include "signin/encoding.hpp"
 #include "signin/events.hpp"
 #include "signin/json.hpp"
 #include "store/records.hpp"
@@ -44,6 +46,34 @@ TEST(WebhookSignature, MatchesTheSpecificationsExample) {
               "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
     EXPECT_NE(webhook_signature(*key, "msg_p5jXN8AQM9LWM0D4loKWxJel", 1614265330, R"({"test": 2432232314})"),
               "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+}
+
+// WebhookKey's HMAC (OpenSSL's SHA-256, its key's blocks hashed once) against libsodium's
+// HMAC-SHA256, for keys shorter than a block, of a block, and longer (hashed first), messages
+// around the block sizes, and one key signing many messages in turn.
+TEST(WebhookSignature, OneKeySignsAsLibsodiumsHmac) {
+    for (std::size_t key_len : {1, 24, 32, 63, 64, 65, 100}) {
+        std::string raw(key_len, '\0');
+        randombytes_buf(raw.data(), raw.size());
+        const Secret key(raw);
+        const WebhookKey signer(key);
+        for (std::size_t body_len : {0, 1, 20, 55, 56, 64, 119, 120, 300, 1000}) {
+            std::string body(body_len, '\0');
+            for (auto &c : body) c = static_cast<char>('a' + randombytes_uniform(26));
+            const std::string id = "msg_" + std::to_string(body_len);
+            const std::string message = id + ".1700000000." + body;
+            crypto_auth_hmacsha256_state st;
+            crypto_auth_hmacsha256_init(&st, reinterpret_cast<const unsigned char *>(raw.data()), raw.size());
+            crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char *>(message.data()), message.size());
+            unsigned char mac[crypto_auth_hmacsha256_BYTES];
+            crypto_auth_hmacsha256_final(&st, mac);
+            char b64[sodium_base64_ENCODED_LEN(sizeof mac, sodium_base64_VARIANT_ORIGINAL)];
+            sodium_bin2base64(b64, sizeof b64, mac, sizeof mac, sodium_base64_VARIANT_ORIGINAL);
+            const std::string want = std::string("v1,") + b64;
+            EXPECT_EQ(signer.sign(id, 1700000000, body), want) << key_len << " " << body_len;
+            EXPECT_EQ(webhook_signature(key, id, 1700000000, body), want) << key_len << " " << body_len;
+        }
+    }
 }
 
 TEST(WebhookSecret, OnlyTheWhsecForm) {
@@ -194,6 +224,9 @@ TEST_P(EventsTest, WrittenWithTheChangeAndNeverWithoutIt) {
     EXPECT_EQ(items[0].type, "user.suspended");
     EXPECT_EQ(items[0].user_id, "u1");
     EXPECT_EQ(items[0].id.substr(0, 4), "msg_");
+    auto raw = enc::base64url_decode(std::string_view(items[0].id).substr(4));  // 128 random bits
+    ASSERT_TRUE(raw) << items[0].id;
+    EXPECT_EQ(raw->size(), 16u) << items[0].id;
     EXPECT_NE(items[0].body.find(R"("type":"user.suspended")"), std::string::npos) << items[0].body;
     EXPECT_NE(items[0].body.find(R"("email":"ann@x.example")"), std::string::npos) << items[0].body;
     EXPECT_NE(items[0].body.find(R"("timestamp":")"), std::string::npos) << items[0].body;
@@ -440,6 +473,9 @@ TEST(EventRecords, HeadReadsWhatASenderChoosesBy) {
     EXPECT_THROW(records::decode_event_head("short", data), StoreError);
     EXPECT_THROW(records::decode_event_head(e.key, data.substr(0, data.size() - 1)), StoreError);
     EXPECT_THROW(records::decode_event_head(e.key, data + "x"), StoreError);
+    // what a deletion checks before it deletes (del_event_if), read in place
+    EXPECT_EQ(records::event_id_of(data), "msg_y");
+    EXPECT_THROW(records::event_id_of(data.substr(0, 3)), StoreError);
 }
 
 // ---- events held as they are written (FreshEvents) ---------------------------------------------

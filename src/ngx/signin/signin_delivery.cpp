@@ -2,7 +2,8 @@
 //
 // A send is a background subrequest to the signin_delivery location, made from a request of the
 // module's own on a connection of its own, in the shape of HTTP/2's stream connections: the
-// connection holds /dev/null (so that nginx's own close path works), its events count as
+// connection holds the worker's one /dev/null descriptor, shared (so that nginx's own close path
+// works and leaves it open), its events count as
 // registered (nothing is ever added to epoll for it), and whatever the subrequest would write to
 // a client is discarded (the mailer's answer is only read for its status). The request lives
 // until its subrequest is over, then is freed the way nginx frees a finished request.
@@ -326,18 +327,21 @@ ngx_int_t own_post_done(ngx_http_request_t *sr, void *data, ngx_int_t rc) {
     return rc;
 }
 
+// The /dev/null every connection of the module's own holds in this worker: opened once, and the
+// connections marked shared, so that nginx's close path closes none of them (no open and close
+// per send: a path lookup in the kernel each, for every email and every event).
+ngx_socket_t g_null_fd = -1;
+
 // A connection of the module's own, in the server that holds the location.
 ngx_connection_t *own_connection(ngx_http_conf_ctx_t *server, const char *what) {
-    ngx_socket_t fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (fd == -1) {
+    if (g_null_fd == -1) g_null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (g_null_fd == -1) {
         ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, ngx_errno, "signin: open(\"/dev/null\") failed");
         return nullptr;
     }
-    ngx_connection_t *c = ngx_get_connection(fd, ngx_cycle->log);
-    if (c == nullptr) {
-        close(fd);
-        return nullptr;
-    }
+    ngx_connection_t *c = ngx_get_connection(g_null_fd, ngx_cycle->log);
+    if (c == nullptr) return nullptr;
+    c->shared = 1;  // ngx_close_connection leaves the descriptor open (and deletes no event: none was added)
 #if (NGX_STAT_STUB)
     (void)ngx_atomic_fetch_add(ngx_stat_active, 1);  // as accepted ones; ngx_http_close_connection counts it out
 #endif
