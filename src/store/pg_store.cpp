@@ -1019,9 +1019,8 @@ struct Group {
     // Read ahead (read_tokens_ahead): a token's record by its key, an account's by its address
     // key; nullopt where the store had none. A write of the batch drops what it changes.
     std::unordered_map<std::string, std::optional<std::string>> tokens, users;
-    // An address's tokens as the batch found them with its account (user_and_tokens), kept as
-    // the batch's own token writes change them (oldest first, as TokensFor orders them): a flood
-    // of token requests for one address reads them once a batch instead of once a request.
+    // An address's tokens as the batch read them with its account (PgTxn::addresses): a flood of
+    // token requests for one address reads them once a batch instead of once a request.
     std::unordered_map<std::string, std::vector<TokenRecord>> address_tokens;
 };
 thread_local Group *t_group = nullptr;
@@ -1098,9 +1097,9 @@ public:
         return decode_user(cell(r, 0, 0));
     }
     // In a write, an address's account comes with its tokens: a token request (or a typed code)
-    // reads both, and its next read of them, unless it wrote something first, is answered from
-    // here instead of a round trip of its own.
-    // In a write batch both are kept for the batch's later requests (Group).
+    // reads both, and its next reads of the tokens are answered from here (addresses()) instead
+    // of a round trip each. In a write batch the account is kept for the batch's later requests
+    // too.
     std::optional<User> user_and_tokens(std::string addr) {
         Result r = run(UserAndTokensByEmail, {addr}, "read user by email");
         std::optional<User> user;
@@ -1114,12 +1113,8 @@ public:
                 tokens.push_back(decode_token(cell(r, row, 0), cell(r, row, 1)));
             }
         }
-        if (group_ != nullptr) {
-            group_->users[addr] = std::move(user_rec);
-            group_->address_tokens[std::move(addr)] = std::move(tokens);
-            return user;
-        }
-        address_read_ = AddressTokens{std::move(addr), std::move(tokens)};
+        if (group_ != nullptr) group_->users[addr] = std::move(user_rec);
+        addresses()[std::move(addr)] = std::move(tokens);
         return user;
     }
     std::optional<TokenRecord> token(std::string_view key) override {
@@ -1159,14 +1154,7 @@ public:
     }
     std::vector<TokenRecord> tokens_for(std::string_view group_id, std::string_view email) override {
         std::string addr = addr_key(group_id, email);
-        if (group_ != nullptr) {
-            if (auto it = group_->address_tokens.find(addr); it != group_->address_tokens.end()) return it->second;
-        }
-        if (address_read_ && address_read_->addr == addr) {  // read with the account, nothing written since
-            std::vector<TokenRecord> out = std::move(address_read_->tokens);
-            address_read_.reset();
-            return out;
-        }
+        if (auto it = addresses().find(addr); it != addresses().end()) return it->second;  // read with the account
         return rows<TokenRecord>(TokensFor, {addr}, "read tokens of an address", decode_token);
     }
     std::optional<SessionRecord> session(std::string_view key) override {
@@ -1364,7 +1352,6 @@ protected:
 
     // A statement of this transaction, which begins at its first (BEGIN goes with it).
     Result run(Stmt s, std::initializer_list<Param> params, std::string_view context) {
-        if (changes(s)) address_read_.reset();
         if (group_ != nullptr) return run_in_group(s, params, context);
         if (!conn_) throw StoreError(Code::StorageError, "transaction already ended");
         if (!open_ && kind_ != Kind::Reads) {
@@ -1379,7 +1366,6 @@ protected:
     // A write whose answer is not read: sent with the transaction's next statement, or with its
     // COMMIT, in one round trip (Connection::defer). What fails is thrown there.
     void later(Stmt s, std::initializer_list<Param> params, std::string_view context) {
-        address_read_.reset();
         if (group_ != nullptr) {
             if (ended_) throw StoreError(Code::StorageError, "transaction already ended");
             if (group_->spoiled) throw StoreError(Code::StorageError, std::string(context) + ": the write batch runs again");
@@ -1487,11 +1473,13 @@ protected:
     bool locked_ = false;  // serialize_on's lock is (or may be) held by the connection
     std::int64_t lock_key_ = 0;
     std::optional<User> prefetched_;  // the user of the last session read (Kind::Reads)
-    struct AddressTokens {
-        std::string addr;
-        std::vector<TokenRecord> tokens;
-    };
-    std::optional<AddressTokens> address_read_;  // read with its account (user_and_tokens), until a write
+    // The tokens of the addresses this transaction read with their accounts (user_and_tokens),
+    // kept as its own token writes change them (PgWriteTxn::drop_token, remember_token), oldest
+    // first as TokensFor orders them; in a write batch, the batch's (Group::address_tokens).
+    std::unordered_map<std::string, std::vector<TokenRecord>> own_addresses_;
+    std::unordered_map<std::string, std::vector<TokenRecord>> &addresses() {
+        return group_ != nullptr ? group_->address_tokens : own_addresses_;
+    }
 };
 
 class PgReadTxn final : public PgTxn<ReadTxn> {
@@ -1537,18 +1525,18 @@ public:
         if (!legacy_key(hash).empty()) group_->tokens.erase(std::string(legacy_key(hash)));
     }
     // The rows a token's write (under `hash`) or deletion (`legacy` too) leaves out of the
-    // addresses' tokens the batch keeps.
+    // addresses' tokens kept (addresses()).
     void drop_token(std::string_view hash, std::string_view legacy) {
-        for (auto &[addr, tokens] : group_->address_tokens)
+        for (auto &[addr, tokens] : addresses())
             std::erase_if(tokens, [&](const TokenRecord &t) { return t.hash == hash || (!legacy.empty() && t.hash == legacy); });
     }
-    // A token written in a batch takes its place among its address's tokens where the batch
-    // keeps them, in TokensFor's order (created_at, then key).
+    // A token written takes its place among its address's tokens where they are kept, in
+    // TokensFor's order (created_at, then key).
     void remember_token(const TokenRecord &t) {
-        if (group_ == nullptr || group_->address_tokens.empty()) return;
+        if (addresses().empty()) return;
         drop_token(t.hash, {});
-        auto it = group_->address_tokens.find(addr_key(t.group_id, t.email));
-        if (it == group_->address_tokens.end()) return;
+        auto it = addresses().find(addr_key(t.group_id, t.email));
+        if (it == addresses().end()) return;
         auto &tokens = it->second;
         auto at = std::find_if(tokens.begin(), tokens.end(), [&](const TokenRecord &o) {
             return o.created_at > t.created_at || (o.created_at == t.created_at && o.hash > t.hash);
@@ -1577,7 +1565,7 @@ public:
     void del_token(std::string_view hash) override {
         if (hash.empty()) return;
         forget_token(hash);
-        if (group_ != nullptr) drop_token(hash, legacy_key(hash));
+        drop_token(hash, legacy_key(hash));
         later(DelToken, {hash, legacy_key(hash).empty() ? hash : legacy_key(hash)}, "delete token");
     }
     void put_session(const SessionRecord &s) override {
@@ -1682,10 +1670,8 @@ public:
     }
 
     std::size_t purge_expired(Millis now, std::size_t budget) override {
-        if (group_ != nullptr) {
-            group_->tokens.clear();
-            group_->address_tokens.clear();
-        }
+        if (group_ != nullptr) group_->tokens.clear();
+        addresses().clear();
         std::size_t n = 0;
         for (Stmt s : {PurgeTokens, PurgeSessions, PurgePending, PurgeChallenges, PurgeCounters, PurgeOidcCodes,
                        PurgeOidcAccess, PurgeOidcRefresh, PurgeOidcFamilies}) {

@@ -388,8 +388,8 @@ TEST_P(StoreContract, TokensOfAnAddressOldestFirst) {
 }
 
 // A write reads an address's account and then its tokens (a token request, a typed code): on
-// PostgreSQL both come in one statement, and the tokens are handed over from it only while
-// nothing was written since, and only for that address.
+// PostgreSQL both come in one statement, and the tokens are answered from it for that address
+// only, as the transaction's own writes change them.
 TEST_P(StoreContract, AnAddressesTokensReadWithItsAccountAreItsTokensNow) {
     {
         auto w = store_->write();
@@ -412,7 +412,7 @@ TEST_P(StoreContract, AnAddressesTokensReadWithItsAccountAreItsTokensNow) {
         EXPECT_FALSE(w->user_by_email("g1", "b@example.com")) << "an address without an account";
         EXPECT_EQ(created(w->tokens_for("g1", "a@example.com")), (std::vector<Millis>{100, 300})) << "another address's";
         EXPECT_EQ(created(w->tokens_for("g1", "b@example.com")), (std::vector<Millis>{200}));
-        // written between the two reads: the tokens are read again
+        // written between the two reads: the tokens are what the writes left
         EXPECT_TRUE(w->user_by_email("g1", "a@example.com"));
         w->put_token(make_token(4, "a@example.com", 50, 10000));
         w->del_token(digest(3));
