@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <memory>
 #include <unordered_set>
 
@@ -96,24 +95,11 @@ std::string body_of(WriteTxn &txn, std::string_view type, const AuditEntry &e, c
     return w.take();
 }
 
-// "msg_" and 16 random bytes in base64url (22 characters). The id is no secret (it is sent as
-// webhook-id), so a table lookup, not enc::base64url's constant-time encoding made for secrets.
+// "msg_" and 16 random bytes in base64url (22 characters).
 std::string new_event_id() {
-    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    unsigned char raw[18] = {};  // 16 random, 2 zero: six groups of three bytes
-    randombytes_buf(raw, 16);
-    std::string id(4 + 24, '\0');
-    std::memcpy(id.data(), "msg_", 4);
-    char *p = id.data() + 4;
-    for (std::size_t i = 0; i < sizeof raw; i += 3) {
-        const std::uint32_t v = (std::uint32_t{raw[i]} << 16) | (std::uint32_t{raw[i + 1]} << 8) | raw[i + 2];
-        *p++ = kAlphabet[(v >> 18) & 63];
-        *p++ = kAlphabet[(v >> 12) & 63];
-        *p++ = kAlphabet[(v >> 6) & 63];
-        *p++ = kAlphabet[v & 63];
-    }
-    id.resize(4 + 22);  // 128 bits: the last two characters would only encode the zero padding
-    return id;
+    unsigned char raw[16];
+    randombytes_buf(raw, sizeof raw);
+    return "msg_" + enc::base64url(raw, sizeof raw);
 }
 
 bool out_of_tries(unsigned retries, std::uint32_t attempts) { return attempts >= 1 + static_cast<std::uint64_t>(retries); }
