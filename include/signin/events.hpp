@@ -121,8 +121,8 @@ public:
     // user whose earlier one failed): each due at once, its try not counted, so that the claims
     // send it after its user's earlier event, as any other.
     Status release(const std::vector<EventItem> &items);
-    // Whether FreshEvents hold what they see written: events are written, and the store runs one
-    // write transaction at a time (StoreTraits::writes_one_at_a_time).
+    // Whether FreshEvents hold what they see written: events are written. Each transaction says
+    // whether the events it writes may be held (WriteTxn::alone_with_events).
     bool sends_fresh() const;
 
     // The wait after the n-th failed send: 1 s, doubling, at most kMaxEventDelay.
@@ -137,7 +137,8 @@ struct FreshCollector;
 }
 
 // The events a worker sends as it writes them, without a claim. While one lives on a thread,
-// each event that thread's transactions write is written held by the writer, as claim_due would
+// each event that thread's transactions write alone (WriteTxn::alone_with_events: no other writer
+// of an event beside them) is written held by the writer, as claim_due would
 // hold it (its first try counted, due again after EventSettings::hold), and once its transaction
 // is kept it waits here for take(): the sender sends it without another write. Only for a user
 // with no earlier event waiting when the batch began (the batch's transaction looks): a later
@@ -147,7 +148,8 @@ struct FreshCollector;
 //
 // For a write batch (Store::batch): made on the batch's thread before it, restart() at the start
 // of each of its runs (a run that is undone leaves nothing here), take() once the batch
-// committed. Where sends_fresh() is false it holds nothing and events are claimed as before.
+// committed. Where sends_fresh() is false, or in a transaction not alone with events, it holds
+// nothing and events are claimed as before.
 class FreshEvents {
 public:
     explicit FreshEvents(Events &events);

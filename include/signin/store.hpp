@@ -253,6 +253,11 @@ public:
     void on_commit(std::function<void()> f) { on_commit_.push_back(std::move(f)); }
     // Writes r under the next key of the events' sequence, stored into r.key.
     virtual void put_event(EventRecord &r) = 0;
+    // Whether no other transaction writes an event from this one's start to its end, and this one
+    // sees every event written before it: then the events it writes may be held by their writer
+    // (events.hpp, FreshEvents). LMDB: one write transaction at a time. PostgreSQL: a write
+    // batch that holds the events' lock, which every other writer of an event waits for.
+    virtual bool alone_with_events() const { return false; }
     // Rewrites an event under its key (a send's result).
     virtual void update_event(const EventRecord &r) = 0;
     virtual void del_event(std::string_view key) = 0;
@@ -356,10 +361,6 @@ struct StoreTraits {
     // start (prepare_store), so that user must be able to reach it; other files (a key) may sit
     // beside it.
     bool in_directory = false;
-    // One write transaction runs at a time, on this machine, and what it reads no other writer
-    // changes before it ends: a write may look at a whole table (the events waiting) without
-    // making others' writes fail or wait for more than the lock they wait for anyway.
-    bool writes_one_at_a_time = false;
 };
 
 class Store {

@@ -241,6 +241,7 @@ struct FreshCollector {
     // The run's own held events are not among those it saw waiting: a user's events written held
     // in one run are sent in order by the one sender that takes them all.
     bool may_hold(WriteTxn &txn, std::string_view user_id) {
+        if (!txn.alone_with_events()) return false;  // another writer's event may come first
         if (!scanned) {
             scanned = true;
             std::size_t seen = 0;
@@ -261,7 +262,7 @@ thread_local detail::FreshCollector *t_fresh = nullptr;
 }  // namespace
 
 bool Events::sends_fresh() const {
-    return engine_.events_ != nullptr && engine_.store_->traits().writes_one_at_a_time;
+    return engine_.events_ != nullptr;
 }
 
 FreshEvents::FreshEvents(Events &events) : outer_(t_fresh) {

@@ -752,6 +752,7 @@ public:
     void del_outbox(std::string_view key) override { del(env_.dbi.outbox, key, nullptr, "delete outbox entry"); }
 
     // One writer at a time: the next number is the last key's plus one.
+    bool alone_with_events() const override { return true; }  // one write transaction at a time
     void put_event(EventRecord &r) override {
         std::uint64_t next = 1;
         {

@@ -146,7 +146,7 @@ enum Stmt : unsigned {
     DelPasskey, PutLink, DelLink, SpendChallenge, PurgeTokens, PurgeSessions, PurgePending,
     PurgeChallenges, PurgeAudit, TrimAudit, AllTokens, AllSessions, AllMfa, AllPending, AllPasskeys, AllLinks,
     AllOutbox, AllAudit, AllChallenges, AllEmails, SessionWithUser, SessionsWithUsers, TokensAny, Counter, PutCounter, DelCounter, DelCounters, PurgeCounters,
-    Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter,
+    Events, Event, CountEvents, PutEvent, UpdateEvent, DelEvent, AllEvents, EventsAfter, EventKeys, PutKeyedEvent,
     UserIndex, PutUserIndex, DelUserIndex, AllUserSearch, AdvisoryLock, AdvisoryUnlock, TryAdvisoryLock, BatchTurn, ReleaseKeys,
     OidcCode, OidcAccess, OidcRefresh, OidcFamily, OidcConsent, OidcConsentsOf, PutOidcCode, PutOidcAccess,
     DelOidcAccess, PutOidcRefresh, PutOidcFamily, DelFamilyTokens, PutOidcConsent, DelOidcConsent, DelOidcOf,
@@ -154,7 +154,7 @@ enum Stmt : unsigned {
     AllOidcRefresh, AllOidcFamilies, AllOidcConsents,
     // a write batch's writes of one kind, one statement over arrays (Connection::merged)
     PutUsers, PutEmails, PutTokens, DelTokens, PutSessions, DelSessions, PutAudits, PutOutboxes, DelOutboxes, DelEvents,
-    UserAndTokensByEmail, StmtCount
+    PutKeyedEvents, UserAndTokensByEmail, StmtCount
 };
 
 constexpr const char *kStatements[StmtCount] = {
@@ -273,11 +273,19 @@ constexpr const char *kStatements[StmtCount] = {
     /* Events */ "SELECT key, rec FROM signin_events ORDER BY key LIMIT $1",
     /* Event */ "SELECT key, rec FROM signin_events WHERE key = $1",
     /* CountEvents */ "SELECT count(*) FROM signin_events",
-    /* PutEvent */ "INSERT INTO signin_events (key, rec) VALUES (int8send(nextval('signin_events_seq')), $1) RETURNING key",
+    // an event written beside the batch holding the events' lock ($2): its key is drawn once that
+    // batch has committed (PgWriteTxn::put_event)
+    /* PutEvent */
+    "WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared($2::bigint)) "
+    "INSERT INTO signin_events (key, rec) SELECT int8send(nextval('signin_events_seq')), $1 FROM l RETURNING key",
     /* UpdateEvent */ "UPDATE signin_events SET rec = $2 WHERE key = $1",
     /* DelEvent */ "DELETE FROM signin_events WHERE key = $1",
     /* AllEvents */ "SELECT key, rec FROM signin_events ORDER BY key",
     /* EventsAfter */ "SELECT key, rec FROM signin_events WHERE key > $1 ORDER BY key LIMIT $2",
+    // the next $1 keys of the events' sequence, in order, for a batch that holds the events' lock
+    /* EventKeys */
+    "SELECT k FROM (SELECT int8send(nextval('signin_events_seq')) AS k FROM generate_series(1, $1::int)) AS s ORDER BY k",
+    /* PutKeyedEvent */ "INSERT INTO signin_events (key, rec) VALUES ($1, $2)",
     /* UserIndex */
     "SELECT key FROM signin_user_search WHERE key >= $1 AND key > $2 AND key < $3 ORDER BY key LIMIT $4",
     /* PutUserIndex */ "INSERT INTO signin_user_search (key) SELECT unnest($1::bytea[]) ON CONFLICT (key) DO NOTHING",
@@ -286,9 +294,11 @@ constexpr const char *kStatements[StmtCount] = {
     /* AdvisoryLock */ "SELECT pg_advisory_lock($1::bigint)",
     /* AdvisoryUnlock */ "SELECT pg_advisory_unlock($1::bigint)",
     /* TryAdvisoryLock */ "SELECT pg_try_advisory_lock($1::bigint)",
-    // the write batches' turn, waited for kBatchTurnWait at most (lock_timeout, for this statement only)
+    // the write batches' turn, waited for kBatchTurnWait at most (lock_timeout, for this statement
+    // only), and then the events' lock ($3) if no writer of an event holds it: whether it did
     /* BatchTurn */
-    "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2::text, true)) SELECT pg_advisory_lock($1::bigint) FROM t",
+    "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2::text, true)), "
+    "turn AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) FROM t) SELECT pg_try_advisory_lock($3::bigint) FROM turn",
     // a write batch's keys given back one by one in their order, and then every other lock (its turn)
     /* ReleaseKeys */
     "SELECT pg_advisory_unlock_all() FROM (SELECT count(pg_advisory_unlock(k)) FROM unnest($1::int8[]) AS k) AS keys",
@@ -363,6 +373,7 @@ constexpr const char *kStatements[StmtCount] = {
     "INSERT INTO signin_outbox (key, due_at, rec) SELECT * FROM unnest($1::bytea[], $2::int8[], $3::bytea[])",
     /* DelOutboxes */ "DELETE FROM signin_outbox WHERE key = ANY($1::bytea[])",
     /* DelEvents */ "DELETE FROM signin_events WHERE key = ANY($1::bytea[])",
+    /* PutKeyedEvents */ "INSERT INTO signin_events (key, rec) SELECT * FROM unnest($1::bytea[], $2::bytea[])",
     // an address's account (the row without a key) and its tokens, oldest first
     /* UserAndTokensByEmail */
     "SELECT NULL::bytea, u.rec, NULL::bigint FROM signin_user_email e JOIN signin_users u ON u.id = e.user_id "
@@ -389,7 +400,7 @@ constexpr bool changes(Stmt s) {
     case PutOidcRefresh: case PutOidcFamily: case DelFamilyTokens: case PutOidcConsent: case DelOidcConsent:
     case DelOidcOf: case PurgeOidcCodes: case PurgeOidcAccess: case PurgeOidcRefresh: case PurgeOidcFamilies:
     case PutUsers: case PutEmails: case PutTokens: case DelTokens: case PutSessions: case DelSessions:
-    case PutAudits: case PutOutboxes: case DelOutboxes: case DelEvents:
+    case PutAudits: case PutOutboxes: case DelOutboxes: case DelEvents: case PutKeyedEvent: case PutKeyedEvents:
         return true;
     default:
         return false;
@@ -424,6 +435,7 @@ constexpr Joinable kJoinable[] = {
     {PutAudit, PutAudits, AuditTable, 1, true, false},
     {PutOutbox, PutOutboxes, OutboxTable, 1, true, false},
     {DelOutbox, DelOutboxes, OutboxTable, 1, false, false},
+    {PutKeyedEvent, PutKeyedEvents, EventsTable, 1, true, false},
     {UpdateEvent, StmtCount, EventsTable, 1, false, false},
     {DelEvent, DelEvents, EventsTable, 1, false, false},
     {PutUserIndex, PutUserIndex, SearchTable, 0, false, true},
@@ -1016,6 +1028,12 @@ struct Group {
     // (its changes cannot be taken back alone): nothing of this run is kept.
     bool spoiled = false;
     std::vector<std::int64_t> locks;  // serialize_on's keys, held by the connection until the end
+    // The batch holds the events' lock (kEventsLock) from before its transaction began: no other
+    // transaction writes an event until it ends. Its events take their keys from event_keys,
+    // drawn from the sequence kEventKeys at a time, without a round trip each.
+    bool events_alone = false;
+    std::vector<std::string> event_keys;
+    std::size_t next_event_key = 0;
     // Read ahead (read_tokens_ahead): a token's record by its key, an account's by its address
     // key; nullopt where the store had none. A write of the batch drops what it changes.
     std::unordered_map<std::string, std::optional<std::string>> tokens, users;
@@ -1034,6 +1052,16 @@ thread_local Group *t_group = nullptr;
 // waited for: the batch runs beside the others, as before.
 constexpr std::int64_t kBatchLock = 0x5349474e494e4231;  // "SIGNINB1"
 constexpr const char *kBatchTurnWait = "2000ms";
+
+// The events' lock, for a user's events sent in order though written by several nodes. A write
+// batch that got its turn tries it, before its transaction begins, and keeps it to its end; any
+// other transaction that writes an event first waits for it (shared: such writers do not wait for
+// each other), and draws its event's key after. So a batch that holds it sees every event written
+// before it, and no event is written beside it: the events it writes may be held by the worker
+// that wrote them and sent without a claim, after the batch's commit (events.hpp, FreshEvents),
+// as on LMDB. A batch that did not get it writes its events as the others, for the claims.
+constexpr std::int64_t kEventsLock = 0x5349474e494e4532;  // "SIGNINE2"
+constexpr std::int64_t kEventKeys = 128;
 
 // serialize_on's lock: 64 bits of a digest of the key (two keys that share them only wait for
 // each other needlessly).
@@ -1585,9 +1613,22 @@ public:
     void del_outbox(std::string_view key) override {
         if (!key.empty()) later(DelOutbox, {key}, "delete outbox entry");
     }
+    bool alone_with_events() const override { return group_ != nullptr && group_->events_alone; }
     void put_event(EventRecord &r) override {
-        Result res = run(PutEvent, {encode_event(r)}, "write an event");
-        r.key = std::string(cell(res, 0, 0));
+        if (!alone_with_events()) {
+            Result res = run(PutEvent, {encode_event(r), kEventsLock}, "write an event");
+            r.key = std::string(cell(res, 0, 0));
+            return;
+        }
+        if (group_->next_event_key == group_->event_keys.size()) {
+            Result keys = run(EventKeys, {kEventKeys}, "draw event keys");
+            group_->event_keys.clear();
+            group_->next_event_key = 0;
+            for (int i = 0; i < PQntuples(keys.get()); ++i) group_->event_keys.emplace_back(cell(keys, i, 0));
+            if (group_->event_keys.empty()) throw StoreError(Code::StorageError, "draw event keys: no key came");
+        }
+        r.key = group_->event_keys[group_->next_event_key++];
+        later(PutKeyedEvent, {r.key, encode_event(r)}, "write an event");
     }
     void update_event(const EventRecord &r) override { later(UpdateEvent, {r.key, encode_event(r)}, "write an event"); }
     void del_event(std::string_view key) override {
@@ -1922,7 +1963,9 @@ private:
         g.conn = pool_.take();
         g.locks.push_back(kBatchLock);  // first: a wait that fails half-way may have the lock all the same
         try {
-            g.conn->run(BatchTurn, {kBatchLock, std::string_view(kBatchTurnWait)}, "wait for the other write batches");
+            Result r = g.conn->run(BatchTurn, {kBatchLock, std::string_view(kBatchTurnWait), kEventsLock},
+                                   "wait for the other write batches");
+            g.events_alone = PQntuples(r.get()) == 1 && cell(r, 0, 0) == std::string_view("\x01", 1);
         } catch (const StoreError &) {
             // lock_timeout (or a broken connection, which the batch's first statement meets)
         }

@@ -1,7 +1,8 @@
 // signin_events (signin_events.h): the sending of the engine's events to the application.
 //
 // The events a worker's write batch writes are held by that worker as they are written
-// (signin::FreshEvents, where the store runs one write at a time) and handed to its sender once
+// (signin::FreshEvents, where no other writer of an event runs beside the batch: LMDB's one write
+// at a time, PostgreSQL's batch holding the events' lock) and handed to its sender once
 // the batch committed: no claim. The others (a user's events while an earlier one waits, what a
 // dead worker held, retries) are claimed: a worker looks for events to send (Events::any_due, a
 // read; in the thread pool's claim for a store whose reads may block), claims them in a write
