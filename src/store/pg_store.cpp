@@ -1060,6 +1060,9 @@ constexpr const char *kBatchTurnWait = "2000ms";
 // before it, and no event is written beside it: the events it writes may be held by the worker
 // that wrote them and sent without a claim, after the batch's commit (events.hpp, FreshEvents),
 // as on LMDB. A batch that did not get it writes its events as the others, for the claims.
+// (A transaction outside the batches that holds an address's key (serialize_on) and waits here,
+// while the batch holding this lock waits for that key before its BEGIN, is a deadlock that
+// PostgreSQL breaks after deadlock_timeout: one of them fails with 40P01 and runs again.)
 constexpr std::int64_t kEventsLock = 0x5349474e494e4532;  // "SIGNINE2"
 constexpr std::int64_t kEventKeys = 128;
 
