@@ -332,8 +332,8 @@ SKIP: {
     write_secret($_, "$SECRET\n") for @nodes;
     $nodes[0]->run(http => conf($nodes[0], hold => '2s'));
     $nodes[1]{pg_store} = $nodes[0]->store_url;
-    File::Copy::copy($nodes[0]->prefix . '/signin.key', $nodes[1]->prefix . '/signin.key') or die "copy the key: $!";
-    chmod 0600, $nodes[1]->prefix . '/signin.key';
+    File::Copy::copy($nodes[0]->key_file, $nodes[1]->key_file) or die "copy the key: $!";
+    chmod 0600, $nodes[1]->key_file;
     (my $conf2 = conf($nodes[1], hold => '2s')) =~ s/%%PORT3%%/@{[$nodes[0]->port3]}/g;
     $nodes[1]->run(http => $conf2);
     $app->answer(statuses => [map { $_ % 3 ? 204 : 500 } 1 .. 30]);

@@ -496,6 +496,9 @@ std::string prefix_end(std::string_view prefix) {
     return end;
 }
 
+// Whether a one-row answer's boolean (binary: one byte) is true: a pg_try_advisory_lock that got it.
+bool answered_true(const Result &r) { return PQntuples(r.get()) == 1 && cell(r, 0, 0) == std::string_view("\x01", 1); }
+
 // A binary bigint (count(*), expires_at) in network order.
 std::int64_t number(const Result &r, int row, int col) {
     std::string_view v = cell(r, row, col);
@@ -1460,7 +1463,7 @@ protected:
             return;
         }
         Result r = run_in_group(TryAdvisoryLock, {k}, "take a key");
-        if (cell(r, 0, 0) != std::string_view("\x01", 1)) {
+        if (!answered_true(r)) {
             group_->spoiled = true;
             throw StoreError(Code::StorageError, "another transaction holds that key: the write batch runs again");
         }
@@ -1968,7 +1971,7 @@ private:
         try {
             Result r = g.conn->run(BatchTurn, {kBatchLock, std::string_view(kBatchTurnWait), kEventsLock},
                                    "wait for the other write batches");
-            g.events_alone = PQntuples(r.get()) == 1 && cell(r, 0, 0) == std::string_view("\x01", 1);
+            g.events_alone = answered_true(r);
         } catch (const StoreError &) {
             // lock_timeout (or a broken connection, which the batch's first statement meets)
         }
