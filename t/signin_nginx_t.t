@@ -85,7 +85,7 @@ if ($ENV{SIGNIN_TEST_PG}) {
     my ($rc, $out) = $c->nginx_t(workers => 3, http => "    $db$rest $server");
     is $rc, 0, 'connections beyond the database\'s max_connections: nginx -t still passes';
     my $at = line_of(qr/signin_store .* connections=50 nodes=4;/);
-    like $out, qr/\[warn\].*signin_store: 4 nodes x 3 worker processes x connections=50 = 600 connections, but the database lets ordinary clients hold \d+ .* in \S+nginx\.conf:$at$/m,
+    like $out, qr/\[warn\].*signin_store: 4 nodes x 3 worker processes x \(connections=50 \+ 1 for the session reads\) = 612 connections, but the database lets ordinary clients hold \d+ .* in \S+nginx\.conf:$at$/m,
         '... with a warning that does the sum, at the signin_store line' or diag $out;
     ($rc, $out) = $c->nginx_t(http => $base . " $server");
     is $rc, 0, 'the default connections';

@@ -3,10 +3,12 @@
 # accounts, a signed-out session and a forged cookie among them. Every answer must be the asker's
 # own, or 401 for the ones that are nobody's.
 #
-# On PostgreSQL (SIGNIN_TEST_PG, the suite's second pass) the reads leave the event loop and a
-# worker's waiting reads go to the database together, in one round trip
-# (signin_session_read_batch_size): this checks that they did, and that batching never hands one
-# client another's answer. On LMDB the reads are memory reads on the event loop; the answers are
+# On PostgreSQL (SIGNIN_TEST_PG, the suite's second pass) a worker's waiting reads go to the
+# database together, in one round trip (signin_session_read_batch_size), over a connection of the
+# worker's own that its event loop drives: this checks that they did, that batching never hands
+# one client another's answer, and that when the database ends that connection while clients are
+# asking, every one of them is still answered right (the reads go to the thread pool until the
+# connection is made again). On LMDB the reads are memory reads on the event loop; the answers are
 # checked all the same.
 use strict; use warnings;
 use Test::More;
@@ -55,15 +57,22 @@ if ($ENV{SIGNIN_TEST_PG}) {
     sleep 0.3;
 }
 
-# 16 clients, 40 requests each on a keep-alive connection, every asker in turn
-my $out = $t->prefix . '/answers';
-my @kids;
-for my $k (0 .. 15) {
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
+# `clients` clients, `each` requests each on a keep-alive connection, every asker in turn: the
+# answers that were not each asker's own (or 401 for nobody's)
+my $round = 0;
+sub ask_all {
+    my (%o) = @_;
+    my $out = $t->prefix . '/answers' . ++$round;
+    my @kids;
+    for my $k (0 .. $o{clients} - 1) {
+        my $pid = fork // die "fork: $!";
+        if ($pid) {
+            push @kids, $pid;
+            next;
+        }
         my $c = $t->connection;
         my @lines;
-        for my $n (0 .. 39) {
+        for my $n (0 .. $o{each} - 1) {
             my $w = $who[($k * 7 + $n) % @who];
             my $api = $n % 2 == 0;
             my $r = $t->req(GET => $api ? '/auth/me' : '/app/page', headers => $w->{headers}, conn => $c);
@@ -71,18 +80,22 @@ for my $k (0 .. 15) {
             my $want = $w->{email};
             my $ok = defined $want ? ($r->{status} == 200 && $seen eq $want) : $r->{status} == 401;
             push @lines, ($ok ? 'ok' : 'bad') . " $r->{status} want=" . ($want // 'nobody') . " got=$seen";
+            sleep $o{pause} if $o{pause};
         }
         SigninTest::append_line($out, join "\n", @lines);
         POSIX::_exit(0);
     }
-    push @kids, $pid;
+    $o{meanwhile}->() if $o{meanwhile};
+    waitpid $_, 0 for @kids;
+    my @answers = SigninTest::read_lines($out);
+    is scalar(@answers), $o{clients} * $o{each}, "$o{what}: every request was answered";
+    my @bad = grep { !/^ok / } @answers;
+    is scalar(@bad), 0, "$o{what}: each answer was the asker's own (or 401 for nobody's)"
+        or diag join "\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)];
 }
-waitpid $_, 0 for @kids;
+
+ask_all(clients => 16, each => 40, what => 'sixteen clients');
 waitpid $locker, 0 if $locker;
-my @answers = SigninTest::read_lines($out);
-is scalar(@answers), 16 * 40, 'every request was answered';
-my @bad = grep { !/^ok / } @answers;
-is scalar(@bad), 0, 'each answer was the asker\'s own (or 401 for nobody\'s)' or diag join "\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)];
 
 my $after = $t->req(GET => '/metrics')->{content} // '';
 my %m;
@@ -98,6 +111,39 @@ SKIP: {
     ok $reads >= 16 * 40 && $trips < $reads, "session reads went together ($reads reads in $trips round trips)";
 }
 is $reads, 0, 'LMDB: no session read left the event loop' unless $ENV{SIGNIN_TEST_PG};
+
+# The database ends the workers' session-read connections (told apart in pg_stat_activity by the
+# comment their statement starts with) while eight clients ask, a request every 20 ms, and while
+# the sessions' table is locked, so that reads are out on those connections when they end: every
+# answer is still each asker's own (the reads carried go to the thread pool, and are answered
+# once the lock goes); the workers say the connection failed, and make it again.
+SKIP: {
+    skip 'the session reads have a connection of their own on PostgreSQL only', 8 unless $ENV{SIGNIN_TEST_PG};
+    my $mark = "query LIKE '/* ngx_signin session reads */%' AND datname = current_database()";
+    my $url = $t->store_url;
+    my $readers = sub { my $n = `psql '$url' -qAt -c "SELECT count(*) FROM pg_stat_activity WHERE $mark"`; chomp $n; $n };
+    ok $readers->() >= 1, 'the workers read sessions over a connection of their own';
+    my $ended = 0;
+    ask_all(clients => 8, each => 30, pause => 0.02, what => 'the connection ended under them', meanwhile => sub {
+        sleep 0.1;
+        my $lock = fork // die "fork: $!";
+        if ($lock == 0) {
+            exec 'psql', $url, '-qAt', '-c',
+                'BEGIN; LOCK TABLE signin_sessions IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(1); COMMIT;';
+            POSIX::_exit(127);
+        }
+        sleep 0.3;
+        $ended = `psql '$url' -qAt -c "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $mark) t"`;
+        chomp $ended;
+        waitpid $lock, 0;
+    });
+    ok $ended >= 1, "the database ended $ended of those connections while the clients asked";
+    ok $t->wait_for(sub { $t->error_log =~ /\[warn\].*signin: the session reads' connection to the store failed/ }, timeout => 5),
+        '... which the worker says in its log (warn)';
+    sleep 1.2;    # a broken connection is made again a second later, when reads come
+    ask_all(clients => 2, each => 10, what => 'after it');
+    ok $t->wait_for(sub { $readers->() >= 1 }, timeout => 5), 'the connection was made again';
+}
 
 $t->done;
 done_testing;

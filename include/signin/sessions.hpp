@@ -28,6 +28,17 @@ public:
         SessionKind kind;
     };
     std::vector<Result<std::shared_ptr<const Principal>>> authenticate_shared(const std::vector<Asked> &asked);
+    // The same in two halves, for a caller that reads the principals itself (an event loop with a
+    // Store::session_reader): the record keys to read for `asked` (of its plausible tokens), and
+    // then the answers from the principals they found (in the keys' order). Nothing is read.
+    struct Reading {
+        std::vector<RecordKey> keys;
+        std::vector<std::size_t> at;  // where each key's token was asked
+        std::vector<std::string_view> views() const;
+    };
+    static Reading reading(const std::vector<Asked> &asked);
+    std::vector<Result<std::shared_ptr<const Principal>>> answers(const std::vector<Asked> &asked, const Reading &reading,
+                                                                 std::vector<std::shared_ptr<const Principal>> found) const;
     // Whether last_seen_at is old enough to be written again, and the write itself.
     bool needs_touch(const Principal &p) const;
     Status touch(const Principal &p);

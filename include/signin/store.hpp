@@ -363,6 +363,35 @@ struct StoreTraits {
     bool in_directory = false;
 };
 
+// The session reads of one event loop, over a connection of their own that nothing waits on
+// (PostgreSQL: a libpq connection in non-blocking mode): the loop sends the record keys of the
+// sessions its requests name, watches socket(), and takes the principals when they have come,
+// while it serves everything else. One read at a time; the keys that arrive meanwhile go
+// together in the next. Only connect() waits, and so belongs in a thread that may.
+class SessionReader {
+public:
+    virtual ~SessionReader() = default;
+    // Opens the connection (closed first if open), ready for send(); throws StoreError.
+    virtual void connect() = 0;
+    // The connection's socket, for the loop to watch; -1 while there is none.
+    virtual int socket() const = 0;
+    // A read was sent and its answer has not been taken (receive).
+    virtual bool busy() const = 0;
+    // Sends the read of these record keys' principals (ReadTxn::principals: the same answers, in
+    // the same order); only when connected and not busy. Throws StoreError when it could not (the
+    // connection is then closed).
+    virtual void send(const std::vector<std::string_view> &keys) = 0;
+    // Some of what send() gave is still to go out: flush() once the socket is writable.
+    virtual bool wants_write() const = 0;
+    virtual void flush() = 0;
+    // Takes what the socket brought, once it is readable: the principals of the keys sent when the
+    // whole answer is in, nullopt before (or when nothing was sent). Throws StoreError when the
+    // read failed or the connection broke (it is then closed).
+    virtual std::optional<std::vector<std::shared_ptr<const Principal>>> receive() = 0;
+    // Closes the connection (socket() is -1 after); connect() may open another.
+    virtual void close() = 0;
+};
+
 class Store {
 public:
     virtual ~Store() = default;
@@ -384,6 +413,9 @@ public:
     // read them (a token exchanged) find them without a round trip each. What a write of the batch
     // changes is read from the store again. A store whose reads are memory reads does nothing.
     virtual void read_tokens_ahead(const std::vector<std::string> &keys) { (void)keys; }
+    // A reader of sessions for an event loop (SessionReader), not yet connected; nullptr from a
+    // store whose reads are memory reads (nothing to wait for: read() serves any thread).
+    virtual std::unique_ptr<SessionReader> session_reader() const { return nullptr; }
 
     // The most audit entries the store keeps (signin_audit_max; 0: no bound): anyone can add
     // entries, so the trail is bounded in size as well as in age, and a flood of them never

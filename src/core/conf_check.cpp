@@ -100,12 +100,14 @@ Problems check_site(const Site &site) {
 
 Problems check_connections(const Connections &c) {
     Problems out;
-    const std::size_t wanted = c.workers * c.per_worker * c.nodes;
+    // each worker's connections=, and the one its event loop reads sessions over
+    const std::size_t wanted = c.workers * (c.per_worker + 1) * c.nodes;
     if (wanted > c.limit) {
         out.push_back(Problem{
             "signin_store",
             "signin_store: " + std::to_string(c.nodes) + (c.nodes == 1 ? " node" : " nodes") + " x " +
-                std::to_string(c.workers) + " worker processes x connections=" + std::to_string(c.per_worker) + " = " +
+                std::to_string(c.workers) + " worker processes x (connections=" + std::to_string(c.per_worker) +
+                " + 1 for the session reads) = " +
                 std::to_string(wanted) + " connections, but the database lets ordinary clients hold " +
                 std::to_string(c.limit) +
                 " (max_connections less the reserved ones): under load the rest are refused and their requests "

@@ -39,29 +39,43 @@ Result<std::shared_ptr<const Principal>> Sessions::authenticate_shared(const Sec
     });
 }
 
-std::vector<Result<std::shared_ptr<const Principal>>> Sessions::authenticate_shared(const std::vector<Asked> &asked) {
-    const Error nobody{Code::Unauthenticated, "not signed in"};
-    std::vector<Result<std::shared_ptr<const Principal>>> out(asked.size(), nobody);
-    std::vector<RecordKey> keys;  // of the plausible tokens, and where each was asked
-    std::vector<std::size_t> at;
+Sessions::Reading Sessions::reading(const std::vector<Asked> &asked) {
+    Reading out;
     for (std::size_t i = 0; i < asked.size(); ++i) {
         if (!plausible_secret(asked[i].token->reveal())) continue;
-        keys.emplace_back(asked[i].token->reveal());
-        at.push_back(i);
+        out.keys.emplace_back(asked[i].token->reveal());
+        out.at.push_back(i);
     }
-    if (keys.empty()) return out;
+    return out;
+}
+
+std::vector<std::string_view> Sessions::Reading::views() const {
+    std::vector<std::string_view> out;
+    out.reserve(keys.size());
+    for (const RecordKey &k : keys) out.push_back(k.view());
+    return out;
+}
+
+std::vector<Result<std::shared_ptr<const Principal>>> Sessions::answers(const std::vector<Asked> &asked, const Reading &reading,
+                                                                       std::vector<std::shared_ptr<const Principal>> found) const {
+    std::vector<Result<std::shared_ptr<const Principal>>> out(asked.size(), Error{Code::Unauthenticated, "not signed in"});
+    const Millis now = engine_.now();
+    for (std::size_t j = 0; j < reading.at.size() && j < found.size(); ++j)
+        out[reading.at[j]] = signed_in(std::move(found[j]), asked[reading.at[j]].kind, engine_.policy(), now);
+    return out;
+}
+
+std::vector<Result<std::shared_ptr<const Principal>>> Sessions::authenticate_shared(const std::vector<Asked> &asked) {
+    const Reading r = reading(asked);
+    if (r.keys.empty()) return answers(asked, r, {});
+    std::vector<Result<std::shared_ptr<const Principal>>> out;
     Status st = detail::guarded("authenticate", [&]() -> Status {
-        const Millis now = engine_.now();
-        std::vector<std::string_view> views;
-        views.reserve(keys.size());
-        for (const RecordKey &k : keys) views.push_back(k.view());
-        auto found = engine_.store_->read()->principals(views);
-        for (std::size_t j = 0; j < at.size() && j < found.size(); ++j)
-            out[at[j]] = signed_in(std::move(found[j]), asked[at[j]].kind, engine_.policy(), now);
+        out = answers(asked, r, engine_.store_->read()->principals(r.views()));
         return ok_status();
     });
     if (!st) {
-        for (std::size_t i : at) out[i] = st.error();
+        out = answers(asked, r, {});
+        for (std::size_t i : r.at) out[i] = st.error();
     }
     return out;
 }

@@ -51,7 +51,9 @@
 // already holds one (a read beside a write, a write inside a batch) is never made to wait for a
 // second: it takes one beyond the bound, so threads cannot wait on each other. Every statement is prepared at its first use on a
 // connection; BEGIN, and the preparation, travel with a transaction's first statement (libpq's
-// pipeline mode: one round trip).
+// pipeline mode: one round trip). A session_reader (an event loop's session reads:
+// PgSessionReader) has a connection of its own outside the pool, in non-blocking mode, one more
+// for each process that makes one (nginx -t counts it).
 // A server that is down or refuses writes (read-only, disk full) is a StoreError; the next
 // transaction connects again: the store recovers by itself.
 #include <libpq-fe.h>
@@ -589,31 +591,33 @@ public:
     explicit Unreachable(const std::string &what) : StoreError(Code::StorageError, what) {}
 };
 
+// A new connection, waited for; throws Unreachable.
+PGconn *open_connection(const std::string &conninfo) {
+    // a server that does not answer is given up after 5 s (libpq waits forever by default),
+    // and the connections are named in pg_stat_activity, unless the URI says so itself: its
+    // words come after, and win
+    const char *const keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
+    const char *const values[] = {"5", "ngx_signin", conninfo.c_str(), nullptr};
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    if (conn == nullptr) throw Unreachable("connect to PostgreSQL: out of memory");
+    if (PQstatus(conn) != CONNECTION_OK) {
+        std::string why = PQerrorMessage(conn);
+        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+        PQfinish(conn);
+        throw Unreachable("connect to PostgreSQL: " + why);
+    }
+    // the server's notices ("already exists, skipping") are not errors: libpq would print
+    // them on stderr, which nginx sends to its error log
+    PQsetNoticeProcessor(conn, [](void *, const char *) {}, nullptr);
+    return conn;
+}
+
 class Pool;
 
 class Connection {
 public:
     // `pool` counts it while it is open (nullptr: nobody counts it).
-    Connection(const std::string &conninfo, Pool *pool) {
-        // a server that does not answer is given up after 5 s (libpq waits forever by default),
-        // and the connections are named in pg_stat_activity, unless the URI says so itself: its
-        // words come after, and win
-        const char *const keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-        const char *const values[] = {"5", "ngx_signin", conninfo.c_str(), nullptr};
-        conn_ = PQconnectdbParams(keys, values, 1);
-        if (conn_ == nullptr) throw Unreachable("connect to PostgreSQL: out of memory");
-        if (PQstatus(conn_) != CONNECTION_OK) {
-            std::string why = PQerrorMessage(conn_);
-            while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-            PQfinish(conn_);
-            conn_ = nullptr;
-            throw Unreachable("connect to PostgreSQL: " + why);
-        }
-        // the server's notices ("already exists, skipping") are not errors: libpq would print
-        // them on stderr, which nginx sends to its error log
-        PQsetNoticeProcessor(conn_, [](void *, const char *) {}, nullptr);
-        pool_ = pool;
-    }
+    Connection(const std::string &conninfo, Pool *pool) : conn_(open_connection(conninfo)), pool_(pool) {}
     ~Connection();
     Connection(const Connection &) = delete;
     Connection &operator=(const Connection &) = delete;
@@ -1014,6 +1018,124 @@ Connection::~Connection() {
     }
 }
 
+// The principals SessionsWithUsers found for `keys` (asked with their legacy forms), in the keys'
+// order; nullptr where a key found none.
+std::vector<std::shared_ptr<const Principal>> principals_of(const Result &r, const std::vector<std::string_view> &keys) {
+    std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
+    const int rows = PQntuples(r.get());
+    for (int row = 0; row < rows; ++row) {
+        const std::string_view key = cell(r, row, 0);
+        auto p = std::make_shared<const Principal>(Principal{decode_user(cell(r, row, 2)), decode_session(key, cell(r, row, 1))});
+        for (std::size_t i = 0; i < keys.size(); ++i) {  // a key asked twice gets it twice
+            if (keys[i] == key) out[i] = p;
+            else if (!legacy_key(keys[i]).empty() && legacy_key(keys[i]) == key) legacy[i] = p;
+        }
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        if (!out[i]) out[i] = std::move(legacy[i]);
+    return out;
+}
+
+// An event loop's session reads (SessionReader) over a connection of their own, in non-blocking
+// mode: the loop's thread never waits for the server. The statement is SessionsWithUsers,
+// prepared when the connection is made, under a comment that tells the connection apart in
+// pg_stat_activity's query column (kReadsMark).
+class PgSessionReader final : public SessionReader {
+public:
+    explicit PgSessionReader(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+    ~PgSessionReader() override { close(); }
+    PgSessionReader(const PgSessionReader &) = delete;
+    PgSessionReader &operator=(const PgSessionReader &) = delete;
+
+    void connect() override {
+        close();
+        PGconn *conn = open_connection(conninfo_);
+        const std::string sql = std::string(kReadsMark) + kStatements[SessionsWithUsers];
+        Result p(PQprepare(conn, kName, sql.c_str(), 0, nullptr));
+        if (PQresultStatus(p.get()) != PGRES_COMMAND_OK || PQsetnonblocking(conn, 1) != 0) {
+            try {
+                throw_result(conn, p.get(), "prepare the session reads");
+            } catch (...) {
+                PQfinish(conn);
+                throw;
+            }
+        }
+        conn_ = conn;
+    }
+    int socket() const override { return conn_ != nullptr ? PQsocket(conn_) : -1; }
+    bool busy() const override { return !keys_.empty(); }
+
+    void send(const std::vector<std::string_view> &keys) override {
+        if (conn_ == nullptr || busy() || keys.empty()) throw StoreError(Code::Internal, "read sessions: not ready to send");
+        const std::string array = bytea_array(with_legacy_keys(keys));
+        const char *values[] = {array.data()};
+        const int lengths[] = {static_cast<int>(array.size())};
+        const int formats[] = {1};
+        if (PQsendQueryPrepared(conn_, kName, 1, values, lengths, formats, 1) != 1) fail(nullptr);
+        keys_.assign(keys.begin(), keys.end());
+        flush();
+    }
+    bool wants_write() const override { return wants_write_; }
+    void flush() override {
+        if (conn_ == nullptr) return;
+        const int left = PQflush(conn_);
+        if (left < 0) fail(nullptr);
+        wants_write_ = left == 1;
+    }
+
+    std::optional<std::vector<std::shared_ptr<const Principal>>> receive() override {
+        if (conn_ == nullptr) return std::nullopt;
+        if (PQconsumeInput(conn_) != 1 || PQstatus(conn_) != CONNECTION_OK) fail(nullptr);
+        if (wants_write_) flush();
+        // PQgetResult waits while the answer is incomplete: asked only when it is not
+        while (busy() && PQisBusy(conn_) == 0) {
+            Result r(PQgetResult(conn_));
+            if (r) {
+                if (!result_) result_ = std::move(r);
+                continue;
+            }
+            // the end of the answer
+            Result got = std::move(result_);
+            std::vector<std::string> keys = std::move(keys_);
+            keys_.clear();
+            if (!got || PQresultStatus(got.get()) != PGRES_TUPLES_OK) fail(got.get());
+            std::vector<std::string_view> views(keys.begin(), keys.end());
+            return principals_of(got, views);
+        }
+        return std::nullopt;
+    }
+
+    void close() override {
+        if (conn_ != nullptr) PQfinish(conn_);
+        conn_ = nullptr;
+        keys_.clear();
+        result_.reset();
+        wants_write_ = false;
+    }
+
+private:
+    static constexpr const char *kName = "r";
+    static constexpr const char *kReadsMark = "/* ngx_signin session reads */ ";
+    [[noreturn]] void fail(const PGresult *res) {
+        PGconn *conn = conn_;
+        conn_ = nullptr;  // closed whatever the failure: the next connect() makes a fresh one
+        struct Finish {
+            PGconn *c;
+            ~Finish() { PQfinish(c); }
+        } finish{conn};
+        keys_.clear();
+        result_.reset();
+        wants_write_ = false;
+        throw_result(conn, res, "read sessions");
+    }
+
+    const std::string conninfo_;
+    PGconn *conn_ = nullptr;
+    std::vector<std::string> keys_;  // of the read sent (busy)
+    Result result_;                  // its answer, while the rest comes
+    bool wants_write_ = false;
+};
+
 // ---- transactions ------------------------------------------------------------------------------
 
 // How a transaction runs: a write (SERIALIZABLE), a whole-store scan (one REPEATABLE READ
@@ -1209,21 +1331,7 @@ public:
     // session() does).
     std::vector<std::shared_ptr<const Principal>> principals(const std::vector<std::string_view> &keys) override {
         if (kind_ != Kind::Reads || keys.size() < 2) return Iface::principals(keys);
-        Result r = run(SessionsWithUsers, {Param::kept(bytea_array(with_legacy_keys(keys)))}, "read sessions");
-        std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
-        const int rows = PQntuples(r.get());
-        for (int row = 0; row < rows; ++row) {
-            const std::string_view key = cell(r, row, 0);
-            auto p = std::make_shared<const Principal>(
-                Principal{decode_user(cell(r, row, 2)), decode_session(key, cell(r, row, 1))});
-            for (std::size_t i = 0; i < keys.size(); ++i) {  // a key asked twice gets it twice
-                if (keys[i] == key) out[i] = p;
-                else if (!legacy_key(keys[i]).empty() && legacy_key(keys[i]) == key) legacy[i] = p;
-            }
-        }
-        for (std::size_t i = 0; i < keys.size(); ++i)
-            if (!out[i]) out[i] = std::move(legacy[i]);
-        return out;
+        return principals_of(run(SessionsWithUsers, {Param::kept(bytea_array(with_legacy_keys(keys)))}, "read sessions"), keys);
     }
     std::optional<SessionRecord> session_by_id(std::string_view id) override {
         return keyed<SessionRecord>(SessionById, id, "read session by id", decode_session, false);
@@ -1770,7 +1878,8 @@ private:
 class PgStore final : public Store {
 public:
     explicit PgStore(const PgOptions &opts)
-        : pool_(opts.conninfo, opts.connections),
+        : conninfo_(opts.conninfo),
+          pool_(opts.conninfo, opts.connections),
           audit_max_(opts.audit_max != 0 ? opts.audit_max : kDefaultPgAuditMax) {
         if (sodium_init() < 0) throw StoreError(Code::StorageError, "libsodium failed to initialize");
         try {
@@ -1809,6 +1918,8 @@ public:
         }
         if (!grouped(fn)) fn();
     }
+
+    std::unique_ptr<SessionReader> session_reader() const override { return std::make_unique<PgSessionReader>(conninfo_); }
 
     void read_tokens_ahead(const std::vector<std::string> &keys) override {
         if (t_group == nullptr || t_group->store != this) return;
@@ -2115,6 +2226,7 @@ private:
         ready_.store(true, std::memory_order_release);
     }
 
+    const std::string conninfo_;
     mutable Pool pool_;
     const std::size_t audit_max_;
     std::atomic<bool> ready_{false};

@@ -132,13 +132,15 @@ TEST(ConfCheck, AdminNeedsSecondFactors) {
 // A database's connections: every node's workers together against what the server allows.
 TEST(ConfCheck, ConnectionsAboveTheDatabasesLimitAreAWarningWithTheArithmetic) {
     EXPECT_TRUE(conf::check_connections(conf::Connections{2, 8, 1, 97}).empty());
-    EXPECT_TRUE(conf::check_connections(conf::Connections{4, 8, 3, 96}).empty()) << "exactly the limit is fine";
+    EXPECT_TRUE(conf::check_connections(conf::Connections{4, 7, 3, 96}).empty()) << "exactly the limit is fine";
+    EXPECT_FALSE(conf::check_connections(conf::Connections{4, 8, 3, 96}).empty())
+        << "each worker's connection for its session reads counts too";
     const conf::Problems p = conf::check_connections(conf::Connections{4, 8, 4, 97});
     ASSERT_EQ(p.size(), 1u);
     EXPECT_TRUE(p[0].warning);
     EXPECT_FALSE(conf::has_error(p));
     EXPECT_EQ(p[0].directive, "signin_store");
-    EXPECT_NE(p[0].message.find("4 nodes x 4 worker processes x connections=8 = 128 connections"), std::string::npos)
+    EXPECT_NE(p[0].message.find("4 nodes x 4 worker processes x (connections=8 + 1 for the session reads) = 144 connections"), std::string::npos)
         << p[0].message;
     EXPECT_NE(p[0].message.find("hold 97"), std::string::npos) << p[0].message;
 }

@@ -187,6 +187,11 @@ ngx_int_t start_auth_read(ngx_http_request_t *r, const Credentials &c, std::opti
 ngx_int_t start_pin_read(ngx_http_request_t *r, const Credentials &c);
 void set_shared_limits(std::unique_ptr<signin::SharedLimits> limits);
 signin::SharedLimits *shared_limits();
+// The session reads of this worker over a connection of its own, on the event loop
+// (Store::session_reader; nullptr: none, every read goes to the thread pool), and its end when
+// the worker stops.
+void start_loop_reads(std::unique_ptr<signin::SessionReader> reader);
+void stop_loop_reads();
 // signin_session_cache: the cache of this worker (nullptr: off), and a hit for the credentials
 // put into ctx->pre_auth (true) instead of a read.
 void set_session_cache(std::unique_ptr<signin::SessionCache> cache);

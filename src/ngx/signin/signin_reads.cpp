@@ -9,6 +9,15 @@
 // credentials, ReadTxn::principals) instead of a task, a thread wake-up and a round trip each.
 // Each is answered exactly as alone. A read that also counts the request against a limit kept in
 // the store (SharedTake) is a write of its own: it keeps a task of its own, as before.
+//
+// A store that offers it (Store::session_reader: PostgreSQL) also gives each worker a connection
+// of its own for these reads, driven by the event loop itself: the waiting reads are sent over it
+// together, and answered when its socket brings their answer, one read out at a time, with no
+// thread hand-over (the thread pool's wake-ups, and their context switches, were most of what a
+// GET /me cost the worker beyond its round trip). While that connection is being made (in the
+// thread pool: connecting waits), or after it broke (made again kReconnectAfter later, when
+// reads come), the reads go to the thread pool as above; the reads it carried when it broke go
+// there too, and are answered as if it had never been.
 #include "signin_jobs.h"
 #include "signin_metrics.h"
 
@@ -56,6 +65,24 @@ struct AuthReadTask {
 constexpr std::size_t kReadTasks = 2;
 std::size_t g_read_tasks = 0;
 std::vector<AuthRead> g_reads_waiting;  // event-loop state, taken by the next task
+
+// The worker's own connection for the reads (start_loop_reads).
+constexpr ngx_msec_t kLoopAnswerWait = 10000;  // an answer not in by then: the connection is dropped
+constexpr ngx_msec_t kReconnectAfter = 1000;
+struct LoopReads {
+    std::unique_ptr<signin::SessionReader> reader;
+    ngx_connection_t *c = nullptr;  // on the reader's socket, while it is connected
+    bool connecting = false;        // reader->connect() runs in the thread pool
+    bool failed = false;            // the last connection failed, or could not be made
+    ngx_msec_t failed_at = 0;
+    ngx_event_t send;  // posted: the reads that came during this turn of the event loop go out
+    std::vector<AuthRead> reads;  // sent, waiting for their answer
+    std::vector<signin::Sessions::Asked> asked;
+    signin::Sessions::Reading reading;
+};
+LoopReads g_loop;
+bool loop_connected() { return g_loop.c != nullptr; }
+void launch_waiting_reads();
 
 void auth_read_thread(void *data, ngx_log_t *log) {
     auto *t = static_cast<AuthReadTask *>(data);
@@ -139,10 +166,20 @@ ngx_int_t post_reads(std::vector<AuthRead> &reads, bool batched) {
     return NGX_OK;
 }
 
-// The reads that waited go in the next task; a pool that refuses it answers them with an error
+void send_loop_reads();
+void maybe_connect();
+
+// The reads that waited go over the worker's connection when it is connected (once its read
+// out is answered), or else in the next task; a pool that refuses it answers them with an error
 // (as a read that could not be posted: the request's handler decides what that means).
 void launch_waiting_reads() {
-    if (g_reads_waiting.empty() || g_read_tasks >= kReadTasks) return;
+    if (g_reads_waiting.empty()) return;
+    if (loop_connected()) {
+        if (!g_loop.reader->busy()) send_loop_reads();
+        return;
+    }
+    maybe_connect();
+    if (g_read_tasks >= kReadTasks) return;
     std::vector<AuthRead> reads;
     reads.swap(g_reads_waiting);
     if (post_reads(reads, true) == NGX_OK) return;
@@ -163,6 +200,201 @@ void auth_read_done(ngx_event_t *ev) {
     for (AuthRead &a : reads) resume(a);
 }
 
+// ---- the worker's own connection -----------------------------------------------------------
+
+// The connection's ngx_connection_t goes; the socket is the reader's, which closes it right
+// after (reader->close), unless libpq already did on seeing the server go: its events go as a
+// closed socket's do (NGX_CLOSE_EVENT: the kernel drops a closed descriptor from epoll), never
+// by its number, which may already be another's.
+void unwatch() {
+    ngx_connection_t *c = std::exchange(g_loop.c, nullptr);
+    if (c == nullptr) return;
+    if (c->read->timer_set) ngx_del_timer(c->read);
+    if (c->write->timer_set) ngx_del_timer(c->write);
+    if (ngx_del_conn) {
+        ngx_del_conn(c, NGX_CLOSE_EVENT);
+    } else {
+        if (c->read->active || c->read->disabled) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
+        if (c->write->active || c->write->disabled) ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
+    }
+    // (nginx's macro is several statements: braces)
+    if (c->read->posted) {
+        ngx_delete_posted_event(c->read);
+    }
+    if (c->write->posted) {
+        ngx_delete_posted_event(c->write);
+    }
+    c->read->closed = 1;
+    c->write->closed = 1;
+    ngx_free_connection(c);
+    c->fd = (ngx_socket_t)-1;
+}
+
+// The connection broke (or its answer is overdue): it is closed, made again later, and the reads
+// it carried go to the thread pool with those waiting, ahead of them.
+void loop_failed(const char *why) {
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "signin: the session reads' connection to the store failed: %s", why);
+    unwatch();
+    g_loop.reader->close();
+    g_loop.failed = true;
+    g_loop.failed_at = ngx_current_msec;
+    std::vector<AuthRead> carried = std::move(g_loop.reads);
+    g_loop.reads.clear();
+    g_loop.asked.clear();
+    g_loop.reading = {};
+    for (AuthRead &a : g_reads_waiting) carried.push_back(std::move(a));
+    g_reads_waiting = std::move(carried);
+    launch_waiting_reads();
+}
+
+// Its answer: the reads take their outcomes, the next waiting ones go out, then these resume.
+void loop_answered(std::vector<std::shared_ptr<const signin::Principal>> found) {
+    if (g_loop.c->read->timer_set) ngx_del_timer(g_loop.c->read);
+    std::vector<AuthRead> reads = std::move(g_loop.reads);
+    g_loop.reads.clear();
+    const std::vector<signin::Sessions::Asked> asked = std::move(g_loop.asked);
+    const signin::Sessions::Reading reading = std::move(g_loop.reading);
+    g_loop.asked.clear();
+    g_loop.reading = {};
+    signin::Identity *id = identity();
+    guard(
+        [&] {
+            auto got = id != nullptr ? id->sessions().answers(asked, reading, std::move(found))
+                                     : std::vector<signin::Result<std::shared_ptr<const signin::Principal>>>(
+                                           reads.size(), signin::Error{signin::Code::StorageError, "the sign-in store is not open"});
+            for (std::size_t i = 0; i < reads.size() && i < got.size(); ++i) {
+                reads[i].result = std::move(got[i]);
+                if (g_session_cache && *reads[i].result) reads[i].key = signin::record_key(reads[i].secret.reveal());
+            }
+        },
+        [&](const std::exception *) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "signin: reading a session failed");
+            for (AuthRead &a : reads)
+                if (!a.result) a.result = signin::Error{signin::Code::Internal, "the request failed"};
+        });
+    guarded("signin: the next session reads", launch_waiting_reads);
+    for (AuthRead &a : reads) resume(a);
+}
+
+void loop_read(ngx_event_t *ev) {
+    if (!loop_connected()) return;
+    if (ev->timedout) {
+        ev->timedout = 0;
+        loop_failed("no answer in 10 s");
+        return;
+    }
+    std::optional<std::vector<std::shared_ptr<const signin::Principal>>> found;
+    std::string failure;
+    guard([&] { found = g_loop.reader->receive(); },
+          [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
+    if (!failure.empty()) {
+        loop_failed(failure.c_str());
+        return;
+    }
+    ev->ready = 0;
+    if (found) {
+        loop_answered(std::move(*found));
+    } else if (ngx_handle_read_event(ev, 0) != NGX_OK) {
+        loop_failed("its socket could not be watched");
+    }
+}
+
+void loop_write(ngx_event_t *ev) {
+    if (!loop_connected() || !g_loop.reader->wants_write()) return;
+    std::string failure;
+    guard([&] { g_loop.reader->flush(); }, [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
+    if (!failure.empty()) {
+        loop_failed(failure.c_str());
+        return;
+    }
+    ev->ready = 0;
+    if (g_loop.reader->wants_write() && ngx_handle_write_event(ev, 0) != NGX_OK) loop_failed("its socket could not be watched");
+}
+
+// The waiting reads, sent together over the connection (not busy).
+void send_loop_reads() {
+    g_loop.reads = std::move(g_reads_waiting);
+    g_reads_waiting.clear();
+    g_loop.asked.clear();
+    for (AuthRead &a : g_loop.reads) g_loop.asked.push_back({&a.secret, a.kind});
+    g_loop.reading = signin::Sessions::reading(g_loop.asked);
+    if (g_loop.reading.keys.empty()) {  // no credential worth a read: answered as not signed in
+        loop_answered({});
+        return;
+    }
+    std::string failure;
+    guard([&] { g_loop.reader->send(g_loop.reading.views()); },
+          [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
+    if (!failure.empty()) {
+        loop_failed(failure.c_str());
+        return;
+    }
+    count_read_batch(g_loop.reading.keys.size());
+    ngx_add_timer(g_loop.c->read, kLoopAnswerWait);
+    if (g_loop.reader->wants_write() && ngx_handle_write_event(g_loop.c->write, 0) != NGX_OK)
+        loop_failed("its socket could not be watched");
+}
+
+void loop_send(ngx_event_t *) { guarded("signin: sending session reads", launch_waiting_reads); }
+
+// The connection, made in the thread pool: watched from the event loop once made.
+struct ConnectTask {
+    std::string failure;
+    ngx_pool_t *pool = nullptr;
+    ngx_thread_task_t *task = nullptr;
+};
+
+void connect_thread(void *data, ngx_log_t *) {
+    auto *t = static_cast<ConnectTask *>(data);
+    guard([&] { g_loop.reader->connect(); }, [&](const std::exception *e) { t->failure = e != nullptr ? e->what() : "an unknown error"; });
+}
+
+bool watch() {
+    const int fd = g_loop.reader->socket();
+    ngx_connection_t *c = fd >= 0 ? ngx_get_connection(fd, ngx_cycle->log) : nullptr;
+    if (c == nullptr) return false;
+    g_loop.c = c;
+    c->read->handler = loop_read;
+    c->write->handler = loop_write;
+    c->read->log = c->log;
+    c->write->log = c->log;
+    if (ngx_handle_read_event(c->read, 0) == NGX_OK) return true;
+    unwatch();
+    return false;
+}
+
+void connect_done(ngx_event_t *ev) {
+    if (task_overdue(ev)) return;
+    auto *t = static_cast<ConnectTask *>(ev->data);
+    std::string failure = std::move(t->failure);
+    delete_task(t);
+    g_loop.connecting = false;
+    if (failure.empty() && !watch()) failure = "its socket could not be watched";
+    if (!failure.empty()) {
+        if (!g_loop.failed) ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "signin: the session reads' connection to the store could not be made: %s", failure.c_str());
+        g_loop.reader->close();
+        g_loop.failed = true;
+        g_loop.failed_at = ngx_current_msec;
+        return;
+    }
+    g_loop.failed = false;
+    guarded("signin: the next session reads", launch_waiting_reads);
+}
+
+// Makes the connection in the thread pool, unless it is there or on its way, or broke less
+// than kReconnectAfter ago.
+void maybe_connect() {
+    if (!g_loop.reader || loop_connected() || g_loop.connecting || ngx_exiting || job_write_pool() == nullptr) return;
+    if (g_loop.failed && ngx_current_msec - g_loop.failed_at < kReconnectAfter) return;
+    auto *t = new_task<ConnectTask>(connect_thread, connect_done);
+    if (t == nullptr) return;
+    if (post_task(job_write_pool(), t) != NGX_OK) {
+        delete_task(t);
+        return;
+    }
+    g_loop.connecting = true;
+}
+
 // A session read (and the shared limit's take) in the thread pool, for the access phase or for
 // api_versions_pin (`for_pin`: its outcome goes to ctx->pin_read).
 ngx_int_t post_auth_read(ngx_http_request_t *r, const Credentials &c, std::optional<SharedTake> take, bool for_pin) {
@@ -176,16 +408,21 @@ ngx_int_t post_auth_read(ngx_http_request_t *r, const Credentials &c, std::optio
     a.secret = c.secret;
     a.kind = c.kind();
     const bool batched = !a.take;
-    if (batched && g_read_tasks >= kReadTasks) {
+    if (batched && (loop_connected() || g_read_tasks >= kReadTasks)) {
         try {
-            g_reads_waiting.push_back(std::move(a));  // goes with the next task
+            g_reads_waiting.push_back(std::move(a));  // goes with the next read out
         } catch (const std::bad_alloc &) {
             return NGX_ERROR;
+        }
+        // sent once this turn of the event loop is over, with the others that came in it
+        if (loop_connected() && !g_loop.send.posted) {
+            ngx_post_event(&g_loop.send, &ngx_posted_events);
         }
     } else {
         std::vector<AuthRead> reads;
         reads.push_back(std::move(a));
         if (post_reads(reads, batched) != NGX_OK) return NGX_ERROR;
+        if (batched) maybe_connect();
     }
     ctx->auth_reading = true;
     r->main->blocked++;
@@ -204,6 +441,23 @@ bool from_session_cache(ngx_http_request_t *r, const Credentials &c) {
     if (hit == nullptr) return false;
     ctx->pre_auth = std::move(hit);
     return true;
+}
+
+void start_loop_reads(std::unique_ptr<signin::SessionReader> reader) {
+    g_loop.reader = std::move(reader);
+    g_loop.send.handler = loop_send;
+    g_loop.send.log = ngx_cycle->log;
+    g_loop.send.data = &g_loop;
+}
+
+void stop_loop_reads() {
+    if (g_loop.send.posted) {
+        ngx_delete_posted_event(&g_loop.send);
+    }
+    unwatch();
+    // a connect() still under way in a thread keeps its reader: the worker ends without freeing it
+    if (g_loop.connecting) (void)g_loop.reader.release();
+    g_loop.reader.reset();
 }
 
 void set_shared_limits(std::unique_ptr<signin::SharedLimits> limits) { g_shared_limits = std::move(limits); }

@@ -98,6 +98,7 @@ void open_engine(ngx_cycle_t *cycle, MainConf *m) {
         // the sensitive requests, counted for every node
         set_shared_limits(std::make_unique<signin::SharedLimits>(g_store));
     }
+    if (traits.reads_may_block) start_loop_reads(g_store->session_reader());  // GET /me without a thread each
     if (traits.reads_may_block && m->session_cache > 0) {  // per worker, bounded
         set_session_cache(std::make_unique<signin::SessionCache>(static_cast<signin::Millis>(m->session_cache), 100000));
     }
@@ -178,6 +179,7 @@ ngx_int_t init_worker(ngx_cycle_t *cycle) {
 
 void exit_worker(ngx_cycle_t *cycle) {
     guard_log(cycle->log, NGX_LOG_ALERT, "signin: closing the store", [] {
+        stop_loop_reads();
         g_identity.reset();
         g_store.reset();
     });
