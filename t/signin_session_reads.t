@@ -112,6 +112,36 @@ SKIP: {
 }
 is $reads, 0, 'LMDB: no session read left the event loop' unless $ENV{SIGNIN_TEST_PG};
 
+# A long answer: 120 clients ask at once while the sessions' table is locked, so that a worker's
+# waiting reads go out together, more than 32 in one statement, whose answer (about 440 bytes a
+# session with its account) is longer than libpq reads at once (16 KiB): it is taken whole, each
+# session to its asker, and at once (an answer that stalled would be dropped after 10 s).
+SKIP: {
+    skip 'one statement for many reads is PostgreSQL\'s', 5 unless $ENV{SIGNIN_TEST_PG};
+    my $over32 = sub {
+        my $text = $t->req(GET => '/metrics')->{content} // '';
+        my ($le32) = $text =~ /^signin_session_read_batch_size_bucket\{le="32"\} (\d+)$/m;
+        my ($all) = $text =~ /^signin_session_read_batch_size_count (\d+)$/m;
+        return ($all // 0) - ($le32 // 0);
+    };
+    my $big_before = $over32->();
+    my $lock = fork // die "fork: $!";
+    if ($lock == 0) {
+        exec 'psql', $t->store_url, '-qAt', '-c',
+            'BEGIN; LOCK TABLE signin_sessions IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(1); COMMIT;';
+        POSIX::_exit(127);
+    }
+    sleep 0.3;
+    my $start = Time::HiRes::time();
+    ask_all(clients => 120, each => 1, what => 'a hundred and twenty clients at once');
+    my $took = Time::HiRes::time() - $start;
+    waitpid $lock, 0;
+    my $big = $over32->() - $big_before;
+    ok $big >= 1, "$big statements read more than 32 sessions each";
+    ok $took < 6, sprintf 'all answered in %.1f s (the lock held them 0.7 s)', $took;
+    unlike $t->error_log, qr/signin: the session reads' connection .* failed/, '... and no read waited for the rest of its answer';
+}
+
 # The database ends the workers' session-read connections (told apart in pg_stat_activity by the
 # comment their statement starts with) while eight clients ask, a request every 20 ms, and while
 # the sessions' table is locked, so that reads are out on those connections when they end: every

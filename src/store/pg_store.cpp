@@ -1086,6 +1086,12 @@ public:
     std::optional<std::vector<std::shared_ptr<const Principal>>> receive() override {
         if (conn_ == nullptr) return std::nullopt;
         if (PQconsumeInput(conn_) != 1 || PQstatus(conn_) != CONNECTION_OK) fail(nullptr);
+        // Over TLS, what the socket brought may wait decrypted in the TLS library rather than in
+        // the socket (a record longer than libpq's free room), where no readiness of the socket
+        // tells of it: a few more reads take it (a record is at most 16 KiB, and libpq reads
+        // 8 KiB or more at a time). A read with nothing there returns at once.
+        for (int more = 0; more < kMoreReads && busy() && PQisBusy(conn_) != 0; ++more)
+            if (PQconsumeInput(conn_) != 1) fail(nullptr);
         if (wants_write_) flush();
         // PQgetResult waits while the answer is incomplete: asked only when it is not
         while (busy() && PQisBusy(conn_) == 0) {
@@ -1115,6 +1121,7 @@ public:
 
 private:
     static constexpr const char *kName = "r";
+    static constexpr int kMoreReads = 2;
     static constexpr const char *kReadsMark = "/* ngx_signin session reads */ ";
     [[noreturn]] void fail(const PGresult *res) {
         PGconn *conn = conn_;

@@ -291,15 +291,15 @@ void loop_read(ngx_event_t *ev) {
         loop_failed(failure.c_str());
         return;
     }
-    ev->ready = 0;
-    if (found) {
-        loop_answered(std::move(*found));
-    } else if (ngx_handle_read_event(ev, 0) != NGX_OK) {
-        loop_failed("its socket could not be watched");
-    }
+    if (found) loop_answered(std::move(*found));
 }
 
+// What a read left unsent goes when the socket takes it, tried again every kFlushEvery: a
+// statement of a few hundred bytes nearly never fills a socket's buffer, and a write event would
+// share the socket's one epoll entry with the read event, which must stay level-triggered.
+constexpr ngx_msec_t kFlushEvery = 1;
 void loop_write(ngx_event_t *ev) {
+    ev->timedout = 0;
     if (!loop_connected() || !g_loop.reader->wants_write()) return;
     std::string failure;
     guard([&] { g_loop.reader->flush(); }, [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
@@ -307,8 +307,7 @@ void loop_write(ngx_event_t *ev) {
         loop_failed(failure.c_str());
         return;
     }
-    ev->ready = 0;
-    if (g_loop.reader->wants_write() && ngx_handle_write_event(ev, 0) != NGX_OK) loop_failed("its socket could not be watched");
+    if (g_loop.reader->wants_write()) ngx_add_timer(ev, kFlushEvery);
 }
 
 // The waiting reads, sent together over the connection (not busy).
@@ -331,8 +330,7 @@ void send_loop_reads() {
     }
     count_read_batch(g_loop.reading.keys.size());
     ngx_add_timer(g_loop.c->read, kLoopAnswerWait);
-    if (g_loop.reader->wants_write() && ngx_handle_write_event(g_loop.c->write, 0) != NGX_OK)
-        loop_failed("its socket could not be watched");
+    if (g_loop.reader->wants_write()) ngx_add_timer(g_loop.c->write, kFlushEvery);
 }
 
 void loop_send(ngx_event_t *) { guarded("signin: sending session reads", launch_waiting_reads); }
@@ -358,7 +356,9 @@ bool watch() {
     c->write->handler = loop_write;
     c->read->log = c->log;
     c->write->log = c->log;
-    if (ngx_handle_read_event(c->read, 0) == NGX_OK) return true;
+    // level-triggered: libpq reads what it needs of the socket, not all that waits there (a large
+    // answer), and what it leaves must be told again
+    if (ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT) == NGX_OK) return true;
     unwatch();
     return false;
 }
