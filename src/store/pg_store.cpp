@@ -1018,12 +1018,14 @@ Connection::~Connection() {
     }
 }
 
-// The principals SessionsWithUsers found for `keys` (asked with their legacy forms), in the keys'
-// order; nullptr where a key found none.
+// The principals SessionsWithUsers (or the session reads' own statement) found for `keys` (asked
+// with their legacy forms), in the keys' order; nullptr where a key found none, or a session
+// whose account is gone (NULL).
 std::vector<std::shared_ptr<const Principal>> principals_of(const Result &r, const std::vector<std::string_view> &keys) {
     std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
     const int rows = PQntuples(r.get());
     for (int row = 0; row < rows; ++row) {
+        if (PQgetisnull(r.get(), row, 2)) continue;
         const std::string_view key = cell(r, row, 0);
         auto p = std::make_shared<const Principal>(Principal{decode_user(cell(r, row, 2)), decode_session(key, cell(r, row, 1))});
         for (std::size_t i = 0; i < keys.size(); ++i) {  // a key asked twice gets it twice
@@ -1037,9 +1039,15 @@ std::vector<std::shared_ptr<const Principal>> principals_of(const Result &r, con
 }
 
 // An event loop's session reads (SessionReader) over a connection of their own, in non-blocking
-// mode: the loop's thread never waits for the server. The statement is SessionsWithUsers,
-// prepared when the connection is made, under a comment that tells the connection apart in
-// pg_stat_activity's query column (kReadsMark).
+// mode: the loop's thread never waits for the server. Its one statement (kReads) is prepared when
+// the connection is made, under a comment that tells the connection apart in pg_stat_activity's
+// query column. It lives as long as the worker, so its plan must suit tables of any size: a plan
+// made while they were small (a fresh site, a test) would scan them whole once they are large,
+// until an ANALYZE happened to invalidate it (bench/run's GET /me fell from 90 000 answers a
+// second to 2 000 after its sign-ins had filled the tables). So each session's account is a
+// subquery by its key rather than a join (a join's generic plan hashes the whole accounts'
+// table), and the connection plans no sequential scan (enable_seqscan off: every lookup is by a
+// primary key).
 class PgSessionReader final : public SessionReader {
 public:
     explicit PgSessionReader(std::string conninfo) : conninfo_(std::move(conninfo)) {}
@@ -1050,11 +1058,11 @@ public:
     void connect() override {
         close();
         PGconn *conn = open_connection(conninfo_);
-        const std::string sql = std::string(kReadsMark) + kStatements[SessionsWithUsers];
-        Result p(PQprepare(conn, kName, sql.c_str(), 0, nullptr));
+        Result set(PQexec(conn, "SET enable_seqscan = off"));
+        Result p(PQresultStatus(set.get()) == PGRES_COMMAND_OK ? PQprepare(conn, kName, kReads, 0, nullptr) : nullptr);
         if (PQresultStatus(p.get()) != PGRES_COMMAND_OK || PQsetnonblocking(conn, 1) != 0) {
             try {
-                throw_result(conn, p.get(), "prepare the session reads");
+                throw_result(conn, p ? p.get() : set.get(), "prepare the session reads");
             } catch (...) {
                 PQfinish(conn);
                 throw;
@@ -1122,7 +1130,9 @@ public:
 private:
     static constexpr const char *kName = "r";
     static constexpr int kMoreReads = 2;
-    static constexpr const char *kReadsMark = "/* ngx_signin session reads */ ";
+    static constexpr const char *kReads =
+        "/* ngx_signin session reads */ SELECT s.key, s.rec, (SELECT u.rec FROM signin_users u WHERE u.id = s.user_id) "
+        "FROM signin_sessions s WHERE s.key = ANY($1::bytea[])";
     [[noreturn]] void fail(const PGresult *res) {
         PGconn *conn = conn_;
         conn_ = nullptr;  // closed whatever the failure: the next connect() makes a fresh one

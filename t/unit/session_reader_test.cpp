@@ -158,6 +158,30 @@ TEST_F(PgReader, ReceiveNeverWaitsForTheServer) {
     EXPECT_EQ((*got)[0]->user.email, "a@example.com");
 }
 
+// The statement's plan, made for the connection's life while the tables are small, stays a lookup
+// by key once they are large: after the first reads (PostgreSQL keeps a generic plan from the
+// sixth), 100 000 sessions and accounts come, and 100 reads take well under what scanning them
+// would (several milliseconds a read).
+TEST_F(PgReader, ReadsStayLookupsByKeyAsTheTablesGrow) {
+    const Session a = sign_in("a@example.com");
+    for (int i = 0; i < 8; ++i) {
+        reader_->send({key_of(a)});
+        ASSERT_TRUE(answer(*reader_));
+    }
+    pg_exec(pg_->conninfo(), "INSERT INTO signin_users (id, rec) SELECT int8send(g), ''::bytea FROM generate_series(1, 100000) g");
+    pg_exec(pg_->conninfo(), "INSERT INTO signin_sessions (key, id, user_id, browser, expires_at, rec) SELECT int8send(g), "
+                             "int8send(g), int8send(g), ''::bytea, 0, ''::bytea FROM generate_series(1, 100000) g");
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 100; ++i) {
+        reader_->send({key_of(a)});
+        auto got = answer(*reader_);
+        ASSERT_TRUE(got && (*got)[0]);
+        EXPECT_EQ((*got)[0]->user.email, "a@example.com");
+    }
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    EXPECT_LT(took.count(), 400) << "100 reads took " << took.count() << " ms: the tables were scanned";
+}
+
 // A connection the server ends is a StoreError and is closed; connect() makes a fresh one.
 TEST_F(PgReader, AConnectionTheServerEndsIsAnErrorAndConnectMakesAnother) {
     const Session a = sign_in("a@example.com");
