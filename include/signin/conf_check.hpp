@@ -63,8 +63,9 @@ struct Connections {
     std::size_t nodes = 1;       // signin_store's nodes=: the nginx nodes that share the database
     std::size_t limit = 0;       // what the server allows (pg_connection_limit)
 };
-// workers x (per_worker + 1: the event loop's connection for session reads) x nodes above the limit (warning: under load the last connections are
-// refused, and those requests answer 503), with the arithmetic and what to change.
+// workers x (per_worker + 1, the event loop's connection for session reads) x nodes above the
+// limit (warning: under load the last connections are refused, and those requests answer 503),
+// with the arithmetic and what to change.
 Problems check_connections(const Connections &c);
 
 // Identity providers named without the internal location their calls go through.

@@ -202,6 +202,14 @@ void auth_read_done(ngx_event_t *ev) {
 
 // ---- the worker's own connection -----------------------------------------------------------
 
+// What `f` (a call of the reader) threw, said; empty when it did not.
+template <class F>
+std::string failure_of(F &&f) {
+    std::string failure;
+    guard(f, [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
+    return failure;
+}
+
 // The connection's ngx_connection_t goes; the socket is the reader's, which closes it right
 // after (reader->close), unless libpq already did on seeing the server go: its events go as a
 // closed socket's do (NGX_CLOSE_EVENT: the kernel drops a closed descriptor from epoll), never
@@ -233,7 +241,8 @@ void unwatch() {
 // The connection broke (or its answer is overdue): it is closed, made again later, and the reads
 // it carried go to the thread pool with those waiting, ahead of them.
 void loop_failed(const char *why) {
-    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "signin: the session reads' connection to the store failed: %s", why);
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "signin: the session reads' connection to the store failed: %s",
+                  why);
     unwatch();
     g_loop.reader->close();
     g_loop.failed = true;
@@ -259,9 +268,9 @@ void loop_answered(std::vector<std::shared_ptr<const signin::Principal>> found) 
     signin::Identity *id = identity();
     guard(
         [&] {
-            auto got = id != nullptr ? id->sessions().answers(asked, reading, std::move(found))
-                                     : std::vector<signin::Result<std::shared_ptr<const signin::Principal>>>(
-                                           reads.size(), signin::Error{signin::Code::StorageError, "the sign-in store is not open"});
+            using Answers = std::vector<signin::Result<std::shared_ptr<const signin::Principal>>>;
+            const signin::Error closed{signin::Code::StorageError, "the sign-in store is not open"};
+            Answers got = id != nullptr ? id->sessions().answers(asked, reading, std::move(found)) : Answers(reads.size(), closed);
             for (std::size_t i = 0; i < reads.size() && i < got.size(); ++i) {
                 reads[i].result = std::move(got[i]);
                 if (g_session_cache && *reads[i].result) reads[i].key = signin::record_key(reads[i].secret.reveal());
@@ -284,9 +293,7 @@ void loop_read(ngx_event_t *ev) {
         return;
     }
     std::optional<std::vector<std::shared_ptr<const signin::Principal>>> found;
-    std::string failure;
-    guard([&] { found = g_loop.reader->receive(); },
-          [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
+    const std::string failure = failure_of([&] { found = g_loop.reader->receive(); });
     if (!failure.empty()) {
         loop_failed(failure.c_str());
         return;
@@ -301,8 +308,7 @@ constexpr ngx_msec_t kFlushEvery = 1;
 void loop_write(ngx_event_t *ev) {
     ev->timedout = 0;
     if (!loop_connected() || !g_loop.reader->wants_write()) return;
-    std::string failure;
-    guard([&] { g_loop.reader->flush(); }, [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
+    const std::string failure = failure_of([&] { g_loop.reader->flush(); });
     if (!failure.empty()) {
         loop_failed(failure.c_str());
         return;
@@ -321,9 +327,7 @@ void send_loop_reads() {
         loop_answered({});
         return;
     }
-    std::string failure;
-    guard([&] { g_loop.reader->send(g_loop.reading.views()); },
-          [&](const std::exception *e) { failure = e != nullptr ? e->what() : "an unknown error"; });
+    const std::string failure = failure_of([&] { g_loop.reader->send(g_loop.reading.views()); });
     if (!failure.empty()) {
         loop_failed(failure.c_str());
         return;
@@ -343,8 +347,7 @@ struct ConnectTask {
 };
 
 void connect_thread(void *data, ngx_log_t *) {
-    auto *t = static_cast<ConnectTask *>(data);
-    guard([&] { g_loop.reader->connect(); }, [&](const std::exception *e) { t->failure = e != nullptr ? e->what() : "an unknown error"; });
+    static_cast<ConnectTask *>(data)->failure = failure_of([] { g_loop.reader->connect(); });
 }
 
 bool watch() {
@@ -371,7 +374,10 @@ void connect_done(ngx_event_t *ev) {
     g_loop.connecting = false;
     if (failure.empty() && !watch()) failure = "its socket could not be watched";
     if (!failure.empty()) {
-        if (!g_loop.failed) ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "signin: the session reads' connection to the store could not be made: %s", failure.c_str());
+        if (!g_loop.failed) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "signin: the session reads' connection to the store could not be made: %s", failure.c_str());
+        }
         g_loop.reader->close();
         g_loop.failed = true;
         g_loop.failed_at = ngx_current_msec;
