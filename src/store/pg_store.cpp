@@ -256,8 +256,10 @@ constexpr const char *kStatements[StmtCount] = {
     /* AllEmails */ "SELECT addr, user_id FROM signin_user_email ORDER BY addr",
     /* SessionWithUser */
     "SELECT s.key, s.rec, u.rec FROM signin_sessions s LEFT JOIN signin_users u ON u.id = s.user_id WHERE s.key = $1",
+    // sessions by their keys, each with its account (NULL: gone), looked up by its key (as a join,
+    // a generic plan made while the tables were small hashed the whole accounts' table)
     /* SessionsWithUsers */
-    "SELECT s.key, s.rec, u.rec FROM signin_sessions s JOIN signin_users u ON u.id = s.user_id "
+    "SELECT s.key, s.rec, (SELECT u.rec FROM signin_users u WHERE u.id = s.user_id) FROM signin_sessions s "
     "WHERE s.key = ANY($1::bytea[])",
     // tokens by their keys, each with its address and that address's account (NULL: none), looked
     // up row by row (as a join, the planner's generic plan scanned the accounts: 1.5 ms a batch)
@@ -1018,9 +1020,8 @@ Connection::~Connection() {
     }
 }
 
-// The principals SessionsWithUsers (or the session reads' own statement) found for `keys` (asked
-// with their legacy forms), in the keys' order; nullptr where a key found none, or a session
-// whose account is gone (NULL).
+// The principals SessionsWithUsers found for `keys` (asked with their legacy forms), in the keys'
+// order; nullptr where a key found none, or a session whose account is gone (NULL).
 std::vector<std::shared_ptr<const Principal>> principals_of(const Result &r, const std::vector<std::string_view> &keys) {
     std::vector<std::shared_ptr<const Principal>> out(keys.size()), legacy(keys.size());
     const int rows = PQntuples(r.get());
@@ -1039,15 +1040,13 @@ std::vector<std::shared_ptr<const Principal>> principals_of(const Result &r, con
 }
 
 // An event loop's session reads (SessionReader) over a connection of their own, in non-blocking
-// mode: the loop's thread never waits for the server. Its one statement (kReads) is prepared when
-// the connection is made, under a comment that tells the connection apart in pg_stat_activity's
-// query column. It lives as long as the worker, so its plan must suit tables of any size: a plan
-// made while they were small (a fresh site, a test) would scan them whole once they are large,
-// until an ANALYZE happened to invalidate it (bench/run's GET /me fell from 90 000 answers a
-// second to 2 000 after its sign-ins had filled the tables). So each session's account is a
-// subquery by its key rather than a join (a join's generic plan hashes the whole accounts'
-// table), and the connection plans no sequential scan (enable_seqscan off: every lookup is by a
-// primary key).
+// mode: the loop's thread never waits for the server. Its one statement, SessionsWithUsers, is
+// prepared when the connection is made, under a comment (kMark) that tells the connection apart
+// in pg_stat_activity's query column. It lives as long as the worker, so its plan must suit
+// tables of any size: a plan made while they were small (a fresh site, a test) would scan them
+// whole once they are large, until an ANALYZE happened to invalidate it (bench/run's GET /me fell
+// from 90 000 answers a second to 2 000 after its sign-ins had filled the tables). So the
+// connection plans no sequential scan (enable_seqscan off: every lookup is by a primary key).
 class PgSessionReader final : public SessionReader {
 public:
     explicit PgSessionReader(std::string conninfo) : conninfo_(std::move(conninfo)) {}
@@ -1059,7 +1058,8 @@ public:
         close();
         PGconn *conn = open_connection(conninfo_);
         Result set(PQexec(conn, "SET enable_seqscan = off"));
-        Result p(PQresultStatus(set.get()) == PGRES_COMMAND_OK ? PQprepare(conn, kName, kReads, 0, nullptr) : nullptr);
+        const std::string sql = std::string(kMark) + kStatements[SessionsWithUsers];
+        Result p(PQresultStatus(set.get()) == PGRES_COMMAND_OK ? PQprepare(conn, kName, sql.c_str(), 0, nullptr) : nullptr);
         if (PQresultStatus(p.get()) != PGRES_COMMAND_OK || PQsetnonblocking(conn, 1) != 0) {
             try {
                 throw_result(conn, p ? p.get() : set.get(), "prepare the session reads");
@@ -1130,9 +1130,7 @@ public:
 private:
     static constexpr const char *kName = "r";
     static constexpr int kMoreReads = 2;
-    static constexpr const char *kReads =
-        "/* ngx_signin session reads */ SELECT s.key, s.rec, (SELECT u.rec FROM signin_users u WHERE u.id = s.user_id) "
-        "FROM signin_sessions s WHERE s.key = ANY($1::bytea[])";
+    static constexpr const char *kMark = "/* ngx_signin session reads */ ";
     [[noreturn]] void fail(const PGresult *res) {
         PGconn *conn = conn_;
         conn_ = nullptr;  // closed whatever the failure: the next connect() makes a fresh one
