@@ -76,13 +76,20 @@ struct LoopReads {
     bool failed = false;            // the last connection failed, or could not be made
     ngx_msec_t failed_at = 0;
     ngx_event_t send;  // posted: the reads that came during this turn of the event loop go out
-    std::vector<AuthRead> reads;  // sent, waiting for their answer
-    std::vector<signin::Sessions::Asked> asked;
-    signin::Sessions::Reading reading;
+    std::vector<AuthRead> reads;        // sent, waiting for their answer
+    signin::Sessions::Reading reading;  // of their credentials (asked_of)
 };
 LoopReads g_loop;
 bool loop_connected() { return g_loop.c != nullptr; }
 void launch_waiting_reads();
+
+// What the reads ask the engine (their credentials, in their order).
+std::vector<signin::Sessions::Asked> asked_of(std::vector<AuthRead> &reads) {
+    std::vector<signin::Sessions::Asked> asked;
+    asked.reserve(reads.size());
+    for (AuthRead &a : reads) asked.push_back({&a.secret, a.kind});
+    return asked;
+}
 
 void auth_read_thread(void *data, ngx_log_t *log) {
     auto *t = static_cast<AuthReadTask *>(data);
@@ -249,7 +256,6 @@ void loop_failed(const char *why) {
     g_loop.failed_at = ngx_current_msec;
     std::vector<AuthRead> carried = std::move(g_loop.reads);
     g_loop.reads.clear();
-    g_loop.asked.clear();
     g_loop.reading = {};
     for (AuthRead &a : g_reads_waiting) carried.push_back(std::move(a));
     g_reads_waiting = std::move(carried);
@@ -261,16 +267,15 @@ void loop_answered(std::vector<std::shared_ptr<const signin::Principal>> found) 
     if (g_loop.c->read->timer_set) ngx_del_timer(g_loop.c->read);
     std::vector<AuthRead> reads = std::move(g_loop.reads);
     g_loop.reads.clear();
-    const std::vector<signin::Sessions::Asked> asked = std::move(g_loop.asked);
     const signin::Sessions::Reading reading = std::move(g_loop.reading);
-    g_loop.asked.clear();
     g_loop.reading = {};
     signin::Identity *id = identity();
     guard(
         [&] {
             using Answers = std::vector<signin::Result<std::shared_ptr<const signin::Principal>>>;
             const signin::Error closed{signin::Code::StorageError, "the sign-in store is not open"};
-            Answers got = id != nullptr ? id->sessions().answers(asked, reading, std::move(found)) : Answers(reads.size(), closed);
+            Answers got = id != nullptr ? id->sessions().answers(asked_of(reads), reading, std::move(found))
+                                        : Answers(reads.size(), closed);
             for (std::size_t i = 0; i < reads.size() && i < got.size(); ++i) {
                 reads[i].result = std::move(got[i]);
                 if (g_session_cache && *reads[i].result) reads[i].key = signin::record_key(reads[i].secret.reveal());
@@ -320,9 +325,7 @@ void loop_write(ngx_event_t *ev) {
 void send_loop_reads() {
     g_loop.reads = std::move(g_reads_waiting);
     g_reads_waiting.clear();
-    g_loop.asked.clear();
-    for (AuthRead &a : g_loop.reads) g_loop.asked.push_back({&a.secret, a.kind});
-    g_loop.reading = signin::Sessions::reading(g_loop.asked);
+    g_loop.reading = signin::Sessions::reading(asked_of(g_loop.reads));
     if (g_loop.reading.keys.empty()) {  // no credential worth a read: answered as not signed in
         loop_answered({});
         return;
